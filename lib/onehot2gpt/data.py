@@ -1,0 +1,332 @@
+"""Datasets: a registry of pinned public files, a verified download cache, and small readers.
+
+Used from notebook 01 (WikiText-2 sentences for vocabularies and one-hot vectors) and notebook 02
+(word vectors: WikiText-2 to train on, the Google analogies and WordSim-353 to evaluate).
+
+Every file the course uses is listed in ``data/registry.json`` with its URL, sha256 and size.
+:func:`fetch` turns a (dataset, file) name into a local path, trying in order
+
+1. the cache, ``<cache>/<dataset>/<file>`` (:func:`cache_dir`; env ``ONEHOT2GPT_CACHE``),
+2. an offline mirror, ``$ONEHOT2GPT_DATA_MIRROR/<dataset>/<file>`` (copied into the cache),
+3. the file's URL (with a progress bar),
+
+and always checks the sha256, so a notebook never trains on a truncated or altered file. Files
+are written to a temporary name and renamed only once complete and verified, so an error or a
+Ctrl-C never leaves a partial file behind. ``.gz`` and ``.zip`` files are unpacked the same way.
+
+Example:
+    >>> path = fetch("word-benchmarks", "wordsim353.tsv")    # doctest: +SKIP
+    >>> read_wordsim353()[0]                                 # doctest: +SKIP
+    ('love', 'sex', 6.77)
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.client import HTTPException
+from pathlib import Path
+from typing import IO, Any
+
+from tqdm.auto import tqdm
+
+_REPO = Path(__file__).resolve().parents[2]
+REGISTRY_PATH = Path(os.environ.get("ONEHOT2GPT_REGISTRY") or _REPO / "data" / "registry.json")
+_MIRROR_ENV = "ONEHOT2GPT_DATA_MIRROR"
+_CACHE_ENV = "ONEHOT2GPT_CACHE"
+_CHUNK = 1 << 20
+_TIMEOUT_S = 60
+
+
+class DataError(RuntimeError):
+    """Something is wrong with a dataset: unknown name, bad checksum, cannot be obtained."""
+
+
+class UnknownName(DataError, KeyError):
+    """An unknown dataset or file name; the message lists the valid names."""
+
+    __str__ = RuntimeError.__str__  # KeyError would print the message as a quoted repr
+
+
+class ChecksumError(DataError):
+    """A file's sha256 does not match the registry (the cached copy has been deleted)."""
+
+
+class DatasetUnavailable(DataError):
+    """A file is neither cached nor in the mirror, and downloading it failed."""
+
+
+# --------------------------------------------------------------------------------- registry
+
+
+def load_registry() -> dict[str, Any]:
+    """Read the registry: ``{"_comment": str, "datasets": {name: {..., "files": [...]}}}``.
+
+    The path is ``$ONEHOT2GPT_REGISTRY`` if set, else :data:`REGISTRY_PATH`.
+    """
+    path = Path(os.environ.get("ONEHOT2GPT_REGISTRY") or REGISTRY_PATH)
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def list_datasets() -> list[str]:
+    """Names of all registered datasets, sorted."""
+    return sorted(load_registry()["datasets"])
+
+
+def cache_dir() -> Path:
+    """The download cache: ``$ONEHOT2GPT_CACHE``, else ``<repo>/data/cache`` (git-ignored)."""
+    return Path(os.environ.get(_CACHE_ENV) or _REPO / "data" / "cache")
+
+
+def _dataset(name: str) -> dict[str, Any]:
+    """The registry entry of one dataset, or :class:`UnknownName` listing the valid ones."""
+    datasets = load_registry()["datasets"]
+    if name not in datasets:
+        raise UnknownName(f"unknown dataset {name!r}; known datasets: {', '.join(sorted(datasets))}")
+    return datasets[name]
+
+
+def _output_name(entry: dict[str, Any]) -> str:
+    """The name of the file fetch() returns: the unpacked name for archives."""
+    return entry.get("unpacked_name") or entry["name"]
+
+
+def _file_entry(name: str, file: str | None) -> dict[str, Any]:
+    """The registry entry of one file (by its name or its unpacked name)."""
+    files = _dataset(name)["files"]
+    if file is None:
+        if len(files) == 1:
+            return files[0]
+        names = ", ".join(f["name"] for f in files)
+        raise UnknownName(f"dataset {name!r} has {len(files)} files, say which: fetch({name!r}, file) with file one of {names}")
+    for entry in files:
+        if file in (entry["name"], entry.get("unpacked_name")):
+            return entry
+    names = ", ".join(f["name"] + (f" (-> {f['unpacked_name']})" if f.get("unpacked_name") else "") for f in files)
+    raise UnknownName(f"dataset {name!r} has no file {file!r}; its files: {names}")
+
+
+# --------------------------------------------------------------------------------- fetching
+
+
+def _sha256(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@contextmanager
+def _atomic_writer(dest: Path) -> Iterator[tuple[IO[bytes], Callable[[], None]]]:
+    """Yield ``(fh, commit)``: write to a temp file beside ``dest``; ``commit()`` renames it.
+
+    Whatever happens (exception, KeyboardInterrupt, no commit), the temp file is removed.
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            committed = []
+            yield fh, lambda: committed.append(True)
+        if committed:
+            os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _copy_hashing(src: IO[bytes], dest: Path, expected: str | None, bar: tqdm | None = None) -> str:
+    """Stream ``src`` into ``dest`` atomically; keep it only if its sha256 is ``expected``.
+
+    Returns the sha256 of what was read (``dest`` is absent when it mismatches).
+    """
+    digest = hashlib.sha256()
+    with _atomic_writer(dest) as (out, commit):
+        for chunk in iter(lambda: src.read(_CHUNK), b""):
+            digest.update(chunk)
+            out.write(chunk)
+            if bar is not None:
+                bar.update(len(chunk))
+        if expected is None or digest.hexdigest() == expected:
+            commit()
+    return digest.hexdigest()
+
+
+def _verify_cached(path: Path, expected: str | None) -> bool:
+    """True if ``path`` exists and matches; a mismatching file is deleted (ChecksumError)."""
+    if not path.is_file():
+        return False
+    if expected is None:
+        return True
+    got = _sha256(path)
+    if got != expected:
+        path.unlink(missing_ok=True)
+        raise ChecksumError(
+            f"cached file {path} is corrupt: sha256 {got}, expected {expected}. "
+            "It has been deleted; run the same call again to fetch a fresh copy."
+        )
+    return True
+
+
+def _from_mirror(name: str, entry: dict[str, Any], dest: Path) -> bool:
+    """Copy ``<mirror>/<name>/<file>`` into the cache if the mirror has it; True on success."""
+    mirror = os.environ.get(_MIRROR_ENV)
+    if not mirror:
+        return False
+    src = Path(mirror) / name / entry["name"]
+    if not src.is_file():
+        return False
+    with open(src, "rb") as fh:
+        got = _copy_hashing(fh, dest, entry["sha256"])
+    if got != entry["sha256"]:
+        raise ChecksumError(
+            f"mirror file {src} does not match the registry: sha256 {got}, expected {entry['sha256']}. "
+            f"The mirror is read-only, so it was left as it is and nothing was cached. Fix or replace "
+            f"that file, or unset {_MIRROR_ENV} to download {entry['url']} instead."
+        )
+    return True
+
+
+def _download(entry: dict[str, Any], dest: Path, progress: bool) -> None:
+    """Download ``entry['url']`` to ``dest`` atomically, verifying its sha256."""
+    url = entry["url"]
+    try:
+        with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as resp:
+            total = int(resp.headers.get("Content-Length") or entry.get("size") or 0) or None
+            with tqdm(total=total, unit="B", unit_scale=True, desc=entry["name"], disable=not progress) as bar:
+                got = _copy_hashing(resp, dest, entry["sha256"], bar)
+    except (OSError, HTTPException) as exc:  # URLError, HTTPError, timeouts, resets are OSErrors
+        mirror = os.environ.get(_MIRROR_ENV)
+        where = f"it is not in the mirror {mirror}" if mirror else f"{_MIRROR_ENV} is not set"
+        raise DatasetUnavailable(
+            f"cannot download {url} ({type(exc).__name__}: {exc}); {where}. Either connect to the "
+            f"internet, or set {_MIRROR_ENV} to a folder holding <dataset>/<file> copies, or download "
+            f"{url} yourself and save it as exactly {dest}"
+        ) from exc
+    if got != entry["sha256"]:
+        raise ChecksumError(
+            f"download of {url} does not match the registry: sha256 {got}, expected {entry['sha256']}. "
+            "The download was deleted; run the same call again (if it keeps failing, the server "
+            "now serves a different file and the registry needs updating)."
+        )
+
+
+def _unpack(entry: dict[str, Any], archive: Path, dest: Path) -> None:
+    """Extract ``archive`` (gunzip, or one zip member) to ``dest`` atomically, verifying it."""
+    expected = entry.get("unpacked_sha256")
+    if entry["unpack"] == "gunzip":
+        with gzip.open(archive, "rb") as src:
+            got = _copy_hashing(src, dest, expected)
+    elif entry["unpack"] == "zip":
+        with zipfile.ZipFile(archive) as zf, zf.open(entry["member"]) as src:
+            got = _copy_hashing(src, dest, expected)
+    else:
+        raise DataError(f"unknown unpack method {entry['unpack']!r} for {entry['name']} in the registry")
+    if expected is not None and got != expected:
+        raise ChecksumError(
+            f"unpacking {archive} gave sha256 {got} for {dest.name}, expected {expected}. "
+            "Nothing was kept; delete the archive and run the same call again."
+        )
+
+
+def fetch(name: str, file: str | None = None, *, progress: bool = True) -> Path:
+    """Path to a verified local copy of one dataset file (unpacked for .gz/.zip entries).
+
+    Looks in the cache, then ``$ONEHOT2GPT_DATA_MIRROR``, then downloads. ``file`` may be left
+    out for one-file datasets. Raises :class:`ChecksumError` (the bad cached copy is deleted),
+    :class:`DatasetUnavailable` (no cache, no mirror, no network) or :class:`UnknownName`.
+    """
+    entry = _file_entry(name, file)
+    folder = cache_dir() / name
+    raw = folder / entry["name"]
+    if entry.get("unpack"):
+        out = folder / _output_name(entry)
+        if entry.get("unpacked_sha256") and _verify_cached(out, entry["unpacked_sha256"]):
+            return out
+    if not _verify_cached(raw, entry["sha256"]) and not _from_mirror(name, entry, raw):
+        _download(entry, raw, progress)
+    if not entry.get("unpack"):
+        return raw
+    _unpack(entry, raw, out)
+    return out
+
+
+def fetch_all(name: str, *, progress: bool = True) -> dict[str, Path]:
+    """Fetch every file of a dataset: ``{returned file name: path}`` (unpacked names for archives)."""
+    return {_output_name(e): fetch(name, e["name"], progress=progress) for e in _dataset(name)["files"]}
+
+
+# --------------------------------------------------------------------------------- readers
+
+_HEADING = re.compile(r"(= )+.*?( =)+")
+
+
+def read_tinyshakespeare() -> str:
+    """The whole Tiny Shakespeare corpus as one string (about 1.1M characters)."""
+    return fetch("tinyshakespeare", "input.txt").read_text(encoding="utf-8")
+
+
+def read_wikitext(split: str = "train") -> list[str]:
+    """Raw lines (without the newline) of tokenized WikiText-2; split is train, valid or test.
+
+    Returns 36,718 / 3,760 / 4,358 lines, headings (`` = = Title = = ``) and blank lines included.
+    """
+    if split not in ("train", "valid", "test"):
+        raise UnknownName(f"unknown WikiText-2 split {split!r}; splits: train, valid, test")
+    with open(fetch("wikitext-2", f"{split}.txt"), encoding="utf-8", newline="\n") as fh:
+        return [line.rstrip("\n") for line in fh]
+
+
+def _is_heading(line: str) -> bool:
+    """True for WikiText section headings such as ``" = = Gameplay = = "``."""
+    return _HEADING.fullmatch(line.strip()) is not None
+
+
+def wikitext_sentences(split: str = "train", lower: bool = True) -> list[list[str]]:
+    """One whitespace-split token list per non-empty, non-heading WikiText-2 line (a paragraph).
+
+    Returns about 17.6k token lists (paragraphs) for train, about 2.0M tokens in all.
+    """
+    lines = (line.lower() if lower else line for line in read_wikitext(split))
+    return [line.split() for line in lines if line.strip() and not _is_heading(line)]
+
+
+def read_analogies(lower: bool = True) -> list[tuple[str, str, str, str, str]]:
+    """Google analogies as ``(section, a, b, c, d)``, read "a is to b as c is to d".
+
+    Returns 19,544 questions from 14 sections (e.g. ``capital-common-countries``).
+    """
+    questions: list[tuple[str, str, str, str, str]] = []
+    section = ""
+    with open(fetch("word-benchmarks", "questions-words.txt"), encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith(":"):
+                section = line[1:].strip()
+            elif line.strip():
+                a, b, c, d = (line.lower() if lower else line).split()
+                questions.append((section, a, b, c, d))
+    return questions
+
+
+def read_wordsim353() -> list[tuple[str, str, float]]:
+    """WordSim-353 as ``(word1, word2, mean human relatedness 0-10)``: 353 pairs."""
+    pairs: list[tuple[str, str, float]] = []
+    with open(fetch("word-benchmarks", "wordsim353.tsv"), encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip() and not line.startswith("#"):
+                w1, w2, score = line.rstrip("\n").split("\t")
+                pairs.append((w1, w2, float(score)))
+    return pairs

@@ -1,0 +1,262 @@
+"""Checked exercises: compare a student's function with the library's reference, and make
+student notebooks.
+
+Every notebook ends its sections with exercises. An exercise cell (tagged ``exercise``) holds a
+function whose body sits between ``### BEGIN SOLUTION`` and ``### END SOLUTION``; the next cell
+(tagged ``check``) calls one of the ``check_*`` functions below. A check runs the student's
+function and the reference on fresh random inputs and raises an ``AssertionError`` with a hint
+until they agree.
+
+Student versions are generated, never edited by hand::
+
+    python -m onehot2gpt.exercises notebooks/01_onehot.ipynb --out notebooks/student
+
+replaces every solution block with ``raise NotImplementedError`` and clears all outputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+STUB = 'raise NotImplementedError("Your turn: replace this line with your code")'
+GENERATED_NOTE = ("**Student version.** Generated from `notebooks/{name}` by "
+                  "`python -m onehot2gpt.exercises`; the exercises are yours to write.")
+
+
+# --------------------------------------------------------------------------------------------
+# Checking
+# --------------------------------------------------------------------------------------------
+
+def _fail(name: str, message: str, hint: str) -> AssertionError:
+    text = f"{name}: {message}"
+    if hint:
+        text += f"\nHint: {hint}"
+    return AssertionError(text)
+
+
+def _describe(x) -> str:
+    if isinstance(x, torch.Tensor):
+        return f"tensor of shape {tuple(x.shape)} and dtype {x.dtype}"
+    return f"{type(x).__name__} {x!r}"[:200]
+
+
+def assert_same(got, expected, name: str = "your answer", hint: str = "",
+                rtol: float = 1e-4, atol: float = 1e-5) -> None:
+    """Raise an AssertionError with a hint unless `got` matches `expected` (tensors, numbers,
+    sequences and dicts, compared recursively; floats to the given tolerance)."""
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            raise _fail(name, f"expected a tensor, got {_describe(got)}", hint)
+        if got.shape != expected.shape:
+            raise _fail(name, f"expected shape {tuple(expected.shape)}, got {tuple(got.shape)}", hint)
+        if expected.is_floating_point() or got.is_floating_point():
+            ok = torch.allclose(got.double(), expected.double(), rtol=rtol, atol=atol)
+        else:
+            ok = torch.equal(got, expected)
+        if not ok:
+            diff = (got.double() - expected.double()).abs()
+            where = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
+            raise _fail(name, f"values differ; largest difference {diff.max().item():.3g} at "
+                        f"index {where}: got {got[where].item():.6g}, expected "
+                        f"{expected[where].item():.6g}", hint)
+        return
+    if isinstance(expected, float) or (isinstance(expected, int) and isinstance(got, float)):
+        if not isinstance(got, (int, float)) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
+            raise _fail(name, f"expected a number, got {_describe(got)}", hint)
+        got = float(got)
+        if not math.isclose(got, expected, rel_tol=rtol, abs_tol=atol):
+            raise _fail(name, f"got {got:.6g}, expected {expected:.6g}", hint)
+        return
+    if isinstance(expected, dict):
+        if not isinstance(got, dict) or set(got) != set(expected):
+            raise _fail(name, f"expected a dict with keys {sorted(expected)}, got {_describe(got)}", hint)
+        for key in expected:
+            assert_same(got[key], expected[key], f"{name}[{key!r}]", hint, rtol, atol)
+        return
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(got, (list, tuple)):
+            raise _fail(name, f"expected a {type(expected).__name__}, got {_describe(got)}", hint)
+        if len(got) != len(expected):
+            raise _fail(name, f"expected {len(expected)} items, got {len(got)}", hint)
+        for i, (g, e) in enumerate(zip(got, expected)):
+            assert_same(g, e, f"{name}[{i}]", hint, rtol, atol)
+        return
+    if got != expected:
+        raise _fail(name, f"got {_describe(got)}, expected {_describe(expected)}", hint)
+
+
+def check_function(student_fn: Callable, reference_fn: Callable,
+                   make_inputs: Callable[[torch.Generator], tuple], *, name: str | None = None,
+                   hint: str = "", trials: int = 5, seed: int = 0,
+                   rtol: float = 1e-4, atol: float = 1e-5) -> None:
+    """Call `student_fn` and `reference_fn` on `trials` fresh random inputs from
+    `make_inputs(generator)` (a tuple of arguments) and assert they agree. Prints one line on
+    success; raises AssertionError with `hint` otherwise."""
+    if not callable(student_fn):
+        raise TypeError(f"pass your function itself (without calling it), got {_describe(student_fn)}")
+    name = name or getattr(student_fn, "__name__", "your function")
+    gen = torch.Generator().manual_seed(seed)
+    for trial in range(trials):
+        args = make_inputs(gen)
+        expected = reference_fn(*copy.deepcopy(args))
+        try:
+            got = student_fn(*copy.deepcopy(args))
+        except NotImplementedError:
+            raise _fail(name, "not written yet: replace the `raise NotImplementedError` line "
+                        "with your code, run that cell, then run this check again", hint) from None
+        except Exception as exc:  # the student's code raised: show what and on which input
+            raise _fail(name, f"raised {type(exc).__name__}: {exc}\n  on input "
+                        f"{', '.join(_describe(a) for a in args)}", hint) from exc
+        assert_same(got, expected, f"{name} (test {trial + 1} of {trials})", hint, rtol, atol)
+    print(f"✓ {name}: matches the reference on {trials} random inputs")
+
+
+# --------------------------------------------------------------------------------------------
+# Notebook 01: one-hot and the vocabulary
+# --------------------------------------------------------------------------------------------
+
+def _random_ids(gen: torch.Generator, max_len: int = 12, max_vocab: int = 20):
+    vocab_size = int(torch.randint(2, max_vocab, (1,), generator=gen))
+    length = int(torch.randint(1, max_len, (1,), generator=gen))
+    return torch.randint(0, vocab_size, (length,), generator=gen), vocab_size
+
+
+def check_one_hot(fn: Callable) -> None:
+    """Exercise: ids (T,) and vocab_size → one-hot matrix (T, vocab_size)."""
+    from .vocab import one_hot
+    check_function(fn, one_hot, lambda g: _random_ids(g), name="one_hot",
+                   hint="start from torch.zeros(len(ids), vocab_size) and put a 1.0 in row t, "
+                        "column ids[t]; the result should be float")
+
+
+def check_bag_of_words(fn: Callable) -> None:
+    """Exercise: ids (T,) and vocab_size → count vector (vocab_size,)."""
+    from .vocab import bag_of_words
+    check_function(fn, bag_of_words, lambda g: _random_ids(g), name="bag_of_words",
+                   hint="a bag of words is the sum of the one-hot rows: order is lost, "
+                        "counts are kept; return floats of shape (vocab_size,)")
+
+
+def _reference_encode(tokens, stoi, unk_id):
+    return [stoi.get(t, unk_id) for t in tokens]
+
+
+def check_encode(fn: Callable) -> None:
+    """Exercise: tokens, a token→id dict and the <unk> id → list of ids."""
+    words = ["the", "cat", "dog", "sat", "on", "mat", "a", "bird", "car", "bank"]
+
+    def make(gen):
+        known = [words[i] for i in torch.randperm(len(words), generator=gen)[:5].tolist()]
+        stoi = {"<pad>": 0, "<unk>": 1, **{w: i + 2 for i, w in enumerate(known)}}
+        n = int(torch.randint(1, 10, (1,), generator=gen))
+        tokens = [words[i] for i in torch.randint(0, len(words), (n,), generator=gen).tolist()]
+        return tokens, stoi, 1
+
+    check_function(fn, _reference_encode, make, name="encode",
+                   hint="look each token up in the dict; a token that is not there gets unk_id "
+                        "(dict.get(token, default) does exactly this)")
+
+
+def check_cosine_similarity(fn: Callable) -> None:
+    """Exercise: two vectors (D,) → their cosine similarity (a float or 0-d tensor)."""
+    from .vocab import cosine_similarity
+
+    def make(gen):
+        d = int(torch.randint(2, 10, (1,), generator=gen))
+        return torch.randn(d, generator=gen), torch.randn(d, generator=gen)
+
+    check_function(fn, lambda a, b: float(cosine_similarity(a, b)), lambda g: make(g),
+                   name="cosine_similarity",
+                   hint="cos(a, b) = a·b / (|a| |b|); torch.dot and torch.linalg.norm help")
+
+
+# --------------------------------------------------------------------------------------------
+# Student notebooks
+# --------------------------------------------------------------------------------------------
+
+def strip_solutions(source: str) -> str:
+    """Replace every `### BEGIN SOLUTION` … `### END SOLUTION` block with a NotImplementedError
+    line at the same indentation."""
+    out, inside, found = [], False, False
+    for line in source.splitlines():
+        stripped = line.strip()
+        if stripped == BEGIN:
+            if inside:
+                raise ValueError("nested ### BEGIN SOLUTION: close the first block first")
+            inside, found = True, True
+            out.append(line[: len(line) - len(line.lstrip())] + STUB)
+        elif stripped == END:
+            if not inside:
+                raise ValueError("### END SOLUTION without a matching ### BEGIN SOLUTION")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError("### BEGIN SOLUTION without a matching ### END SOLUTION")
+    if not found:
+        raise ValueError("an exercise cell must contain a ### BEGIN SOLUTION block")
+    return "\n".join(out)
+
+
+def cell_tags(cell: dict) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def make_student_notebook(notebook: dict, name: str) -> dict:
+    """A student copy of `notebook` (nbformat JSON as a dict): solutions stubbed, outputs cleared,
+    a note on top. The source notebook is left unchanged."""
+    nb = copy.deepcopy(notebook)
+    n_exercises = 0
+    for cell in nb["cells"]:
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if cell["cell_type"] == "code":
+            if "exercise" in cell_tags(cell):
+                src, n_exercises = strip_solutions(src), n_exercises + 1
+            elif BEGIN in src:
+                raise ValueError(f"{name}: a cell with a solution block must be tagged 'exercise'")
+            cell["outputs"], cell["execution_count"] = [], None
+        cell["source"] = src
+    if n_exercises == 0:
+        raise ValueError(f"{name} has no cell tagged 'exercise'")
+    note = {"cell_type": "markdown", "metadata": {"tags": ["student-note"]},
+            "source": GENERATED_NOTE.format(name=name)}
+    nb["cells"].insert(1, note)
+    return nb
+
+
+def write_student_notebook(src: str | Path, out_dir: str | Path) -> Path:
+    """Read a source notebook, write its student version into `out_dir`, return the new path."""
+    src = Path(src)
+    notebook = json.loads(src.read_text(encoding="utf-8"))
+    student = make_student_notebook(notebook, src.name)
+    out = Path(out_dir) / src.name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(student, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Generate student notebooks (solutions removed).")
+    parser.add_argument("notebooks", nargs="+", help="source notebooks, e.g. notebooks/01_onehot.ipynb")
+    parser.add_argument("--out", default="notebooks/student", help="output folder")
+    args = parser.parse_args(argv)
+    for path in args.notebooks:
+        if not re.search(r"\d\d_.*\.ipynb$", path):
+            print(f"skipping {path}: not a numbered course notebook", file=sys.stderr)
+            continue
+        print(write_student_notebook(path, args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Matplotlib figures shared by the notebooks: matrices, similarity heat maps, 2-D projections.
+
+Every function draws on a given `ax` (or a new figure) and returns the axes, so notebooks can
+combine panels and widgets can redraw them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import torch
+
+
+def _axes(ax, figsize):
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def plot_matrix(matrix, row_labels: Sequence[str] = (), col_labels: Sequence[str] = (), *,
+                ax=None, cmap: str = "Blues", annotate: bool | None = None, fmt: str = "{:.2f}",
+                title: str = "", vmin=None, vmax=None, colorbar: bool = False):
+    """Heat map of a (R, C) matrix with optional row/column labels and cell values."""
+    m = torch.as_tensor(matrix, dtype=torch.float32).detach().cpu()
+    if m.dim() != 2:
+        raise ValueError(f"plot_matrix needs a 2-D matrix, got shape {tuple(m.shape)}")
+    rows, cols = m.shape
+    ax = _axes(ax, (max(3, 0.45 * cols + 1.5), max(2, 0.4 * rows + 1)))
+    image = ax.imshow(m.numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    if len(row_labels):
+        ax.set_yticks(range(rows), labels=list(row_labels))
+    if len(col_labels):
+        ax.set_xticks(range(cols), labels=list(col_labels), rotation=60, ha="right")
+    if annotate is None:
+        annotate = rows * cols <= 150
+    if annotate:
+        hi = float(m.max()) if vmax is None else vmax
+        lo = float(m.min()) if vmin is None else vmin
+        for i in range(rows):
+            for j in range(cols):
+                v = float(m[i, j])
+                dark = (v - lo) > 0.6 * (hi - lo) if hi > lo else False
+                ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=8,
+                        color="white" if dark else "black")
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def plot_one_hot(matrix, tokens: Sequence[str], vocab_tokens: Sequence[str], *, ax=None, title=""):
+    """One-hot rows (T, V) for `tokens`, columns labelled with the vocabulary."""
+    return plot_matrix(matrix, tokens, vocab_tokens, ax=ax, annotate=True, fmt="{:.0f}",
+                       title=title or "one-hot vectors: one row per token")
+
+
+def plot_similarity(vectors, labels: Sequence[str], *, ax=None, title: str = "cosine similarity"):
+    """Cosine-similarity heat map of the rows of a (N, D) matrix."""
+    v = torch.as_tensor(vectors, dtype=torch.float32)
+    v = v / v.norm(dim=-1, keepdim=True).clamp_min(1e-8)
+    return plot_matrix(v @ v.T, labels, labels, ax=ax, cmap="RdBu_r", vmin=-1, vmax=1, title=title)
+
+
+def pca_2d(vectors) -> torch.Tensor:
+    """Project the rows of a (N, D) matrix on their first two principal components → (N, 2)."""
+    x = torch.as_tensor(vectors, dtype=torch.float32)
+    if x.dim() != 2 or x.shape[0] < 2:
+        raise ValueError(f"need at least two vectors of shape (N, D) to project, got {tuple(x.shape)}")
+    x = x - x.mean(0, keepdim=True)
+    _, _, vt = torch.linalg.svd(x, full_matrices=False)
+    proj = x @ vt[:2].T
+    # Fix each component's sign so the picture does not flip between runs or machines.
+    signs = torch.sign(proj[proj.abs().argmax(0), torch.arange(proj.shape[1])])
+    return proj * torch.where(signs == 0, torch.ones_like(signs), signs)
+
+
+def plot_projection(vectors, labels: Sequence[str], *, groups: Sequence[int] | None = None,
+                    ax=None, title: str = "PCA projection"):
+    """Scatter the 2-D PCA projection of (N, D) vectors with a text label on each point."""
+    xy = pca_2d(vectors)
+    ax = _axes(ax, (6, 5))
+    colors = None if groups is None else [plt.cm.tab10(int(g) % 10) for g in groups]
+    ax.scatter(xy[:, 0], xy[:, 1], c=colors, s=18)
+    for (x, y), label in zip(xy.tolist(), labels):
+        ax.annotate(label, (x, y), fontsize=9, xytext=(3, 3), textcoords="offset points")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(title)
+    return ax

@@ -1,0 +1,191 @@
+"""Tokens, vocabularies and one-hot vectors.
+
+Taught in notebook 01 (one-hot and the vocabulary). A :class:`Vocab` maps tokens to integer ids
+with a frequency cut-off and the four special tokens every later model uses; :func:`one_hot`
+turns ids into 1-of-N vectors and :func:`bag_of_words` sums them.
+
+Example:
+    >>> vocab = Vocab.build([tokenize_words("the cat sat on the mat")])
+    >>> vocab.encode(["the", "dog"])          # "dog" was never seen
+    [4, 1]
+    >>> vocab.decode([4, 1])
+    ['the', '<unk>']
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import torch
+
+PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
+SPECIALS = (PAD, UNK, BOS, EOS)
+
+# Letters/digits (with inner apostrophes or hyphens: "don't", "well-known"), any single CJK
+# character, or any other single non-space symbol (punctuation).
+_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_WORD_RE = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+(?:['’\-][^\W{_CJK}]+)*|[^\w\s]", re.UNICODE)
+
+
+def tokenize_words(text: str, lower: bool = True) -> list[str]:
+    """Split text into words and punctuation marks; every Chinese character is its own token.
+
+    Example:
+        >>> tokenize_words("Don't panic, it's 42!")
+        ["don't", 'panic', ',', "it's", '42', '!']
+    """
+    _check_text(text)
+    text = unicodedata.normalize("NFC", text)
+    if lower:
+        text = text.lower()
+    return _WORD_RE.findall(text)
+
+
+def tokenize_chars(text: str, keep_spaces: bool = True) -> list[str]:
+    """Split text into characters (Unicode code points after NFC normalisation).
+
+    Example:
+        >>> tokenize_chars("潮水 退了", keep_spaces=False)
+        ['潮', '水', '退', '了']
+    """
+    _check_text(text)
+    chars = list(unicodedata.normalize("NFC", text))
+    return chars if keep_spaces else [c for c in chars if not c.isspace()]
+
+
+def _check_text(text) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"expected a string of text, got {type(text).__name__}; "
+                        "join a list of tokens with ' '.join(tokens) first")
+
+
+class Vocab:
+    """A two-way map between tokens and ids. Specials come first: <pad>=0, <unk>=1, <bos>=2, <eos>=3."""
+
+    def __init__(self, tokens: Sequence[str], counts: dict[str, int] | None = None,
+                 specials: Sequence[str] = SPECIALS):
+        self.specials = tuple(specials)
+        self.itos: list[str] = list(self.specials) + [t for t in tokens if t not in self.specials]
+        if len(set(self.itos)) != len(self.itos):
+            raise ValueError("tokens must be unique; pass each token once")
+        self.stoi: dict[str, int] = {t: i for i, t in enumerate(self.itos)}
+        self.counts: dict[str, int] = dict(counts or {})
+
+    @classmethod
+    def build(cls, token_lists: Iterable[Sequence[str]], min_freq: int = 1,
+              max_size: int | None = None, specials: Sequence[str] = SPECIALS) -> "Vocab":
+        """Count tokens in an iterable of token lists; keep those seen at least `min_freq` times,
+        most frequent first (ties alphabetical), at most `max_size` of them (specials not counted)."""
+        if min_freq < 1:
+            raise ValueError(f"min_freq must be at least 1, got {min_freq}")
+        if isinstance(token_lists, str):
+            raise TypeError("Vocab.build takes a list of token lists, e.g. "
+                            "[tokenize_words(line) for line in lines], not a string")
+        counter: Counter[str] = Counter()
+        for tokens in token_lists:
+            if isinstance(tokens, str):
+                raise TypeError("each item must be a list of tokens, not a string; "
+                                "tokenize it first with tokenize_words or tokenize_chars")
+            counter.update(tokens)
+        if not counter:
+            raise ValueError("cannot build a vocabulary from empty text: give at least one token")
+        kept = sorted((t for t, c in counter.items() if c >= min_freq and t not in specials),
+                      key=lambda t: (-counter[t], t))
+        if max_size is not None:
+            kept = kept[:max_size]
+        return cls(kept, counts={t: counter[t] for t in kept}, specials=specials)
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, token: str) -> bool:
+        return token in self.stoi
+
+    def __getitem__(self, token: str) -> int:
+        return self.lookup(token)
+
+    def __repr__(self) -> str:
+        return f"Vocab(size={len(self)}, specials={list(self.specials)})"
+
+    @property
+    def unk_id(self) -> int | None:
+        return self.stoi.get(UNK)
+
+    @property
+    def pad_id(self) -> int | None:
+        return self.stoi.get(PAD)
+
+    def lookup(self, token: str, strict: bool = False) -> int:
+        """The id of `token`; unseen tokens get the <unk> id unless `strict` (then KeyError)."""
+        if token in self.stoi:
+            return self.stoi[token]
+        if strict or self.unk_id is None:
+            raise KeyError(f"{token!r} is not in the vocabulary ({len(self)} tokens); "
+                           "build the vocabulary with it, lower min_freq, or map it to <unk>")
+        return self.unk_id
+
+    def encode(self, tokens: Sequence[str], strict: bool = False) -> list[int]:
+        """Token list → id list (unseen tokens → <unk>)."""
+        if isinstance(tokens, str):
+            raise TypeError("encode takes a list of tokens; tokenize the text first, "
+                            "e.g. vocab.encode(tokenize_words(text))")
+        return [self.lookup(t, strict=strict) for t in tokens]
+
+    def decode(self, ids: Iterable[int]) -> list[str]:
+        """Id list (or 1-D tensor) → token list."""
+        out = []
+        for i in (ids.tolist() if isinstance(ids, torch.Tensor) else ids):
+            if not 0 <= int(i) < len(self):
+                raise IndexError(f"id {int(i)} is outside the vocabulary (0..{len(self) - 1})")
+            out.append(self.itos[int(i)])
+        return out
+
+    def save(self, path: str | Path) -> None:
+        """Write the vocabulary as JSON (tokens in id order, specials, counts)."""
+        data = {"specials": list(self.specials), "itos": self.itos, "counts": self.counts}
+        Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Vocab":
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        specials = data["specials"]
+        return cls(data["itos"][len(specials):], counts=data.get("counts"), specials=specials)
+
+
+def one_hot(ids, vocab_size: int) -> torch.Tensor:
+    """Ids of shape (T,) or (B, T) → float one-hot vectors of shape (..., vocab_size).
+
+    Example:
+        >>> one_hot([2, 0], 3)
+        tensor([[0., 0., 1.],
+                [1., 0., 0.]])
+    """
+    ids = torch.as_tensor(ids, dtype=torch.long)
+    if vocab_size < 1:
+        raise ValueError(f"vocab_size must be positive, got {vocab_size}")
+    if ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size):
+        raise IndexError(f"ids must lie in 0..{vocab_size - 1}; got min {int(ids.min())}, "
+                         f"max {int(ids.max())}. Encode with the same vocabulary you pass here")
+    out = torch.zeros(*ids.shape, vocab_size)
+    return out.scatter_(-1, ids.unsqueeze(-1), 1.0)
+
+
+def bag_of_words(ids, vocab_size: int) -> torch.Tensor:
+    """Ids of shape (T,) → counts of shape (vocab_size,): the sum of the one-hot vectors.
+
+    Example:
+        >>> bag_of_words([1, 1, 2], 4)
+        tensor([0., 2., 1., 0.])
+    """
+    return one_hot(ids, vocab_size).reshape(-1, vocab_size).sum(0)
+
+
+def cosine_similarity(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """Cosine similarity along the last dimension: (..., D), (..., D) → (...)."""
+    a, b = torch.as_tensor(a, dtype=torch.float32), torch.as_tensor(b, dtype=torch.float32)
+    return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(eps)

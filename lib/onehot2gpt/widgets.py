@@ -1,0 +1,108 @@
+"""Interactive views for the notebooks (ipywidgets 8, core widgets only, so they run in
+JupyterLab and Colab alike).
+
+Each widget is a ``VBox`` subclass whose controls are attributes (``.text``, ``.unit``, ...), so
+tests set ``.value`` and read the result without a browser. Callbacks never raise: a bad input
+shows a message in the widget's ``.status`` line and the previous state stays as it was.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import io
+
+import ipywidgets as W
+
+from .vocab import Vocab, one_hot, tokenize_chars, tokenize_words
+
+_ERROR_STYLE = "color:#b00020"
+
+
+def _safe(update):
+    """Run a widget update; show any exception as a message instead of raising in the kernel."""
+    @functools.wraps(update)
+    def wrapper(self, *_):
+        try:
+            update(self)
+            self.status.value = ""
+        except Exception as exc:  # a widget must never take the kernel or the student's state down
+            self.status.value = (f"<span style='{_ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: "
+                                 f"{html.escape(str(exc))}</span>")
+    return wrapper
+
+
+def _table(rows: list[list[str]], header: list[str] | None = None) -> str:
+    cell = "border:1px solid #ccc;padding:2px 6px;text-align:center;font-family:monospace"
+    out = ["<table style='border-collapse:collapse'>"]
+    if header:
+        out.append("<tr>" + "".join(f"<th style='{cell}'>{h}</th>" for h in header) + "</tr>")
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td style='{cell}'>{c}</td>" for c in row) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+class TokenExplorer(W.VBox):
+    """Type a sentence; see its tokens, their ids (<unk> for unseen ones) and one-hot rows.
+
+    `vocabs` maps a unit name ("words", "characters") to the Vocab used for it.
+    """
+
+    TOKENIZERS = {"words": tokenize_words, "characters": lambda s: tokenize_chars(s, keep_spaces=False)}
+
+    def __init__(self, vocabs: dict[str, Vocab], text: str = "The cat sat on the mat.",
+                 max_tokens: int = 40):
+        unknown = set(vocabs) - set(self.TOKENIZERS)
+        if not vocabs or unknown:
+            raise ValueError(f"vocabs must map some of {sorted(self.TOKENIZERS)} to a Vocab; "
+                             f"got keys {sorted(vocabs)}")
+        self.vocabs, self.max_tokens = vocabs, max_tokens
+        self.text = W.Text(value=text, description="Sentence", continuous_update=False,
+                           layout=W.Layout(width="90%"))
+        self.unit = W.ToggleButtons(options=list(vocabs), description="Units")
+        self.summary, self.tokens_html, self.one_hot_html = W.HTML(), W.HTML(), W.HTML()
+        self.status = W.HTML()
+        super().__init__([self.text, self.unit, self.status, self.summary, self.tokens_html,
+                          self.one_hot_html])
+        self.text.observe(self.update, names="value")
+        self.unit.observe(self.update, names="value")
+        self.update()
+
+    @_safe
+    def update(self):
+        vocab = self.vocabs[self.unit.value]
+        tokens = self.TOKENIZERS[self.unit.value](self.text.value)
+        if not tokens:
+            self.summary.value = "<i>Type a sentence above to see its tokens.</i>"
+            self.tokens_html.value = self.one_hot_html.value = ""
+            return
+        shown = tokens[: self.max_tokens]
+        ids = vocab.encode(shown)
+        n_unk = sum(i == vocab.unk_id for i in ids)
+        more = f" (showing the first {self.max_tokens})" if len(tokens) > self.max_tokens else ""
+        self.summary.value = (f"{len(tokens)} tokens{more}, vocabulary of {len(vocab):,}: "
+                              f"<b>{n_unk}</b> unseen → <code>&lt;unk&gt;</code>")
+        unk = f"style='{_ERROR_STYLE}'"
+        self.tokens_html.value = _table([
+            ["token"] + [html.escape(t) for t in shown],
+            ["id"] + [f"<span {unk}>{i}</span>" if i == vocab.unk_id else str(i) for i in ids],
+        ])
+        columns = sorted(set(ids))
+        matrix = one_hot(ids, len(vocab))[:, columns]  # (T, number of distinct ids)
+        header = ["token \\ id"] + [f"{c}<br>{html.escape(vocab.itos[c])}" for c in columns]
+        rows = [[html.escape(t)] + ["<b>1</b>" if v else "0" for v in row]
+                for t, row in zip(shown, matrix.int().tolist())]
+        self.one_hot_html.value = (f"<p>One-hot rows have {len(vocab):,} entries each; only the "
+                                   f"{len(columns)} columns that hold a 1 are shown.</p>"
+                                   + _table(rows, header))
+
+
+def figure_to_png(fig) -> bytes:
+    """Render a matplotlib figure to PNG bytes (for an ``ipywidgets.Image``) and close it."""
+    import matplotlib.pyplot as plt
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()
+

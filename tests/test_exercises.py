@@ -1,0 +1,82 @@
+import pytest
+import torch
+
+from onehot2gpt import exercises as ex
+from onehot2gpt.vocab import bag_of_words, cosine_similarity, one_hot
+
+
+def test_check_passes_the_reference_itself(capsys):
+    ex.check_one_hot(one_hot)
+    ex.check_bag_of_words(bag_of_words)
+    ex.check_cosine_similarity(lambda a, b: cosine_similarity(a, b))
+    ex.check_encode(lambda tokens, stoi, unk: [stoi.get(t, unk) for t in tokens])
+    assert capsys.readouterr().out.count("✓") == 4
+
+
+@pytest.mark.parametrize("check, wrong", [
+    (ex.check_one_hot, lambda ids, v: one_hot(ids, v + 1)),              # wrong width
+    (ex.check_bag_of_words, lambda ids, v: one_hot(ids, v).max(0).values),  # presence, not counts
+    (ex.check_encode, lambda tokens, stoi, unk: [stoi.get(t, 0) for t in tokens]),  # <pad> for unk
+    (ex.check_cosine_similarity, lambda a, b: float(a @ b)),             # not normalised
+])
+def test_check_rejects_wrong_answers(check, wrong):
+    with pytest.raises(AssertionError, match="Hint"):
+        check(wrong)
+
+
+def test_unwritten_exercise_gets_a_friendly_assertion():
+    def stub(ids, vocab_size):
+        raise NotImplementedError
+    with pytest.raises(AssertionError, match="not written yet"):
+        ex.check_one_hot(stub)
+
+
+def test_crashing_exercise_reports_the_input():
+    with pytest.raises(AssertionError, match="raised ZeroDivisionError"):
+        ex.check_one_hot(lambda ids, v: 1 / 0)
+
+
+def test_passing_the_result_instead_of_the_function():
+    with pytest.raises(TypeError, match="without calling it"):
+        ex.check_one_hot(one_hot(torch.tensor([1]), 3))
+
+
+def test_assert_same_reports_shape_and_position():
+    with pytest.raises(AssertionError, match="expected shape"):
+        ex.assert_same(torch.zeros(2, 3), torch.zeros(3, 2))
+    with pytest.raises(AssertionError, match=r"index \(1, 2\)"):
+        ex.assert_same(torch.tensor([[0., 0, 0], [0, 0, 5]]), torch.zeros(2, 3))
+    ex.assert_same({"a": [1.0, 2]}, {"a": [1.0 + 1e-7, 2]})
+
+
+def test_strip_solutions_keeps_indentation_and_rest_of_cell():
+    src = "def f(x):\n    '''doc'''\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION\n\nprint(1)"
+    out = ex.strip_solutions(src)
+    assert out == f"def f(x):\n    '''doc'''\n    {ex.STUB}\n\nprint(1)"
+    scope = {}
+    exec(out.replace("print(1)", ""), scope)
+    with pytest.raises(NotImplementedError):
+        scope["f"](1)
+
+
+@pytest.mark.parametrize("bad", ["x = 1", "### BEGIN SOLUTION\nx", "### END SOLUTION",
+                                 "### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION"])
+def test_strip_solutions_rejects_malformed_markers(bad):
+    with pytest.raises(ValueError):
+        ex.strip_solutions(bad)
+
+
+def test_make_student_notebook_clears_outputs_and_leaves_source_alone():
+    nb = {"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "# Title"},
+        {"cell_type": "code", "metadata": {"tags": ["exercise"]}, "execution_count": 3,
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": "hi"}],
+         "source": "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION"},
+        {"cell_type": "code", "metadata": {"tags": ["check"]}, "execution_count": 4,
+         "outputs": [], "source": "check(f)"},
+    ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    student = ex.make_student_notebook(nb, "01_x.ipynb")
+    assert "return 1" not in student["cells"][2]["source"]
+    assert all(c.get("outputs", []) == [] for c in student["cells"])
+    assert student["cells"][1]["metadata"]["tags"] == ["student-note"]
+    assert nb["cells"][1]["execution_count"] == 3 and "return 1" in nb["cells"][1]["source"]
