@@ -27,9 +27,7 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import tempfile
-import urllib.error
 import urllib.request
 import zipfile
 from collections.abc import Callable, Iterator

@@ -228,7 +228,7 @@ def make_student_notebook(notebook: dict, name: str) -> dict:
         cell["source"] = src
     if n_exercises == 0:
         raise ValueError(f"{name} has no cell tagged 'exercise'")
-    note = {"cell_type": "markdown", "metadata": {"tags": ["student-note"]},
+    note = {"cell_type": "markdown", "id": "student-note", "metadata": {"tags": ["student-note"]},
             "source": GENERATED_NOTE.format(name=name)}
     nb["cells"].insert(1, note)
     return nb

@@ -58,6 +58,8 @@ class TokenExplorer(W.VBox):
             raise ValueError(f"vocabs must map some of {sorted(self.TOKENIZERS)} to a Vocab; "
                              f"got keys {sorted(vocabs)}")
         self.vocabs, self.max_tokens = vocabs, max_tokens
+        self.tokens: list[str] = []  # what the last update showed, for code and tests to read
+        self.ids: list[int] = []
         self.text = W.Text(value=text, description="Sentence", continuous_update=False,
                            layout=W.Layout(width="90%"))
         self.unit = W.ToggleButtons(options=list(vocabs), description="Units")
@@ -73,12 +75,13 @@ class TokenExplorer(W.VBox):
     def update(self):
         vocab = self.vocabs[self.unit.value]
         tokens = self.TOKENIZERS[self.unit.value](self.text.value)
+        self.tokens, self.ids = tokens, []
         if not tokens:
             self.summary.value = "<i>Type a sentence above to see its tokens.</i>"
             self.tokens_html.value = self.one_hot_html.value = ""
             return
         shown = tokens[: self.max_tokens]
-        ids = vocab.encode(shown)
+        ids = self.ids = vocab.encode(shown)
         n_unk = sum(i == vocab.unk_id for i in ids)
         more = f" (showing the first {self.max_tokens})" if len(tokens) > self.max_tokens else ""
         self.summary.value = (f"{len(tokens)} tokens{more}, vocabulary of {len(vocab):,}: "
