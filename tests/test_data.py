@@ -362,3 +362,31 @@ def test_read_tinyshakespeare() -> None:
     text = data.read_tinyshakespeare()
     assert len(text.encode("utf-8")) == 1_115_394  # MANIFEST bytes
     assert text.startswith("First Citizen:")
+
+
+# ------------------------------------------------------------------ readers for notebooks 03-04
+
+def test_read_ud_pos_sentence_counts_and_alignment(reader_env):
+    for split, expected in [("train", 12_544), ("dev", 2_001), ("test", 2_077)]:  # MANIFEST facts
+        sentences = data.read_ud_pos(split)
+        assert len(sentences) == expected
+        assert all(len(w) == len(t) and w for w, t in sentences)
+    tags = {t for _, ts in data.read_ud_pos("dev") for t in ts}
+    assert {"NOUN", "VERB", "ADP", "PUNCT", "DET"} <= tags <= {
+        "ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",
+        "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X"}  # the 17 UPOS tags
+
+
+def test_read_sst2_rows_and_labels(reader_env):
+    for split, expected in [("train", 60_614), ("dev", 6_735), ("test", 872)]:
+        rows = data.read_sst2(split)
+        assert len(rows) == expected
+        assert {label for _, label in rows} == {0, 1}
+        assert all(sentence for sentence, _ in rows)
+
+
+def test_read_chinese_classic(reader_env):
+    analects = data.read_chinese_classic("lunyu")
+    assert analects and all(isinstance(p, str) for p in analects)
+    with pytest.raises(data.DataError, match="lunyu"):
+        data.read_chinese_classic("odyssey")

@@ -328,3 +328,59 @@ def read_wordsim353() -> list[tuple[str, str, float]]:
                 w1, w2, score = line.rstrip("\n").split("\t")
                 pairs.append((w1, w2, float(score)))
     return pairs
+
+
+def read_ud_pos(split: str = "train", lower: bool = False) -> list[tuple[list[str], list[str]]]:
+    """UD English EWT as ``(words, upos_tags)`` per sentence; split is train, dev or test.
+
+    Multi-word token lines (``3-4``) and empty nodes (``8.1``) are skipped, so words and tags line
+    up one to one. Returns 12,544 / 2,001 / 2,077 sentences.
+    """
+    if split not in ("train", "dev", "test"):
+        raise UnknownName(f"unknown UD EWT split {split!r}; splits: train, dev, test")
+    sentences: list[tuple[list[str], list[str]]] = []
+    words: list[str] = []
+    tags: list[str] = []
+    with open(fetch("ud-english-ewt", f"en_ewt-ud-{split}.conllu"), encoding="utf-8") as fh:
+        for line in fh:
+            line = line.rstrip("\n")
+            if not line:
+                if words:
+                    sentences.append((words, tags))
+                words, tags = [], []
+            elif not line.startswith("#"):
+                cols = line.split("\t")
+                if cols[0].isdigit():
+                    words.append(cols[1].lower() if lower else cols[1])
+                    tags.append(cols[3])
+    if words:
+        sentences.append((words, tags))
+    return sentences
+
+
+def read_sst2(split: str = "train") -> list[tuple[str, int]]:
+    """SST-2 as ``(sentence, label)`` with label 1 = positive, 0 = negative.
+
+    Splits: train (60,614), dev (6,735) and test (872: GLUE's SST-2 dev set, the one reported).
+    """
+    if split not in ("train", "dev", "test"):
+        raise UnknownName(f"unknown SST-2 split {split!r}; splits: train, dev, test")
+    rows: list[tuple[str, int]] = []
+    with open(fetch("sst2", f"{split}.tsv"), encoding="utf-8") as fh:
+        header = fh.readline().rstrip("\n").split("\t")
+        if header != ["sentence", "label"]:
+            raise DataError(f"unexpected SST-2 header {header}; expected sentence<TAB>label")
+        for line in fh:
+            if line.strip():
+                sentence, label = line.rstrip("\n").rsplit("\t", 1)
+                rows.append((sentence.strip(), int(label)))
+    return rows
+
+
+def read_chinese_classic(name: str = "lunyu") -> list[str]:
+    """Paragraphs of a Chinese classic: ``lunyu`` (the Analects) or ``tangshi300`` (300 Tang poems)."""
+    files = {"lunyu": "lunyu.json", "tangshi300": "tangshi300.json"}
+    if name not in files:
+        raise UnknownName(f"unknown Chinese classic {name!r}; choose from {sorted(files)}")
+    with open(fetch("chinese-classics", files[name]), encoding="utf-8") as fh:
+        return [p for item in json.load(fh) for p in item["paragraphs"]]

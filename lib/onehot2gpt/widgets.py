@@ -109,3 +109,73 @@ def figure_to_png(fig) -> bytes:
     plt.close(fig)
     return buffer.getvalue()
 
+
+
+class EmbeddingExplorer(W.VBox):
+    """Pick words; see them and their nearest neighbours in a 2-D PCA projection of the embedding.
+
+    `word_vectors` needs `most_similar(word, k)`, `__getitem__(word)` and `__contains__(word)`
+    (a :class:`onehot2gpt.word2vec.WordVectors`).
+    """
+
+    def __init__(self, word_vectors, words: str = "king, queen, man, woman", neighbours: int = 3):
+        self.wv = word_vectors
+        self.words = W.Text(value=words, description="Words", continuous_update=False,
+                            placeholder="comma-separated words, e.g. paris, france, london",
+                            layout=W.Layout(width="90%"))
+        self.neighbours = W.IntSlider(value=neighbours, min=0, max=10, description="Neighbours",
+                                      continuous_update=False)
+        self.status, self.table = W.HTML(), W.HTML()
+        self.image = W.Image(format="png", layout=W.Layout(max_width="560px"))
+        self.labels: list[str] = []  # the words in the current picture, for code and tests
+        super().__init__([self.words, self.neighbours, self.status,
+                          W.HBox([self.image, self.table])])
+        self.words.observe(self.update, names="value")
+        self.neighbours.observe(self.update, names="value")
+        self.update()
+
+    def update(self, *_):
+        try:
+            self._redraw()
+        except Exception as exc:  # keep the last picture and the student's input
+            self.status.value = (f"<span style='{_ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: "
+                                 f"{html.escape(str(exc))}</span>")
+
+    def _redraw(self):
+        import matplotlib.pyplot as plt
+        import torch
+
+        from .plots import plot_projection
+
+        asked = [w.strip().lower() for w in self.words.value.split(",") if w.strip()]
+        known = [w for w in dict.fromkeys(asked) if w in self.wv]
+        unknown = [w for w in asked if w not in self.wv]
+        notes = []
+        if unknown:
+            notes.append(f"not in the vocabulary (try another spelling or a more common word): "
+                         f"{html.escape(', '.join(unknown))}")
+        labels, groups, rows = [], [], []
+        for g, word in enumerate(known):
+            labels.append(word)
+            groups.append(g)
+            near = self.wv.most_similar(word, k=self.neighbours.value) if self.neighbours.value else []
+            rows.append(f"<tr><td><b>{html.escape(word)}</b></td><td>"
+                        + ", ".join(f"{html.escape(n)} ({s:.2f})" for n, s in near) + "</td></tr>")
+            for n, _ in near:
+                if n not in labels:
+                    labels.append(n)
+                    groups.append(g)
+        if len(labels) < 2:
+            self.status.value = (f"<span style='{_ERROR_STYLE}'>Pick at least two known words "
+                                 f"(or one word and some neighbours).</span>"
+                                 + (f"<br>{notes[0]}" if notes else ""))
+            return
+        vectors = torch.stack([torch.as_tensor(self.wv[w], dtype=torch.float32) for w in labels])
+        fig, ax = plt.subplots(figsize=(6, 5))
+        plot_projection(vectors, labels, groups=groups, ax=ax,
+                        title="PCA projection (colour = picked word and its neighbours)")
+        self.image.value = figure_to_png(fig)
+        self.table.value = ("<table><tr><th>word</th><th>nearest neighbours (cosine)</th></tr>"
+                            + "".join(rows) + "</table>")
+        self.labels = labels
+        self.status.value = f"<span style='{_ERROR_STYLE}'>{notes[0]}</span>" if notes else ""
