@@ -80,3 +80,42 @@ def test_make_student_notebook_clears_outputs_and_leaves_source_alone():
     assert all(c.get("outputs", []) == [] for c in student["cells"])
     assert student["cells"][1]["metadata"]["tags"] == ["student-note"]
     assert nb["cells"][1]["execution_count"] == 3 and "return 1" in nb["cells"][1]["source"]
+
+
+def _pairs_by_hand(ids, window):
+    return [(ids[i], ids[j]) for i in range(len(ids)) for j in range(i - window, i + window + 1)
+            if j != i and 0 <= j < len(ids)]
+
+
+def _loss_by_hand(v, u, noise):
+    import torch.nn.functional as F
+    positive = (u * v).sum(-1)
+    negative = torch.bmm(noise, v.unsqueeze(2)).squeeze(2)
+    return (-F.logsigmoid(positive) - F.logsigmoid(-negative).sum(-1)).mean()
+
+
+def test_word2vec_checks_accept_independent_solutions(capsys):
+    ex.check_skipgram_pairs(_pairs_by_hand)
+    ex.check_negative_sampling_loss(_loss_by_hand)
+    ex.check_noise_distribution(lambda c: c ** 0.75 / (c ** 0.75).sum())
+
+    def analogy(unit, a, b, c):
+        scores = unit @ (unit[b] - unit[a] + unit[c])
+        for i in (a, b, c):
+            scores[i] = -1e9
+        return int(scores.argmax())
+    ex.check_analogy(analogy)
+    assert capsys.readouterr().out.count("✓") == 4
+
+
+@pytest.mark.parametrize("check, wrong", [
+    (ex.check_skipgram_pairs, lambda ids, w: _pairs_by_hand(ids, w)[::-1]),            # wrong order
+    (ex.check_skipgram_pairs, lambda ids, w: [p for p in _pairs_by_hand(ids, w + 1)]),  # window too wide
+    (ex.check_negative_sampling_loss, lambda v, u, n: _loss_by_hand(v, u, n) * len(v)),  # sum, not mean
+    (ex.check_negative_sampling_loss, lambda v, u, n: _loss_by_hand(v, u, -n)),          # sign of noise
+    (ex.check_noise_distribution, lambda c: c / c.sum()),                               # no 0.75
+    (ex.check_analogy, lambda unit, a, b, c: int((unit @ (unit[b] - unit[a] + unit[c])).argmax())),  # a,b,c not excluded
+])
+def test_word2vec_checks_reject_wrong_answers(check, wrong):
+    with pytest.raises(AssertionError, match="Hint"):
+        check(wrong)

@@ -60,3 +60,47 @@ def test_long_text_is_truncated_for_display(explorer):
 def test_bad_vocabs_argument():
     with pytest.raises(ValueError, match="vocabs"):
         TokenExplorer({"sentences": Vocab(["a"])})
+
+
+class FakeVectors:
+    """Duck-typed word vectors: four words on two axes."""
+
+    def __init__(self):
+        import torch
+        self.table = {"cat": torch.tensor([1.0, 0.1]), "dog": torch.tensor([0.9, 0.2]),
+                      "car": torch.tensor([0.1, 1.0]), "bus": torch.tensor([0.2, 0.9])}
+
+    def __contains__(self, word):
+        return word in self.table
+
+    def __getitem__(self, word):
+        return self.table[word]
+
+    def most_similar(self, word, k=10):
+        import torch
+        v = self.table[word]
+        sims = [(w, float(torch.cosine_similarity(v, u, dim=0))) for w, u in self.table.items() if w != word]
+        return sorted(sims, key=lambda p: -p[1])[:k]
+
+
+def test_embedding_explorer_draws_words_and_neighbours():
+    from onehot2gpt.widgets import EmbeddingExplorer
+    explorer = EmbeddingExplorer(FakeVectors(), words="cat, car", neighbours=1)
+    assert explorer.labels == ["cat", "dog", "car", "bus"]
+    assert explorer.image.value[:4] == b"\x89PNG"
+    assert "dog" in explorer.table.value
+
+
+def test_embedding_explorer_reports_unknown_words_and_keeps_picture():
+    from onehot2gpt.widgets import EmbeddingExplorer
+    explorer = EmbeddingExplorer(FakeVectors(), words="cat, car", neighbours=0)
+    picture = explorer.image.value
+    explorer.words.value = "cat, zebra"
+    assert "zebra" in explorer.status.value and "at least two" in explorer.status.value
+    assert explorer.image.value == picture and explorer.words.value == "cat, zebra"
+    explorer.words.value = ""
+    assert "at least two" in explorer.status.value
+    explorer.neighbours.value = 2
+    assert explorer.labels == ["cat", "car"]  # unchanged: nothing valid to draw yet
+    explorer.words.value = "Cat, BUS"
+    assert explorer.labels[0] == "cat" and "bus" in explorer.labels and explorer.status.value == ""

@@ -1,0 +1,42 @@
+"""Where the course's small trained checkpoints live, and how to find them.
+
+Each checkpoint is a folder in ``data/checkpoints/<name>/`` holding safetensors weights, a
+``config.json`` (with the command that reproduces it) and, where the model has one, a vocabulary.
+Models load them with their own ``load`` functions; this module only resolves names to folders,
+so notebooks work from any working directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+_REPO = Path(__file__).resolve().parents[2]
+
+
+def checkpoints_dir() -> Path:
+    """The folder of course checkpoints (env ONEHOT2GPT_CHECKPOINTS, else <repo>/data/checkpoints)."""
+    return Path(os.environ.get("ONEHOT2GPT_CHECKPOINTS") or _REPO / "data" / "checkpoints")
+
+
+def list_checkpoints() -> list[str]:
+    """Names of the checkpoints that exist."""
+    root = checkpoints_dir()
+    return sorted(p.name for p in root.iterdir() if (p / "config.json").exists()) if root.exists() else []
+
+
+def checkpoint_path(name: str) -> Path:
+    """Folder of the course checkpoint `name`, e.g. ``"word2vec-wikitext2"``."""
+    path = checkpoints_dir() / name
+    if not (path / "config.json").exists():
+        raise FileNotFoundError(
+            f"no course checkpoint {name!r} in {checkpoints_dir()} (have: {list_checkpoints()}). "
+            "Use a clone of the course repository with `pip install -e .`, or set "
+            "ONEHOT2GPT_CHECKPOINTS to the folder that holds the checkpoints.")
+    return path
+
+
+def checkpoint_config(name: str) -> dict:
+    """The ``config.json`` of a course checkpoint."""
+    return json.loads((checkpoint_path(name) / "config.json").read_text(encoding="utf-8"))

@@ -1,0 +1,787 @@
+"""word2vec: skip-gram and CBOW with negative sampling, and the word vectors they learn.
+
+Taught in notebook 02 (word vectors). Follows Mikolov et al. 2013a, "Efficient Estimation of Word
+Representations in Vector Space" (skip-gram and CBOW), and 2013b, "Distributed Representations of
+Words and Phrases and their Compositionality" (negative sampling, sub-sampling of frequent words),
+with the details of their word2vec.c, which gensim copies: the reduced window, the
+sub-sampling formula, the unigram^0.75 noise, the initialisation and the linearly decaying
+learning rate.
+
+Two versions of the model live here:
+
+* a teaching one: :func:`skipgram_pairs` / :func:`cbow_examples` make training examples,
+  :func:`negative_sampling_loss` is the loss, and :class:`SkipGram` / :class:`CBOW` are small
+  ``nn.Module`` s trained with autograd;
+* a fast one, :func:`train_word2vec`, which trains the same model with hand-derived gradients
+  (:func:`negative_sampling_grads`) and sparse ``index_add_`` updates on big minibatches, in
+  one or several lock-free ("Hogwild!") threads. It departs from word2vec.c twice: all context
+  words of one centre share the same noise words (Ji et al. 2016, "Parallelizing Word2Vec in
+  Shared and Distributed Memory"), which turns the inner loop into small matrix products; and
+  a word that occurs many times in one minibatch has its summed update damped
+  (:data:`MAX_ROW_STEP`), because a sum of n updates only acts like n SGD steps while it is
+  small. bench/word2vec.py checks that the vectors are as good as gensim's, and as fast.
+
+Training returns :class:`WordVectors`: nearest neighbours, analogies, the Google analogy and
+WordSim-353 evaluations, and save/load (safetensors, float16). The course checkpoint is made with
+``python -m onehot2gpt.word2vec train --out data/checkpoints/word2vec-wikitext2``.
+
+Example:
+    >>> wv = WordVectors.load("data/checkpoints/word2vec-wikitext2")   # doctest: +SKIP
+    >>> wv.analogy("france", "paris", "germany")                       # doctest: +SKIP
+    [('berlin', 0.7386)]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from onehot2gpt.vocab import Vocab
+
+MODELS = ("skipgram", "cbow")
+
+
+# --------------------------------------------------------------------------------- examples
+
+
+def keep_probabilities(counts: Tensor, sample: float = 1e-3) -> Tensor:
+    """Word counts (V,) → probability (V,) of keeping each occurrence of the word.
+
+    Frequent words ("the", ",") carry little information but make up much of the text, so each
+    occurrence of a word with frequency f = count / total is kept with probability
+    ``keep = (sqrt(f / t) + 1) · t / f`` (clipped to 1), with t = ``sample``. This is the formula
+    of word2vec.c and gensim; the paper (Mikolov et al. 2013b) writes it as discarding with
+    probability ``1 - sqrt(t / f)``, i.e. keep = sqrt(t / f). The code's version adds t / f, so it
+    keeps a little more: it sub-samples only words with f > φ²·t ≈ 2.6 t (φ the golden ratio),
+    where the paper sub-samples all words with f > t. ``sample=0`` keeps everything. Words with count 0
+    get 1.
+
+    Example:
+        >>> keep_probabilities(torch.tensor([900., 90., 10.]), sample=0.01)
+        tensor([0.1165, 0.4444, 1.0000])
+    """
+    counts = torch.as_tensor(counts, dtype=torch.float64)
+    if sample < 0:
+        raise ValueError(f"sample must be >= 0 (0 turns sub-sampling off), got {sample}")
+    if sample == 0:
+        return torch.ones_like(counts, dtype=torch.float32)
+    threshold = sample * counts.sum()                   # t · N, in counts rather than frequencies
+    keep = ((counts / threshold).sqrt() + 1) * threshold / counts.clamp_min(1e-12)
+    return keep.clamp(max=1.0).float()
+
+
+def _keep_mask(ids: Tensor, keep_probs: Tensor, generator: torch.Generator | None) -> Tensor:
+    """(N,) ids → (N,) bool: True for the occurrences that survive sub-sampling."""
+    return torch.rand(ids.shape, generator=generator) < keep_probs[ids]
+
+
+def subsample(ids: Tensor, keep_probs: Tensor, generator: torch.Generator | None = None) -> Tensor:
+    """(N,) ids → (N',) ids: each occurrence kept with probability ``keep_probs[id]``, order kept.
+
+    Example:
+        >>> subsample(torch.tensor([0, 1, 0, 1]), torch.tensor([1.0, 0.0]))
+        tensor([0, 0])
+    """
+    ids = torch.as_tensor(ids, dtype=torch.long)
+    return ids[_keep_mask(ids, keep_probs, generator)]
+
+
+def noise_distribution(counts: Tensor, power: float = 0.75) -> Tensor:
+    """Word counts (V,) → noise distribution (V,) ∝ count^power, summing to 1 (negative samples).
+
+    Example:
+        >>> noise_distribution(torch.tensor([16., 1.]), power=0.5)
+        tensor([0.8000, 0.2000])
+    """
+    counts = torch.as_tensor(counts, dtype=torch.float64)
+    if counts.sum() <= 0:
+        raise ValueError("all counts are zero: count the words of a non-empty corpus first")
+    weights = counts.clamp_min(0) ** power
+    return (weights / weights.sum()).float()
+
+
+def _sentence_room(sentence_ids: Tensor | None, n: int) -> tuple[Tensor, Tensor]:
+    """How many words each position has to its left and right inside its sentence: (n,), (n,).
+
+    A sentence is a run of equal ``sentence_ids``; None means one sentence.
+    """
+    position = torch.arange(n)
+    if sentence_ids is None:
+        return position, n - 1 - position
+    starts = torch.ones(n, dtype=torch.bool)
+    starts[1:] = sentence_ids[1:] != sentence_ids[:-1]
+    first = starts.nonzero().squeeze(1)                                           # (S,) start of each run
+    run = starts.cumsum(0) - 1                                                    # (n,) run of each position
+    last = torch.cat([first[1:], torch.tensor([n])]) - 1                          # (S,) end of each run
+    return position - first[run], last[run] - position
+
+
+def _context_matrix(ids: Tensor, left: Tensor, right: Tensor, centres: Tensor, width: int) -> Tensor:
+    """Centre positions (n,) → context ids (n, 2·width) at offsets -width..-1, +1..+width.
+
+    ``left``/``right`` (N,) are the sentence room of every position (:func:`_sentence_room`);
+    -1 marks offsets beyond it, i.e. outside the sequence or in another sentence.
+    """
+    offsets = torch.cat([torch.arange(-width, 0), torch.arange(1, width + 1)])   # (2w,)
+    inside = (offsets >= -left[centres, None]) & (offsets <= right[centres, None])  # (n, 2w)
+    pos = (centres[:, None] + offsets).clamp_(0, max(len(ids) - 1, 0))           # (n, 2w)
+    return torch.where(inside, ids[pos], -1)
+
+
+def _check_sequence(ids, window: int, sentence_ids) -> tuple[Tensor, Tensor | None]:
+    ids = torch.as_tensor(ids, dtype=torch.long)
+    if ids.dim() != 1:
+        raise ValueError(f"ids must be 1-D (one token stream), got shape {tuple(ids.shape)}; "
+                         "concatenate sentences and pass sentence_ids to keep them apart")
+    if window < 1:
+        raise ValueError(f"window must be at least 1 (words on each side), got {window}")
+    if sentence_ids is not None:
+        sentence_ids = torch.as_tensor(sentence_ids, dtype=torch.long)
+        if sentence_ids.shape != ids.shape:
+            raise ValueError(f"sentence_ids must have one entry per id: shape {tuple(ids.shape)}, "
+                             f"got {tuple(sentence_ids.shape)}")
+    return ids, sentence_ids
+
+
+def context_windows(ids, window: int, generator: torch.Generator | None = None, shrink: bool = True,
+                    sentence_ids=None) -> Tensor:
+    """Ids (N,) → the context ids of every position, (N, 2·window), -1 where there is none.
+
+    Column j holds the word at offset ``j - window`` (j < window) or ``j - window + 1`` (j >= window),
+    i.e. offsets -window..-1, +1..+window. With ``shrink`` each centre draws its own window
+    b uniform in 1..window, as word2vec.c does, so near words count more; offsets beyond b are -1.
+    Contexts never cross a sentence: pass ``sentence_ids`` (N,), equal for the words of one
+    sentence, e.g. ``torch.repeat_interleave(torch.arange(S), lengths)``; every change of value
+    between neighbours is a boundary.
+
+    Example:
+        >>> context_windows(torch.tensor([7, 8, 9]), 1, shrink=False)
+        tensor([[-1,  8],
+                [ 7,  9],
+                [ 8, -1]])
+    """
+    ids, sentence_ids = _check_sequence(ids, window, sentence_ids)
+    left, right = _sentence_room(sentence_ids, len(ids))
+    ctx = _context_matrix(ids, left, right, torch.arange(len(ids)), window)      # (N, 2W)
+    if shrink:
+        reach = torch.randint(1, window + 1, (len(ids), 1), generator=generator)  # (N, 1)
+        distance = torch.cat([torch.arange(window, 0, -1), torch.arange(1, window + 1)])
+        ctx = ctx.masked_fill(distance > reach, -1)
+    return ctx
+
+
+def skipgram_pairs(ids, window: int, generator: torch.Generator | None = None, shrink: bool = True,
+                   sentence_ids=None) -> tuple[Tensor, Tensor]:
+    """Ids (N,) → (centres (P,), contexts (P,)): every (word, neighbour) pair within the window.
+
+    Pairs come centre by centre, each centre's contexts left to right. ``shrink=False`` gives
+    all pairs within ``window`` (deterministic); ``shrink=True`` draws each centre's window b in
+    1..window like word2vec.c. Pairs never cross sentences given by ``sentence_ids`` (N,); see
+    :func:`context_windows`.
+
+    Example:
+        >>> skipgram_pairs(torch.tensor([7, 8, 9]), 1, shrink=False)
+        (tensor([7, 8, 8, 9]), tensor([8, 7, 9, 8]))
+    """
+    ids, sentence_ids = _check_sequence(ids, window, sentence_ids)
+    ctx = context_windows(ids, window, generator, shrink, sentence_ids)           # (N, 2W)
+    found = ctx >= 0
+    return ids[:, None].expand_as(ctx)[found], ctx[found]
+
+
+def cbow_examples(ids, window: int, generator: torch.Generator | None = None, shrink: bool = True,
+                  sentence_ids=None) -> tuple[Tensor, Tensor]:
+    """Ids (N,) → (contexts (N', 2·window) padded with -1, centres (N',)) for CBOW.
+
+    Same windows as :func:`context_windows`; positions without any context word are dropped.
+
+    Example:
+        >>> cbow_examples(torch.tensor([7, 8, 9]), 1, shrink=False)
+        (tensor([[-1,  8],
+                [ 7,  9],
+                [ 8, -1]]), tensor([7, 8, 9]))
+    """
+    ids, sentence_ids = _check_sequence(ids, window, sentence_ids)
+    ctx = context_windows(ids, window, generator, shrink, sentence_ids)
+    has_context = (ctx >= 0).any(1)
+    return ctx[has_context], ids[has_context]
+
+
+# --------------------------------------------------------------------------------- loss and models
+
+
+def negative_sampling_loss(center_vecs: Tensor, context_vecs: Tensor, negative_vecs: Tensor) -> Tensor:
+    """(B, D), (B, D), (B, K, D) → mean over B of −log σ(u_o·v_c) − Σ_k log σ(−u_k·v_c).
+
+    ``center_vecs`` are input vectors v_c, ``context_vecs`` the output vectors u_o of the words
+    really seen next to them, ``negative_vecs`` the output vectors u_k of K noise words.
+
+    Example:
+        >>> v = torch.zeros(1, 2); negative_sampling_loss(v, v, torch.zeros(1, 3, 2))  # 4 · ln 2
+        tensor(2.7726)
+    """
+    positive = (context_vecs * center_vecs).sum(-1)                               # (B,)
+    negative = torch.bmm(negative_vecs, center_vecs.unsqueeze(2)).squeeze(2)      # (B, K)
+    return (-F.logsigmoid(positive) - F.logsigmoid(-negative).sum(-1)).mean()
+
+
+def negative_sampling_grads(input_vecs: Tensor, output_vecs: Tensor, mask: Tensor | None = None,
+                            input_scale: Tensor | float = 1.0,
+                            output_scale: Tensor | float = 1.0) -> tuple[Tensor, Tensor, Tensor]:
+    """Loss and hand-derived gradients for M input vectors sharing one target and K noise words.
+
+    input_vecs (B, M, D), output_vecs (B, 1+K, D) whose row 0 is the true word and rows 1..K the
+    noise words, mask (B, M) or None → (summed loss, d loss/d input_vecs (B, M, D),
+    d loss/d output_vecs (B, 1+K, D)) of the loss summed over all unmasked (b, m) of
+    −log σ(u_0·v_m) − Σ_k log σ(−u_k·v_m). With M = 1 it is B × :func:`negative_sampling_loss`.
+    With s = u·v, d/ds of −log σ(s) is σ(s) − 1 and of −log σ(−s) is σ(s); the chain rule does
+    the rest: d/dv_m = Σ_j g_jm u_j and d/du_j = Σ_m g_jm v_m. The gradient of each input
+    vector is multiplied by ``input_scale`` (B, M) and of each output vector by ``output_scale``
+    (B, 1+K), scalars or tensors: the trainer passes −lr (times a damping of repeated words),
+    which turns the gradients into SGD steps at almost no cost.
+
+    Example:
+        >>> loss, dv, du = negative_sampling_grads(torch.zeros(1, 1, 2), torch.ones(1, 2, 2))
+        >>> dv                                  # (σ(0) − 1)·u_0 + σ(0)·u_1
+        tensor([[[0., 0.]]])
+    """
+    scores = torch.bmm(output_vecs, input_vecs.transpose(1, 2))                   # (B, 1+K, M)
+    g = torch.sigmoid(scores)
+    g[:, 0] -= 1                                                                  # true word: σ(s) − 1
+    # Loss from the same scores: softplus(−s) = −log σ(s), softplus(s) = −log σ(−s).
+    loss_terms = F.softplus(torch.cat([-scores[:, :1], scores[:, 1:]], 1))        # (B, 1+K, M)
+    if mask is not None:
+        weights = mask.unsqueeze(1).to(g.dtype)                                   # (B, 1, M)
+        loss_terms *= weights
+        g *= weights
+    g_inputs = g * (input_scale.unsqueeze(1) if isinstance(input_scale, Tensor) else input_scale)
+    g_outputs = g * (output_scale.unsqueeze(2) if isinstance(output_scale, Tensor) else output_scale)
+    grad_inputs = torch.bmm(g_inputs.transpose(1, 2), output_vecs)                # (B, M, D)
+    grad_outputs = torch.bmm(g_outputs, input_vecs)                               # (B, 1+K, D)
+    return loss_terms.sum(), grad_inputs, grad_outputs
+
+
+class SkipGram(nn.Module):
+    """Skip-gram with negative sampling: predict each context word from the centre word.
+
+    ``in_embed`` holds the word vectors we keep, ``out_embed`` the vectors words have as
+    predictions. Initialised like word2vec.c: in uniform(−0.5/dim, 0.5/dim), out zeros.
+    """
+
+    def __init__(self, vocab_size: int, dim: int, generator: torch.Generator | None = None):
+        super().__init__()
+        _check_positive(vocab_size=vocab_size, dim=dim)
+        self.in_embed = nn.Embedding(vocab_size, dim)
+        self.out_embed = nn.Embedding(vocab_size, dim)
+        with torch.no_grad():
+            self.in_embed.weight.copy_((torch.rand(vocab_size, dim, generator=generator) - 0.5) / dim)
+            self.out_embed.weight.zero_()
+
+    def forward(self, centers: Tensor, contexts: Tensor, negatives: Tensor) -> Tensor:
+        """centers (B,), contexts (B,), negatives (B, K) ids → mean loss (scalar)."""
+        return negative_sampling_loss(self.in_embed(centers), self.out_embed(contexts),
+                                      self.out_embed(negatives))
+
+
+class CBOW(SkipGram):
+    """CBOW with negative sampling: predict the centre word from the mean of its context vectors."""
+
+    def forward(self, contexts: Tensor, centers: Tensor, negatives: Tensor) -> Tensor:
+        """contexts (B, C) ids padded with -1, centers (B,), negatives (B, K) → mean loss."""
+        found = (contexts >= 0).unsqueeze(-1)                                     # (B, C, 1)
+        summed = (self.in_embed(contexts.clamp_min(0)) * found).sum(1)            # (B, D)
+        mean = summed / found.sum(1).clamp_min(1)
+        return negative_sampling_loss(mean, self.out_embed(centers), self.out_embed(negatives))
+
+
+# --------------------------------------------------------------------------------- fast training
+
+
+@dataclass(frozen=True)
+class Word2VecConfig:
+    """Training settings; the defaults are the course checkpoint's (and gensim's, with sg=1)."""
+
+    model: str = "skipgram"     # "skipgram" or "cbow"
+    dim: int = 100              # vector size
+    window: int = 5             # max words on each side; each centre draws b in 1..window
+    negative: int = 5           # noise words per centre (shared by its context words)
+    min_count: int = 5          # rarer words are dropped from the corpus, like word2vec.c
+    sample: float = 1e-3        # sub-sampling threshold t (see keep_probabilities); 0 = off
+    epochs: int = 5
+    lr: float = 0.025           # SGD step size, decayed linearly to min_lr
+    min_lr: float = 1e-4
+    batch_size: int = 4096      # (context, centre) pairs per update: big enough to amortise Python,
+                                # small enough that a frequent word's summed updates stay stable
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.model not in MODELS:
+            raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
+        _check_positive(dim=self.dim, window=self.window, negative=self.negative,
+                        min_count=self.min_count, epochs=self.epochs, batch_size=self.batch_size)
+        if self.sample < 0:
+            raise ValueError(f"sample must be >= 0 (0 turns sub-sampling off), got {self.sample}")
+        if not 0 < self.min_lr <= self.lr:
+            raise ValueError(f"need 0 < min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
+
+
+def _check_positive(**values: int) -> None:
+    for name, value in values.items():
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer (1 or more), got {value!r}")
+
+
+def _alias_table(probs: Tensor) -> tuple[Tensor, Tensor]:
+    """Walker's alias method: probs (V,) → (accept (V,), alias (V,)) for O(1) exact draws.
+
+    Draw i uniform in 0..V-1 and u uniform in [0, 1): the sample is i if u < accept[i], else
+    alias[i]. Cheaper than torch.multinomial's binary search and than word2vec.c's 10^8-entry table.
+    """
+    V = len(probs)
+    scaled = (probs.double() * V).tolist()
+    accept, alias = [1.0] * V, list(range(V))
+    small = [i for i, p in enumerate(scaled) if p < 1.0]
+    large = [i for i, p in enumerate(scaled) if p >= 1.0]
+    while small and large:
+        s, l = small.pop(), large.pop()
+        accept[s], alias[s] = scaled[s], l
+        scaled[l] -= 1.0 - scaled[s]
+        (small if scaled[l] < 1.0 else large).append(l)
+    return torch.tensor(accept, dtype=torch.float32), torch.tensor(alias)
+
+
+def _draw(accept: Tensor, alias: Tensor, shape: tuple[int, ...], generator) -> Tensor:
+    i = torch.randint(len(accept), shape, generator=generator)
+    return torch.where(torch.rand(shape, generator=generator) < accept[i], i, alias[i])
+
+
+def _encode_corpus(sentences, vocab: Vocab | None, min_count: int) -> tuple[Vocab, Tensor, Tensor]:
+    """Sentences → (vocab, ids (N,), sentence_ids (N,)); words not in the vocab are dropped."""
+    if isinstance(sentences, (str, Tensor)) or not isinstance(sentences, Sequence):
+        raise TypeError("sentences must be a list of token lists (e.g. wikitext_sentences()) "
+                        "or a list of 1-D id tensors")
+    sentences = [s for s in sentences if len(s)]
+    if not sentences:
+        raise ValueError("the corpus is empty: pass at least one non-empty sentence, "
+                         "e.g. onehot2gpt.data.wikitext_sentences()")
+    if isinstance(sentences[0], Tensor):
+        if vocab is None:
+            raise ValueError("sentences are id tensors, so pass the vocab that made them: "
+                             "train_word2vec(ids, vocab=vocab)")
+        ids = torch.cat([s.long().reshape(-1) for s in sentences])
+    else:
+        if vocab is None:
+            # No specials: word2vec drops rare words instead of mapping them to <unk>, and ids
+            # in frequency order make "the 30,000 most frequent words" the first 30,000 rows.
+            vocab = Vocab.build(sentences, min_freq=min_count, specials=())
+        lookup = vocab.stoi.get
+        ids = torch.tensor([lookup(t, -1) for s in sentences for t in s], dtype=torch.long)
+    lengths = torch.tensor([len(s) for s in sentences])
+    sentence_ids = torch.repeat_interleave(torch.arange(len(sentences)), lengths)
+    known = ids >= 0                                                              # drop unknown words
+    ids, sentence_ids = ids[known], sentence_ids[known]
+    if ids.numel() == 0:
+        raise ValueError(f"no word of the corpus is in the vocabulary (min_count={min_count}); "
+                         "lower min_count or pass more text")
+    if torch.bincount(sentence_ids).max() < 2:
+        raise ValueError("every sentence has fewer than two known words, so no word has a context; "
+                         "pass longer sentences or lower min_count")
+    if ids.max() >= len(vocab):
+        raise ValueError(f"ids must lie in 0..{len(vocab) - 1} (the vocab size); "
+                         "encode the sentences with the vocab you pass")
+    return vocab, ids, sentence_ids
+
+
+def _epoch_batches(ids: Tensor, sentence_ids: Tensor, keep: Tensor, window: int, batch_size: int,
+                   generator: torch.Generator) -> list[tuple[Tensor, Tensor]]:
+    """One epoch of examples → shuffled batches of (contexts (B, 2b) with -1 pads, centres (B,)).
+
+    Sub-sample, draw each centre's window b, then group the centres by b, so that a batch holds
+    windows of one width (little padding) and about ``batch_size`` (context, centre) pairs.
+    """
+    kept = _keep_mask(ids, keep, generator)
+    ids = ids[kept]
+    left, right = _sentence_room(sentence_ids[kept], len(ids))
+    reach = torch.randint(1, window + 1, (len(ids),), generator=generator)
+    reach[(left == 0) & (right == 0)] = 0                                         # alone: no example
+    batches = []
+    for b in range(1, window + 1):
+        centres = (reach == b).nonzero().squeeze(1)
+        if len(centres) == 0:
+            continue
+        centres = centres[torch.randperm(len(centres), generator=generator)]
+        ctx = _context_matrix(ids, left, right, centres, b)                       # (n, 2b)
+        rows = max(1, batch_size // (2 * b))
+        batches += zip(ctx.split(rows), ids[centres].split(rows))
+    order = torch.randperm(len(batches), generator=generator).tolist()
+    return [batches[i] for i in order]
+
+
+# A word that occurs n times in a batch gets the sum of its n updates, which is what n steps of
+# plain SGD would do while the step is small; when lr · n is large that sum overshoots and
+# training diverges (small vocabularies, sample=0, big lr), so the sum is scaled by
+# min(1, MAX_ROW_STEP / (lr · n)). With the default lr it bites only for n > 16 and early on.
+MAX_ROW_STEP = 0.4
+
+
+def _damping(ids: Tensor, lr: float, vocab_size: int, weights: Tensor | None = None) -> Tensor:
+    """Ids (n,) of one batch → (n,) factor min(1, MAX_ROW_STEP / (lr · count of the id))."""
+    counts = torch.bincount(ids, weights=weights, minlength=vocab_size)[ids]     # (n,)
+    return (MAX_ROW_STEP / lr / counts.float().clamp_min(1.0)).clamp_(max=1.0)
+
+
+def _train_step(in_w: Tensor, out_w: Tensor, contexts: Tensor, centres: Tensor, negatives: Tensor,
+                lr: float, cbow: bool) -> tuple[float, int]:
+    """One SGD step in place on both tables; returns (summed loss, number of predictions).
+
+    contexts (B, C) with -1 pads, centres (B,), negatives (B, K). As in word2vec.c, the context
+    words are the inputs and the centre is the word to predict, in both skip-gram and CBOW.
+    """
+    B, C = contexts.shape
+    V, D = in_w.shape
+    found = contexts >= 0                                                         # (B, C)
+    rows = contexts.clamp_min(0).view(-1)                                         # pads read row 0 ...
+    targets = torch.cat([centres[:, None], negatives], 1).view(-1)                # (B·(1+K),)
+    inputs = in_w.index_select(0, rows).view(B, C, D)
+    outputs = out_w.index_select(0, targets).view(B, -1, D)                       # (B, 1+K, D)
+    input_step = -lr * _damping(rows, lr, V, found.view(-1).float()).view(B, C)
+    output_step = -lr * _damping(targets, lr, V).view(B, -1)
+    if cbow:
+        n_found = found.sum(1, keepdim=True)                                      # (B, 1)
+        mean = (inputs * found.unsqueeze(2)).sum(1) / n_found                     # (B, D)
+        loss, grad_mean, step_outputs = negative_sampling_grads(mean.unsqueeze(1), outputs,
+                                                                output_scale=output_step)
+        # word2vec.c gives every context word the whole error of the mean, not 1/C of it.
+        step_inputs = grad_mean * (input_step * found).unsqueeze(2)               # (B, C, D)
+        n_predictions = B
+    else:
+        loss, step_inputs, step_outputs = negative_sampling_grads(inputs, outputs, found,
+                                                                  input_step, output_step)
+        n_predictions = int(found.sum())
+    # index_add_ with the default alpha=1 takes torch's fast scatter-add path.
+    in_w.index_add_(0, rows, step_inputs.view(-1, D))                             # ... and add 0 to it
+    out_w.index_add_(0, targets, step_outputs.view(-1, D))
+    return float(loss), n_predictions
+
+
+def train_word2vec(sentences: Sequence[Sequence[str]] | Sequence[Tensor], *, vocab: Vocab | None = None,
+                   dim: int = 100, window: int = 5, negative: int = 5, min_count: int = 5,
+                   sample: float = 1e-3, epochs: int = 5, lr: float = 0.025, min_lr: float = 1e-4,
+                   batch_size: int = 4096, model: str = "skipgram", seed: int = 0,
+                   threads: int | None = None, progress: bool = True,
+                   corpus_name: str | None = None) -> "WordVectors":
+    """Train skip-gram or CBOW with negative sampling; sentences → :class:`WordVectors` (V, dim).
+
+    ``sentences`` is a list of token lists (a vocabulary of the words seen ``min_count`` times is
+    built, most frequent first) or a list of 1-D id tensors made with ``vocab``. Words not in the
+    vocabulary (negative ids) are dropped, as word2vec.c does; windows never cross sentences.
+    ``batch_size`` is the number of (context, centre) pairs per update, shared by all workers.
+
+    ``threads=None`` trains in one Python thread with torch's CPU threads inside each operation
+    (``threads=1``: one CPU thread); the result is then a deterministic function of the
+    arguments and ``seed``. ``threads=n > 1`` runs n single-threaded workers, each on its share
+    of the minibatches, updating the shared tables without locks ("Hogwild!", as word2vec.c and
+    gensim's ``workers`` do): faster, but not bit-reproducible. The config of the returned
+    vectors records the settings, the training loss of each epoch and the seconds taken.
+    """
+    cfg = Word2VecConfig(model=model, dim=dim, window=window, negative=negative, min_count=min_count,
+                         sample=sample, epochs=epochs, lr=lr, min_lr=min_lr, batch_size=batch_size,
+                         seed=seed)
+    if threads is not None:
+        _check_positive(threads=threads)
+    start = time.perf_counter()
+    vocab, ids, sentence_ids = _encode_corpus(sentences, vocab, min_count)
+    generator = torch.Generator().manual_seed(seed)
+    counts = torch.bincount(ids, minlength=len(vocab))
+    keep = keep_probabilities(counts, sample)
+    accept, alias = _alias_table(noise_distribution(counts))
+    net = (CBOW if model == "cbow" else SkipGram)(len(vocab), dim, generator)
+    in_w, out_w = net.in_embed.weight.data, net.out_embed.weight.data
+    history = []
+    workers = threads or 1
+    old_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(1 if workers > 1 else threads)   # workers > 1: no nested thread pools
+    try:
+        with tqdm(total=epochs, disable=not progress, desc=f"word2vec {model}", unit="epoch",
+                  bar_format="{l_bar}{bar}| {n:.2f}/{total} [{elapsed}<{remaining}{postfix}]") as bar:
+            # batch_size counts pairs over all workers: each of n workers updates the shared
+            # tables from values up to n − 1 steps old, so n steps of batch_size / n act like
+            # one step of batch_size.
+            for epoch in range(epochs):
+                batches = _epoch_batches(ids, sentence_ids, keep, window, max(1, batch_size // workers),
+                                         generator)
+                seeds = torch.randint(2**62, (workers,), generator=generator).tolist()
+                totals = [[0.0, 0] for _ in range(workers)]
+
+                def work(worker: int) -> None:
+                    noise_generator = torch.Generator().manual_seed(seeds[worker])
+                    for i in range(worker, len(batches), workers):
+                        contexts, centres = batches[i]
+                        negatives = _draw(accept, alias, (len(centres), negative), noise_generator)
+                        step_lr = lr - (lr - min_lr) * (epoch + i / len(batches)) / epochs
+                        loss, n = _train_step(in_w, out_w, contexts, centres, negatives, step_lr,
+                                              cbow=model == "cbow")
+                        totals[worker][0] += loss
+                        totals[worker][1] += n
+                        if worker == 0 and i % 64 == 0:
+                            bar.n = epoch + i / len(batches)
+                            bar.set_postfix(loss=f"{totals[0][0] / max(totals[0][1], 1):.3f}",
+                                            lr=f"{step_lr:.4f}")
+
+                if workers == 1:
+                    work(0)
+                else:
+                    with ThreadPoolExecutor(workers) as pool:
+                        list(pool.map(work, range(workers)))    # list() re-raises worker errors
+                history.append(sum(t[0] for t in totals) / max(sum(t[1] for t in totals), 1))
+                if not math.isfinite(history[-1]):
+                    raise FloatingPointError(f"training diverged in epoch {epoch + 1} (the loss is "
+                                             f"{history[-1]}); lower lr (now {lr}) or batch_size")
+                bar.n = epoch + 1
+                bar.set_postfix(loss=f"{history[-1]:.3f}")
+    finally:
+        torch.set_num_threads(old_threads)
+    seconds = time.perf_counter() - start
+    config = {**asdict(cfg), "threads": threads or old_threads, "workers": workers, "corpus": corpus_name,
+              "n_tokens": len(ids), "train_seconds": round(seconds, 1),
+              "loss_per_epoch": [round(x, 4) for x in history]}
+    return WordVectors(in_w.clone(), vocab, config)
+
+
+# --------------------------------------------------------------------------------- word vectors
+
+
+class WordVectors:
+    """Word vectors (V, D) with their vocabulary: look-up, neighbours, analogies, evaluation."""
+
+    def __init__(self, vectors: Tensor, vocab: Vocab, config: dict | None = None):
+        vectors = torch.as_tensor(vectors, dtype=torch.float32)
+        if vectors.dim() != 2 or vectors.shape[0] != len(vocab):
+            raise ValueError(f"vectors must have shape (vocab size, dim) = ({len(vocab)}, D), got "
+                             f"{tuple(vectors.shape)}; the vectors and vocabulary do not belong together")
+        self.vectors, self.vocab, self.config = vectors, vocab, dict(config or {})
+        self._unit: Tensor | None = None
+
+    def __len__(self) -> int:
+        return len(self.vocab)
+
+    def __repr__(self) -> str:
+        return f"WordVectors(words={len(self)}, dim={self.dim})"
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.vocab.stoi
+
+    def __getitem__(self, word: str) -> Tensor:
+        return self.vectors[self._id(word)]
+
+    @property
+    def dim(self) -> int:
+        return self.vectors.shape[1]
+
+    @property
+    def unit_vectors(self) -> Tensor:
+        """(V, D) vectors scaled to length 1 (zero vectors stay zero), so dot product = cosine."""
+        if self._unit is None:
+            self._unit = self.vectors / self.vectors.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        return self._unit
+
+    def _id(self, word: str) -> int:
+        if word in self.vocab.stoi:
+            return self.vocab.stoi[word]
+        hint = (f"; the vectors were trained on lower-cased text, try {word.lower()!r}"
+                if isinstance(word, str) and word.lower() in self.vocab.stoi else "")
+        raise KeyError(f"{word!r} is not in the vocabulary ({len(self)} words); "
+                       f"check with `{word!r} in wv` first{hint}")
+
+    def similarity(self, a: str, b: str) -> float:
+        """Cosine similarity of two words."""
+        return float(self.unit_vectors[self._id(a)] @ self.unit_vectors[self._id(b)])
+
+    def most_similar(self, word_or_vector: str | Tensor, k: int = 10,
+                     exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
+        """The k words with the highest cosine to a word (itself excluded) or to a vector (D,)."""
+        exclude = set(exclude)
+        if isinstance(word_or_vector, str):
+            query = self[word_or_vector]
+            exclude.add(word_or_vector)
+        else:
+            query = torch.as_tensor(word_or_vector, dtype=torch.float32)
+            if query.shape != (self.dim,):
+                raise ValueError(f"query vector must have shape ({self.dim},), got {tuple(query.shape)}")
+        sims = self.unit_vectors @ (query / query.norm().clamp_min(1e-12))         # (V,)
+        sims[[self._id(w) for w in exclude if w in self]] = -math.inf
+        top = sims.topk(max(0, min(k, len(self) - len(exclude))))
+        return [(self.vocab.itos[i], round(float(s), 4)) for s, i in zip(top.values, top.indices.tolist())]
+
+    def analogy(self, a: str, b: str, c: str, k: int = 1) -> list[tuple[str, float]]:
+        """"a is to b as c is to ?" by 3CosAdd: the words nearest unit(b) − unit(a) + unit(c),
+        leaving out a, b and c themselves (Mikolov et al. 2013a). Returns k (word, cosine) pairs."""
+        unit = self.unit_vectors
+        query = unit[self._id(b)] - unit[self._id(a)] + unit[self._id(c)]
+        return self.most_similar(query, k, exclude=(a, b, c))
+
+    def _case_map(self, restrict_vocab: int | None, case_insensitive: bool) -> dict[str, int]:
+        """Word → id over the first `restrict_vocab` words; lower-cased keys with the most frequent
+        spelling winning if `case_insensitive`, like gensim's evaluate_* functions."""
+        n = len(self) if restrict_vocab is None else min(restrict_vocab, len(self))
+        words = self.vocab.itos[:n]
+        if not case_insensitive:
+            return {w: i for i, w in enumerate(words)}
+        return {w.lower(): i for i, w in reversed(list(enumerate(words)))}
+
+    def evaluate_analogies(self, questions: Iterable[Sequence[str]], restrict_vocab: int | None = 30000,
+                           case_insensitive: bool = True) -> dict:
+        """Accuracy on (section, a, b, c, d) analogy questions, e.g. data.read_analogies().
+
+        Same conventions as gensim's ``KeyedVectors.evaluate_word_analogies``: only the
+        ``restrict_vocab`` first (most frequent) words are searched; a question with any word
+        outside them is skipped (``n_used`` of ``n_total`` are answered); the answer is the
+        3CosAdd nearest word other than a, b, c. Returns ``{"accuracy", "n_correct", "n_used",
+        "n_total", "coverage", "per_section": {section: accuracy}}``.
+        """
+        lookup = self._case_map(restrict_vocab, case_insensitive)
+        norm = str.lower if case_insensitive else str
+        sections, rows = [], []
+        questions = list(questions)
+        for q in questions:
+            if len(q) != 5:
+                raise ValueError(f"each question must be (section, a, b, c, d), got {q!r}")
+            words = [norm(w) for w in q[1:]]
+            if all(w in lookup for w in words):
+                sections.append(q[0])
+                rows.append([lookup[w] for w in words])
+        searched = len(self) if restrict_vocab is None else min(restrict_vocab, len(self))
+        unit = self.unit_vectors[:searched]                                       # (R, D)
+        correct = torch.zeros(len(rows), dtype=torch.bool)
+        ids = torch.tensor(rows, dtype=torch.long).view(-1, 4)                     # (Q, 4): a, b, c, d
+        for start in range(0, len(rows), 1024):
+            a, b, c, d = ids[start:start + 1024].T
+            sims = (unit[b] - unit[a] + unit[c]) @ unit.T                         # (q, R)
+            sims.scatter_(1, torch.stack([a, b, c], 1), -math.inf)
+            correct[start:start + 1024] = sims.argmax(1) == d
+        per_section: dict[str, list[int]] = {}
+        for section, ok in zip(sections, correct.tolist()):
+            per_section.setdefault(section, [0, 0])
+            per_section[section][0] += ok
+            per_section[section][1] += 1
+        n_used, n_correct = len(rows), int(correct.sum())
+        return {"accuracy": n_correct / n_used if n_used else float("nan"),
+                "n_correct": n_correct, "n_used": n_used, "n_total": len(questions),
+                "coverage": n_used / len(questions) if questions else float("nan"),
+                "per_section": {s: ok / n for s, (ok, n) in per_section.items()}}
+
+    def evaluate_wordsim(self, pairs: Iterable[Sequence], case_insensitive: bool = True) -> dict:
+        """Spearman correlation of cosines with human scores on (word1, word2, score) pairs,
+        e.g. data.read_wordsim353(); pairs with an unknown word are skipped, as gensim does.
+        Returns ``{"spearman", "pearson", "n_used", "n_total", "coverage"}``."""
+        from scipy.stats import pearsonr, spearmanr
+
+        lookup = self._case_map(None, case_insensitive)
+        norm = str.lower if case_insensitive else str
+        pairs = list(pairs)
+        human, model = [], []
+        for w1, w2, score in pairs:
+            if norm(w1) in lookup and norm(w2) in lookup:
+                human.append(float(score))
+                model.append(float(self.unit_vectors[lookup[norm(w1)]] @ self.unit_vectors[lookup[norm(w2)]]))
+        enough = len(human) >= 2
+        return {"spearman": float(spearmanr(human, model).statistic) if enough else float("nan"),
+                "pearson": float(pearsonr(human, model).statistic) if enough else float("nan"),
+                "n_used": len(human), "n_total": len(pairs),
+                "coverage": len(human) / len(pairs) if pairs else float("nan")}
+
+    def save(self, directory: str | Path) -> Path:
+        """Write vectors.safetensors (float16), vocab.json and config.json into `directory`."""
+        from safetensors.torch import save_file
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        half = self.vectors.to(torch.float16)
+        if not torch.isfinite(half).all():
+            raise ValueError("some vectors overflow float16 (|x| > 65504); the training diverged")
+        save_file({"vectors": half.contiguous()}, str(directory / "vectors.safetensors"))
+        self.vocab.save(directory / "vocab.json")
+        config = {**self.config, "vocab_size": len(self), "dim": self.dim, "stored_dtype": "float16"}
+        (directory / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        return directory
+
+    @classmethod
+    def load(cls, directory: str | Path) -> "WordVectors":
+        """Read a directory written by :meth:`save`; vectors come back as float32."""
+        from safetensors.torch import load_file
+
+        directory = Path(directory)
+        files = [directory / n for n in ("vectors.safetensors", "vocab.json", "config.json")]
+        missing = [f.name for f in files if not f.is_file()]
+        if missing:
+            raise FileNotFoundError(f"{directory} is not a word-vector checkpoint: missing "
+                                    f"{', '.join(missing)}. "
+                                    "Make one with WordVectors.save or `python -m onehot2gpt.word2vec train`")
+        vectors = load_file(str(files[0]))["vectors"].float()
+        vocab = Vocab.load(files[1])
+        if len(vocab) != vectors.shape[0]:
+            raise ValueError(f"{directory}: vocab.json has {len(vocab)} words but vectors.safetensors has "
+                             f"{vectors.shape[0]} rows; the files come from different checkpoints, "
+                             "save them again together")
+        return cls(vectors, vocab, json.loads(files[2].read_text(encoding="utf-8")))
+
+
+# --------------------------------------------------------------------------------- command line
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m onehot2gpt.word2vec train --out DIR`` / ``evaluate DIR``."""
+    parser = argparse.ArgumentParser(prog="python -m onehot2gpt.word2vec", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    train = sub.add_parser("train", help="train on WikiText-2 (lower-cased) and save the vectors")
+    train.add_argument("--out", required=True, help="checkpoint directory to write")
+    defaults = Word2VecConfig()
+    for name, value in asdict(defaults).items():
+        train.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    train.add_argument("--threads", type=int, default=1,
+                       help="1 (default): bit-reproducible; n > 1: n Hogwild workers, faster, "
+                            "not reproducible")
+    evaluate = sub.add_parser("evaluate", help="Google analogies and WordSim-353 of a checkpoint")
+    evaluate.add_argument("directory")
+    args = parser.parse_args(argv)
+
+    from onehot2gpt import data
+
+    if args.command == "train":
+        start = time.perf_counter()
+        sentences = data.wikitext_sentences("train", lower=True)
+        settings = {name: getattr(args, name) for name in asdict(defaults)}
+        wv = train_word2vec(sentences, threads=args.threads, corpus_name="wikitext-2 train, lower-cased",
+                            **settings)
+        seconds = time.perf_counter() - start
+        wv.config["wall_seconds"] = round(seconds, 1)            # train_seconds + reading the corpus
+        wv.config["command"] = shlex.join(["python", "-m", "onehot2gpt.word2vec",
+                                           *(sys.argv[1:] if argv is None else argv)])
+        wv.save(args.out)
+        print(f"trained {wv} in {wv.config['train_seconds']:.1f} s ({seconds:.1f} s wall time with reading "
+              f"the corpus); saved to {args.out}")
+    else:
+        wv = WordVectors.load(args.directory)
+    analogies = wv.evaluate_analogies(data.read_analogies())
+    wordsim = wv.evaluate_wordsim(data.read_wordsim353())
+    print(f"Google analogies: {analogies['accuracy']:.3f} on {analogies['n_used']}/{analogies['n_total']} "
+          f"questions; WordSim-353 Spearman: {wordsim['spearman']:.3f} on "
+          f"{wordsim['n_used']}/{wordsim['n_total']} pairs")
+
+
+if __name__ == "__main__":
+    main()
