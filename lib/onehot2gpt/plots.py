@@ -89,3 +89,29 @@ def plot_projection(vectors, labels: Sequence[str], *, groups: Sequence[int] | N
     ax.set_yticks([])
     ax.set_title(title)
     return ax
+
+
+def plot_layer_weights(weights: dict[str, Sequence[float]], layer_names: Sequence[str] | None = None,
+                       *, ax=None, title: str = "learned layer weights softmax(s)"):
+    """Grouped bars: one group per layer, one bar per task (as in the ELMo paper's figure)."""
+    if not weights:
+        raise ValueError("give at least one task's weights, e.g. {'POS': result.weights}")
+    rows = {name: torch.as_tensor(w, dtype=torch.float32).flatten() for name, w in weights.items()}
+    n_layers = {len(w) for w in rows.values()}
+    if len(n_layers) != 1:
+        raise ValueError(f"every task needs the same number of layer weights, got {sorted(n_layers)}")
+    (n,) = n_layers
+    layer_names = list(layer_names) if layer_names is not None else [f"layer {j}" for j in range(n)]
+    if len(layer_names) != n:
+        raise ValueError(f"{len(layer_names)} layer names for {n} layers")
+    ax = _axes(ax, (1.6 * n + 2, 3.2))
+    width = 0.8 / len(rows)
+    for i, (name, w) in enumerate(rows.items()):
+        ax.bar([j + (i - (len(rows) - 1) / 2) * width for j in range(n)], w.tolist(), width, label=name)
+    ax.axhline(1 / n, color="grey", linestyle="--", linewidth=1, label="plain average")
+    ax.set_xticks(range(n), labels=layer_names)
+    ax.set_ylabel("weight")
+    ax.set_ylim(0, max(1 / n, max(float(w.max()) for w in rows.values())) * 1.15)
+    ax.legend(fontsize=8)
+    ax.set_title(title)
+    return ax

@@ -179,3 +179,54 @@ class EmbeddingExplorer(W.VBox):
                             + "".join(rows) + "</table>")
         self.labels = labels
         self.status.value = f"<span style='{_ERROR_STYLE}'>{notes[0]}</span>" if notes else ""
+
+
+class LayerWeightExplorer(W.VBox):
+    """Pick a task and λ; see the layer weights a probe learns (trained on first use, then cached).
+
+    `train(task, l2_lambda)` must return a :class:`onehot2gpt.probing.ProbeResult`.
+    """
+
+    def __init__(self, train, tasks: list[str], lambdas: list[float], layer_names: list[str],
+                 task: str | None = None, l2_lambda: float | None = None):
+        if not tasks or not lambdas:
+            raise ValueError("give at least one task and one λ value")
+        self.train, self.layer_names = train, layer_names
+        self.cache: dict[tuple[str, float], object] = {}
+        self.task = W.SelectMultiple(options=tasks, value=[task or tasks[0]], description="Tasks",
+                                     rows=min(4, len(tasks)))
+        self.l2_lambda = W.SelectionSlider(options=list(lambdas),
+                                           value=lambdas[0] if l2_lambda is None else l2_lambda,
+                                           description="λ", continuous_update=False)
+        self.status, self.summary = W.HTML(), W.HTML()
+        self.image = W.Image(format="png", layout=W.Layout(max_width="640px"))
+        super().__init__([W.HBox([self.task, self.l2_lambda]), self.status, self.image, self.summary])
+        self.task.observe(self.update, names="value")
+        self.l2_lambda.observe(self.update, names="value")
+        self.update()
+
+    def result(self, task: str, l2_lambda: float):
+        """The probe for (task, λ), trained once and then served from the cache."""
+        key = (task, l2_lambda)
+        if key not in self.cache:
+            self.cache[key] = self.train(task, l2_lambda)
+        return self.cache[key]
+
+    @_safe
+    def update(self):
+        import matplotlib.pyplot as plt
+
+        from .plots import plot_layer_weights
+
+        tasks = list(self.task.value)
+        if not tasks:
+            raise ValueError("select at least one task (Ctrl/Cmd-click to select several)")
+        lam = self.l2_lambda.value
+        results = {t: self.result(t, lam) for t in tasks}
+        fig, ax = plt.subplots(figsize=(6.5, 3.2))
+        plot_layer_weights({t: r.weights for t, r in results.items()}, self.layer_names, ax=ax,
+                           title=f"layer weights softmax(s), λ = {lam:g}")
+        self.image.value = figure_to_png(fig)
+        self.summary.value = "<br>".join(
+            f"<b>{html.escape(t)}</b>: test accuracy {r.test_accuracy:.3f}, weights "
+            + ", ".join(f"{w:.2f}" for w in r.weights.tolist()) for t, r in results.items())

@@ -1,0 +1,155 @@
+"""Probing frozen representations: which layers does a task use?
+
+A probe is a small classifier trained on top of a frozen model's layers. Ours is the one ELMo uses
+for downstream tasks (Peters et al. 2018, section 3.2) and Tenney et al. (2019) use to ask what
+BERT learns: a learned scalar mix γ · Σ_j softmax(s)_j · h_j over the layers, then a linear layer.
+After training, softmax(s) says how much the task relies on each layer.
+
+Taught in notebook 04 (ELMo's layer weights for part-of-speech tagging and sentiment) and reused
+in notebook 08 (the same plot for BERT). Features are tensors of shape (N, n_layers, D): one row
+per token for token tasks (:func:`token_features`) or per sentence for sentence tasks
+(:func:`sentence_features`, mean-pooled). A one-layer representation is just n_layers = 1, and a
+one-hot representation is given as ids (N,) with ``onehot_size``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .elmo import ScalarMix
+
+
+def token_features(layers: Tensor, mask: Tensor) -> Tensor:
+    """Layers (B, T, L, D) and mask (B, T) → the real tokens' layers, (N, L, D)."""
+    if layers.dim() != 4 or mask.shape != layers.shape[:2]:
+        raise ValueError(f"expected layers (B, T, L, D) and mask (B, T); got {tuple(layers.shape)} "
+                         f"and {tuple(mask.shape)}")
+    return layers[mask.bool()]
+
+
+def sentence_features(layers: Tensor, mask: Tensor) -> Tensor:
+    """Layers (B, T, L, D) and mask (B, T) → each sentence's mean over its real tokens, (B, L, D)."""
+    if layers.dim() != 4 or mask.shape != layers.shape[:2]:
+        raise ValueError(f"expected layers (B, T, L, D) and mask (B, T); got {tuple(layers.shape)} "
+                         f"and {tuple(mask.shape)}")
+    m = mask.to(layers.dtype)[:, :, None, None]                                 # (B, T, 1, 1)
+    return (layers * m).sum(1) / m.sum(1).clamp_min(1.0)
+
+
+@dataclass
+class ProbeResult:
+    """What a trained probe found: layer weights softmax(s), γ, accuracies, the loss curve."""
+
+    task: str
+    l2_lambda: float
+    weights: Tensor
+    gamma: float
+    train_accuracy: float
+    test_accuracy: float
+    layer: int | None = None
+    losses: list[float] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        w = ", ".join(f"{x:.2f}" for x in self.weights.tolist())
+        return (f"ProbeResult(task={self.task!r}, λ={self.l2_lambda:g}, weights=[{w}], "
+                f"test_accuracy={self.test_accuracy:.3f})")
+
+
+class MixProbe(nn.Module):
+    """Scalar mix over L layers (or one chosen layer), then a linear classifier: (N, L, D) → (N, C)."""
+
+    def __init__(self, n_layers: int, dim: int, n_classes: int, l2_lambda: float = 0.0,
+                 layer: int | None = None, layer_norm: bool = True):
+        super().__init__()
+        if layer is not None and not 0 <= layer < n_layers:
+            raise ValueError(f"layer must be in 0..{n_layers - 1}, got {layer}")
+        self.layer = layer
+        # One chosen layer is a "mix" of one: the same scaling and normalisation, weight 1.
+        self.mix = ScalarMix(1 if layer is not None else n_layers, l2_lambda=l2_lambda,
+                             layer_norm=layer_norm)
+        self.classify = nn.Linear(dim, n_classes)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.layer is not None:
+            x = x[:, self.layer: self.layer + 1]                                   # (N, 1, D)
+        return self.classify(self.mix(x))
+
+
+def _check_xy(x: Tensor, y: Tensor, name: str, onehot_size: int | None) -> None:
+    if onehot_size is not None:
+        if x.dim() != 1 or x.dtype not in (torch.int32, torch.int64):
+            raise ValueError(f"{name}: with onehot_size give integer ids of shape (N,), got "
+                             f"{x.dtype} {tuple(x.shape)}")
+    elif x.dim() != 3:
+        raise ValueError(f"{name}: features must have shape (N, n_layers, D), got {tuple(x.shape)}; "
+                         "use token_features or sentence_features, or x[:, None, :] for one layer")
+    if y.dim() != 1 or len(y) != len(x):
+        raise ValueError(f"{name}: labels must have shape ({len(x)},), got {tuple(y.shape)}")
+    if len(x) == 0:
+        raise ValueError(f"{name}: no examples; give at least one")
+
+
+@torch.no_grad()
+def _accuracy(model: nn.Module, x: Tensor, y: Tensor, batch_size: int) -> float:
+    model.eval()
+    correct = sum(int((model(x[i:i + batch_size]).argmax(-1) == y[i:i + batch_size]).sum())
+                  for i in range(0, len(x), batch_size))
+    return correct / len(x)
+
+
+def train_probe(train_x: Tensor, train_y: Tensor, test_x: Tensor, test_y: Tensor, *,
+                n_classes: int | None = None, l2_lambda: float = 0.0, layer: int | None = None,
+                onehot_size: int | None = None, layer_norm: bool = True, epochs: int = 10,
+                lr: float = 1e-2, batch_size: int = 512, weight_decay: float = 0.0, seed: int = 0,
+                task: str = "", progress: bool = False) -> ProbeResult:
+    """Train a probe on frozen features (N, L, D) with labels (N,); evaluate on the test split.
+
+    ``l2_lambda`` pulls the mix towards the plain average of the layers; ``layer=j`` uses layer j
+    alone (the "last layer only" baseline of the ELMo paper's ablation). With ``onehot_size=V``
+    the features are ids (N,) of one-hot vectors of size V (a linear layer on them is a table
+    with one row of class scores per word).
+    """
+    from tqdm.auto import tqdm
+
+    _check_xy(train_x, train_y, "train", onehot_size)
+    _check_xy(test_x, test_y, "test", onehot_size)
+    n_classes = n_classes or int(max(train_y.max(), test_y.max())) + 1
+    torch.manual_seed(seed)
+    if onehot_size is not None:
+        model: nn.Module = nn.Embedding(onehot_size, n_classes)                 # == Linear on one-hot
+        mix = None
+    else:
+        model = MixProbe(train_x.shape[1], train_x.shape[2], n_classes, l2_lambda, layer, layer_norm)
+        mix = model.mix
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    generator = torch.Generator().manual_seed(seed)
+    losses = []
+    for _ in tqdm(range(epochs), desc=task or "probe", disable=not progress):
+        model.train()
+        order = torch.randperm(len(train_x), generator=generator)
+        total = 0.0
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            loss = F.cross_entropy(model(train_x[idx]), train_y[idx])
+            if mix is not None and layer is None:
+                loss = loss + mix.penalty()
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            total += loss.item() * len(idx)
+        losses.append(total / len(train_x))
+    if mix is None:
+        weights = torch.ones(1)
+    elif layer is not None:
+        weights = F.one_hot(torch.tensor(layer), train_x.shape[1]).float()
+    else:
+        weights = mix.weights()
+    return ProbeResult(task=task, l2_lambda=l2_lambda, weights=weights,
+                       gamma=mix.gamma.item() if mix is not None else 1.0,
+                       train_accuracy=_accuracy(model, train_x, train_y, batch_size),
+                       test_accuracy=_accuracy(model, test_x, test_y, batch_size),
+                       layer=layer, losses=losses)

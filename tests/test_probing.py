@@ -1,0 +1,97 @@
+import pytest
+import torch
+
+from onehot2gpt.probing import sentence_features, token_features, train_probe
+
+
+def planted(n=600, layers=3, dim=8, signal_layer=1, seed=0):
+    """Labels readable from one layer only; the other layers are noise."""
+    g = torch.Generator().manual_seed(seed)
+    y = torch.randint(0, 3, (n,), generator=g)
+    x = torch.randn(n, layers, dim, generator=g)
+    x[:, signal_layer, :3] += 3.0 * torch.nn.functional.one_hot(y, 3).float()
+    return x, y
+
+
+def test_token_and_sentence_features():
+    layers = torch.arange(2 * 3 * 2 * 1, dtype=torch.float32).view(2, 3, 2, 1)   # (B, T, L, D)
+    mask = torch.tensor([[1, 1, 0], [1, 0, 0]])
+    tokens = token_features(layers, mask)
+    assert tokens.shape == (3, 2, 1)
+    torch.testing.assert_close(tokens[2], layers[1, 0])
+    sentences = sentence_features(layers, mask)
+    assert sentences.shape == (2, 2, 1)
+    torch.testing.assert_close(sentences[0], layers[0, :2].mean(0))
+    torch.testing.assert_close(sentences[1], layers[1, 0])
+
+
+def test_mix_finds_the_layer_that_holds_the_signal():
+    x, y = planted(signal_layer=1)
+    result = train_probe(x[:500], y[:500], x[500:], y[500:], epochs=30, lr=0.05, task="planted")
+    assert result.weights.argmax() == 1 and result.weights[1] > 0.5
+    assert torch.isclose(result.weights.sum(), torch.tensor(1.0))
+    assert result.test_accuracy > 0.9
+
+
+def test_large_lambda_keeps_the_weights_near_uniform():
+    x, y = planted(signal_layer=2)
+    free = train_probe(x[:500], y[:500], x[500:], y[500:], epochs=30, lr=0.05, l2_lambda=0.0)
+    held = train_probe(x[:500], y[:500], x[500:], y[500:], epochs=30, lr=0.05, l2_lambda=100.0)
+    uniform = torch.full((3,), 1 / 3)
+    assert (held.weights - uniform).abs().max() < 0.05
+    assert (free.weights - uniform).abs().max() > (held.weights - uniform).abs().max()
+
+
+def test_single_layer_probe_uses_only_that_layer():
+    x, y = planted(signal_layer=0)
+    on_signal = train_probe(x[:500], y[:500], x[500:], y[500:], layer=0, epochs=20, lr=0.05)
+    on_noise = train_probe(x[:500], y[:500], x[500:], y[500:], layer=2, epochs=20, lr=0.05)
+    assert on_signal.weights.tolist() == [1.0, 0.0, 0.0]
+    assert on_signal.test_accuracy > 0.9 > on_noise.test_accuracy + 0.3
+
+
+def test_onehot_probe_learns_a_table_of_word_classes():
+    g = torch.Generator().manual_seed(0)
+    table = torch.randint(0, 4, (50,), generator=g)       # each word has one class
+    ids = torch.randint(0, 50, (2000,), generator=g)
+    result = train_probe(ids[:1500], table[ids[:1500]], ids[1500:], table[ids[1500:]],
+                         onehot_size=50, n_classes=4, epochs=40, lr=0.1)
+    assert result.test_accuracy > 0.95
+
+
+@pytest.mark.parametrize("x, y, match", [
+    (torch.randn(5, 4), torch.zeros(5, dtype=torch.long), "n_layers"),
+    (torch.randn(5, 2, 4), torch.zeros(4, dtype=torch.long), "labels"),
+    (torch.randn(0, 2, 4), torch.zeros(0, dtype=torch.long), "no examples"),
+])
+def test_bad_shapes_say_what_to_pass(x, y, match):
+    with pytest.raises(ValueError, match=match):
+        train_probe(x, y, x, y)
+
+
+def test_layer_weight_explorer_trains_once_per_setting_and_survives_errors():
+    from onehot2gpt.probing import ProbeResult
+    from onehot2gpt.widgets import LayerWeightExplorer
+    calls = []
+
+    def fake_train(task, lam):
+        calls.append((task, lam))
+        if task == "broken":
+            raise RuntimeError("no data for this task")
+        w = torch.tensor([0.2, 0.3, 0.5]) if lam == 0 else torch.full((3,), 1 / 3)
+        return ProbeResult(task, lam, w, 1.0, 0.9, 0.8)
+
+    explorer = LayerWeightExplorer(fake_train, ["POS", "sentiment", "broken"], [0.0, 1.0],
+                                   ["token", "layer 1", "layer 2"])
+    assert explorer.image.value[:4] == b"\x89PNG" and "POS" in explorer.summary.value
+    explorer.l2_lambda.value = 1.0
+    explorer.l2_lambda.value = 0.0                     # served from the cache
+    assert calls == [("POS", 0.0), ("POS", 1.0)]
+    explorer.task.value = ("POS", "sentiment")
+    assert "sentiment" in explorer.summary.value
+    summary = explorer.summary.value
+    explorer.task.value = ("broken",)
+    assert "no data for this task" in explorer.status.value
+    assert explorer.summary.value == summary           # the last good view is kept
+    explorer.task.value = ()
+    assert "select at least one task" in explorer.status.value
