@@ -119,3 +119,57 @@ def test_word2vec_checks_accept_independent_solutions(capsys):
 def test_word2vec_checks_reject_wrong_answers(check, wrong):
     with pytest.raises(AssertionError, match="Hint"):
         check(wrong)
+
+
+def _pairs_03(tokens):
+    padded = ["<bos>", *tokens, "<eos>"]
+    return [(tuple(padded[:t]), padded[t]) for t in range(1, len(padded))]
+
+
+def _bigram(counts, prev, word):
+    total = sum(c for (p, _), c in counts.items() if p == prev)
+    return counts.get((prev, word), 0) / total if total else 0.0
+
+
+def _reverse(ids, lengths):
+    out = ids.clone()
+    for b, n in enumerate(lengths.tolist()):
+        out[b, :n] = ids[b, :n].flip(0)
+    return out
+
+
+def _mix(layers, s, gamma):
+    w = torch.softmax(s, 0)
+    return gamma * sum(w[j] * layers[..., j, :] for j in range(len(w)))
+
+
+def _sense(vectors, labels):
+    import itertools
+    unit = vectors / vectors.norm(dim=1, keepdim=True)
+    same, diff = [], []
+    for i, j in itertools.combinations(range(len(labels)), 2):
+        (same if labels[i] == labels[j] else diff).append(float(unit[i] @ unit[j]))
+    return sum(same) / len(same) - sum(diff) / len(diff)
+
+
+def test_lm_and_elmo_checks_accept_independent_solutions(capsys):
+    ex.check_next_token_pairs(_pairs_03)
+    ex.check_perplexity(lambda lp: float(torch.exp(-lp.mean())))
+    ex.check_bigram_prob(_bigram)
+    ex.check_reverse_padded(_reverse)
+    ex.check_scalar_mix(_mix)
+    ex.check_sense_score(_sense)
+    assert capsys.readouterr().out.count("✓") == 6
+
+
+@pytest.mark.parametrize("check, wrong", [
+    (ex.check_next_token_pairs, lambda tokens: _pairs_03(tokens)[:-1]),                  # no <eos>
+    (ex.check_perplexity, lambda lp: float(torch.exp(-lp.sum()))),                      # sum, not mean
+    (ex.check_bigram_prob, lambda c, p, w: c.get((p, w), 0) / max(sum(c.values()), 1)),  # joint, not conditional
+    (ex.check_reverse_padded, lambda ids, lengths: ids.flip(1)),                         # reverses padding too
+    (ex.check_scalar_mix, lambda layers, s, g: g * layers.mean(-2)),                     # ignores s
+    (ex.check_sense_score, lambda v, labels: _sense(v, labels) + 0.1),
+])
+def test_lm_and_elmo_checks_reject_wrong_answers(check, wrong):
+    with pytest.raises(AssertionError, match="Hint"):
+        check(wrong)

@@ -249,6 +249,119 @@ def check_noise_distribution(fn: Callable) -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# Notebook 03: language models
+# --------------------------------------------------------------------------------------------
+
+_WORDS = ["潮水", "退了", "就", "知道", "誰", "沒穿", "褲子", "the", "tide", "goes", "out"]
+
+
+def _reference_next_token_pairs(tokens):
+    padded = ["<bos>"] + list(tokens) + ["<eos>"]
+    return [(tuple(padded[:t]), padded[t]) for t in range(1, len(padded))]
+
+
+def check_next_token_pairs(fn: Callable) -> None:
+    """Exercise: a sentence (list of tokens) → [(context tuple, next token)], from <bos> to <eos>."""
+    def make(gen):
+        n = int(torch.randint(0, 7, (1,), generator=gen))
+        return ([_WORDS[i] for i in torch.randint(0, len(_WORDS), (n,), generator=gen).tolist()],)
+
+    check_function(fn, _reference_next_token_pairs, make, name="next_token_pairs",
+                   hint="put '<bos>' in front and '<eos>' at the end; for t = 1 .. len(padded) - 1 "
+                        "the context is tuple(padded[:t]) and the target is padded[t]")
+
+
+def check_perplexity(fn: Callable) -> None:
+    """Exercise: natural-log probabilities of the predicted tokens (N,) → perplexity (a float)."""
+    def make(gen):
+        n = int(torch.randint(1, 30, (1,), generator=gen))
+        return (torch.rand(n, generator=gen).clamp_min(1e-3).log(),)
+
+    check_function(fn, lambda lp: float(torch.exp(-lp.double().mean())), make, name="perplexity",
+                   hint="perplexity = exp(-mean(log_probs)): the exponential of the average "
+                        "negative log-probability per token")
+
+
+def _reference_bigram_prob(pair_counts, prev, word):
+    total = sum(c for (p, _), c in pair_counts.items() if p == prev)
+    return pair_counts.get((prev, word), 0) / total if total else 0.0
+
+
+def check_bigram_prob(fn: Callable) -> None:
+    """Exercise: bigram counts {(prev, word): count}, prev, word → P(word | prev) by counting."""
+    words = ["the", "cat", "dog", "sat", "ran"]
+
+    def make(gen):
+        counts = {}
+        for _ in range(int(torch.randint(3, 15, (1,), generator=gen))):
+            a, b = (words[i] for i in torch.randint(0, len(words), (2,), generator=gen).tolist())
+            counts[(a, b)] = counts.get((a, b), 0) + int(torch.randint(1, 5, (1,), generator=gen))
+        prev, word = (words[i] for i in torch.randint(0, len(words), (2,), generator=gen).tolist())
+        return counts, prev, word
+
+    check_function(fn, _reference_bigram_prob, make, name="bigram_prob", trials=20,
+                   hint="P(word | prev) = count(prev, word) / Σ_w count(prev, w); return 0.0 when "
+                        "prev was never seen (that zero is exactly why n-gram LMs need smoothing)")
+
+
+# --------------------------------------------------------------------------------------------
+# Notebook 04: ELMo
+# --------------------------------------------------------------------------------------------
+
+def check_reverse_padded(fn: Callable) -> None:
+    """Exercise: ids (B, T) right-padded, lengths (B,) → each row's real tokens reversed, padding kept."""
+    from .elmo import reverse_padded
+
+    def make(gen):
+        b, t = int(torch.randint(1, 5, (1,), generator=gen)), int(torch.randint(1, 8, (1,), generator=gen))
+        lengths = torch.randint(1, t + 1, (b,), generator=gen)
+        ids = torch.randint(4, 50, (b, t), generator=gen)
+        ids[torch.arange(t)[None, :] >= lengths[:, None]] = 0                 # <pad>
+        return ids, lengths
+
+    check_function(fn, reverse_padded, make, name="reverse_padded",
+                   hint="for row b, positions 0..lengths[b]-1 take the tokens in reverse order, "
+                        "e.g. ids[b, :n].flip(0); positions from lengths[b] on keep their <pad>")
+
+
+def check_scalar_mix(fn: Callable) -> None:
+    """Exercise: layers (B, T, L, D), s (L,), gamma → γ · Σ_j softmax(s)_j · layers[..., j, :]."""
+    def make(gen):
+        b, t, n_layers, d = (int(torch.randint(1, 5, (1,), generator=gen)) for _ in range(4))
+        return (torch.randn(b, t, n_layers, d, generator=gen), torch.randn(n_layers, generator=gen),
+                float(torch.rand(1, generator=gen) * 2))
+
+    def reference(layers, s, gamma):
+        return gamma * torch.einsum("btld,l->btd", layers, torch.softmax(s, 0))
+
+    check_function(fn, reference, make, name="scalar_mix",
+                   hint="w = torch.softmax(s, dim=0) has one weight per layer; multiply layer j by "
+                        "w[j], sum over the layer dimension (dim -2), then scale by gamma")
+
+
+def check_sense_score(fn: Callable) -> None:
+    """Exercise: vectors (N, D) and sense labels (N,) → mean cosine within senses − across senses."""
+    def make(gen):
+        n = int(torch.randint(3, 9, (1,), generator=gen))
+        labels = torch.randint(0, 2, (n,), generator=gen)
+        labels[0], labels[1] = 0, 1                                          # both kinds of pair exist
+        labels[2] = labels[int(torch.randint(0, 2, (1,), generator=gen))]
+        return torch.randn(n, 4, generator=gen), labels
+
+    def reference(vectors, labels):
+        unit = vectors / vectors.norm(dim=1, keepdim=True)
+        sims = unit @ unit.T
+        same = labels[:, None] == labels[None, :]
+        off_diagonal = ~torch.eye(len(labels), dtype=torch.bool)
+        return float(sims[same & off_diagonal].mean() - sims[~same].mean())
+
+    check_function(fn, reference, make, name="sense_score",
+                   hint="normalise the rows, take all pairwise cosines, average those of pairs with "
+                        "the same label (leaving out each vector with itself) and subtract the "
+                        "average over pairs with different labels")
+
+
+# --------------------------------------------------------------------------------------------
 # Student notebooks
 # --------------------------------------------------------------------------------------------
 

@@ -1,0 +1,651 @@
+"""ELMo: a deep bidirectional LSTM language model whose layers become contextual word vectors.
+
+Taught in notebook 04 (ELMo), following Peters et al. (2018), "Deep contextualized word
+representations". A :class:`BiLM` holds two *independent* LSTM language models that share only
+the token layer and the softmax: the forward LM reads left to right and predicts the next token,
+the backward LM reads right to left and predicts the previous one. For token k it yields 2L+1
+vectors, returned as L+1 layers of size 2·hidden (``layers[:, k, 0]`` is the token vector x_k
+twice, ``layers[:, k, j]`` is [forward_j ; backward_j]). A downstream task freezes the biLM
+(:class:`ElmoFeatures`) and learns only a :class:`ScalarMix`,
+ELMo_k = γ · Σ_j softmax(s)_j · h_{k,j}.
+
+Choices, with ELMo's own in brackets:
+
+* token layer: a word embedding of size d_model projected to hidden [a character CNN, so that
+  unknown words still get their own vectors; left out here to keep the model small and its
+  training short, so unknown words share the <unk> vector];
+* each direction: ``n_layers`` separate ``nn.LSTM``s (so every layer's states are visible) with a
+  residual connection around every layer after the first [2 layers, 4096 cells projected to 512];
+* softmax: the top state projected to d_model, then either a full softmax tied to the word
+  embedding (``softmax="full"``, exact, used by the tiny test models) or an adaptive softmax
+  (Grave et al. 2017; ``softmax="adaptive"``, used by the course checkpoint) [sampled softmax].
+  Measured on 2 cores, forward and backward over 2,048 tokens with 20k words and d_model=128:
+  572 ms for the full softmax, 69 ms for the adaptive one (per direction), against about 43 ms
+  for each of the four 256-wide LSTMs: the full softmax would make training about 4 times slower.
+
+Padding: batches are right-padded and ``mask`` marks real tokens. The backward LM reverses only
+the real tokens of each row (:func:`reverse_padded`), so padding never reaches a real position
+in either direction.
+
+Train the course checkpoint (about 13 minutes on 2 cores) with
+``python -m onehot2gpt.elmo train --out data/checkpoints/bilm-wikitext2``.
+
+Example:
+    >>> bilm, vocab = load_bilm("data/checkpoints/bilm-wikitext2")    # doctest: +SKIP
+    >>> layers, mask = ElmoFeatures(bilm, vocab).encode([["the", "river", "bank"]])  # doctest: +SKIP
+    >>> layers.shape                                                  # doctest: +SKIP
+    torch.Size([1, 3, 3, 448])
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+from onehot2gpt.vocab import BOS, EOS, PAD, Vocab
+
+__all__ = ["BiLMConfig", "BiLM", "ScalarMix", "ElmoFeatures", "reverse_padded", "save_bilm",
+           "load_bilm", "bilm_info", "bilm_perplexity", "split_sentences", "train_bilm"]
+
+_WEIGHTS, _CONFIG, _VOCAB = "weights.safetensors", "config.json", "vocab.json"
+_FORMAT = "onehot2gpt-bilm"
+
+
+@dataclass(frozen=True)
+class BiLMConfig:
+    """Sizes of a :class:`BiLM`; the defaults are those of the course checkpoint."""
+
+    vocab_size: int = 20_004       # 20k words + <pad>, <unk>, <bos>, <eos>
+    d_model: int = 128             # word-vector size (the embedding is the big matrix: keep it small)
+    hidden: int = 224              # LSTM width per direction; every layer (0 too) is 2·hidden wide
+    n_layers: int = 2              # LSTM layers per direction, L: 2L+1 vectors per token
+    dropout: float = 0.1           # on each LSTM's input and on the softmax input
+    max_len: int = 256             # longest sequence, <bos> and <eos> included, that encode accepts
+    softmax: str = "adaptive"      # "full" (tied to the embedding, exact) or "adaptive" (fast)
+    cutoffs: tuple[int, ...] = (2_000, 10_000)   # adaptive softmax: frequent-word head, then tails
+
+    def __post_init__(self):
+        for name in ("vocab_size", "d_model", "hidden", "n_layers", "max_len"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"BiLMConfig.{name} must be positive, got {getattr(self, name)}")
+        if self.max_len < 3:
+            raise ValueError(f"max_len must leave room for <bos>, one token and <eos>, got {self.max_len}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
+        if self.softmax not in ("full", "adaptive"):
+            raise ValueError(f"softmax must be 'full' or 'adaptive', got {self.softmax!r}")
+        object.__setattr__(self, "cutoffs", tuple(int(c) for c in self.cutoffs))
+        if self.softmax == "adaptive" and not (
+                self.cutoffs and all(a < b for a, b in zip((0,) + self.cutoffs, self.cutoffs + (self.vocab_size,)))):
+            raise ValueError(f"adaptive softmax cutoffs must increase strictly between 0 and "
+                             f"vocab_size={self.vocab_size}, got {self.cutoffs}")
+
+    @property
+    def output_dim(self) -> int:
+        """Size of one layer's vector, and of an ELMo vector: 2·hidden."""
+        return 2 * self.hidden
+
+    @classmethod
+    def tiny(cls, vocab_size: int = 50) -> "BiLMConfig":
+        """A few thousand parameters, for tests and for watching one step by hand."""
+        return cls(vocab_size=vocab_size, d_model=16, hidden=24, n_layers=2, dropout=0.0,
+                   max_len=64, softmax="full")
+
+    @classmethod
+    def elmo_original(cls) -> "BiLMConfig":
+        """The sizes of Peters et al. (2018) for comparison (793k-word 1B Word Benchmark vocabulary,
+        512-d token vectors, 4096 cells projected to 512, so ELMo vectors of 1,024). Their token
+        layer is a character CNN; built with a word embedding as here, these sizes give about
+        0.47 B parameters, 0.41 B of them in the embedding: count them (on the meta device),
+        don't train them."""
+        return cls(vocab_size=793_471, d_model=512, hidden=512, n_layers=2, dropout=0.1,
+                   max_len=512, softmax="adaptive", cutoffs=(20_000, 200_000))
+
+
+def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Reverse the first lengths[b] positions of each row of x (B, T, ...); padding stays put.
+
+    Applying it twice gives x back.
+    Example:
+        >>> reverse_padded(torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0]]), torch.tensor([3, 2]))
+        tensor([[3, 2, 1, 0],
+                [5, 4, 0, 0]])
+    """
+    B, T = x.shape[:2]
+    t = torch.arange(T, device=x.device).expand(B, T)                       # (B, T)
+    lengths = lengths.to(x.device).view(B, 1)
+    idx = torch.where(t < lengths, lengths - 1 - t, t)                      # (B, T)
+    idx = idx.view(B, T, *([1] * (x.dim() - 2))).expand_as(x)               # (B, T, ...)
+    return x.gather(1, idx)
+
+
+class BiLM(nn.Module):
+    """Forward and backward LSTM language models sharing the token layer and the softmax."""
+
+    def __init__(self, config: BiLMConfig):
+        super().__init__()
+        self.config = c = config
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
+        self.tok_proj = nn.Linear(c.d_model, c.hidden)       # token layer x_k: (hidden,)
+        self.fwd_layers = nn.ModuleList(nn.LSTM(c.hidden, c.hidden, batch_first=True) for _ in range(c.n_layers))
+        self.bwd_layers = nn.ModuleList(nn.LSTM(c.hidden, c.hidden, batch_first=True) for _ in range(c.n_layers))
+        self.drop = nn.Dropout(c.dropout)
+        self.out_proj = nn.Linear(c.hidden, c.d_model)       # softmax input, shared by both LMs
+        nn.init.normal_(self.tok_emb.weight, std=c.d_model ** -0.5)   # as in LSTMLM
+        if c.softmax == "full":
+            self.out_bias = nn.Parameter(torch.zeros(c.vocab_size))   # weight: tok_emb (tied)
+        else:
+            self.softmax = nn.AdaptiveLogSoftmaxWithLoss(c.d_model, c.vocab_size, list(c.cutoffs),
+                                                         div_value=4.0, head_bias=True)
+            # Start every word near probability 1/V: a cluster's head logit is log(its size).
+            sizes = torch.tensor(list(c.cutoffs[1:]) + [c.vocab_size]) - torch.tensor(c.cutoffs)
+            with torch.no_grad():
+                self.softmax.head.bias.zero_()
+                self.softmax.head.bias[c.cutoffs[0]:] = sizes.float().log()
+
+    # ----------------------------------------------------------------------------- internals
+
+    def _check_inputs(self, ids, mask) -> tuple[torch.Tensor, torch.Tensor]:
+        """Validate ids (B, T) and a right-padding mask; return (ids, bool mask)."""
+        if not isinstance(ids, torch.Tensor):
+            raise TypeError(f"ids must be a torch.LongTensor of shape (B, T), got {type(ids).__name__}")
+        if ids.dtype.is_floating_point or ids.dtype in (torch.bool, torch.complex64, torch.complex128):
+            raise TypeError(f"ids must hold integer token ids (torch.long), got dtype {ids.dtype}")
+        if ids.dim() != 2:
+            raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}"
+                             + ("; add a batch dimension with ids.unsqueeze(0)" if ids.dim() == 1 else ""))
+        if ids.numel() == 0:
+            raise ValueError(f"ids is empty (shape {tuple(ids.shape)})")
+        if ids.min() < 0 or ids.max() >= self.config.vocab_size:
+            raise IndexError(f"token ids must lie in 0..{self.config.vocab_size - 1}; got min "
+                             f"{int(ids.min())}, max {int(ids.max())}. Use the biLM's own vocabulary")
+        if mask is None:
+            return ids.long(), torch.ones_like(ids, dtype=torch.bool)
+        mask = torch.as_tensor(mask, device=ids.device)
+        if mask.shape != ids.shape:
+            raise ValueError(f"mask must have the shape of ids {tuple(ids.shape)}, got {tuple(mask.shape)}")
+        mask = mask.bool()
+        lengths = mask.sum(1, keepdim=True)
+        if not torch.equal(mask, torch.arange(ids.shape[1], device=ids.device) < lengths):
+            raise ValueError("mask must be 1 for a row's real tokens and 0 for the padding after "
+                             "them (right padding); got a mask with holes or left padding")
+        return ids.long(), mask
+
+    def _stack(self, lstms: nn.ModuleList, x: torch.Tensor) -> list[torch.Tensor]:
+        """Run one direction's LSTM layers over x (B, T, H); returns each layer's states (B, T, H)."""
+        states, h = [], x
+        for j, lstm in enumerate(lstms):
+            out, _ = lstm(self.drop(h))                       # (B, T, H)
+            h = out + h if j > 0 else out                     # residual around layers 2..L
+            states.append(h)
+        return states
+
+    def _run(self, ids: torch.Tensor, mask: torch.Tensor):
+        """Token layer and both stacks: x (B, T, H) and two lists of L tensors (B, T, H)."""
+        lengths = mask.sum(1)
+        x = self.tok_proj(self.tok_emb(ids))                                  # (B, T, H)
+        fwd = self._stack(self.fwd_layers, x)
+        # 1. reverse each row's real tokens, 2. read them left to right, 3. put states back in place
+        bwd = [reverse_padded(h, lengths) for h in self._stack(self.bwd_layers, reverse_padded(x, lengths))]
+        return x, fwd, bwd
+
+    def _log_probs(self, h: torch.Tensor) -> torch.Tensor:
+        """Top states (..., H) → log-probabilities of the next (or previous) token (..., V)."""
+        z = self.out_proj(self.drop(h))                                       # (..., D)
+        if self.config.softmax == "full":
+            return F.log_softmax(z @ self.tok_emb.weight.T + self.out_bias, dim=-1)
+        return self.softmax.log_prob(z.reshape(-1, z.shape[-1])).view(*z.shape[:-1], -1)
+
+    def _nll(self, h: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Summed negative log-likelihood of targets (N,) given top states (N, H)."""
+        if targets.numel() == 0:
+            return h.sum() * 0.0
+        z = self.out_proj(self.drop(h))                                       # (N, D)
+        if self.config.softmax == "full":
+            return F.cross_entropy(z @ self.tok_emb.weight.T + self.out_bias, targets, reduction="sum")
+        return -self.softmax(z, targets).output.sum()     # output: log p(target), computed per cluster
+
+    def _layers(self, x, fwd, bwd, mask) -> torch.Tensor:
+        layers = [torch.cat([x, x], -1)] + [torch.cat([f, b], -1) for f, b in zip(fwd, bwd)]
+        return torch.stack(layers, dim=2) * mask[:, :, None, None]           # (B, T, L+1, 2H)
+
+    # ----------------------------------------------------------------------------- public
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """ids (B, T), mask (B, T) (1 = real token, right padding; None = no padding) → dict of
+
+        * ``fwd_logits`` (B, T, V): at t, scores for token t+1 (log-probabilities, which softmax
+          leaves unchanged),
+        * ``bwd_logits`` (B, T, V): at t, scores for token t−1,
+        * ``layers`` (B, T, L+1, 2H): the token layer [x; x], then [forward_j; backward_j];
+          padded positions are 0.
+        """
+        ids, mask = self._check_inputs(ids, mask)
+        x, fwd, bwd = self._run(ids, mask)
+        return {"fwd_logits": self._log_probs(fwd[-1]), "bwd_logits": self._log_probs(bwd[-1]),
+                "layers": self._layers(x, fwd, bwd, mask)}
+
+    def representations(self, ids: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """ids (B, T) → layers (B, T, L+1, 2H), without computing any softmax."""
+        ids, mask = self._check_inputs(ids, mask)
+        return self._layers(*self._run(ids, mask), mask)
+
+    def nll(self, ids: torch.Tensor, mask: torch.Tensor | None = None
+            ) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """Summed NLL of the forward LM, of the backward LM, and the number of tokens each predicted.
+
+        Each row of length n gives n−1 predictions per direction: tokens 1..n−1 from the left,
+        tokens 0..n−2 from the right.
+        """
+        ids, mask = self._check_inputs(ids, mask)
+        _, fwd, bwd = self._run(ids, mask)
+        has_target = mask[:, 1:]                                              # (B, T-1)
+        fwd_sum = self._nll(fwd[-1][:, :-1][has_target], ids[:, 1:][has_target])
+        bwd_sum = self._nll(bwd[-1][:, 1:][has_target], ids[:, :-1][has_target])
+        return fwd_sum, bwd_sum, int(has_target.sum())
+
+    def lm_loss(self, ids: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Mean of the forward and backward next-token NLL per predicted token (a scalar)."""
+        fwd_sum, bwd_sum, n = self.nll(ids, mask)
+        if n == 0:
+            raise ValueError("no token to predict: every row needs at least two real tokens")
+        return (fwd_sum + bwd_sum) / (2 * n)
+
+
+# --------------------------------------------------------------------------------- scalar mix
+
+
+class ScalarMix(nn.Module):
+    """ELMo_k = γ · Σ_j softmax(s)_j · h_{k,j}: a learned weighted average of the biLM layers.
+
+    s starts at 0 (a plain average) and γ at 1. ``l2_lambda`` adds λ·‖s − mean(s)‖² to
+    :meth:`penalty`, which pulls the weights towards the plain average (ELMo's code penalises
+    λ·‖s‖²; softmax ignores a common shift of s, so the two pull the same way). With
+    ``layer_norm=True`` each layer is first normalised over its real positions and features.
+    """
+
+    def __init__(self, n_layers: int, l2_lambda: float = 0.0, gamma: bool = True, layer_norm: bool = False):
+        super().__init__()
+        if n_layers < 1:
+            raise ValueError(f"n_layers must be positive, got {n_layers}")
+        if l2_lambda < 0:
+            raise ValueError(f"l2_lambda must be non-negative, got {l2_lambda}")
+        self.n_layers, self.l2_lambda, self.layer_norm = n_layers, l2_lambda, layer_norm
+        self.s = nn.Parameter(torch.zeros(n_layers))
+        if gamma:
+            self.gamma = nn.Parameter(torch.ones(()))
+        else:
+            self.register_buffer("gamma", torch.ones(()))
+
+    def forward(self, layers: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """layers (..., n_layers, D) → (..., D); mask (...) is used only by the layer norm."""
+        if layers.dim() < 2 or layers.shape[-2] != self.n_layers:
+            raise ValueError(f"expected layers of shape (..., {self.n_layers}, D), got {tuple(layers.shape)}")
+        if self.layer_norm:
+            layers = self._normalise(layers, mask)
+        w = F.softmax(self.s, dim=0)                                          # (n_layers,)
+        return self.gamma * (layers * w[:, None]).sum(-2)
+
+    @staticmethod
+    def _normalise(layers: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        m = torch.ones(layers.shape[:-2], device=layers.device) if mask is None else mask.float()
+        m = m[..., None, None]                                                # (..., 1, 1)
+        dims = tuple(range(layers.dim() - 2)) + (layers.dim() - 1,)           # all but the layer dim
+        n = (m.sum() * layers.shape[-1]).clamp_min(1.0)
+        mean = (layers * m).sum(dims, keepdim=True) / n
+        var = (((layers - mean) * m) ** 2).sum(dims, keepdim=True) / n
+        return (layers - mean) / torch.sqrt(var + 1e-12)
+
+    def weights(self) -> torch.Tensor:
+        """softmax(s): the layer weights (n_layers,), summing to 1 (detached, for plotting)."""
+        return F.softmax(self.s.detach(), dim=0)
+
+    def penalty(self) -> torch.Tensor:
+        """λ·‖s − mean(s)‖²: add it to the task loss."""
+        return self.l2_lambda * ((self.s - self.s.mean()) ** 2).sum()
+
+    def extra_repr(self) -> str:
+        return f"n_layers={self.n_layers}, l2_lambda={self.l2_lambda}, layer_norm={self.layer_norm}"
+
+
+# --------------------------------------------------------------------------------- features
+
+
+class ElmoFeatures:
+    """A frozen biLM as a feature extractor: sentences (token lists) → layers and mask.
+
+    Tokens are lower-cased (``lower=True``, as the course vocabulary is) and looked up in
+    `vocab`, unknown ones becoming <unk>; each sentence is wrapped in <bos> … <eos> as in
+    training, and those two positions are dropped from the output. Runs in eval mode without
+    gradients. A sentence longer than ``max_len − 2`` tokens raises ValueError.
+    """
+
+    def __init__(self, bilm: BiLM, vocab: Vocab, lower: bool = True, batch_size: int = 64):
+        if len(vocab) != bilm.config.vocab_size:
+            raise ValueError(f"the vocabulary has {len(vocab)} tokens but the biLM was built for "
+                             f"{bilm.config.vocab_size}: load both from the same checkpoint")
+        self.bilm, self.vocab, self.lower, self.batch_size = bilm.eval(), vocab, lower, batch_size
+
+    @property
+    def n_layers(self) -> int:
+        """Number of layers per token, L+1 (the size a ScalarMix needs)."""
+        return self.bilm.config.n_layers + 1
+
+    def ids(self, sentences: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sentences → right-padded ids (B, T+2) with <bos>/<eos>, and the mask (B, T+2)."""
+        if isinstance(sentences, str) or not isinstance(sentences, Sequence):
+            raise TypeError("encode takes a list of token lists, e.g. [['the', 'bank'], ['a', 'river']]")
+        if len(sentences) == 0:
+            raise ValueError("no sentences given: pass at least one token list")
+        limit = self.bilm.config.max_len - 2
+        rows = []
+        for i, tokens in enumerate(sentences):
+            if isinstance(tokens, str):
+                raise TypeError(f"sentence {i} is a string; tokenize it first, e.g. tokenize_words(text)")
+            if len(tokens) == 0:
+                raise ValueError(f"sentence {i} is empty: every sentence needs at least one token")
+            if len(tokens) > limit:
+                raise ValueError(f"sentence {i} has {len(tokens)} tokens; this biLM encodes at most "
+                                 f"{limit} (max_len={self.bilm.config.max_len} with <bos> and <eos>). "
+                                 "Split it into shorter pieces")
+            words = [t.lower() for t in tokens] if self.lower else list(tokens)
+            rows.append([self.vocab[BOS]] + self.vocab.encode(words) + [self.vocab[EOS]])
+        T = max(map(len, rows))
+        ids = torch.full((len(rows), T), self.vocab.stoi.get(PAD, 0), dtype=torch.long)
+        for b, row in enumerate(rows):
+            ids[b, :len(row)] = torch.tensor(row)
+        return ids, torch.arange(T) < torch.tensor([len(r) for r in rows])[:, None]
+
+    @torch.no_grad()
+    def encode(self, sentences: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """List of token lists → (layers (B, T, L+1, 2H), mask (B, T) bool), T = longest sentence."""
+        ids, mask = self.ids(sentences)
+        self.bilm.eval()
+        device = next(self.bilm.parameters()).device
+        parts = []
+        for i in range(0, len(ids), self.batch_size):
+            part_mask = mask[i:i + self.batch_size]
+            n = int(part_mask.sum(1).max())
+            layers = self.bilm.representations(ids[i:i + self.batch_size, :n].to(device),
+                                               part_mask[:, :n].to(device))
+            parts.append(F.pad(layers, (0, 0, 0, 0, 0, ids.shape[1] - n)).cpu())   # pad T back
+        layers = torch.cat(parts)[:, 1:-1]                                    # drop <bos>, last <eos>
+        # Row b has its <eos> at position len_b (after dropping <bos>): mask it out.
+        real = mask[:, 2:]                                                    # (B, T)
+        return layers * real[:, :, None, None], real
+
+    __call__ = encode
+
+
+# --------------------------------------------------------------------------------- save / load
+
+
+def save_bilm(bilm: BiLM, vocab: Vocab, directory: str | Path, *, half: bool = True,
+              info: dict | None = None) -> Path:
+    """Write ``config.json``, ``vocab.json`` and ``weights.safetensors`` (float16 if `half`)."""
+    from safetensors.torch import save_file
+
+    if len(vocab) != bilm.config.vocab_size:
+        raise ValueError(f"vocabulary size {len(vocab)} != config.vocab_size {bilm.config.vocab_size}")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    dtype = torch.float16 if half else torch.float32
+    tensors = {k: v.detach().to("cpu", dtype).contiguous().clone() for k, v in bilm.state_dict().items()}
+    save_file(tensors, str(directory / _WEIGHTS), metadata={"format": "pt"})
+    config = {"format": _FORMAT, "config": asdict(bilm.config), "dtype": str(dtype).removeprefix("torch."),
+              "training": info or {}}
+    (directory / _CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    vocab.save(directory / _VOCAB)
+    return directory
+
+
+def _read_config(directory: Path) -> dict:
+    missing = [name for name in (_CONFIG, _VOCAB, _WEIGHTS) if not (directory / name).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"{directory} lacks {', '.join(missing)}; a biLM checkpoint folder holds {_CONFIG}, "
+            f"{_VOCAB} and {_WEIGHTS}. Make one with: python -m onehot2gpt.elmo train --out {directory}")
+    data = json.loads((directory / _CONFIG).read_text(encoding="utf-8"))
+    if data.get("format") != _FORMAT or "config" not in data:
+        raise ValueError(f"{directory / _CONFIG} is not a biLM config (expected format {_FORMAT!r})")
+    return data
+
+
+def bilm_info(directory: str | Path) -> dict:
+    """The training record stored in a checkpoint's config.json (perplexities, wall time, ...)."""
+    return _read_config(Path(directory)).get("training", {})
+
+
+def load_bilm(directory: str | Path, device: str | torch.device = "cpu") -> tuple[BiLM, Vocab]:
+    """Read a folder written by :func:`save_bilm` → (biLM in eval mode, float32; vocabulary).
+
+    Raises ValueError, naming the tensors, if the weights do not fit the stored config.
+    """
+    from safetensors.torch import load_file
+
+    directory = Path(directory)
+    data = _read_config(directory)
+    known = {f.name for f in fields(BiLMConfig)}
+    unknown = set(data["config"]) - known
+    if unknown:
+        raise ValueError(f"{directory / _CONFIG} has unknown config fields {sorted(unknown)}")
+    config = BiLMConfig(**data["config"])
+    vocab = Vocab.load(directory / _VOCAB)
+    if len(vocab) != config.vocab_size:
+        raise ValueError(f"{directory / _VOCAB} has {len(vocab)} tokens but the config says "
+                         f"vocab_size={config.vocab_size}")
+    bilm = BiLM(config)
+    expected = bilm.state_dict()
+    weights = load_file(str(directory / _WEIGHTS))
+    problems = [f"missing {k}" for k in expected if k not in weights]
+    problems += [f"unexpected {k}" for k in weights if k not in expected]
+    problems += [f"{k}: shape {tuple(weights[k].shape)} in the file, {tuple(v.shape)} in the config"
+                 for k, v in expected.items() if k in weights and weights[k].shape != v.shape]
+    if problems:
+        shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
+        raise ValueError(f"the weights in {directory / _WEIGHTS} do not match {directory / _CONFIG}: {shown}")
+    bilm.load_state_dict({k: v.float() for k, v in weights.items()})
+    return bilm.to(device).eval(), vocab
+
+
+# --------------------------------------------------------------------------------- training
+
+
+def split_sentences(paragraph: Sequence[str]) -> list[list[str]]:
+    """Cut a WikiText paragraph (token list) after every "." token.
+
+    Example:
+        >>> split_sentences(["a", "b", ".", "c", "."])
+        [['a', 'b', '.'], ['c', '.']]
+    """
+    sentences, current = [], []
+    for token in paragraph:
+        current.append(token)
+        if token == ".":
+            sentences.append(current)
+            current = []
+    if current:
+        sentences.append(current)
+    return sentences
+
+
+def _sequences(sentences: Sequence[Sequence[str]], vocab: Vocab, max_len: int) -> list[list[int]]:
+    """Sentences → id lists [<bos>, …, <eos>] of at most max_len (longer ones cut into pieces)."""
+    bos, eos, step = vocab[BOS], vocab[EOS], max_len - 2
+    return [[bos] + ids[i:i + step] + [eos]
+            for ids in (vocab.encode(s) for s in sentences if s) for i in range(0, len(ids), step)]
+
+
+def _pad(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    T = max(map(len, seqs))
+    ids = torch.zeros(len(seqs), T, dtype=torch.long)
+    for b, s in enumerate(seqs):
+        ids[b, :len(s)] = torch.tensor(s)
+    return ids, torch.arange(T) < torch.tensor([len(s) for s in seqs])[:, None]
+
+
+def _batches(seqs: list[list[int]], batch_size: int, rng: random.Random | None = None) -> list[list[list[int]]]:
+    """Group sequences of similar length: shuffle (if rng), sort within pools of 50 batches, cut."""
+    order = list(range(len(seqs)))
+    if rng is not None:
+        rng.shuffle(order)
+    pool = 50 * batch_size
+    batches = []
+    for p in range(0, len(order), pool):
+        chunk = sorted(order[p:p + pool], key=lambda i: len(seqs[i]))
+        batches += [[seqs[i] for i in chunk[j:j + batch_size]] for j in range(0, len(chunk), batch_size)]
+    if rng is not None:
+        rng.shuffle(batches)
+    return batches
+
+
+@torch.no_grad()
+def bilm_perplexity(bilm: BiLM, seqs: list[list[int]], batch_size: int = 64) -> tuple[float, float]:
+    """(forward, backward) perplexity over id sequences that each start <bos> and end <eos>."""
+    was_training = bilm.training
+    bilm.eval()
+    fwd = bwd = 0.0
+    n = 0
+    try:
+        for batch in _batches(seqs, batch_size):
+            f, b, k = bilm.nll(*_pad(batch))
+            fwd, bwd, n = fwd + f.item(), bwd + b.item(), n + k
+    finally:
+        bilm.train(was_training)
+    return math.exp(fwd / n), math.exp(bwd / n)
+
+
+def train_bilm(bilm: BiLM, seqs: list[list[int]], *, epochs: int = 2, batch_size: int = 64,
+               lr: float = 3e-3, warmup: int = 200, clip: float = 1.0, minutes: float | None = None,
+               seed: int = 0, progress: bool = True) -> list[float]:
+    """Adam with warm-up and cosine decay (to 10 % of lr) on lm_loss; returns each step's loss.
+
+    Stops early once `minutes` of wall time have passed.
+    """
+    rng = random.Random(seed)
+    opt = torch.optim.Adam(bilm.parameters(), lr=lr)
+    total = epochs * len(_batches(seqs, batch_size))
+
+    def schedule(step: int) -> float:
+        progress_ = min(step / max(total, 1), 1.0)
+        return min(1.0, (step + 1) / warmup) * (0.1 + 0.45 * (1 + math.cos(math.pi * progress_)))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
+    history: list[float] = []
+    start = time.perf_counter()
+    bilm.train()
+    with tqdm(total=total, desc="biLM", disable=not progress, mininterval=2.0) as bar:
+        for _ in range(epochs):
+            for batch in _batches(seqs, batch_size, rng):
+                loss = bilm.lm_loss(*_pad(batch))
+                opt.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(bilm.parameters(), clip)
+                opt.step()
+                sched.step()
+                history.append(loss.item())
+                bar.update()
+                if len(history) % 20 == 0:
+                    bar.set_postfix(ppl=f"{math.exp(sum(history[-20:]) / 20):.0f}")
+                if minutes is not None and time.perf_counter() - start > 60 * minutes:
+                    return history
+    return history
+
+
+def _train_command(args: argparse.Namespace) -> None:
+    from onehot2gpt.data import wikitext_sentences
+    from onehot2gpt.rnn_lm import NGramLM
+    from onehot2gpt.utils import set_seed, set_threads
+
+    start = time.perf_counter()
+    set_seed(args.seed)
+    threads = set_threads(args.threads)
+    paragraphs = {split: wikitext_sentences(split) for split in ("train", "valid")}
+    sentences = {split: [s for p in ps for s in split_sentences(p)] for split, ps in paragraphs.items()}
+    vocab = Vocab.build(sentences["train"], min_freq=args.min_freq, max_size=args.max_words)
+    config = BiLMConfig(vocab_size=len(vocab), d_model=args.d_model, hidden=args.hidden,
+                        n_layers=args.n_layers, dropout=args.dropout)
+    seqs = {split: _sequences(s, vocab, config.max_len) for split, s in sentences.items()}
+    print(f"vocabulary {len(vocab):,}; train {len(seqs['train']):,} sentences, "
+          f"{sum(map(len, seqs['train'])):,} ids; threads {threads}", flush=True)
+
+    # Count-based baseline with the same vocabulary, sentences and predicted tokens.
+    ngram = {}
+    for direction in ("fwd", "bwd"):
+        flip = (lambda s: s[::-1]) if direction == "bwd" else (lambda s: s)
+        lm = NGramLM(args.ngram, vocab).fit([flip(s) for s in sentences["train"]])
+        ngram[f"valid_ppl_{direction}"] = round(lm.perplexity([flip(s) for s in sentences["valid"] if s]), 2)
+    print(f"{args.ngram}-gram Kneser-Ney: valid perplexity fwd {ngram['valid_ppl_fwd']:.1f}, "
+          f"bwd {ngram['valid_ppl_bwd']:.1f}", flush=True)
+
+    bilm = BiLM(config)
+    n_params = sum(p.numel() for p in bilm.parameters())
+    print(f"biLM: {n_params:,} parameters", flush=True)
+    train_start = time.perf_counter()
+    history = train_bilm(bilm, seqs["train"], epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                         minutes=args.minutes, seed=args.seed)
+    train_minutes = (time.perf_counter() - train_start) / 60
+    sample = random.Random(args.seed).sample(seqs["train"], len(seqs["train"]) // 10)
+    train_ppl = bilm_perplexity(bilm, sample)
+    valid_ppl = bilm_perplexity(bilm, seqs["valid"])
+    wall = time.perf_counter() - start
+    info = {
+        "command": "python -m onehot2gpt.elmo " + " ".join(sys.argv[1:]),
+        "data": "WikiText-2 (lower-cased), sentences cut after '.'",
+        "vocab": {"min_freq": args.min_freq, "max_words": args.max_words, "size": len(vocab)},
+        "epochs": args.epochs, "steps": len(history), "batch_size": args.batch_size, "lr": args.lr,
+        "seed": args.seed, "threads": threads, "parameters": n_params,
+        "train_ppl_fwd": round(train_ppl[0], 2), "train_ppl_bwd": round(train_ppl[1], 2),
+        "train_ppl_note": "on a fixed 10% sample of the training sentences, dropout off",
+        "valid_ppl_fwd": round(valid_ppl[0], 2), "valid_ppl_bwd": round(valid_ppl[1], 2),
+        "ngram": {"n": args.ngram, "smoothing": "interpolated Kneser-Ney, D=0.75", **ngram},
+        "train_minutes": round(train_minutes, 2), "wall_time_s": round(wall, 1),
+        "machine": f"{platform.machine()}, {threads} threads, torch {torch.__version__}",
+    }
+    save_bilm(bilm, vocab, args.out, info=info)
+    size_mb = (Path(args.out) / _WEIGHTS).stat().st_size / 1e6
+    print(f"biLM train perplexity fwd {train_ppl[0]:.1f} bwd {train_ppl[1]:.1f} (10% sample); "
+          f"valid perplexity fwd {valid_ppl[0]:.1f} bwd {valid_ppl[1]:.1f}")
+    print(f"{args.ngram}-gram valid perplexity fwd {ngram['valid_ppl_fwd']:.1f} bwd {ngram['valid_ppl_bwd']:.1f}")
+    print(f"wall time {wall / 60:.1f} min (training {train_minutes:.1f} min); "
+          f"saved {args.out} ({size_mb:.1f} MB of weights)")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m onehot2gpt.elmo", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    train = sub.add_parser("train", help="train the course biLM on WikiText-2 and save it")
+    d = BiLMConfig()
+    train.add_argument("--out", required=True, help="checkpoint folder to write")
+    train.add_argument("--minutes", type=float, default=None, help="stop training after this many minutes")
+    train.add_argument("--epochs", type=int, default=2)
+    train.add_argument("--batch-size", type=int, default=64)
+    train.add_argument("--lr", type=float, default=3e-3)
+    train.add_argument("--d-model", type=int, default=d.d_model)
+    train.add_argument("--hidden", type=int, default=d.hidden)
+    train.add_argument("--n-layers", type=int, default=d.n_layers)
+    train.add_argument("--dropout", type=float, default=d.dropout)
+    train.add_argument("--min-freq", type=int, default=3)
+    train.add_argument("--max-words", type=int, default=20_000)
+    train.add_argument("--ngram", type=int, default=3, help="order of the n-gram baseline")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args(argv)
+    _train_command(args)
+
+
+if __name__ == "__main__":
+    main()

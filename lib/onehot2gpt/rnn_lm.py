@@ -1,0 +1,400 @@
+"""Language models: count-based n-grams and a recurrent (LSTM) network that predicts the next token.
+
+Taught in notebook 03 (language models). A language model gives every sequence a probability,
+one next token at a time: P(w_1 … w_T) = Π_t P(w_t | w_<t).
+
+* :class:`NGramLM` estimates P(w | the previous n−1 words) by counting. Most long n-grams are
+  never seen (:meth:`NGramLM.coverage` measures how many), so it is smoothed with *interpolated
+  Kneser–Ney* (Kneser & Ney 1995; Chen & Goodman 1998): subtract a fixed discount D from every
+  seen count and give the freed mass to the next-shorter context, whose counts are
+  "continuation counts" (in how many contexts a word appears, not how often). With
+  ``kneser_ney=False`` the shorter contexts use plain counts: interpolated absolute discounting.
+* :class:`LSTMLM` is the neural model: Bengio et al. (2003) replaced counts by learned word
+  vectors and a network, Mikolov et al. (2010) made the network recurrent so the context is
+  unbounded; we use an LSTM with input and output embeddings tied (Press & Wolf 2017).
+  :func:`lm_batches`, :func:`perplexity` and :func:`train_lm` train and evaluate it on one long
+  stream of ids (:func:`encode_corpus`), carrying the hidden state from batch to batch.
+
+Example:
+    >>> from onehot2gpt.vocab import Vocab
+    >>> text = [["the", "cat", "sat"], ["the", "dog", "sat"]]
+    >>> lm = NGramLM(2, Vocab.build(text)).fit(text)
+    >>> round(lm.prob(["the"], "cat"), 3)      # seen once after "the", out of two
+    0.215
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+from onehot2gpt.vocab import BOS, EOS, PAD, UNK, Vocab
+
+__all__ = ["NGramLM", "LSTMLM", "encode_corpus", "lm_batches", "perplexity", "train_lm"]
+
+
+def _check_token_lists(token_lists, what: str = "token_lists") -> None:
+    """Raise a helpful error unless `token_lists` is a non-empty list of token lists."""
+    if isinstance(token_lists, str) or not isinstance(token_lists, Sequence):
+        raise TypeError(f"{what} must be a list of token lists, e.g. [['the', 'cat'], ['a', 'dog']], "
+                        f"got {type(token_lists).__name__}")
+    if len(token_lists) == 0:
+        raise ValueError(f"{what} is empty: give at least one sentence")
+    for tokens in token_lists:
+        if isinstance(tokens, str):
+            raise TypeError(f"each item of {what} must be a list of tokens, not a string; "
+                            "tokenize it first, e.g. tokenize_words(text)")
+
+
+# --------------------------------------------------------------------------------- n-grams
+
+
+class NGramLM:
+    """Count-based n-gram LM with interpolated Kneser–Ney smoothing (or absolute discounting).
+
+    P(w | ctx) = max(c(ctx, w) − D, 0) / c(ctx) + D · N₁₊(ctx •) / c(ctx) · P(w | shorter ctx),
+    recursing down to a uniform distribution over the vocabulary, so every token (unknown words
+    are mapped to <unk>) gets a non-zero probability and the probabilities over the vocabulary
+    sum to 1. N₁₊(ctx •) is the number of distinct words seen after ctx. A context never seen
+    falls back to the shorter one. ``discount=0`` gives unsmoothed maximum-likelihood counts
+    (unseen words then have probability 0 and the perplexity is infinite: the sparsity problem).
+    """
+
+    def __init__(self, n: int, vocab: Vocab, discount: float = 0.75, kneser_ney: bool = True):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be an integer of at least 1 (1 = unigram, 3 = trigram), got {n!r}")
+        if not 0.0 <= discount <= 1.0:
+            raise ValueError(f"discount must lie in [0, 1], got {discount}")
+        missing = [s for s in (BOS, EOS, UNK) if s not in vocab]
+        if missing:
+            raise ValueError(f"the vocabulary needs the special tokens {missing}; build it with Vocab.build")
+        self.n, self.vocab, self.discount, self.kneser_ney = n, vocab, float(discount), kneser_ney
+        self.bos, self.eos = vocab[BOS], vocab[EOS]
+        # counts[k][context of k-1 ids][next id]; for k < n with Kneser–Ney: continuation counts
+        self.counts: list[dict[tuple[int, ...], dict[int, int]]] = []
+        self.totals: list[dict[tuple[int, ...], int]] = []
+
+    def __repr__(self) -> str:
+        kind = "Kneser-Ney" if self.kneser_ney else "absolute discounting"
+        return f"NGramLM(n={self.n}, vocab_size={len(self.vocab)}, {kind}, D={self.discount})"
+
+    def _padded_ids(self, tokens: Sequence[str]) -> list[int]:
+        """<bos>·(n−1) + ids + <eos>: every real token and <eos> gets a full-length context."""
+        return [self.bos] * (self.n - 1) + self.vocab.encode(tokens) + [self.eos]
+
+    def fit(self, token_lists: Sequence[Sequence[str]]) -> "NGramLM":
+        """Count the n-grams of sentences (lists of tokens); each is wrapped in <bos> … <eos>.
+
+        Refitting replaces the counts. Returns self.
+        """
+        _check_token_lists(token_lists)
+        top: dict[tuple[int, ...], Counter] = defaultdict(Counter)
+        for tokens in token_lists:
+            ids = self._padded_ids(tokens)
+            for i in range(self.n - 1, len(ids)):
+                top[tuple(ids[i - self.n + 1:i])][ids[i]] += 1
+        counts = [dict(top)]
+        for _ in range(self.n - 1):                 # order k from order k+1
+            lower: dict[tuple[int, ...], Counter] = defaultdict(Counter)
+            for ctx, followers in counts[0].items():
+                for w, c in followers.items():      # Kneser–Ney: one per distinct left extension
+                    lower[ctx[1:]][w] += 1 if self.kneser_ney else c
+            counts.insert(0, dict(lower))
+        self.counts = [{ctx: dict(f) for ctx, f in level.items()} for level in counts]
+        self.totals = [{ctx: sum(f.values()) for ctx, f in level.items()} for level in self.counts]
+        return self
+
+    def _check_fitted(self) -> None:
+        if not self.counts:
+            raise RuntimeError("the model has no counts yet: call fit(token_lists) first")
+
+    def _context_ids(self, context: Sequence[str]) -> tuple[int, ...]:
+        """The last n−1 ids of <bos>-padded `context` (a list of tokens)."""
+        if isinstance(context, str):
+            raise TypeError("context must be a list of tokens, e.g. ['the', 'cat'], not a string")
+        ids = [self.bos] * (self.n - 1) + self.vocab.encode(context)
+        return tuple(ids[len(ids) - (self.n - 1):]) if self.n > 1 else ()
+
+    def _prob_id(self, ctx: tuple[int, ...], w: int) -> float:
+        """P(w | ctx) by interpolation from the uniform distribution up to order n."""
+        p = 1.0 / len(self.vocab)
+        for k in range(self.n):                     # k = context length
+            sub = ctx[len(ctx) - k:] if k else ()
+            followers = self.counts[k].get(sub)
+            if followers is None:                   # unseen context: keep the shorter estimate
+                continue
+            total = self.totals[k][sub]
+            p = (max(followers.get(w, 0) - self.discount, 0.0) + self.discount * len(followers) * p) / total
+        return p
+
+    def prob(self, context: Sequence[str], token: str) -> float:
+        """P(token | context), context a list of tokens (only the last n−1 are used).
+
+        A short context is padded with <bos> on the left, as at the start of a sentence.
+        """
+        self._check_fitted()
+        return self._prob_id(self._context_ids(context), self.vocab[token])
+
+    def next_token_probs(self, context: Sequence[str]) -> torch.Tensor:
+        """The whole next-token distribution after `context`: shape (vocab_size,), sums to 1."""
+        self._check_fitted()
+        ctx = self._context_ids(context)
+        p = torch.full((len(self.vocab),), 1.0 / len(self.vocab), dtype=torch.float64)
+        for k in range(self.n):
+            sub = ctx[len(ctx) - k:] if k else ()
+            followers = self.counts[k].get(sub)
+            if followers is None:
+                continue
+            counts = torch.zeros(len(self.vocab), dtype=torch.float64)
+            counts[list(followers)] = torch.tensor(list(followers.values()), dtype=torch.float64)
+            p = ((counts - self.discount).clamp_min(0) + self.discount * len(followers) * p) / self.totals[k][sub]
+        return p
+
+    def log_prob_sequence(self, tokens: Sequence[str]) -> float:
+        """Natural log-probability of a sentence: Σ log P(w_t | context) over its tokens and <eos>."""
+        self._check_fitted()
+        if isinstance(tokens, str):
+            raise TypeError("tokens must be a list of tokens, not a string; tokenize it first")
+        ids = self._padded_ids(tokens)
+        total = 0.0
+        for i in range(self.n - 1, len(ids)):
+            p = self._prob_id(tuple(ids[i - self.n + 1:i]), ids[i])
+            if p <= 0.0:
+                return -math.inf
+            total += math.log(p)
+        return total
+
+    def perplexity(self, token_lists: Sequence[Sequence[str]]) -> float:
+        """exp(mean negative log-probability per predicted token), <eos> included."""
+        _check_token_lists(token_lists)
+        log_p = sum(self.log_prob_sequence(tokens) for tokens in token_lists)
+        n_tokens = sum(len(tokens) + 1 for tokens in token_lists)
+        return math.exp(-log_p / n_tokens) if log_p > -math.inf else math.inf
+
+    def coverage(self, token_lists: Sequence[Sequence[str]], order: int | None = None) -> float:
+        """Fraction of the `order`-grams (default n) of `token_lists` that occur in the training
+        text, counted the way they are predicted (padding included). Falls fast as order grows."""
+        self._check_fitted()
+        _check_token_lists(token_lists)
+        order = self.n if order is None else order
+        if not 1 <= order <= self.n:
+            raise ValueError(f"order must lie in 1..{self.n}, got {order}")
+        seen = total = 0
+        for tokens in token_lists:
+            ids = self._padded_ids(tokens)
+            for i in range(self.n - 1, len(ids)):
+                followers = self.counts[order - 1].get(tuple(ids[i - order + 1:i]), {})
+                seen += ids[i] in followers
+                total += 1
+        return seen / total
+
+    def generate(self, context: Sequence[str] = (), max_tokens: int = 30,
+                 generator: torch.Generator | None = None) -> list[str]:
+        """Sample tokens one at a time after `context` until <eos> or `max_tokens`.
+
+        <pad> and <bos> are never sampled. Returns the new tokens (without <eos>).
+        """
+        out: list[str] = []
+        banned = [self.vocab[t] for t in (PAD, BOS) if t in self.vocab]
+        for _ in range(max_tokens):
+            p = self.next_token_probs(list(context) + out)
+            p[banned] = 0.0
+            i = int(torch.multinomial(p, 1, generator=generator))
+            if i == self.eos:
+                break
+            out.append(self.vocab.itos[i])
+        return out
+
+
+# --------------------------------------------------------------------------------- LSTM LM
+
+
+def _check_ids(ids, vocab_size: int, dims: int = 2) -> torch.Tensor:
+    """Validate a tensor of token ids: integer dtype, `dims` dimensions, values in range."""
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"ids must be a torch.LongTensor, got {type(ids).__name__}; "
+                        "use torch.tensor(ids, dtype=torch.long)")
+    if ids.dtype not in (torch.long, torch.int32, torch.int16, torch.uint8, torch.int8):
+        raise TypeError(f"ids must hold integer token ids (torch.long), got dtype {ids.dtype}")
+    if ids.dim() != dims:
+        shape = "(B, T)" if dims == 2 else "(N,)"
+        raise ValueError(f"ids must have shape {shape}, got {tuple(ids.shape)}"
+                         + ("; add a batch dimension with ids.unsqueeze(0)" if ids.dim() == 1 else ""))
+    if ids.numel() == 0:
+        raise ValueError(f"ids is empty (shape {tuple(ids.shape)}): give at least one token")
+    if ids.min() < 0 or ids.max() >= vocab_size:
+        raise IndexError(f"token ids must lie in 0..{vocab_size - 1}; got min {int(ids.min())}, "
+                         f"max {int(ids.max())}. Encode with the vocabulary the model was built for")
+    return ids.long()
+
+
+class LSTMLM(nn.Module):
+    """Embedding → LSTM → linear layer to next-token logits; the output matrix is the embedding.
+
+    Tying input and output embeddings needs the LSTM width to equal d_model, and halves the
+    parameter count for a large vocabulary.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int = 128, n_layers: int = 2, dropout: float = 0.2,
+                 tie_weights: bool = True):
+        super().__init__()
+        if vocab_size < 2 or d_model < 1 or n_layers < 1:
+            raise ValueError(f"need vocab_size ≥ 2, d_model ≥ 1, n_layers ≥ 1; got {vocab_size}, "
+                             f"{d_model}, {n_layers}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must lie in [0, 1), got {dropout}")
+        self.vocab_size, self.d_model, self.n_layers = vocab_size, d_model, n_layers
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.drop = nn.Dropout(dropout)
+        self.lstm = nn.LSTM(d_model, d_model, n_layers, batch_first=True,
+                            dropout=dropout if n_layers > 1 else 0.0)
+        self.lm_head = nn.Linear(d_model, vocab_size)
+        # Word vectors of length about 1 (std d_model^-1/2): big enough for the LSTM to tell
+        # words apart from the first step, small enough that the logits start near 0 and the
+        # loss near ln(vocab_size).
+        nn.init.normal_(self.tok_emb.weight, std=d_model ** -0.5)
+        nn.init.zeros_(self.lm_head.bias)
+        if tie_weights:
+            self.lm_head.weight = self.tok_emb.weight
+        else:
+            nn.init.normal_(self.lm_head.weight, std=d_model ** -0.5)
+
+    def forward(self, ids: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None = None
+                ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """ids (B, T) → logits (B, T, vocab_size) and the final state (h, c), each (n_layers, B, d_model).
+
+        logits[:, t] scores token t+1 given tokens 0..t (and whatever `state` summarises).
+        """
+        ids = _check_ids(ids, self.vocab_size)
+        x = self.drop(self.tok_emb(ids))            # (B, T, D)
+        h, state = self.lstm(x, state)              # (B, T, D)
+        return self.lm_head(self.drop(h)), state
+
+    @torch.no_grad()
+    def generate(self, prompt_ids: Sequence[int] | torch.Tensor, max_new_tokens: int = 30,
+                 temperature: float = 1.0, eos_id: int | None = None,
+                 generator: torch.Generator | None = None) -> list[int]:
+        """Sample one token at a time, feeding each back in with the carried state.
+
+        prompt_ids: a non-empty list or 1-D tensor of ids (e.g. starting with <bos>). Returns the
+        new ids only; stops after `eos_id` (included) or `max_new_tokens`.
+        """
+        if temperature <= 0:
+            raise ValueError(f"temperature must be positive, got {temperature}")
+        if not isinstance(prompt_ids, torch.Tensor):
+            prompt_ids = torch.tensor(list(prompt_ids), dtype=torch.long)
+        ids = _check_ids(prompt_ids, self.vocab_size, dims=1)
+        was_training = self.training
+        self.eval()
+        try:
+            logits, state = self(ids.unsqueeze(0))  # read the whole prompt once
+            out: list[int] = []
+            for _ in range(max_new_tokens):
+                probs = F.softmax(logits[0, -1] / temperature, dim=-1)
+                nxt = int(torch.multinomial(probs, 1, generator=generator))
+                out.append(nxt)
+                if nxt == eos_id:
+                    break
+                logits, state = self(torch.tensor([[nxt]]), state)
+        finally:
+            self.train(was_training)
+        return out
+
+
+def encode_corpus(token_lists: Sequence[Sequence[str]], vocab: Vocab) -> torch.Tensor:
+    """Sentences → one long 1-D LongTensor of ids, each sentence followed by <eos>.
+
+    Example:
+        >>> v = Vocab.build([["a", "b"]])
+        >>> encode_corpus([["a", "b"], ["b"]], v)
+        tensor([4, 5, 3, 5, 3])
+    """
+    _check_token_lists(token_lists)
+    eos = vocab[EOS]
+    ids = [i for tokens in token_lists for i in vocab.encode(tokens) + [eos]]
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def lm_batches(ids: torch.Tensor, batch_size: int, seq_len: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Cut a 1-D id stream into BPTT batches: a list of (x, y), each (batch_size, ≤ seq_len).
+
+    The stream is split into `batch_size` contiguous rows, so row b of batch i+1 continues row b
+    of batch i and the LSTM state can be carried over. y is x shifted one token to the left.
+    Example:
+        >>> [x.tolist() for x, _ in lm_batches(torch.arange(9), 2, 2)]
+        [[[0, 1], [4, 5]], [[2], [6]]]
+    """
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 1:
+        raise ValueError("ids must be a 1-D tensor of token ids; join sentences with encode_corpus")
+    if ids.dtype.is_floating_point or ids.dtype == torch.bool:
+        raise TypeError(f"ids must hold integer token ids (torch.long), got dtype {ids.dtype}")
+    if batch_size < 1 or seq_len < 1:
+        raise ValueError(f"batch_size and seq_len must be positive, got {batch_size}, {seq_len}")
+    n_cols = len(ids) // batch_size
+    if n_cols < 2:
+        raise ValueError(f"a stream of {len(ids)} tokens is too short for {batch_size} rows: "
+                         f"need at least {2 * batch_size} tokens")
+    rows = ids[: n_cols * batch_size].long().view(batch_size, n_cols)   # (B, N)
+    starts = range(0, n_cols - 1, seq_len)
+    return [(rows[:, i:min(i + seq_len, n_cols - 1)], rows[:, i + 1:min(i + 1 + seq_len, n_cols)])
+            for i in starts]
+
+
+def _detach(state):
+    return tuple(s.detach() for s in state)
+
+
+@torch.no_grad()
+def perplexity(model: LSTMLM, ids: torch.Tensor, batch_size: int = 16, seq_len: int = 64) -> float:
+    """exp(mean next-token NLL) of `model` over a 1-D id stream, the state carried throughout."""
+    was_training = model.training
+    model.eval()
+    total, count, state = 0.0, 0, None
+    try:
+        for x, y in lm_batches(ids, batch_size, seq_len):
+            logits, state = model(x, state)
+            total += F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum").item()
+            count += y.numel()
+    finally:
+        model.train(was_training)
+    return math.exp(total / count)
+
+
+def train_lm(model: LSTMLM, train_ids: torch.Tensor, *, epochs: int = 1, batch_size: int = 32,
+             seq_len: int = 64, lr: float = 2e-3, clip: float = 1.0, max_steps: int | None = None,
+             minutes: float | None = None, progress: bool = True) -> list[float]:
+    """Train with Adam and truncated backpropagation through time; returns the loss of every step.
+
+    The state flows from batch to batch (detached, so gradients stop at the batch edge). Stops
+    after `epochs`, `max_steps` steps or `minutes` of wall time, whichever comes first.
+    """
+    batches = lm_batches(train_ids, batch_size, seq_len)
+    total = epochs * len(batches) if max_steps is None else min(max_steps, epochs * len(batches))
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    history: list[float] = []
+    start = time.perf_counter()
+    model.train()
+    with tqdm(total=total, desc="train", disable=not progress) as bar:
+        for _ in range(epochs):
+            state = None
+            for x, y in batches:
+                logits, state = model(x, state)
+                state = _detach(state)
+                loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+                opt.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(model.parameters(), clip)
+                opt.step()
+                history.append(loss.item())
+                bar.update()
+                bar.set_postfix(loss=f"{history[-1]:.3f}")
+                if len(history) >= total or (minutes is not None and time.perf_counter() - start > 60 * minutes):
+                    return history
+    return history
