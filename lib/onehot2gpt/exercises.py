@@ -348,12 +348,7 @@ def check_sense_score(fn: Callable) -> None:
         labels[2] = labels[int(torch.randint(0, 2, (1,), generator=gen))]
         return torch.randn(n, 4, generator=gen), labels
 
-    def reference(vectors, labels):
-        unit = vectors / vectors.norm(dim=1, keepdim=True)
-        sims = unit @ unit.T
-        same = labels[:, None] == labels[None, :]
-        off_diagonal = ~torch.eye(len(labels), dtype=torch.bool)
-        return float(sims[same & off_diagonal].mean() - sims[~same].mean())
+    from .probing import sense_grouping_score as reference
 
     check_function(fn, reference, make, name="sense_score",
                    hint="normalise the rows, take all pairwise cosines, average those of pairs with "

@@ -153,3 +153,19 @@ def train_probe(train_x: Tensor, train_y: Tensor, test_x: Tensor, test_y: Tensor
                        train_accuracy=_accuracy(model, train_x, train_y, batch_size),
                        test_accuracy=_accuracy(model, test_x, test_y, batch_size),
                        layer=layer, losses=losses)
+
+
+def sense_grouping_score(vectors: Tensor, labels: Tensor) -> float:
+    """Vectors (N, D) and sense labels (N,) → mean cosine of same-sense pairs (i ≠ j) minus mean
+    cosine of different-sense pairs; 0 means the vectors do not group by sense."""
+    labels = torch.as_tensor(labels)
+    if vectors.dim() != 2 or labels.shape != (len(vectors),):
+        raise ValueError(f"expected vectors (N, D) and labels (N,), got {tuple(vectors.shape)} "
+                         f"and {tuple(labels.shape)}")
+    same = labels[:, None] == labels[None, :]
+    off_diagonal = ~torch.eye(len(labels), dtype=torch.bool)
+    if not (same & off_diagonal).any() or not (~same).any():
+        raise ValueError("need at least two vectors of one sense and one of another")
+    unit = vectors / vectors.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    sims = unit @ unit.T
+    return float(sims[same & off_diagonal].mean() - sims[~same].mean())
