@@ -13,13 +13,7 @@ CHECKPOINT = Path(__file__).resolve().parents[1] / "data" / "checkpoints" / "bil
 V = 50
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run fastest, and undisturbed by other jobs, on one thread."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture

@@ -1,0 +1,13 @@
+"""Shared fixtures for the library tests."""
+
+import pytest
+import torch
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models run fastest, and undisturbed by other jobs, on one thread."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
