@@ -125,9 +125,14 @@ def check_function(student_fn: Callable, reference_fn: Callable,
 # Notebook 01: one-hot and the vocabulary
 # --------------------------------------------------------------------------------------------
 
+def _rand_int(gen: torch.Generator, low: int, high: int) -> int:
+    """One random integer in low..high-1 from `gen` (the inputs of every check are seeded)."""
+    return int(torch.randint(low, high, (1,), generator=gen))
+
+
 def _random_ids(gen: torch.Generator, max_len: int = 12, max_vocab: int = 20):
-    vocab_size = int(torch.randint(2, max_vocab, (1,), generator=gen))
-    length = int(torch.randint(1, max_len, (1,), generator=gen))
+    vocab_size = _rand_int(gen, 2, max_vocab)
+    length = _rand_int(gen, 1, max_len)
     return torch.randint(0, vocab_size, (length,), generator=gen), vocab_size
 
 
@@ -158,7 +163,7 @@ def check_encode(fn: Callable) -> None:
     def make(gen):
         known = [words[i] for i in torch.randperm(len(words), generator=gen)[:5].tolist()]
         stoi = {"<pad>": 0, "<unk>": 1, **{w: i + 2 for i, w in enumerate(known)}}
-        n = int(torch.randint(1, 10, (1,), generator=gen))
+        n = _rand_int(gen, 1, 10)
         tokens = [words[i] for i in torch.randint(0, len(words), (n,), generator=gen).tolist()]
         return tokens, stoi, 1
 
@@ -172,10 +177,10 @@ def check_cosine_similarity(fn: Callable) -> None:
     from .vocab import cosine_similarity
 
     def make(gen):
-        d = int(torch.randint(2, 10, (1,), generator=gen))
+        d = _rand_int(gen, 2, 10)
         return torch.randn(d, generator=gen), torch.randn(d, generator=gen)
 
-    check_function(fn, lambda a, b: float(cosine_similarity(a, b)), lambda g: make(g),
+    check_function(fn, lambda a, b: float(cosine_similarity(a, b)), make,
                    name="cosine_similarity",
                    hint="cos(a, b) = a·b / (|a| |b|); torch.dot and torch.linalg.norm help")
 
@@ -194,8 +199,8 @@ def check_skipgram_pairs(fn: Callable) -> None:
     """Exercise: ids (list of ints) and window → list of (centre, context) pairs, all offsets
     1..window on both sides, centre by centre, contexts left to right."""
     def make(gen):
-        n = int(torch.randint(1, 12, (1,), generator=gen))
-        return torch.randint(0, 50, (n,), generator=gen).tolist(), int(torch.randint(1, 4, (1,), generator=gen))
+        n = _rand_int(gen, 1, 12)
+        return torch.randint(0, 50, (n,), generator=gen).tolist(), _rand_int(gen, 1, 4)
 
     check_function(fn, _reference_skipgram_pairs, make, name="skipgram_pairs",
                    hint="for each position i, for each j from i - window to i + window, skip j == i "
@@ -207,7 +212,7 @@ def check_negative_sampling_loss(fn: Callable) -> None:
     from .word2vec import negative_sampling_loss
 
     def make(gen):
-        b, d, k = (int(torch.randint(1, 6, (1,), generator=gen)) for _ in range(3))
+        b, d, k = (_rand_int(gen, 1, 6) for _ in range(3))
         return (torch.randn(b, d, generator=gen), torch.randn(b, d, generator=gen),
                 torch.randn(b, k, d, generator=gen))
 
@@ -242,7 +247,7 @@ def check_noise_distribution(fn: Callable) -> None:
     """Exercise: word counts (V,) → noise probabilities (V,) ∝ count^0.75."""
     from .word2vec import noise_distribution
     check_function(fn, noise_distribution,
-                   lambda g: (torch.randint(1, 1000, (int(torch.randint(2, 20, (1,), generator=g)),),
+                   lambda g: (torch.randint(1, 1000, (_rand_int(g, 2, 20),),
                                             generator=g).float(),),
                    name="noise_distribution",
                    hint="raise the counts to the power 0.75, then divide by their sum")
@@ -263,7 +268,7 @@ def _reference_next_token_pairs(tokens):
 def check_next_token_pairs(fn: Callable) -> None:
     """Exercise: a sentence (list of tokens) → [(context tuple, next token)], from <bos> to <eos>."""
     def make(gen):
-        n = int(torch.randint(0, 7, (1,), generator=gen))
+        n = _rand_int(gen, 0, 7)
         return ([_WORDS[i] for i in torch.randint(0, len(_WORDS), (n,), generator=gen).tolist()],)
 
     check_function(fn, _reference_next_token_pairs, make, name="next_token_pairs",
@@ -274,7 +279,7 @@ def check_next_token_pairs(fn: Callable) -> None:
 def check_perplexity(fn: Callable) -> None:
     """Exercise: natural-log probabilities of the predicted tokens (N,) → perplexity (a float)."""
     def make(gen):
-        n = int(torch.randint(1, 30, (1,), generator=gen))
+        n = _rand_int(gen, 1, 30)
         return (torch.rand(n, generator=gen).clamp_min(1e-3).log(),)
 
     check_function(fn, lambda lp: float(torch.exp(-lp.double().mean())), make, name="perplexity",
@@ -293,9 +298,9 @@ def check_bigram_prob(fn: Callable) -> None:
 
     def make(gen):
         counts = {}
-        for _ in range(int(torch.randint(3, 15, (1,), generator=gen))):
+        for _ in range(_rand_int(gen, 3, 15)):
             a, b = (words[i] for i in torch.randint(0, len(words), (2,), generator=gen).tolist())
-            counts[(a, b)] = counts.get((a, b), 0) + int(torch.randint(1, 5, (1,), generator=gen))
+            counts[(a, b)] = counts.get((a, b), 0) + _rand_int(gen, 1, 5)
         prev, word = (words[i] for i in torch.randint(0, len(words), (2,), generator=gen).tolist())
         return counts, prev, word
 
@@ -313,7 +318,7 @@ def check_reverse_padded(fn: Callable) -> None:
     from .elmo import reverse_padded
 
     def make(gen):
-        b, t = int(torch.randint(1, 5, (1,), generator=gen)), int(torch.randint(1, 8, (1,), generator=gen))
+        b, t = _rand_int(gen, 1, 5), _rand_int(gen, 1, 8)
         lengths = torch.randint(1, t + 1, (b,), generator=gen)
         ids = torch.randint(4, 50, (b, t), generator=gen)
         ids[torch.arange(t)[None, :] >= lengths[:, None]] = 0                 # <pad>
@@ -327,7 +332,7 @@ def check_reverse_padded(fn: Callable) -> None:
 def check_scalar_mix(fn: Callable) -> None:
     """Exercise: layers (B, T, L, D), s (L,), gamma → γ · Σ_j softmax(s)_j · layers[..., j, :]."""
     def make(gen):
-        b, t, n_layers, d = (int(torch.randint(1, 5, (1,), generator=gen)) for _ in range(4))
+        b, t, n_layers, d = (_rand_int(gen, 1, 5) for _ in range(4))
         return (torch.randn(b, t, n_layers, d, generator=gen), torch.randn(n_layers, generator=gen),
                 float(torch.rand(1, generator=gen) * 2))
 
@@ -342,10 +347,10 @@ def check_scalar_mix(fn: Callable) -> None:
 def check_sense_score(fn: Callable) -> None:
     """Exercise: vectors (N, D) and sense labels (N,) → mean cosine within senses − across senses."""
     def make(gen):
-        n = int(torch.randint(3, 9, (1,), generator=gen))
+        n = _rand_int(gen, 3, 9)
         labels = torch.randint(0, 2, (n,), generator=gen)
         labels[0], labels[1] = 0, 1                                          # both kinds of pair exist
-        labels[2] = labels[int(torch.randint(0, 2, (1,), generator=gen))]
+        labels[2] = labels[_rand_int(gen, 0, 2)]
         return torch.randn(n, 4, generator=gen), labels
 
     from .probing import sense_grouping_score as reference
