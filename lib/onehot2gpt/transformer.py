@@ -1,0 +1,382 @@
+"""The Transformer: positional encodings, blocks, encoder, decoder, and two small models.
+
+Taught in notebook 06; BERT (07–08) and GPT (09–10) reuse the blocks. Follows Vaswani et al.,
+"Attention Is All You Need" (2017): sinusoidal positions (§3.5), sub-layers wrapped as
+LayerNorm(x + Sublayer(x)) — *post-norm* — and the *pre-norm* variant x + Sublayer(LayerNorm(x))
+that GPT-2 uses because it trains deep stacks without a warm-up.
+
+Every model returns attention maps on request as one (B, H, T_q, T_k) tensor per layer, the
+layout Hugging Face uses, so the same plots, explorer and bertviz views serve all models.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+from .attention import MultiHeadAttention, causal_mask, padding_mask
+
+
+# ---------------------------------------------------------------------------------------------
+# Positions
+
+def sinusoidal_positions(max_len: int, d_model: int):
+    """(max_len, d_model) table: PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(…).
+
+    Example:
+        >>> sinusoidal_positions(4, 6)[0]
+        tensor([0., 1., 0., 1., 0., 1.])
+    """
+    if d_model % 2:
+        raise ValueError(f"sinusoidal positions pair sin and cos: d_model must be even, got {d_model}")
+    pos = torch.arange(max_len, dtype=torch.float32)[:, None]                    # (T, 1)
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2) / d_model)  # (D/2,) = 1/10000^(2i/d)
+    table = torch.zeros(max_len, d_model)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq)
+    return table
+
+
+def _check_length(T: int, max_len: int):
+    if T > max_len:
+        raise ValueError(f"the sequence has {T} positions but the model was built for at most "
+                         f"max_len={max_len}; shorten the input or build the model with a larger max_len")
+
+
+class SinusoidalPositions(nn.Module):
+    """Adds the fixed sinusoidal table: (B, T, D) → (B, T, D). Nothing to learn."""
+
+    def __init__(self, d_model: int, max_len: int):
+        super().__init__()
+        self.max_len = max_len
+        self.register_buffer("table", sinusoidal_positions(max_len, d_model), persistent=False)
+
+    def forward(self, x, start: int = 0):
+        _check_length(start + x.size(1), self.max_len)
+        return x + self.table[start:start + x.size(1)]
+
+
+class LearnedPositions(nn.Module):
+    """Adds one learned vector per position (BERT, GPT-2): (B, T, D) → (B, T, D)."""
+
+    def __init__(self, d_model: int, max_len: int):
+        super().__init__()
+        self.max_len = max_len
+        self.embedding = nn.Embedding(max_len, d_model)
+
+    def forward(self, x, start: int = 0):
+        _check_length(start + x.size(1), self.max_len)
+        return x + self.embedding.weight[start:start + x.size(1)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Blocks
+
+ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
+
+
+def _activation(name: str):
+    if name not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {name!r}")
+    return ACTIVATIONS[name]()
+
+
+class FeedForward(nn.Module):
+    """Position-wise feed-forward: Linear(D → d_ff), activation, dropout, Linear(d_ff → D)."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
+        super().__init__()
+        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.activation, self.dropout = _activation(activation), nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+
+class EncoderBlock(nn.Module):
+    """Self-attention and feed-forward, each with a residual and LayerNorm.
+
+    norm_first=False (post-norm, the paper): x = LN(x + Attn(x)); x = LN(x + FF(x)).
+    norm_first=True (pre-norm, GPT-2):        x = x + Attn(LN(x)); x = x + FF(LN(x)).
+    forward(x (B, T, D), mask=None, need_weights=False) → (x, weights (B, H, T, T) or None).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
+                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.ff = FeedForward(d_model, d_ff, dropout, activation)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model, eps=eps), nn.LayerNorm(d_model, eps=eps)
+        self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
+
+    def forward(self, x, mask=None, need_weights: bool = False):
+        if self.norm_first:
+            a, weights = self.self_attn(self.norm1(x), mask=mask, need_weights=need_weights)
+            x = x + self.dropout1(a)
+            x = x + self.dropout2(self.ff(self.norm2(x)))
+        else:
+            a, weights = self.self_attn(x, mask=mask, need_weights=need_weights)
+            x = self.norm1(x + self.dropout1(a))
+            x = self.norm2(x + self.dropout2(self.ff(x)))
+        return x, weights
+
+
+class DecoderBlock(nn.Module):
+    """Masked self-attention, encoder–decoder (cross) attention, feed-forward; post- or pre-norm.
+
+    forward(x (B, T, D), memory (B, S, D), self_mask, memory_mask, need_weights) →
+    (x, self-attention weights (B, H, T, T), cross-attention weights (B, H, T, S)).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
+                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.ff = FeedForward(d_model, d_ff, dropout, activation)
+        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model, eps=eps) for _ in range(3))
+        self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout) for _ in range(3))
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None, need_weights: bool = False):
+        def cross(h):
+            return self.cross_attn(h, memory, memory, mask=memory_mask, need_weights=need_weights)
+
+        if self.norm_first:
+            a, w_self = self.self_attn(self.norm1(x), mask=self_mask, need_weights=need_weights)
+            x = x + self.dropout1(a)
+            c, w_cross = cross(self.norm2(x))
+            x = x + self.dropout2(c)
+            x = x + self.dropout3(self.ff(self.norm3(x)))
+        else:
+            a, w_self = self.self_attn(x, mask=self_mask, need_weights=need_weights)
+            x = self.norm1(x + self.dropout1(a))
+            c, w_cross = cross(x)
+            x = self.norm2(x + self.dropout2(c))
+            x = self.norm3(x + self.dropout3(self.ff(x)))
+        return x, w_self, w_cross
+
+
+# Our EncoderBlock / DecoderBlock parameter names → torch.nn.TransformerEncoderLayer /
+# TransformerDecoderLayer's. The loaders below and the parity tests use these maps.
+TORCH_ENCODER_LAYER_KEYS = {
+    "self_attn.in_proj.weight": "self_attn.in_proj_weight",
+    "self_attn.in_proj.bias": "self_attn.in_proj_bias",
+    "self_attn.out_proj.weight": "self_attn.out_proj.weight",
+    "self_attn.out_proj.bias": "self_attn.out_proj.bias",
+    "ff.linear1.weight": "linear1.weight", "ff.linear1.bias": "linear1.bias",
+    "ff.linear2.weight": "linear2.weight", "ff.linear2.bias": "linear2.bias",
+    "norm1.weight": "norm1.weight", "norm1.bias": "norm1.bias",
+    "norm2.weight": "norm2.weight", "norm2.bias": "norm2.bias",
+}
+TORCH_DECODER_LAYER_KEYS = {
+    **TORCH_ENCODER_LAYER_KEYS,
+    "cross_attn.in_proj.weight": "multihead_attn.in_proj_weight",
+    "cross_attn.in_proj.bias": "multihead_attn.in_proj_bias",
+    "cross_attn.out_proj.weight": "multihead_attn.out_proj.weight",
+    "cross_attn.out_proj.bias": "multihead_attn.out_proj.bias",
+    "norm3.weight": "norm3.weight", "norm3.bias": "norm3.bias",
+}
+
+
+def load_torch_layer(ours: nn.Module, theirs: nn.Module) -> nn.Module:
+    """Copy a torch.nn.TransformerEncoderLayer (or DecoderLayer) into our EncoderBlock (DecoderBlock)."""
+    keys = TORCH_DECODER_LAYER_KEYS if isinstance(ours, DecoderBlock) else TORCH_ENCODER_LAYER_KEYS
+    source = theirs.state_dict()
+    missing = [v for v in keys.values() if v not in source]
+    if missing:
+        raise ValueError(f"{type(theirs).__name__} lacks {missing}; pass the torch layer that "
+                         f"matches {type(ours).__name__}")
+    ours.load_state_dict({k: source[v] for k, v in keys.items()}, strict=True)
+    return ours
+
+
+class Encoder(nn.Module):
+    """n_layers EncoderBlocks (+ a final LayerNorm when pre-norm, whose last residual is raw).
+
+    forward(x, mask, need_weights) → (x, tuple of (B, H, T, T) per layer, or None).
+    """
+
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
+                 norm_first: bool = False, activation: str = "relu"):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderBlock(d_model, n_heads, d_ff, dropout, norm_first, activation)
+                                    for _ in range(n_layers))
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def forward(self, x, mask=None, need_weights: bool = False):
+        maps = []
+        for layer in self.layers:
+            x, w = layer(x, mask, need_weights)
+            maps.append(w)
+        return self.norm(x), (tuple(maps) if need_weights else None)
+
+
+class Decoder(nn.Module):
+    """n_layers DecoderBlocks. forward(x, memory, self_mask, memory_mask, need_weights) →
+    (x, self-attention maps, cross-attention maps) — each a tuple per layer, or None."""
+
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
+                 norm_first: bool = False, activation: str = "relu"):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderBlock(d_model, n_heads, d_ff, dropout, norm_first, activation)
+                                    for _ in range(n_layers))
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None, need_weights: bool = False):
+        self_maps, cross_maps = [], []
+        for layer in self.layers:
+            x, ws, wc = layer(x, memory, self_mask, memory_mask, need_weights)
+            self_maps.append(ws)
+            cross_maps.append(wc)
+        if not need_weights:
+            return self.norm(x), None, None
+        return self.norm(x), tuple(self_maps), tuple(cross_maps)
+
+
+# ---------------------------------------------------------------------------------------------
+# Models
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Sizes of a small Transformer. Teaching-sized defaults; presets below."""
+
+    vocab_size: int = 64          # source vocabulary (and target, unless tgt_vocab_size is set)
+    tgt_vocab_size: int | None = None
+    d_model: int = 64
+    n_heads: int = 4              # d_model / n_heads = 16 features per head
+    n_layers: int = 2
+    d_ff: int = 256               # the paper's 4 × d_model
+    max_len: int = 64
+    dropout: float = 0.1
+    norm_first: bool = False      # post-norm as in the paper; True = pre-norm as in GPT-2
+    positions: str = "sinusoidal"  # or "learned"
+    activation: str = "relu"
+    pad_id: int = 0               # the course's Vocab puts <pad> at 0
+
+    def __post_init__(self):
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
+        if self.positions not in ("sinusoidal", "learned"):
+            raise ValueError(f"positions must be 'sinusoidal' or 'learned', got {self.positions!r}")
+
+    @classmethod
+    def tiny(cls, **overrides) -> "TransformerConfig":
+        """Tests and toy tasks: 2 layers, 32 wide, 2 heads."""
+        return cls(**{**dict(d_model=32, n_heads=2, n_layers=2, d_ff=64, max_len=32), **overrides})
+
+    @classmethod
+    def base(cls, **overrides) -> "TransformerConfig":
+        """The paper's Transformer-base sizes (for scale; too big to train here)."""
+        return cls(**{**dict(vocab_size=37000, d_model=512, n_heads=8, n_layers=6, d_ff=2048,
+                             max_len=512), **overrides})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _positions(config: TransformerConfig) -> nn.Module:
+    cls = SinusoidalPositions if config.positions == "sinusoidal" else LearnedPositions
+    return cls(config.d_model, config.max_len)
+
+
+def _check_ids(ids, vocab_size: int, name: str = "ids"):
+    if ids.dim() != 2 or ids.dtype != torch.long:
+        raise ValueError(f"{name} must be a (B, T) tensor of token ids (torch.long); got "
+                         f"{tuple(ids.shape)} {ids.dtype}")
+    if ids.numel() == 0 or ids.size(1) == 0:
+        raise ValueError(f"{name} is empty: give at least one token")
+    if int(ids.min()) < 0 or int(ids.max()) >= vocab_size:
+        raise ValueError(f"{name} holds ids outside 0…{vocab_size - 1}; encode text with the "
+                         f"vocabulary the model was built with")
+
+
+class TransformerEncoderModel(nn.Module):
+    """Token embedding × √D + positions → Encoder. forward(ids (B, T), output_attentions=False)
+    → (hidden (B, T, D), attentions: tuple of (B, H, T, T) per layer, or None). Padding (pad_id)
+    keys are masked."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.config = c = config
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.pos = _positions(c)
+        self.dropout = nn.Dropout(c.dropout)
+        self.encoder = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
+                               c.activation)
+
+    def forward(self, ids, output_attentions: bool = False):
+        _check_ids(ids, self.config.vocab_size)
+        x = self.dropout(self.pos(self.tok_emb(ids) * math.sqrt(self.config.d_model)))
+        return self.encoder(x, padding_mask(ids, self.config.pad_id), output_attentions)
+
+
+class Seq2SeqTransformer(nn.Module):
+    """The paper's encoder–decoder, for transduction (e.g. rewriting dates).
+
+    forward(src (B, S), tgt_in (B, T), output_attentions=False) → (logits (B, T, V_tgt),
+    attentions: {"encoder", "decoder", "cross"} each a tuple per layer, or None). `tgt_in` starts
+    with <bos>; position t predicts target token t + 1 and sees only tokens ≤ t (causal mask).
+    """
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.config = c = config
+        self.tgt_vocab_size = c.tgt_vocab_size or c.vocab_size
+        self.src_emb = nn.Embedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.tgt_emb = nn.Embedding(self.tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.pos = _positions(c)
+        self.dropout = nn.Dropout(c.dropout)
+        self.encoder = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
+                               c.activation)
+        self.decoder = Decoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
+                               c.activation)
+        self.lm_head = nn.Linear(c.d_model, self.tgt_vocab_size)
+
+    def encode(self, src, output_attentions: bool = False):
+        """src (B, S) → memory (B, S, D), memory mask (B, 1, 1, S), encoder maps."""
+        _check_ids(src, self.config.vocab_size, "src")
+        mask = padding_mask(src, self.config.pad_id)
+        x = self.dropout(self.pos(self.src_emb(src) * math.sqrt(self.config.d_model)))
+        memory, maps = self.encoder(x, mask, output_attentions)
+        return memory, mask, maps
+
+    def decode(self, tgt_in, memory, memory_mask, output_attentions: bool = False):
+        """tgt_in (B, T) → logits (B, T, V_tgt), self-attention maps, cross-attention maps."""
+        _check_ids(tgt_in, self.tgt_vocab_size, "tgt_in")
+        T = tgt_in.size(1)
+        self_mask = causal_mask(T, device=tgt_in.device) & padding_mask(tgt_in, self.config.pad_id)
+        y = self.dropout(self.pos(self.tgt_emb(tgt_in) * math.sqrt(self.config.d_model)))
+        y, self_maps, cross_maps = self.decoder(y, memory, self_mask, memory_mask, output_attentions)
+        return self.lm_head(y), self_maps, cross_maps
+
+    def forward(self, src, tgt_in, output_attentions: bool = False):
+        memory, memory_mask, enc_maps = self.encode(src, output_attentions)
+        logits, self_maps, cross_maps = self.decode(tgt_in, memory, memory_mask, output_attentions)
+        if not output_attentions:
+            return logits, None
+        return logits, {"encoder": enc_maps, "decoder": self_maps, "cross": cross_maps}
+
+    @torch.no_grad()
+    def greedy_decode(self, src, bos_id: int, eos_id: int, max_new: int | None = None):
+        """src (B, S) → generated ids (B, ≤ max_new), without <bos>; stops when every row has
+        produced <eos> (tokens after a row's <eos> are <pad>)."""
+        was_training = self.training
+        self.eval()
+        max_new = max_new or self.config.max_len - 1
+        memory, memory_mask, _ = self.encode(src)
+        out = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+        for _ in range(max_new):
+            logits, _, _ = self.decode(out, memory, memory_mask)
+            nxt = logits[:, -1].argmax(-1).masked_fill(done, self.config.pad_id)
+            out = torch.cat([out, nxt[:, None]], dim=1)
+            done |= nxt == eos_id
+            if bool(done.all()):
+                break
+        self.train(was_training)
+        return out[:, 1:]
