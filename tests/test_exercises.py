@@ -173,3 +173,71 @@ def test_lm_and_elmo_checks_accept_independent_solutions(capsys):
 def test_lm_and_elmo_checks_reject_wrong_answers(check, wrong):
     with pytest.raises(AssertionError, match="Hint"):
         check(wrong)
+
+
+# Notebooks 05–06: written the way a student would, without the library's functions.
+
+def _loops(q, K, V):
+    out, weights = torch.zeros(q.shape[0], V.shape[1]), torch.zeros(q.shape[0], K.shape[0])
+    for i in range(q.shape[0]):
+        scores = torch.stack([q[i] @ K[j] for j in range(K.shape[0])]) / q.shape[1] ** 0.5
+        weights[i] = torch.softmax(scores, 0)
+        out[i] = sum(weights[i, j] * V[j] for j in range(K.shape[0]))
+    return out, weights
+
+
+def _split(x, h):
+    B, T, D = x.shape
+    return x.reshape(B, T, h, D // h).permute(0, 2, 1, 3)
+
+
+def _pe(max_len, d):
+    import math
+    table = torch.zeros(max_len, d)
+    for pos in range(max_len):
+        for i in range(d // 2):
+            table[pos, 2 * i] = math.sin(pos / 10000 ** (2 * i / d))
+            table[pos, 2 * i + 1] = math.cos(pos / 10000 ** (2 * i / d))
+    return table
+
+
+def _ln(x, g, b, eps):
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    return g * (x - mean) / torch.sqrt(var + eps) + b
+
+
+def _greedy(model, src, bos, eos, max_new):
+    memory, memory_mask, _ = model.encode(src)
+    out = [bos]
+    for _ in range(max_new):
+        logits, _, _ = model.decode(torch.tensor([out]), memory, memory_mask)
+        out.append(int(logits[0, -1].argmax()))
+        if out[-1] == eos:
+            break
+    return torch.tensor(out[1:])
+
+
+def test_checks_05_06_pass_independent_solutions(capsys):
+    ex.check_attention_with_loops(_loops)
+    ex.check_causal_mask(lambda t: torch.tensor([[j <= i for j in range(t)] for i in range(t)]))
+    ex.check_split_heads(_split)
+    ex.check_positional_encoding(_pe)
+    ex.check_layer_norm(_ln)
+    ex.check_greedy_decode(_greedy)
+    assert capsys.readouterr().out.count("✓") == 6
+
+
+@pytest.mark.parametrize("check, wrong", [
+    (ex.check_attention_with_loops, lambda q, K, V: (torch.softmax(q @ K.T, -1) @ V,
+                                                     torch.softmax(q @ K.T, -1))),        # no √d
+    (ex.check_causal_mask, lambda t: torch.ones(t, t, dtype=torch.bool).triu()),        # looks ahead
+    (ex.check_split_heads, lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1)),      # mixes T and D
+    (ex.check_positional_encoding, lambda n, d: _pe(n, d).flip(1)),                     # cos/sin swapped
+    (ex.check_layer_norm, lambda x, g, b, e: g * (x - x.mean(-1, keepdim=True))
+        / torch.sqrt(x.var(-1, keepdim=True) + e) + b),                                 # unbiased variance
+    (ex.check_greedy_decode, lambda m, s, bos, eos, n: _greedy(m, s, bos, -1, n)),      # ignores <eos>
+])
+def test_checks_05_06_reject_wrong_answers(check, wrong):
+    with pytest.raises(AssertionError, match="Hint"):
+        check(wrong)

@@ -23,11 +23,16 @@ def test_sinusoidal_table_follows_the_formula():
 
 
 def test_sinusoidal_offsets_are_linear_maps():
-    # PE[pos + k] is a fixed rotation of PE[pos] for every pos: the reason the paper chose it.
-    pe = sinusoidal_positions(40, 8)
-    k = 3
-    rot = torch.linalg.lstsq(pe[:20], pe[k:20 + k]).solution
-    torch.testing.assert_close(pe[20:37] @ rot, pe[23:40], atol=1e-4, rtol=1e-4)
+    # PE[pos + k] is the same rotation of PE[pos] for every pos: the reason the paper chose it.
+    d, k = 8, 3
+    pe = sinusoidal_positions(40, d)
+    rot = torch.zeros(d, d)
+    for i in range(d // 2):
+        a = k / 10000 ** (2 * i / d)
+        # [sin(x + a), cos(x + a)] = [sin x, cos x] @ [[cos a, -sin a], [sin a, cos a]]
+        rot[2 * i:2 * i + 2, 2 * i:2 * i + 2] = torch.tensor([[math.cos(a), -math.sin(a)],
+                                                          [math.sin(a), math.cos(a)]])
+    torch.testing.assert_close(pe[:37] @ rot, pe[3:40], atol=1e-5, rtol=1e-4)
 
 
 @pytest.mark.parametrize("cls", [SinusoidalPositions, LearnedPositions])
@@ -158,3 +163,21 @@ def test_seq2seq_overfits_one_batch_and_decodes_it(seq2seq):
     assert loss.item() < 0.05
     out = seq2seq.greedy_decode(src, bos_id=2, eos_id=3, max_new=8)
     assert torch.equal(out[:, :5], tgt[:, 1:])
+
+
+def test_attention_source_serves_the_encoder_maps(encoder_model, seq2seq):
+    from onehot2gpt.transformer import attention_source
+    from onehot2gpt.vocab import Vocab
+    vocab = Vocab(list("abcdefghijklmnop"))
+    source = attention_source(encoder_model, vocab, list)
+    tokens, maps = source("abc")
+    assert tokens == ["a", "b", "c"] and len(maps) == 2 and maps[0].shape == (1, 2, 3, 3)
+    _, expected = encoder_model(torch.tensor([vocab.encode(tokens)]), output_attentions=True)
+    torch.testing.assert_close(maps[0], expected[0])
+    with pytest.raises(ValueError, match="not in the model's vocabulary"):
+        source("az")
+    with pytest.raises(ValueError, match="empty"):
+        source("")
+    small = Vocab(list("abcdefghijk"))  # ids 4..14 fit the seq2seq source vocabulary of 15
+    _, maps = attention_source(seq2seq, small, list)("abcd")
+    assert len(maps) == 2 and maps[1].shape == (1, 2, 4, 4)

