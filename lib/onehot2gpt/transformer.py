@@ -284,6 +284,17 @@ def _positions(config: TransformerConfig) -> nn.Module:
     return cls(config.d_model, config.max_len)
 
 
+def _embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
+    """Token embedding initialised with std 1/√D, so that after the paper's × √D scaling tokens
+    and positions both have unit size (with PyTorch's default std 1 the scaled tokens would be √D
+    times larger and drown the position signal)."""
+    emb = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
+    nn.init.normal_(emb.weight, std=d_model ** -0.5)
+    with torch.no_grad():
+        emb.weight[pad_id].zero_()
+    return emb
+
+
 def _check_ids(ids, vocab_size: int, name: str = "ids"):
     if ids.dim() != 2 or ids.dtype != torch.long:
         raise ValueError(f"{name} must be a (B, T) tensor of token ids (torch.long); got "
@@ -303,7 +314,7 @@ class TransformerEncoderModel(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.config = c = config
-        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.tok_emb = _embedding(c.vocab_size, c.d_model, c.pad_id)
         self.pos = _positions(c)
         self.dropout = nn.Dropout(c.dropout)
         self.encoder = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
@@ -327,8 +338,8 @@ class Seq2SeqTransformer(nn.Module):
         super().__init__()
         self.config = c = config
         self.tgt_vocab_size = c.tgt_vocab_size or c.vocab_size
-        self.src_emb = nn.Embedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
-        self.tgt_emb = nn.Embedding(self.tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.src_emb = _embedding(c.vocab_size, c.d_model, c.pad_id)
+        self.tgt_emb = _embedding(self.tgt_vocab_size, c.d_model, c.pad_id)
         self.pos = _positions(c)
         self.dropout = nn.Dropout(c.dropout)
         self.encoder = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
