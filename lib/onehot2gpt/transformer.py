@@ -202,11 +202,11 @@ class Encoder(nn.Module):
     """
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
-                 norm_first: bool = False, activation: str = "relu"):
+                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderBlock(d_model, n_heads, d_ff, dropout, norm_first, activation)
-                                    for _ in range(n_layers))
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.layers = nn.ModuleList(EncoderBlock(d_model, n_heads, d_ff, dropout, norm_first, activation,
+                                                 eps) for _ in range(n_layers))
+        self.norm = nn.LayerNorm(d_model, eps=eps) if norm_first else nn.Identity()
 
     def forward(self, x, mask=None, need_weights: bool = False):
         maps = []
@@ -221,11 +221,11 @@ class Decoder(nn.Module):
     (x, self-attention maps, cross-attention maps) — each a tuple per layer, or None."""
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
-                 norm_first: bool = False, activation: str = "relu"):
+                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5):
         super().__init__()
-        self.layers = nn.ModuleList(DecoderBlock(d_model, n_heads, d_ff, dropout, norm_first, activation)
-                                    for _ in range(n_layers))
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.layers = nn.ModuleList(DecoderBlock(d_model, n_heads, d_ff, dropout, norm_first, activation,
+                                                 eps) for _ in range(n_layers))
+        self.norm = nn.LayerNorm(d_model, eps=eps) if norm_first else nn.Identity()
 
     def forward(self, x, memory, self_mask=None, memory_mask=None, need_weights: bool = False):
         self_maps, cross_maps = [], []
