@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention, causal_mask, padding_mask
+from .attention import TORCH_MHA_KEYS, MultiHeadAttention, causal_mask, padding_mask
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,22 +163,18 @@ class DecoderBlock(nn.Module):
 
 # Our EncoderBlock / DecoderBlock parameter names → torch.nn.TransformerEncoderLayer /
 # TransformerDecoderLayer's. The loaders below and the parity tests use these maps.
+def _prefixed(ours: str, theirs: str) -> dict[str, str]:
+    return {f"{ours}.{k}": f"{theirs}.{v}" for k, v in TORCH_MHA_KEYS.items()}
+
+
 TORCH_ENCODER_LAYER_KEYS = {
-    "self_attn.in_proj.weight": "self_attn.in_proj_weight",
-    "self_attn.in_proj.bias": "self_attn.in_proj_bias",
-    "self_attn.out_proj.weight": "self_attn.out_proj.weight",
-    "self_attn.out_proj.bias": "self_attn.out_proj.bias",
-    "ff.linear1.weight": "linear1.weight", "ff.linear1.bias": "linear1.bias",
-    "ff.linear2.weight": "linear2.weight", "ff.linear2.bias": "linear2.bias",
-    "norm1.weight": "norm1.weight", "norm1.bias": "norm1.bias",
-    "norm2.weight": "norm2.weight", "norm2.bias": "norm2.bias",
+    **_prefixed("self_attn", "self_attn"),
+    **{f"ff.{n}.{p}": f"{n}.{p}" for n in ("linear1", "linear2") for p in ("weight", "bias")},
+    **{f"norm{i}.{p}": f"norm{i}.{p}" for i in (1, 2) for p in ("weight", "bias")},
 }
 TORCH_DECODER_LAYER_KEYS = {
     **TORCH_ENCODER_LAYER_KEYS,
-    "cross_attn.in_proj.weight": "multihead_attn.in_proj_weight",
-    "cross_attn.in_proj.bias": "multihead_attn.in_proj_bias",
-    "cross_attn.out_proj.weight": "multihead_attn.out_proj.weight",
-    "cross_attn.out_proj.bias": "multihead_attn.out_proj.bias",
+    **_prefixed("cross_attn", "multihead_attn"),
     "norm3.weight": "norm3.weight", "norm3.bias": "norm3.bias",
 }
 
