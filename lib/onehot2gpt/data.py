@@ -302,6 +302,60 @@ def wikitext_sentences(split: str = "train", lower: bool = True) -> list[list[st
     return [line.split() for line in lines if line.strip() and not _is_heading(line)]
 
 
+_WIKITEXT_JOINS = {"@-@": "-", "@,@": ",", "@.@": "."}
+
+
+def _join_wikitext_numbers(words: list[str]) -> list[str]:
+    """["1", "@,@", "000"] → ["1,000"]; a join marker without a word on both sides is dropped."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in _WIKITEXT_JOINS:
+            nxt = words[i + 1] if i + 1 < len(words) else None
+            if out and nxt is not None and nxt not in _WIKITEXT_JOINS:
+                out[-1] += _WIKITEXT_JOINS[word] + nxt
+                i += 2
+                continue
+            i += 1
+            continue
+        out.append(word)
+        i += 1
+    return out
+
+
+def wikitext_articles(split: str = "train") -> list[list[str]]:
+    """WikiText-2 as articles, each a list of sentences (plain strings), for BERT's pre-training
+    (next-sentence pairs must come from the same article, and from different ones).
+
+    A new article starts at every top-level heading (`` = Title = ``); paragraphs are cut into
+    sentences after each " . "; WikiText's split numbers (``1 @,@ 000``) are joined again and its
+    ``<unk>`` tokens dropped (a WordPiece vocabulary has no such word). About 600 articles for
+    train.
+    """
+    articles: list[list[str]] = []
+    for line in read_wikitext(split):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if _is_heading(line):
+            if not stripped.startswith("= ="):   # a top-level title starts a new article
+                articles.append([])
+            continue
+        if not articles:
+            articles.append([])
+        words = _join_wikitext_numbers([w for w in stripped.split() if w != "<unk>"])
+        sentence: list[str] = []
+        for word in words:
+            sentence.append(word)
+            if word == ".":
+                articles[-1].append(" ".join(sentence))
+                sentence = []
+        if sentence:
+            articles[-1].append(" ".join(sentence))
+    return [a for a in articles if a]
+
+
 def read_analogies(lower: bool = True) -> list[tuple[str, str, str, str, str]]:
     """Google analogies as ``(section, a, b, c, d)``, read "a is to b as c is to d".
 

@@ -1,6 +1,7 @@
-"""Training loops shared by the notebooks that train Transformers live.
+"""Training loops and pre-training objectives shared by the notebooks that train Transformers.
 
-Notebook 06 trains a small encoder–decoder (:class:`onehot2gpt.transformer.Seq2SeqTransformer`)
+BERT's two pre-training tasks (notebook 07; Devlin et al., 2018, §3.1): :func:`mask_tokens` for
+the masked language model and :func:`nsp_pairs` for next-sentence prediction. Notebook 06 trains a small encoder–decoder (:class:`onehot2gpt.transformer.Seq2SeqTransformer`)
 to rewrite dates; the loop is the paper's recipe in miniature: Adam with β₂ = 0.98, a linear
 warm-up then inverse-square-root decay (§5.3), label smoothing (§5.4), gradient clipping.
 """
@@ -102,3 +103,81 @@ def exact_match(predictions: Sequence[str], targets: Sequence[str]) -> float:
     if len(predictions) != len(targets) or not targets:
         raise ValueError("need as many predictions as targets, and at least one")
     return sum(p == t for p, t in zip(predictions, targets)) / len(targets)
+
+
+# ---------------------------------------------------------------------------------------------
+# BERT pre-training data (notebook 07)
+
+IGNORE_INDEX = -100  # label of positions the loss skips (PyTorch's cross_entropy default)
+
+
+def mask_tokens(input_ids, *, mask_id: int, vocab_size: int, special_ids, prob: float = 0.15,
+                word_ids=None, generator=None):
+    """BERT's masked-LM corruption: (B, T) ids → (inputs (B, T), labels (B, T)).
+
+    Choose each non-special token with probability `prob`; of the chosen, 80% become [MASK],
+    10% a random non-special token, 10% stay unchanged. `labels` hold the original id at chosen
+    positions and -100 elsewhere, so the loss is computed only where the model must predict.
+    With `word_ids` (B, T: the word each token belongs to, -1 for specials) whole words are
+    chosen and all their pieces masked together (whole-word masking, as in ERNIE / BERT-wwm).
+
+    Example:
+        >>> ids = torch.tensor([[2, 10, 11, 12, 3]])
+        >>> inputs, labels = mask_tokens(ids, mask_id=4, vocab_size=20, special_ids=[0, 1, 2, 3, 4])
+    """
+    if input_ids.dim() != 2 or input_ids.dtype != torch.long:
+        raise ValueError(f"input_ids must be a (B, T) tensor of token ids; got "
+                         f"{tuple(input_ids.shape)} {input_ids.dtype}")
+    if not 0.0 < prob < 1.0:
+        raise ValueError(f"prob is the share of tokens to choose, between 0 and 1; got {prob}")
+    specials = torch.tensor(sorted(set(int(i) for i in special_ids)), dtype=torch.long)
+    if int(mask_id) not in specials.tolist():
+        raise ValueError("mask_id must be one of special_ids (it is never a prediction target)")
+    candidates = ~torch.isin(input_ids, specials)                         # (B, T) real tokens
+    if word_ids is None:
+        chosen = (torch.rand(input_ids.shape, generator=generator) < prob) & candidates
+    else:
+        if word_ids.shape != input_ids.shape:
+            raise ValueError(f"word_ids must have the shape of input_ids {tuple(input_ids.shape)}; "
+                             f"got {tuple(word_ids.shape)}")
+        n_words = int(word_ids.max()) + 1 if word_ids.numel() else 0
+        pick = torch.rand(input_ids.size(0), max(n_words, 1), generator=generator) < prob  # (B, W)
+        chosen = pick.gather(1, word_ids.clamp(min=0)) & (word_ids >= 0) & candidates
+    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
+    action = torch.rand(input_ids.shape, generator=generator)
+    inputs = input_ids.clone()
+    inputs[chosen & (action < 0.8)] = mask_id
+    to_random = chosen & (action >= 0.8) & (action < 0.9)
+    allowed = torch.ones(vocab_size, dtype=torch.bool)
+    allowed[specials[specials < vocab_size]] = False
+    pool = allowed.nonzero().squeeze(1)                                  # non-special ids
+    draws = pool[torch.randint(len(pool), input_ids.shape, generator=generator)]
+    inputs[to_random] = draws[to_random]
+    return inputs, labels
+
+
+def nsp_pairs(articles: Sequence[Sequence[str]], n: int, seed: int = 0
+              ) -> list[tuple[str, str, int]]:
+    """`n` next-sentence-prediction examples (sentence A, sentence B, label) from articles (lists
+    of sentences). Label 0 (IsNext, half the pairs): B follows A in the same article. Label 1
+    (NotNext): B is a random sentence from a different article. Hugging Face uses the same labels.
+    """
+    import random
+
+    usable = [i for i, a in enumerate(articles) if len(a) >= 2]    # can give an IsNext pair
+    non_empty = [i for i, a in enumerate(articles) if len(a) >= 1]  # can give a random sentence
+    if not usable or len(non_empty) < 2:
+        raise ValueError("need an article with two or more sentences and at least two articles")
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        art = rng.choice(usable)
+        i = rng.randrange(len(articles[art]) - 1)
+        if rng.random() < 0.5:
+            pairs.append((articles[art][i], articles[art][i + 1], 0))
+        else:
+            other = rng.choice(non_empty)
+            while other == art:
+                other = rng.choice(non_empty)
+            pairs.append((articles[art][i], rng.choice(articles[other]), 1))
+    return pairs
