@@ -104,3 +104,34 @@ def minilm_source() -> AttentionSource:
     def minilm_attention(text: str):
         return hf_attention(model, tokenizer, text)
     return minilm_attention
+
+
+# ---------------------------------------------------------------------------------------------
+# BERT checkpoints as the course's own BertModel (onehot2gpt.bert)
+
+def from_pretrained(name_or_path: str, pretraining: bool = False, **hf_kwargs):
+    """Download (or read from the cache or a folder) a BERT checkpoint, e.g. "bert-base-uncased",
+    and convert it → our BertModel (BertForPreTraining if `pretraining`), in eval mode.
+    Extra keyword arguments (cache_dir, local_files_only, revision) go to transformers."""
+    import transformers
+
+    from .bert import load_hf_bert, load_hf_pretraining
+
+    cls = transformers.BertForPreTraining if pretraining else transformers.BertModel
+    try:
+        with _quiet_transformers():
+            hf_model = cls.from_pretrained(name_or_path, attn_implementation="eager", **hf_kwargs)
+    except OSError as exc:
+        raise OSError(f"could not load the model {name_or_path!r}: it is neither a local folder nor in the "
+                      f"Hugging Face cache, and downloading it needs internet (e.g. on Colab). Offline, "
+                      f"minilm_bert() (or pretrained.load_minilm()) gives a pretrained BERT from a pip "
+                      f"package. Hugging Face said: {str(exc).splitlines()[0]}") from exc
+    return (load_hf_pretraining if pretraining else load_hf_bert)(hf_model)
+
+
+def minilm_bert():
+    """all-MiniLM-L6-v2 as our BertModel (eval mode), offline → (model, its BertTokenizerFast)."""
+    from .bert import load_hf_bert
+
+    hf_model, tokenizer = load_minilm()
+    return load_hf_bert(hf_model), tokenizer

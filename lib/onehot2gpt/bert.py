@@ -1,0 +1,557 @@
+"""BERT: a bidirectional Transformer encoder, its pre-training heads, and its fine-tuning heads.
+
+Taught in notebooks 07 (pre-training: masked language modelling and next-sentence prediction)
+and 08 (fine-tuning on sentences, sentence pairs, tokens and question answering). Follows Devlin
+et al., "BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding"
+(2018): token + segment + learned position embeddings, LayerNorm, then the post-norm encoder of
+notebook 06 with GELU (the same :class:`~onehot2gpt.transformer.Encoder`, eps 1e-12).
+
+Our weights have readable names (``tok_emb``, ``self_attn.in_proj``); :data:`HF_BERT_KEYS` and
+:data:`HF_PRETRAINING_HEAD_KEYS` map them to Hugging Face's. That one key map is used by the
+loaders (:func:`load_hf_bert`, :func:`load_hf_pretraining`) and by the parity tests. Downloads
+(``from_pretrained``) and the offline MiniLM (``minilm_bert``) live in :mod:`onehot2gpt.pretrained`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import padding_mask
+from .transformer import Encoder
+
+
+# ---------------------------------------------------------------------------------------------
+# Configuration
+
+@dataclass(frozen=True)
+class BertConfig:
+    """Sizes of a BERT. Teaching-sized defaults (= :meth:`tiny`); the paper's sizes as presets."""
+
+    vocab_size: int = 8000       # WordPiece vocabulary; the paper's is 30,522 (uncased English)
+    d_model: int = 128           # "hidden size" H
+    n_layers: int = 4            # L
+    n_heads: int = 4             # A; d_model / n_heads = 32 features per head
+    d_ff: int = 512              # 4 H, as in the paper
+    max_len: int = 128           # learned positions: the model cannot read longer inputs
+    type_vocab_size: int = 2     # segments A and B (sentence pairs)
+    dropout: float = 0.1         # on embeddings, attention weights and every residual branch
+    eps: float = 1e-12           # LayerNorm epsilon of the original TensorFlow code
+    pad_id: int = 0              # [PAD] is 0 in BERT's vocab.txt and in the course's Vocab
+
+    def __post_init__(self):
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
+        if not 0 <= self.pad_id < self.vocab_size:
+            raise ValueError(f"pad_id={self.pad_id} is outside the vocabulary 0…{self.vocab_size - 1}")
+
+    @classmethod
+    def tiny(cls, **overrides) -> "BertConfig":
+        """The course's size: 4 layers, 128 wide, 4 heads, 128 positions; pre-trains on a CPU."""
+        return cls(**overrides)
+
+    @classmethod
+    def mini(cls, **overrides) -> "BertConfig":
+        """BERT-Mini of Turc et al. (2019), "Well-Read Students Learn Better": 4 × 256, 4 heads."""
+        return cls(**{**dict(vocab_size=30522, d_model=256, n_layers=4, n_heads=4, d_ff=1024,
+                             max_len=512), **overrides})
+
+    @classmethod
+    def base(cls, **overrides) -> "BertConfig":
+        """BERT-Base (110M parameters): 12 layers, 768 wide, 12 heads."""
+        return cls(**{**dict(vocab_size=30522, d_model=768, n_layers=12, n_heads=12, d_ff=3072,
+                             max_len=512), **overrides})
+
+    @classmethod
+    def large(cls, **overrides) -> "BertConfig":
+        """BERT-Large (340M parameters): 24 layers, 1024 wide, 16 heads."""
+        return cls(**{**dict(vocab_size=30522, d_model=1024, n_layers=24, n_heads=16, d_ff=4096,
+                             max_len=512), **overrides})
+
+    @classmethod
+    def from_hf(cls, hf_config) -> "BertConfig":
+        """Convert a `transformers.BertConfig`. Raises ValueError for variants we do not build."""
+        kind = getattr(hf_config, "model_type", "bert")
+        if kind != "bert":
+            raise ValueError(f"only BERT checkpoints convert (model_type 'bert'); this one is "
+                             f"{kind!r}, whose weights or positions are laid out differently")
+        act = getattr(hf_config, "hidden_act", "gelu")
+        if act != "gelu":
+            raise ValueError(f"hidden_act={act!r}: our feed-forward uses the exact GELU ('gelu') only")
+        positions = getattr(hf_config, "position_embedding_type", "absolute")
+        if positions != "absolute":
+            raise ValueError(f"position_embedding_type={positions!r}: only absolute (learned) "
+                             f"positions are supported")
+        pad = getattr(hf_config, "pad_token_id", None)
+        return cls(vocab_size=hf_config.vocab_size, d_model=hf_config.hidden_size,
+                   n_layers=hf_config.num_hidden_layers, n_heads=hf_config.num_attention_heads,
+                   d_ff=hf_config.intermediate_size, max_len=hf_config.max_position_embeddings,
+                   type_vocab_size=hf_config.type_vocab_size, dropout=hf_config.hidden_dropout_prob,
+                   eps=hf_config.layer_norm_eps, pad_id=0 if pad is None else pad)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _init_weights(*modules: nn.Module, std: float = 0.02):
+    """BERT's initialisation: N(0, 0.02²) weights, zero biases, LayerNorm at identity, zero [PAD]
+    row. Small weights make every token equally likely at first: MLM loss ≈ ln(vocab_size)."""
+    for root in modules:
+        for m in root.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, std=std)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.zeros_(m.bias)
+            if isinstance(m, nn.Embedding) and m.padding_idx is not None:
+                with torch.no_grad():
+                    m.weight[m.padding_idx].zero_()
+            if isinstance(m, nn.LayerNorm):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+
+
+# ---------------------------------------------------------------------------------------------
+# The encoder
+
+class BertEmbeddings(nn.Module):
+    """ids (B, T), segment ids (B, T) or None → LayerNorm(token + segment + position) (B, T, D)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = c = config
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.seg_emb = nn.Embedding(c.type_vocab_size, c.d_model)
+        self.pos_emb = nn.Embedding(c.max_len, c.d_model)
+        self.norm = nn.LayerNorm(c.d_model, eps=c.eps)
+        self.dropout = nn.Dropout(c.dropout)
+
+    def forward(self, input_ids, token_type_ids=None):
+        c = self.config
+        _check_ids(input_ids, c.vocab_size, "input_ids")
+        T = input_ids.size(1)
+        if T > c.max_len:
+            raise ValueError(f"the input has {T} tokens but this BERT reads at most max_len={c.max_len} "
+                             f"(it learned one position vector per slot); truncate it, e.g. "
+                             f"tokenizer(text, truncation=True, max_length={c.max_len})")
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)  # one segment: all "A"
+        elif token_type_ids.shape != input_ids.shape:
+            raise ValueError(f"token_type_ids must have the shape of input_ids {tuple(input_ids.shape)}; "
+                             f"got {tuple(token_type_ids.shape)}")
+        else:
+            _check_ids(token_type_ids, c.type_vocab_size, "token_type_ids")
+        positions = torch.arange(T, device=input_ids.device)                             # (T,)
+        x = self.tok_emb(input_ids) + self.seg_emb(token_type_ids) + self.pos_emb(positions)  # (B, T, D)
+        return self.dropout(self.norm(x))
+
+
+def _check_ids(ids, n: int, name: str):
+    if ids.dim() != 2 or ids.dtype != torch.long:
+        raise ValueError(f"{name} must be a (B, T) tensor of torch.long ids; got "
+                         f"{tuple(ids.shape)} {ids.dtype}")
+    if ids.size(1) == 0:
+        raise ValueError(f"{name} is empty: give at least one token")
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo < 0 or hi >= n:
+        raise ValueError(f"{name} holds ids from {lo} to {hi}, outside 0…{n - 1}; encode the text with "
+                         f"the tokenizer the model was built for")
+
+
+class BertOutput(NamedTuple):
+    """What :class:`BertModel` returns (the field names are Hugging Face's)."""
+
+    last_hidden_state: torch.Tensor                   # (B, T, D)
+    pooled: torch.Tensor | None                       # (B, D): tanh(W h_[CLS] + b); None without a pooler
+    hidden_states: tuple[torch.Tensor, ...] | None    # n_layers + 1 × (B, T, D): embeddings, then each layer
+    attentions: tuple[torch.Tensor, ...] | None       # n_layers × (B, H, T, T)
+
+
+class BertModel(nn.Module):
+    """Embeddings → post-norm GELU Encoder → (pooler on [CLS]).
+
+    forward(input_ids (B, T), token_type_ids=None, attention_mask=None, output_hidden_states=False,
+    output_attentions=False) → :class:`BertOutput`. `attention_mask` is Hugging Face's: (B, T), 1 for
+    real tokens, 0 for padding; by default every token that is not pad_id is real.
+    """
+
+    def __init__(self, config: BertConfig, add_pooler: bool = True):
+        super().__init__()
+        self.config = c = config
+        self.embeddings = BertEmbeddings(c)
+        self.encoder = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, norm_first=False,
+                               activation="gelu", eps=c.eps)
+        self.pooler = nn.Linear(c.d_model, c.d_model) if add_pooler else None
+        _init_weights(self)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None,
+                output_hidden_states: bool = False, output_attentions: bool = False) -> BertOutput:
+        # 1. Which keys each query may see: the real tokens.
+        if attention_mask is None:
+            mask = padding_mask(input_ids, self.config.pad_id)    # (B, 1, 1, T)
+        elif attention_mask.shape != input_ids.shape:
+            raise ValueError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)} "
+                             f"(1 = real token, 0 = padding); got {tuple(attention_mask.shape)}")
+        else:
+            mask = (attention_mask != 0)[:, None, None, :]        # (B, 1, 1, T)
+        # 2. Embeddings, then the encoder; without maps it takes the fused attention kernel.
+        x = self.embeddings(input_ids, token_type_ids)
+        if output_hidden_states:
+            hidden, maps = [x], []
+            for layer in self.encoder.layers:
+                x, w = layer(x, mask, need_weights=output_attentions)
+                hidden.append(x)
+                maps.append(w)
+            hidden, maps = tuple(hidden), (tuple(maps) if output_attentions else None)
+        else:
+            x, maps = self.encoder(x, mask, need_weights=output_attentions)
+            hidden = None
+        # 3. The pooler summarises the sequence by the [CLS] vector (position 0).
+        pooled = torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None
+        return BertOutput(x, pooled, hidden, maps)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pre-training: masked language model + next-sentence prediction
+
+class BertMLMHead(nn.Module):
+    """hidden (B, T, D) → logits over the vocabulary (B, T, V): Linear, GELU, LayerNorm, then a
+    decoder whose weight *is* the token embedding (tied) with its own bias."""
+
+    def __init__(self, config: BertConfig, tok_emb: nn.Embedding):
+        super().__init__()
+        c = config
+        self.dense = nn.Linear(c.d_model, c.d_model)
+        self.activation = nn.GELU()
+        self.norm = nn.LayerNorm(c.d_model, eps=c.eps)
+        self.decoder = nn.Linear(c.d_model, c.vocab_size)
+        _init_weights(self)
+        self.decoder.weight = tok_emb.weight  # tied: one (V, D) matrix reads tokens in and out
+
+    def forward(self, hidden):
+        return self.decoder(self.norm(self.activation(self.dense(hidden))))
+
+
+class PreTrainingOutput(NamedTuple):
+    mlm_logits: torch.Tensor           # (B, T, V)
+    nsp_logits: torch.Tensor           # (B, 2): 0 = B follows A ("IsNext"), 1 = random sentence
+    loss: torch.Tensor | None          # mlm_loss + nsp_loss (those whose labels were given)
+    mlm_loss: torch.Tensor | None
+    nsp_loss: torch.Tensor | None
+
+
+class BertForPreTraining(nn.Module):
+    """BertModel + MLM head + NSP head (Linear(D, 2) on the pooled [CLS]).
+
+    forward(input_ids, token_type_ids=None, attention_mask=None, mlm_labels=None (B, T) with -100
+    at positions not to predict, nsp_labels=None (B,)) → :class:`PreTrainingOutput`.
+    """
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config)
+        self.mlm = BertMLMHead(config, self.bert.embeddings.tok_emb)
+        self.nsp = nn.Linear(config.d_model, 2)
+        _init_weights(self.nsp)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, mlm_labels=None,
+                nsp_labels=None) -> PreTrainingOutput:
+        out = self.bert(input_ids, token_type_ids, attention_mask)
+        mlm_logits, nsp_logits = self.mlm(out.last_hidden_state), self.nsp(out.pooled)
+        mlm_loss = nsp_loss = None
+        if mlm_labels is not None:
+            if mlm_labels.shape != input_ids.shape:
+                raise ValueError(f"mlm_labels must have the shape of input_ids {tuple(input_ids.shape)}; "
+                                 f"got {tuple(mlm_labels.shape)}")
+            mlm_loss = F.cross_entropy(mlm_logits.flatten(0, 1), mlm_labels.flatten(), ignore_index=-100)
+        if nsp_labels is not None:
+            nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
+        losses = [l for l in (mlm_loss, nsp_loss) if l is not None]
+        return PreTrainingOutput(mlm_logits, nsp_logits, sum(losses) if losses else None, mlm_loss, nsp_loss)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fine-tuning: one small head per kind of task (paper, figure 4)
+
+def freeze(module: nn.Module, frozen: bool = True) -> nn.Module:
+    """Stop (or restart) training `module`'s parameters: requires_grad = not frozen. Returns it."""
+    for p in module.parameters():
+        p.requires_grad_(not frozen)
+    return module
+
+
+def _as_bert(bert, freeze_bert: bool) -> BertModel:
+    if isinstance(bert, BertConfig):
+        bert = BertModel(bert)
+    if not isinstance(bert, BertModel):
+        raise TypeError(f"pass a BertModel (e.g. from minilm_bert()) or a BertConfig; "
+                        f"got {type(bert).__name__}")
+    return freeze(bert) if freeze_bert else bert
+
+
+class BertForSequenceClassification(nn.Module):
+    """Classify a sentence or a sentence pair from the pooled [CLS]: (B, T) ids → logits (B, n_labels)."""
+
+    def __init__(self, bert: BertModel | BertConfig, n_labels: int, dropout: float | None = None,
+                 freeze_bert: bool = False):
+        super().__init__()
+        self.bert = _as_bert(bert, freeze_bert)
+        if self.bert.pooler is None:
+            raise ValueError("sequence classification reads the pooled [CLS]: "
+                             "build the BertModel with add_pooler=True")
+        self.dropout = nn.Dropout(self.bert.config.dropout if dropout is None else dropout)
+        self.classifier = nn.Linear(self.bert.config.d_model, n_labels)
+        _init_weights(self.classifier)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None):
+        return self.classifier(self.dropout(self.bert(input_ids, token_type_ids, attention_mask).pooled))
+
+
+class BertForTokenClassification(nn.Module):
+    """Tag every token (e.g. named entities): (B, T) ids → logits (B, T, n_labels)."""
+
+    def __init__(self, bert: BertModel | BertConfig, n_labels: int, dropout: float | None = None,
+                 freeze_bert: bool = False):
+        super().__init__()
+        self.bert = _as_bert(bert, freeze_bert)
+        self.dropout = nn.Dropout(self.bert.config.dropout if dropout is None else dropout)
+        self.classifier = nn.Linear(self.bert.config.d_model, n_labels)
+        _init_weights(self.classifier)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None):
+        hidden = self.bert(input_ids, token_type_ids, attention_mask).last_hidden_state
+        return self.classifier(self.dropout(hidden))
+
+
+class BertForQuestionAnswering(nn.Module):
+    """Extractive QA: a learned start vector S and end vector E (rows of `qa`, Linear(D, 2)).
+
+    forward(input_ids, token_type_ids=None, attention_mask=None, span_mask=None) → (start_logits,
+    end_logits), each (B, T) = S·h_t (E·h_t), set to -inf at padding and wherever `span_mask`
+    (bool (B, T), True where the answer may lie, e.g. the document's tokens) is False.
+    """
+
+    def __init__(self, bert: BertModel | BertConfig, freeze_bert: bool = False):
+        super().__init__()
+        self.bert = _as_bert(bert, freeze_bert)
+        self.qa = nn.Linear(self.bert.config.d_model, 2)
+        _init_weights(self.qa)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, span_mask=None):
+        hidden = self.bert(input_ids, token_type_ids, attention_mask).last_hidden_state
+        start, end = self.qa(hidden).unbind(-1)                                    # 2 × (B, T)
+        allowed = input_ids != self.bert.config.pad_id if attention_mask is None else attention_mask != 0
+        if span_mask is not None:
+            if span_mask.shape != input_ids.shape:
+                raise ValueError(f"span_mask must have the shape of input_ids {tuple(input_ids.shape)}; "
+                                 f"got {tuple(span_mask.shape)}")
+            allowed = allowed & span_mask.bool()
+        return start.masked_fill(~allowed, float("-inf")), end.masked_fill(~allowed, float("-inf"))
+
+
+def best_span(start_logits, end_logits, max_answer_len: int = 30, allowed=None):
+    """start, end logits (T,) → (s, e, score) maximising start[s] + end[e] over s ≤ e < s + max_answer_len
+    with both ends allowed (bool (T,), default all); None when no span qualifies.
+
+    Example:
+        >>> best_span(torch.tensor([0., 5., 1.]), torch.tensor([0., 1., 4.]))
+        (1, 2, 9.0)
+    """
+    if start_logits.dim() != 1 or start_logits.shape != end_logits.shape:
+        raise ValueError(f"best_span takes one example: start and end logits shaped (T,); got "
+                         f"{tuple(start_logits.shape)} and {tuple(end_logits.shape)}")
+    if max_answer_len < 1:
+        raise ValueError(f"max_answer_len must be at least 1, got {max_answer_len}")
+    T = start_logits.size(0)
+    scores = start_logits[:, None].float() + end_logits[None, :].float()          # (T_s, T_e)
+    ones = torch.ones(T, T, dtype=torch.bool, device=scores.device)
+    valid = ones.triu() & ~ones.triu(max_answer_len)                               # s ≤ e ≤ s + len − 1
+    if allowed is not None:
+        allowed = allowed.bool()
+        valid &= allowed[:, None] & allowed[None, :]
+    scores = scores.masked_fill(~valid, float("-inf"))
+    best = int(scores.argmax())
+    score = float(scores.flatten()[best])
+    if score == float("-inf"):
+        return None
+    return best // T, best % T, score
+
+
+# ---------------------------------------------------------------------------------------------
+# Hugging Face weights: one key map
+
+# Our parameter name → Hugging Face's (transformers.BertModel). "{i}" is the layer number. A tuple
+# lists HF tensors concatenated along dim 0 into ours: the packed in_proj is [W^Q; W^K; W^V].
+HF_BERT_KEYS: dict[str, str | tuple[str, ...]] = {
+    "embeddings.tok_emb.weight": "embeddings.word_embeddings.weight",
+    "embeddings.seg_emb.weight": "embeddings.token_type_embeddings.weight",
+    "embeddings.pos_emb.weight": "embeddings.position_embeddings.weight",
+    "embeddings.norm.weight": "embeddings.LayerNorm.weight",
+    "embeddings.norm.bias": "embeddings.LayerNorm.bias",
+    "encoder.layers.{i}.self_attn.in_proj.weight": ("encoder.layer.{i}.attention.self.query.weight",
+                                                    "encoder.layer.{i}.attention.self.key.weight",
+                                                    "encoder.layer.{i}.attention.self.value.weight"),
+    "encoder.layers.{i}.self_attn.in_proj.bias": ("encoder.layer.{i}.attention.self.query.bias",
+                                                  "encoder.layer.{i}.attention.self.key.bias",
+                                                  "encoder.layer.{i}.attention.self.value.bias"),
+    "encoder.layers.{i}.self_attn.out_proj.weight": "encoder.layer.{i}.attention.output.dense.weight",
+    "encoder.layers.{i}.self_attn.out_proj.bias": "encoder.layer.{i}.attention.output.dense.bias",
+    "encoder.layers.{i}.norm1.weight": "encoder.layer.{i}.attention.output.LayerNorm.weight",
+    "encoder.layers.{i}.norm1.bias": "encoder.layer.{i}.attention.output.LayerNorm.bias",
+    "encoder.layers.{i}.ff.linear1.weight": "encoder.layer.{i}.intermediate.dense.weight",
+    "encoder.layers.{i}.ff.linear1.bias": "encoder.layer.{i}.intermediate.dense.bias",
+    "encoder.layers.{i}.ff.linear2.weight": "encoder.layer.{i}.output.dense.weight",
+    "encoder.layers.{i}.ff.linear2.bias": "encoder.layer.{i}.output.dense.bias",
+    "encoder.layers.{i}.norm2.weight": "encoder.layer.{i}.output.LayerNorm.weight",
+    "encoder.layers.{i}.norm2.bias": "encoder.layer.{i}.output.LayerNorm.bias",
+    "pooler.weight": "pooler.dense.weight",
+    "pooler.bias": "pooler.dense.bias",
+}
+
+# BertForPreTraining's heads (its BertModel part is HF_BERT_KEYS with "bert." on both sides). The MLM
+# decoder weight is absent on purpose: on both sides it is the token embedding itself (tied).
+HF_PRETRAINING_HEAD_KEYS: dict[str, str | tuple[str, ...]] = {
+    "mlm.dense.weight": "cls.predictions.transform.dense.weight",
+    "mlm.dense.bias": "cls.predictions.transform.dense.bias",
+    "mlm.norm.weight": "cls.predictions.transform.LayerNorm.weight",
+    "mlm.norm.bias": "cls.predictions.transform.LayerNorm.bias",
+    "mlm.decoder.bias": "cls.predictions.bias",
+    "nsp.weight": "cls.seq_relationship.weight",
+    "nsp.bias": "cls.seq_relationship.bias",
+}
+
+
+def hf_key_map(n_layers: int, pooler: bool = True, pretraining: bool = False) -> dict[str, tuple[str, ...]]:
+    """The key map written out for one model: each of our parameter names → its HF names (1, or Q, K, V)."""
+    def expand(items, prefix=""):
+        out = {}
+        for ours, theirs in items:
+            theirs = (theirs,) if isinstance(theirs, str) else theirs
+            for i in (range(n_layers) if "{i}" in ours else [""]):
+                named = tuple(prefix + t.replace("{i}", str(i)) for t in theirs)
+                out[prefix + ours.replace("{i}", str(i))] = named
+        return out
+
+    bert = [kv for kv in HF_BERT_KEYS.items() if pooler or not kv[0].startswith("pooler.")]
+    if not pretraining:
+        return expand(bert)
+    return {**expand(bert, "bert."), **expand(HF_PRETRAINING_HEAD_KEYS.items())}
+
+
+def _copy_hf_weights(ours: nn.Module, hf_model: nn.Module, key_map: dict[str, tuple[str, ...]]):
+    """Fill every parameter of `ours` from `hf_model` via `key_map`, after checking that the map
+    covers both sides exactly and every shape fits; ValueError naming the keys otherwise."""
+    mine = dict(ours.named_parameters())      # tied weights appear once, under their first name
+    theirs = dict(hf_model.named_parameters())
+    used = {t for names in key_map.values() for t in names}
+    problems = [f"our {k} has no entry in the key map" for k in mine if k not in key_map]
+    problems += [f"the checkpoint lacks {t} (for our {k})" for k, names in key_map.items()
+                 for t in names if t not in theirs]
+    problems += [f"the checkpoint's {t} has no place in our model" for t in theirs if t not in used]
+    problems += [f"key map names our {k}, which the model lacks" for k in key_map if k not in mine]
+    sources = {}
+    for k, names in key_map.items():
+        if k in mine and all(t in theirs for t in names):
+            sources[k] = torch.cat([theirs[t].detach() for t in names])  # (3D, …) for Q, K, V; else a copy
+            if sources[k].shape != mine[k].shape:
+                problems.append(f"our {k} is {tuple(mine[k].shape)} but the checkpoint's "
+                                f"{' + '.join(names)} gives {tuple(sources[k].shape)}")
+    if problems:
+        shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
+        raise ValueError(f"the Hugging Face weights do not fit this {type(ours).__name__}: {shown}. "
+                         f"Build it with BertConfig.from_hf(hf_model.config) (the default) so the "
+                         f"sizes agree")
+    with torch.no_grad():
+        for k, tensor in sources.items():
+            mine[k].copy_(tensor)
+    return ours
+
+
+def load_hf_bert(hf_model, config: BertConfig | None = None) -> BertModel:
+    """A transformers BertModel (or a BertFor… model: its .bert) → our BertModel, in eval mode."""
+    hf_bert = getattr(hf_model, "bert", hf_model)
+    config = config or BertConfig.from_hf(hf_bert.config)
+    pooler = getattr(hf_bert, "pooler", None) is not None
+    ours = BertModel(config, add_pooler=pooler)
+    return _copy_hf_weights(ours, hf_bert, hf_key_map(config.n_layers, pooler)).eval()
+
+
+def load_hf_pretraining(hf_model, config: BertConfig | None = None) -> BertForPreTraining:
+    """A transformers BertForPreTraining → our BertForPreTraining (MLM + NSP heads), in eval mode."""
+    if not (hasattr(hf_model, "bert") and hasattr(hf_model, "cls")):
+        raise TypeError(f"expected a transformers BertForPreTraining (with .bert and .cls); got "
+                        f"{type(hf_model).__name__}. For an encoder alone use load_hf_bert")
+    if getattr(hf_model.bert, "pooler", None) is None:
+        raise ValueError("the checkpoint has no pooler, which next-sentence prediction reads")
+    config = config or BertConfig.from_hf(hf_model.config)
+    ours = BertForPreTraining(config)
+    return _copy_hf_weights(ours, hf_model, hf_key_map(config.n_layers, pretraining=True)).eval()
+
+
+# ---------------------------------------------------------------------------------------------
+# Saving our own checkpoints
+
+_WEIGHTS, _CONFIG, _FORMAT = "weights.safetensors", "config.json", "onehot2gpt-bert/1"
+_MODELS = {"BertModel": BertModel, "BertForPreTraining": BertForPreTraining}
+
+
+def save_bert(model: BertModel | BertForPreTraining, directory: str | Path, info: dict | None = None) -> Path:
+    """Write ``config.json`` and ``weights.safetensors`` (float32, tied weights once) into `directory`."""
+    from safetensors.torch import save_file
+
+    kind = type(model).__name__
+    if kind not in _MODELS:
+        raise TypeError(f"save_bert saves a BertModel or BertForPreTraining; got {kind}. For a "
+                        f"fine-tuned head, save its .bert and the head's state_dict separately")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    # named_parameters lists a tied tensor once (safetensors refuses shared storage anyway).
+    tensors = {k: p.detach().to("cpu", torch.float32).contiguous().clone()
+               for k, p in model.named_parameters()}
+    save_file(tensors, str(directory / _WEIGHTS), metadata={"format": "pt"})
+    bert = model if isinstance(model, BertModel) else model.bert
+    config = {"format": _FORMAT, "model": kind, "config": model.config.to_dict(),
+              "pooler": bert.pooler is not None, "info": info or {}}
+    (directory / _CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return directory
+
+
+def load_bert(directory: str | Path, device: str | torch.device = "cpu") -> BertModel | BertForPreTraining:
+    """Read a folder written by :func:`save_bert` → the model, in eval mode. ValueError, naming the
+    tensors, when the weights do not fit the stored config."""
+    from safetensors.torch import load_file
+
+    directory = Path(directory)
+    missing = [n for n in (_CONFIG, _WEIGHTS) if not (directory / n).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{directory} lacks {', '.join(missing)}; a BERT checkpoint folder holds "
+                                f"{_CONFIG} and {_WEIGHTS}, written by save_bert")
+    data = json.loads((directory / _CONFIG).read_text(encoding="utf-8"))
+    if data.get("format") != _FORMAT or data.get("model") not in _MODELS:
+        raise ValueError(f"{directory / _CONFIG} is not a BERT checkpoint of this library "
+                         f"(format {_FORMAT!r})")
+    unknown = set(data["config"]) - {f.name for f in fields(BertConfig)}
+    if unknown:
+        raise ValueError(f"{directory / _CONFIG} has unknown config fields {sorted(unknown)}")
+    config = BertConfig(**data["config"])
+    model = BertForPreTraining(config) if data["model"] == "BertForPreTraining" else \
+        BertModel(config, add_pooler=data.get("pooler", True))
+    expected = dict(model.named_parameters())
+    weights = load_file(str(directory / _WEIGHTS))
+    problems = [f"missing {k}" for k in expected if k not in weights]
+    problems += [f"unexpected {k}" for k in weights if k not in expected]
+    problems += [f"{k}: {tuple(weights[k].shape)} in the file, {tuple(p.shape)} in the config"
+                 for k, p in expected.items() if k in weights and weights[k].shape != p.shape]
+    if problems:
+        shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
+        raise ValueError(f"the weights in {directory / _WEIGHTS} do not match {directory / _CONFIG}: {shown}")
+    with torch.no_grad():
+        for k, p in expected.items():
+            p.copy_(weights[k])
+    return model.to(device).eval()

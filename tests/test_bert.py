@@ -1,0 +1,353 @@
+"""BERT against Hugging Face (real MiniLM weights and a random tiny model), and its contracts."""
+
+import copy
+import json
+import math
+
+import pytest
+import torch
+
+from onehot2gpt.bert import (HF_BERT_KEYS, BertConfig, BertForPreTraining, BertForQuestionAnswering,
+                             BertForSequenceClassification, BertForTokenClassification, BertModel,
+                             best_span, freeze, hf_key_map, load_bert, load_hf_bert,
+                             load_hf_pretraining, save_bert)
+from onehot2gpt.pretrained import from_pretrained, minilm_bert
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+transformers = pytest.importorskip("transformers")
+
+SENTENCES = ["Attention is all you need.",
+             "The quick brown fox jumps over the lazy dog by the river bank.",
+             "Hi"]
+PAIRS = (["Where is the cat?", "Who wrote BERT?"],
+         ["The cat sleeps on the warm mat in the kitchen.", "Devlin et al."])
+
+
+def small(**overrides) -> BertConfig:
+    return BertConfig(**{**dict(vocab_size=50, d_model=32, n_layers=2, n_heads=4, d_ff=64, max_len=16,
+                                dropout=0.0), **overrides})
+
+
+def random_ids(B, T, vocab, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(1, vocab, (B, T), generator=g)  # 1…V−1: never [PAD]
+
+
+# ------------------------------------------------------------------ MiniLM: real pretrained weights
+
+@pytest.fixture(scope="module")
+def minilm():
+    from onehot2gpt.pretrained import load_minilm
+    try:
+        hf, tokenizer = load_minilm()
+    except (ModuleNotFoundError, FileNotFoundError) as exc:
+        pytest.skip(f"offline MiniLM not installed: {exc}")
+    return hf, tokenizer, load_hf_bert(hf)
+
+
+def _encodings(tokenizer):
+    singles = tokenizer(SENTENCES, padding=True, return_tensors="pt")
+    pairs = tokenizer(*PAIRS, padding=True, return_tensors="pt")
+    assert (singles["attention_mask"] == 0).any() and (pairs["attention_mask"] == 0).any()  # padded
+    assert (pairs["token_type_ids"] == 1).any()                                            # two segments
+    return {"singles": singles, "pairs": pairs}
+
+
+def _compare(ours_out, hf_out, real, atol, rtol):
+    assert len(ours_out.hidden_states) == len(hf_out.hidden_states)
+    for layer, (a, b) in enumerate(zip(ours_out.hidden_states, hf_out.hidden_states)):
+        torch.testing.assert_close(a[real], b[real], atol=atol, rtol=rtol, msg=f"hidden state {layer}")
+    assert len(ours_out.attentions) == len(hf_out.attentions)
+    for layer, (a, b) in enumerate(zip(ours_out.attentions, hf_out.attentions)):
+        rows = real[:, None, :, None].expand_as(a)  # real queries, every key
+        torch.testing.assert_close(a[rows], b[rows], atol=atol, rtol=0, msg=f"attention {layer}")
+    torch.testing.assert_close(ours_out.pooled, hf_out.pooler_output, atol=atol, rtol=0)
+
+
+@pytest.mark.parametrize("batch", ["singles", "pairs"])
+def test_minilm_matches_hugging_face_at_every_layer(minilm, batch):
+    hf, tokenizer, ours = minilm
+    enc = _encodings(tokenizer)[batch]
+    with torch.no_grad():
+        theirs = hf(**enc, output_hidden_states=True, output_attentions=True)
+        mine = ours(**enc, output_hidden_states=True, output_attentions=True)
+        fused = ours(**enc)
+    real = enc["attention_mask"].bool()
+    assert len(mine.hidden_states) == hf.config.num_hidden_layers + 1
+    # Hidden states reach |10|, where float32 steps are 1e-6: the rounding of a different but
+    # equivalent order of operations (packed Q, K, V) adds up to a few 1e-6 over six layers.
+    _compare(mine, theirs, real, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fused.last_hidden_state[real], theirs.last_hidden_state[real],
+                               atol=1e-5, rtol=1e-5)
+    assert fused.attentions is None and fused.hidden_states is None
+
+
+def test_minilm_matches_hugging_face_exactly_in_float64(minilm):
+    # In float64 the rounding differences vanish: only a real mistake could show here.
+    hf, tokenizer, ours = minilm
+    hf64, ours64 = copy.deepcopy(hf).double(), copy.deepcopy(ours).double()
+    enc = _encodings(tokenizer)["pairs"]
+    with torch.no_grad():
+        theirs = hf64(**enc, output_hidden_states=True, output_attentions=True)
+        mine = ours64(**enc, output_hidden_states=True, output_attentions=True)
+    _compare(mine, theirs, enc["attention_mask"].bool(), atol=1e-10, rtol=0)
+
+
+def test_key_map_covers_minilm_on_both_sides(minilm):
+    hf, _, ours = minilm
+    keys = hf_key_map(hf.config.num_hidden_layers)
+    assert set(keys) == set(dict(ours.named_parameters()))
+    theirs = [t for names in keys.values() for t in names]
+    assert sorted(theirs) == sorted(dict(hf.named_parameters()))  # each HF tensor used exactly once
+
+
+# ------------------------------------------------------------------ a random tiny BertForPreTraining
+
+@pytest.fixture(scope="module")
+def hf_tiny():
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=37,
+                                     max_position_embeddings=64, attn_implementation="eager")
+    return transformers.BertForPreTraining(config).eval()
+
+
+def test_pretraining_heads_match_hugging_face(hf_tiny):
+    ours = load_hf_pretraining(hf_tiny)
+    ids = random_ids(3, 12, 99, seed=1)
+    mask = torch.ones_like(ids)
+    mask[1, 8:] = 0
+    mask[2, 5:] = 0
+    ids = ids.masked_fill(mask == 0, 0)
+    types = torch.zeros_like(ids)
+    types[:, 4:] = 1
+    with torch.no_grad():
+        theirs = hf_tiny(input_ids=ids, token_type_ids=types, attention_mask=mask)
+        mine = ours(ids, types, mask)
+    real = mask.bool()
+    torch.testing.assert_close(mine.mlm_logits[real], theirs.prediction_logits[real], atol=1e-5, rtol=0)
+    torch.testing.assert_close(mine.nsp_logits, theirs.seq_relationship_logits, atol=1e-5, rtol=0)
+
+
+def test_key_map_covers_the_pretraining_model_on_both_sides(hf_tiny):
+    ours = BertForPreTraining(BertConfig.from_hf(hf_tiny.config))
+    keys = hf_key_map(2, pretraining=True)
+    assert set(keys) == set(dict(ours.named_parameters()))
+    theirs = [t for names in keys.values() for t in names]
+    assert sorted(theirs) == sorted(dict(hf_tiny.named_parameters()))
+    # The packed projection is Q, K, V in that order.
+    assert keys["bert.encoder.layers.1.self_attn.in_proj.weight"] == tuple(
+        f"bert.encoder.layer.1.attention.self.{p}.weight" for p in ("query", "key", "value"))
+
+
+def test_loading_copies_query_key_value_into_their_thirds(hf_tiny):
+    ours = load_hf_bert(hf_tiny)
+    D = 32
+    attn = hf_tiny.bert.encoder.layer[0].attention.self
+    packed = ours.encoder.layers[0].self_attn.in_proj.weight
+    for part, linear in enumerate((attn.query, attn.key, attn.value)):
+        assert torch.equal(packed[part * D:(part + 1) * D], linear.weight)
+
+
+@pytest.mark.parametrize("change, named", [(dict(d_ff=64), "ff.linear1.weight"),
+                                           (dict(n_layers=1), "encoder.layer.1."),
+                                           (dict(vocab_size=100), "tok_emb.weight")])
+def test_mismatched_config_names_the_key(hf_tiny, change, named):
+    config = BertConfig(**{**BertConfig.from_hf(hf_tiny.config).to_dict(), **change})
+    with pytest.raises(ValueError, match="do not fit") as info:
+        load_hf_bert(hf_tiny, config)
+    assert named in str(info.value)
+
+
+def test_from_hf_rejects_variants_we_do_not_build():
+    hf_config = transformers.BertConfig(hidden_act="gelu_new")
+    with pytest.raises(ValueError, match="gelu"):
+        BertConfig.from_hf(hf_config)
+
+
+def test_mlm_decoder_is_the_token_embedding_after_load_and_round_trip(hf_tiny, tmp_path):
+    def tied(model):
+        return model.mlm.decoder.weight is model.bert.embeddings.tok_emb.weight
+
+    assert tied(BertForPreTraining(small()))
+    ours = load_hf_pretraining(hf_tiny)
+    assert tied(ours)
+    assert torch.equal(ours.mlm.decoder.weight, hf_tiny.bert.embeddings.word_embeddings.weight)
+    save_bert(ours, tmp_path / "tiny")
+    from safetensors.torch import load_file
+    stored = load_file(str(tmp_path / "tiny" / "weights.safetensors"))
+    assert "mlm.decoder.weight" not in stored and "bert.embeddings.tok_emb.weight" in stored  # saved once
+    back = load_bert(tmp_path / "tiny")
+    assert isinstance(back, BertForPreTraining) and tied(back)
+    ids = random_ids(2, 10, 99)
+    with torch.no_grad():
+        torch.testing.assert_close(back(ids).mlm_logits, ours(ids).mlm_logits, atol=0, rtol=0)
+
+
+def test_load_bert_rejects_weights_that_do_not_fit_the_config(tmp_path):
+    save_bert(BertModel(small()), tmp_path / "m")
+    config_file = tmp_path / "m" / "config.json"
+    data = json.loads(config_file.read_text())
+    data["config"]["d_ff"] = 128
+    config_file.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="ff.linear1.weight"):
+        load_bert(tmp_path / "m")
+
+
+def test_from_pretrained_offline_says_what_to_do(tmp_path):
+    # An empty cache and no network access: the Hub model cannot be had.
+    with pytest.raises(OSError, match="bert-base-uncased") as info:
+        from_pretrained("bert-base-uncased", local_files_only=True, cache_dir=tmp_path)
+    assert "internet" in str(info.value) and "minilm_bert()" in str(info.value)
+
+
+# ------------------------------------------------------------------ contracts of our own model
+
+def test_shapes_and_the_eager_path_equal_the_fused_one():
+    torch.manual_seed(0)
+    c = small()
+    model = BertModel(c).eval()
+    ids = random_ids(3, 10, c.vocab_size)
+    with torch.no_grad():
+        full = model(ids, output_hidden_states=True, output_attentions=True)
+        fast = model(ids)
+    assert full.last_hidden_state.shape == (3, 10, c.d_model) and full.pooled.shape == (3, c.d_model)
+    assert len(full.hidden_states) == c.n_layers + 1
+    assert all(h.shape == (3, 10, c.d_model) for h in full.hidden_states)
+    assert len(full.attentions) == c.n_layers
+    assert all(a.shape == (3, c.n_heads, 10, 10) for a in full.attentions)
+    assert full.hidden_states[-1] is full.last_hidden_state
+    torch.testing.assert_close(fast.last_hidden_state, full.last_hidden_state, atol=1e-5, rtol=1e-5)
+
+
+def test_attention_rows_sum_to_one_and_padding_gets_zero_weight():
+    torch.manual_seed(0)
+    model = BertModel(small()).eval()
+    ids = random_ids(2, 9, 50)
+    ids[0, 6:] = 0  # default mask: [PAD] = pad_id = 0
+    with torch.no_grad():
+        maps = model(ids, output_attentions=True).attentions
+    for w in maps:
+        torch.testing.assert_close(w.sum(-1), torch.ones(2, 4, 9))
+        assert torch.all(w[0, :, :, 6:] == 0)
+        assert torch.all(w[1] > 0)
+
+
+def test_changing_a_padded_token_leaves_real_positions_unchanged():
+    torch.manual_seed(0)
+    model = BertModel(small()).eval()
+    ids = random_ids(2, 8, 50)
+    mask = torch.ones_like(ids)
+    mask[:, 5:] = 0
+    other = ids.clone()
+    other[:, 5:] = (ids[:, 5:] % 40) + 3  # different ids behind the mask
+    assert not torch.equal(ids, other)
+    with torch.no_grad():
+        a, b = model(ids, attention_mask=mask), model(other, attention_mask=mask)
+    torch.testing.assert_close(a.last_hidden_state[:, :5], b.last_hidden_state[:, :5], atol=1e-6, rtol=0)
+    torch.testing.assert_close(a.pooled, b.pooled, atol=1e-6, rtol=0)
+
+
+def test_inputs_are_checked_with_clear_errors():
+    model = BertModel(small(max_len=16))
+    with pytest.raises(ValueError, match=r"max_len=16.*truncat"):
+        model(random_ids(1, 17, 50))
+    with pytest.raises(ValueError, match="outside 0…49"):
+        model(torch.tensor([[1, 50]]))
+    with pytest.raises(ValueError, match="token_type_ids must have the shape"):
+        model(random_ids(2, 5, 50), token_type_ids=torch.zeros(2, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match="token_type_ids holds ids"):
+        model(random_ids(2, 5, 50), token_type_ids=torch.full((2, 5), 2))
+    with pytest.raises(ValueError, match="attention_mask must have the shape"):
+        model(random_ids(2, 5, 50), attention_mask=torch.ones(2, 6))
+
+
+def test_losses_at_initialisation_are_those_of_uniform_guessing():
+    torch.manual_seed(0)
+    V = 1000
+    model = BertForPreTraining(BertConfig.tiny(vocab_size=V, n_layers=2, max_len=32)).eval()
+    ids = random_ids(4, 32, V)
+    with torch.no_grad():
+        out = model(ids, mlm_labels=ids, nsp_labels=torch.tensor([0, 1, 0, 1]))
+    assert out.mlm_loss.item() == pytest.approx(math.log(V), abs=0.1)
+    assert out.nsp_loss.item() == pytest.approx(math.log(2), abs=0.05)
+    assert out.loss.item() == pytest.approx(out.mlm_loss.item() + out.nsp_loss.item())
+
+
+def test_the_mlm_model_overfits_one_batch():
+    torch.manual_seed(0)
+    model = BertForPreTraining(small())
+    ids = random_ids(4, 12, 50, seed=3)
+    labels = torch.full_like(ids, -100)
+    labels[:, [2, 5, 9]] = ids[:, [2, 5, 9]]   # predict three tokens per row…
+    inputs = ids.clone()
+    inputs[:, [2, 5, 9]] = 1                   # …hidden behind one stand-in [MASK] id
+    nsp = torch.tensor([0, 1, 1, 0])
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    first = None
+    for _ in range(150):
+        loss = model(inputs, mlm_labels=labels, nsp_labels=nsp).loss
+        first = first or loss.item()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert first > 3.0 and loss.item() < 0.05
+
+
+# ------------------------------------------------------------------ fine-tuning heads
+
+def test_fine_tuning_heads_give_the_promised_shapes():
+    torch.manual_seed(0)
+    c = small()
+    ids = random_ids(2, 7, 50)
+    ids[1, 5:] = 0
+    assert BertForSequenceClassification(BertModel(c), n_labels=3)(ids).shape == (2, 3)
+    assert BertForTokenClassification(c, n_labels=5)(ids).shape == (2, 7, 5)
+    span = torch.zeros_like(ids, dtype=torch.bool)
+    span[:, 2:6] = True                        # the "document"
+    start, end = BertForQuestionAnswering(c)(ids, span_mask=span)
+    assert start.shape == end.shape == (2, 7)
+    for logits in (start, end):
+        assert torch.isinf(logits[~span]).all() and torch.isinf(logits[1, 5:]).all()  # outside, padding
+        assert torch.isfinite(logits[0, 2:6]).all()
+
+
+def test_freeze_bert_trains_only_the_head():
+    torch.manual_seed(0)
+    head = BertForSequenceClassification(BertModel(small()), n_labels=2, freeze_bert=True)
+    loss = torch.nn.functional.cross_entropy(head(random_ids(2, 6, 50)), torch.tensor([0, 1]))
+    loss.backward()
+    assert all(p.grad is None for p in head.bert.parameters())
+    assert all(p.grad is not None for p in head.classifier.parameters())
+    freeze(head.bert, frozen=False)
+    assert all(p.requires_grad for p in head.bert.parameters())
+
+
+def test_best_span_picks_the_highest_start_plus_end():
+    start = torch.tensor([0.0, 3.0, 1.0, 0.0, 0.0])
+    end = torch.tensor([0.0, 0.0, 1.0, 4.0, 0.0])
+    assert best_span(start, end) == (1, 3, 7.0)
+    # e < s is never allowed, even when start[4] + end[0] would be largest.
+    assert best_span(torch.tensor([1.0, 0.0, 0.0, 0.0, 9.0]), torch.tensor([9.0, 0.0, 0.0, 0.0, 0.0])) \
+        == (0, 0, 10.0)
+    # The length limit: span (1, 3) has 3 tokens; with at most 2, the best is (2, 3) = 1 + 4.
+    assert best_span(start, end, max_answer_len=2) == (2, 3, 5.0)
+    assert best_span(start, end, max_answer_len=1) == (3, 3, 4.0)  # one token: best single position
+    allowed = torch.tensor([False, False, True, True, False])
+    assert best_span(start, end, allowed=allowed) == (2, 3, 5.0)
+    assert best_span(start, end, allowed=torch.zeros(5, dtype=torch.bool)) is None
+    inf = float("-inf")
+    assert best_span(torch.tensor([inf, inf]), torch.tensor([0.0, 0.0])) is None
+
+
+def test_presets_have_the_papers_sizes():
+    base, large = BertConfig.base(), BertConfig.large()
+    assert (base.vocab_size, base.d_model, base.n_layers, base.n_heads, base.d_ff, base.max_len) == \
+        (30522, 768, 12, 12, 3072, 512)
+    assert (large.d_model, large.n_layers, large.n_heads, large.d_ff) == (1024, 24, 16, 4096)
+    # BERT-Base has ≈110M parameters (the paper's figure).
+    with torch.device("meta"):  # sizes only: no memory, no initialisation cost
+        n = sum(p.numel() for p in BertModel(BertConfig.base()).parameters())
+    assert 105e6 < n < 115e6
+    assert "{i}" in next(k for k in HF_BERT_KEYS if k.startswith("encoder."))
