@@ -1,0 +1,612 @@
+"""WordPiece: BERT's subword tokenizer, and a small trainer for its vocabulary.
+
+Taught in notebook 07 (BERT pre-training). A word-level :class:`~onehot2gpt.vocab.Vocab` maps
+every unseen word to ``<unk>``; WordPiece instead splits a rare word into pieces it knows
+("unaffable" → ``un ##aff ##able``), so almost nothing is unknown with a vocabulary of ~30k.
+Follows BERT (Devlin et al. 2018) and its WordPiece (Wu et al. 2016; Schuster & Nakajima 2012):
+
+1. :func:`pretokenize` cleans the text and splits it into words and punctuation marks, exactly
+   like BERT's ``BasicTokenizer`` (the Hugging Face fast tokenizer's ``BertNormalizer`` plus
+   ``BertPreTokenizer``);
+2. :class:`WordPieceTokenizer` splits each word greedily, longest piece first; a piece that
+   continues a word is written with ``##``;
+3. :func:`train_wordpiece` learns a vocabulary: start from characters and repeatedly merge the
+   pair of pieces with the highest score ``count(ab) / (count(a) * count(b))``.
+
+A standard BERT ``vocab.txt`` (one token per line, id = line number) loads with
+:meth:`WordPieceTokenizer.load` and gives the same ids as Hugging Face's ``BertTokenizerFast``.
+
+Example:
+    >>> tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    ...                           "un", "##aff", "##able", "!"])
+    >>> tok.tokenize("Unaffable!")
+    ['un', '##aff', '##able', '!']
+    >>> tok.encode("Unaffable!")["input_ids"]
+    [2, 5, 6, 7, 8, 3]
+    >>> tok.decode([2, 5, 6, 7, 8, 3])
+    'unaffable!'
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+SPECIALS = (PAD, UNK, CLS, SEP, MASK)
+PREFIX = "##"  # marks a piece that continues a word: "un", "##aff", "##able"
+
+# -------------------------------------------------------------------------- pre-tokenisation
+# BERT's character classes (Hugging Face tokenization_bert.py and tokenizers' bert normalizer).
+
+
+def _is_control(ch: str) -> bool:
+    """Control, format, private-use or surrogate (Cc, Cf, Co, Cs); tab and newlines are spaces.
+
+    Unassigned code points (Cn) are kept, as Hugging Face's fast tokenizer keeps them (the
+    original Python BERT code drops them).
+    """
+    return ch not in "\t\n\r" and unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs")
+
+
+def _is_whitespace(ch: str) -> bool:
+    return ch in " \t\n\r" or unicodedata.category(ch) == "Zs"
+
+
+def _is_cjk(ch: str) -> bool:
+    """A CJK ideograph (the Unicode blocks BERT's ``_is_chinese_char`` lists). Hiragana, Katakana
+    and Hangul are not: those scripts put spaces between words."""
+    cp = ord(ch)
+    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
+            or 0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF
+            or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+
+
+def _is_punctuation(ch: str) -> bool:
+    """Any ASCII symbol that is not a letter or digit (``$``, ``^``, ``+`` too), or category P*."""
+    cp = ord(ch)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(ch).startswith("P")
+
+
+class _CharMap:
+    """``str.translate`` with a per-character rule, classifying each distinct character once.
+
+    The same as ``"".join(rule(ch) for ch in text)``, but a corpus has only a few thousand
+    distinct characters, so after the first lines it runs at the speed of ``str.translate``.
+    """
+
+    def __init__(self, rule: Callable[[str], str]):
+        self.rule = rule
+        self.table: dict[int, str] = {}
+        self.seen: set[str] = set()
+
+    def __call__(self, text: str) -> str:
+        for ch in set(text) - self.seen:
+            out = self.rule(ch)
+            if out != ch:
+                self.table[ord(ch)] = out
+            self.seen.add(ch)
+        return text.translate(self.table)
+
+
+# 1. drop NUL, U+FFFD and control characters; every whitespace → " "; spaces around CJK ideographs
+_clean = _CharMap(lambda ch: "" if ord(ch) in (0, 0xFFFD) or _is_control(ch)
+                  else " " if _is_whitespace(ch) else f" {ch} " if _is_cjk(ch) else ch)
+# 2. after NFD ("é" → "e" + U+0301): drop the combining marks (category Mn)
+_drop_marks = _CharMap(lambda ch: "" if unicodedata.category(ch) == "Mn" else ch)
+# 3. spaces around every punctuation mark, so that str.split() splits there too
+_space_punct = _CharMap(lambda ch: f" {ch} " if _is_punctuation(ch) else ch)
+
+
+def pretokenize(text: str, lower: bool = True, strip_accents: bool | None = None) -> list[str]:
+    """Text → words and punctuation marks, as BERT's BasicTokenizer splits them.
+
+    Removes control characters, puts spaces around Chinese/Japanese ideographs (each is a word),
+    lower-cases and strips accents (``strip_accents=None`` means: strip when ``lower``), then
+    splits on whitespace and around every punctuation mark.
+
+    Example:
+        >>> pretokenize("Héllo, wörld! 你好 don't")
+        ['hello', ',', 'world', '!', '你', '好', 'don', "'", 't']
+    """
+    _check_text(text)
+    text = _clean(text)
+    if strip_accents or (strip_accents is None and lower):
+        text = _drop_marks(unicodedata.normalize("NFD", text))
+    if lower:
+        # Per character, as BERT's fast tokenizer does: str.lower() alone would turn a
+        # word-final capital sigma into "ς" rather than "σ".
+        text = text.replace("\u03a3", "\u03c3").lower()
+    return _space_punct(text).split()
+
+
+def _check_text(text, what: str = "text") -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"expected {what} as a string, got {type(text).__name__}; "
+                        "for several texts use encode_batch, for a list of words encode_words")
+
+
+# -------------------------------------------------------------------------------- training
+
+
+def _merge_name(a: str, b: str) -> str:
+    """("un", "##aff") → "unaff"; ("##g", "##s") → "##gs"."""
+    return a + b[len(PREFIX):]
+
+
+def _pairs(pieces: Sequence[str]) -> list[tuple[str, str]]:
+    return list(zip(pieces, pieces[1:]))
+
+
+def train_wordpiece(texts: Iterable[str], vocab_size: int, min_frequency: int = 2,
+                    lower: bool = True, specials: Sequence[str] = SPECIALS,
+                    score: str = "wordpiece") -> list[str]:
+    """Learn a WordPiece vocabulary of at most `vocab_size` tokens from an iterable of texts.
+
+    Every word (from :func:`pretokenize`) starts as characters, "hugs" → ``h ##u ##g ##s``. Each
+    step merges the adjacent pair with the highest score ``count(ab) / (count(a) * count(b))``:
+    pairs that occur together more often than their parts' frequencies suggest (ties: the
+    alphabetically first pair). Pairs seen fewer than `min_frequency` times are never merged.
+
+    This score favours pairs of rare pieces, so on a real corpus much of the vocabulary goes on
+    rare words, piece by piece, and common words stay split. ``score="frequency"`` merges the
+    most frequent pair instead (as BPE does, and as Hugging Face's ``WordPieceTrainer`` does):
+    fewer tokens per word for the same vocabulary size.
+
+    Returns the token list: `specials` first (so ``[PAD]`` = 0), then the characters (word
+    starts, then ``##`` continuations, each sorted), then the merged pieces in the order learned.
+
+    Example (the Hugging Face course's corpus; its first merge is "##g" + "##s"):
+        >>> corpus = ["hug " * 10 + "pug " * 5 + "pun " * 12 + "bun " * 4 + "hugs " * 5]
+        >>> train_wordpiece(corpus, vocab_size=13)[5:]
+        ['b', 'h', 'p', '##g', '##n', '##s', '##u', '##gs']
+    """
+    if isinstance(texts, str):
+        raise TypeError("train_wordpiece takes an iterable of texts, e.g. a list of lines, "
+                        "not one string; wrap it as [text]")
+    if score not in ("wordpiece", "frequency"):
+        raise ValueError(f"score must be 'wordpiece' or 'frequency', got {score!r}")
+    if min_frequency < 1:
+        raise ValueError(f"min_frequency must be at least 1, got {min_frequency}")
+    word_counts: Counter[str] = Counter()
+    for text in texts:
+        word_counts.update(pretokenize(text, lower=lower))
+    if not word_counts:
+        raise ValueError("cannot train on empty text: give at least one word")
+
+    # Work on distinct words: each is a list of pieces with a frequency.
+    words = [[w[0]] + [PREFIX + ch for ch in w[1:]] for w in word_counts]
+    freqs = list(word_counts.values())
+    alphabet = sorted({p for pieces in words for p in pieces} - set(specials),
+                      key=lambda p: (p.startswith(PREFIX), p))  # "b", "h", ..., "##g", "##n", ...
+    vocab = list(specials) + alphabet
+    if vocab_size < len(vocab):
+        raise ValueError(f"vocab_size={vocab_size} is smaller than the {len(specials)} specials "
+                         f"plus the {len(alphabet)} characters of the corpus; ask for at least "
+                         f"{len(vocab)}")
+    known = set(vocab)
+
+    # Counts, and indexes so that a merge only revisits the words and pairs it changes.
+    piece_count: Counter[str] = Counter()
+    pair_count: Counter[tuple[str, str]] = Counter()
+    words_with: dict[tuple[str, str], set[int]] = {}   # pair → ids of words that contain it
+    pairs_with: dict[str, set[tuple[str, str]]] = {}   # piece → pairs it is part of
+    for i, (pieces, f) in enumerate(zip(words, freqs)):
+        for p in pieces:
+            piece_count[p] += f
+        for pair in _pairs(pieces):
+            pair_count[pair] += f
+            words_with.setdefault(pair, set()).add(i)
+    for pair in pair_count:
+        pairs_with.setdefault(pair[0], set()).add(pair)
+        pairs_with.setdefault(pair[1], set()).add(pair)
+
+    def pair_score(pair: tuple[str, str]) -> float:
+        if score == "frequency":
+            return pair_count[pair]
+        return pair_count[pair] / (piece_count[pair[0]] * piece_count[pair[1]])
+
+    # A max-heap of (-score, pair). Scores change as counts change; rather than updating entries
+    # we push the new score and skip stale entries when they come to the top.
+    heap = [(-pair_score(pair), pair) for pair, c in pair_count.items() if c >= min_frequency]
+    heapq.heapify(heap)
+
+    while len(vocab) < vocab_size and heap:
+        neg_score, pair = heapq.heappop(heap)
+        if pair_count[pair] < min_frequency or -neg_score != pair_score(pair):
+            continue  # stale: merged already, or its score has changed (a newer entry exists)
+        a, b = pair
+        merged = _merge_name(a, b)
+        if merged not in known:
+            vocab.append(merged)
+            known.add(merged)
+
+        touched: set[tuple[str, str]] = set()
+        for i in words_with.pop(pair):
+            old, f = words[i], freqs[i]
+            new, j = [], 0
+            while j < len(old):  # left to right: "##a ##a ##a" → "##aa ##a"
+                if j + 1 < len(old) and old[j] == a and old[j + 1] == b:
+                    new.append(merged)
+                    j += 2
+                else:
+                    new.append(old[j])
+                    j += 1
+            words[i] = new
+            for p in old:
+                piece_count[p] -= f
+            for p in new:
+                piece_count[p] += f
+            for q in _pairs(old):
+                pair_count[q] -= f
+                touched.add(q)
+            for q in _pairs(new):
+                pair_count[q] += f
+                touched.add(q)
+                words_with.setdefault(q, set()).add(i)
+                pairs_with.setdefault(q[0], set()).add(q)
+                pairs_with.setdefault(q[1], set()).add(q)
+            for q in set(_pairs(old)) - set(_pairs(new)):
+                if q != pair:
+                    words_with[q].discard(i)
+        for q in touched:
+            if pair_count[q] <= 0:  # gone from every word: forget it
+                del pair_count[q]
+                words_with.pop(q, None)
+                pairs_with[q[0]].discard(q)
+                pairs_with[q[1]].discard(q)
+        if score == "wordpiece":  # a, b and merged changed counts, so all their pairs' scores did
+            touched = touched.union(*(pairs_with.get(p, ()) for p in (a, b, merged)))
+        for q in touched:
+            if pair_count.get(q, 0) >= min_frequency:
+                heapq.heappush(heap, (-pair_score(q), q))
+    return vocab
+
+
+# ------------------------------------------------------------------------------- tokenizer
+
+
+class WordPieceTokenizer:
+    """BERT's tokenizer: :func:`pretokenize`, then greedy longest-match-first WordPiece per word.
+
+    `vocab` is the token list in id order (a BERT ``vocab.txt``). The special tokens among
+    ``[PAD] [UNK] [CLS] [SEP] [MASK]`` that the vocabulary has are matched as they are in the
+    text ("the [MASK] sat"), like Hugging Face does, and are skipped by ``decode``.
+    """
+
+    def __init__(self, vocab: Sequence[str], lower: bool = True, unk_token: str = UNK,
+                 max_chars_per_word: int = 100):
+        if isinstance(vocab, str) or not all(isinstance(t, str) and t for t in vocab):
+            raise TypeError("vocab must be a list of non-empty token strings in id order; "
+                            "to read a vocab.txt use WordPieceTokenizer.load(path)")
+        self.itos: list[str] = list(vocab)
+        self.stoi: dict[str, int] = {t: i for i, t in enumerate(self.itos)}
+        if len(self.stoi) != len(self.itos):
+            dups = sorted(t for t, c in Counter(self.itos).items() if c > 1)[:5]
+            raise ValueError(f"vocab has repeated tokens {dups}; each token must appear once")
+        if unk_token not in self.stoi:
+            raise ValueError(f"the unknown token {unk_token!r} is not in the vocabulary; add it "
+                             "(train_wordpiece puts [UNK] at id 1) or pass unk_token=...")
+        self.lower = lower
+        self.unk_token = unk_token
+        self.max_chars_per_word = max_chars_per_word
+        self.special_tokens = [t for t in SPECIALS if t in self.stoi]
+        self._special_ids = {self.stoi[t] for t in self.special_tokens}
+        # Longest first, so that a special token containing another one is matched whole.
+        alternatives = "|".join(map(re.escape, sorted(self.special_tokens, key=len, reverse=True)))
+        self._special_re = re.compile(f"({alternatives})")
+        self._longest = max(map(len, self.itos))  # no piece can be longer: bounds the search
+        self._cache: dict[str, tuple[str, ...]] = {}
+
+    # ------------------------------------------------------------------ construction, files
+
+    @classmethod
+    def train(cls, texts: Iterable[str], vocab_size: int, min_frequency: int = 2,
+              lower: bool = True, specials: Sequence[str] = SPECIALS, score: str = "wordpiece",
+              **kwargs) -> "WordPieceTokenizer":
+        """Learn a vocabulary with :func:`train_wordpiece` and make a tokenizer from it
+        (`kwargs` go to the tokenizer, e.g. ``max_chars_per_word``)."""
+        vocab = train_wordpiece(texts, vocab_size, min_frequency=min_frequency, lower=lower,
+                                specials=specials, score=score)
+        return cls(vocab, lower=lower, **kwargs)
+
+    @classmethod
+    def load(cls, path: str | Path, **kwargs) -> "WordPieceTokenizer":
+        """Read a BERT ``vocab.txt``: one token per line, the id is the line number (from 0)."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / "vocab.txt"
+        with open(path, encoding="utf-8") as fh:
+            vocab = [line.rstrip("\n") for line in fh]
+        return cls(vocab, **kwargs)
+
+    from_vocab_file = load
+
+    def save(self, path: str | Path) -> None:
+        """Write the vocabulary as a BERT ``vocab.txt`` (a directory gets ``vocab.txt`` inside)."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / "vocab.txt"
+        bad = [t for t in self.itos if "\n" in t or "\r" in t]
+        if bad:
+            raise ValueError(f"tokens with line breaks cannot be saved one per line: {bad[:3]}")
+        path.write_text("".join(t + "\n" for t in self.itos), encoding="utf-8")
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.itos)
+
+    def __repr__(self) -> str:
+        return f"WordPieceTokenizer(vocab_size={len(self)}, lower={self.lower})"
+
+    def _special_id(self, token: str) -> int:
+        if token not in self.stoi:
+            raise KeyError(f"this vocabulary has no {token} token; train with it in `specials` "
+                           f"or add it to vocab.txt (BERT's order: {', '.join(SPECIALS)})")
+        return self.stoi[token]
+
+    @property
+    def pad_id(self) -> int:
+        return self._special_id(PAD)
+
+    @property
+    def unk_id(self) -> int:
+        return self.stoi[self.unk_token]
+
+    @property
+    def cls_id(self) -> int:
+        return self._special_id(CLS)
+
+    @property
+    def sep_id(self) -> int:
+        return self._special_id(SEP)
+
+    @property
+    def mask_id(self) -> int:
+        return self._special_id(MASK)
+
+    # ------------------------------------------------------------------------- tokenising
+
+    def wordpiece(self, word: str) -> list[str]:
+        """One pre-tokenised word → its pieces, longest match first; ``[UNK]`` if impossible.
+
+        Example (with a vocabulary holding "un", "##aff", "##able"):
+            >>> tok.wordpiece("unaffable")                  # doctest: +SKIP
+            ['un', '##aff', '##able']
+        """
+        return list(self._pieces(word))
+
+    def _pieces(self, word: str) -> tuple[str, ...]:
+        """:meth:`wordpiece`, remembering the answer (a corpus repeats its words)."""
+        if word in self._cache:
+            return self._cache[word]
+        if len(word) > self.max_chars_per_word:
+            return (self.unk_token,)
+        pieces, start = [], 0
+        while start < len(word):
+            end = min(len(word), start + self._longest)
+            while end > start:  # shrink from the right until the piece is in the vocabulary
+                piece = word[start:end] if start == 0 else PREFIX + word[start:end]
+                if piece in self.stoi:
+                    break
+                end -= 1
+            else:
+                pieces = [self.unk_token]  # no piece fits here: the whole word is unknown
+                break
+            pieces.append(piece)
+            start = end
+        if len(self._cache) > 200_000:
+            self._cache.clear()
+        self._cache[word] = tuple(pieces)
+        return self._cache[word]
+
+    def tokenize(self, text: str) -> list[str]:
+        """Text → WordPiece tokens (strings).
+
+        Example:
+            >>> tok.tokenize("Unaffable!")                  # doctest: +SKIP
+            ['un', '##aff', '##able', '!']
+        """
+        _check_text(text)
+        tokens: list[str] = []
+        # re.split with a group keeps the special tokens: odd positions hold them.
+        parts = self._special_re.split(text) if self.special_tokens else [text]
+        for k, part in enumerate(parts):
+            if k % 2:
+                tokens.append(part)
+            else:
+                for word in pretokenize(part, lower=self.lower):
+                    tokens.extend(self._pieces(word))
+        return tokens
+
+    def convert_tokens_to_ids(self, tokens: str | Iterable[str]) -> int | list[int]:
+        """Token (or list of tokens) → id(s); tokens not in the vocabulary get ``unk_id``."""
+        if isinstance(tokens, str):
+            return self.stoi.get(tokens, self.unk_id)
+        return [self.stoi.get(t, self.unk_id) for t in tokens]
+
+    def convert_ids_to_tokens(self, ids) -> str | list[str]:
+        """Id (or list / 1-D tensor of ids) → token(s)."""
+        if hasattr(ids, "tolist"):
+            ids = ids.tolist()
+        if isinstance(ids, int):
+            return self._token(ids)
+        return [self._token(i) for i in ids]
+
+    def _token(self, i: int) -> str:
+        if not 0 <= int(i) < len(self):
+            raise IndexError(f"id {int(i)} is outside the vocabulary (0..{len(self) - 1}); "
+                             "decode with the tokenizer that encoded the ids")
+        return self.itos[int(i)]
+
+    # ------------------------------------------------------------------------- encoding
+
+    def encode(self, text: str, text_pair: str | None = None, add_special_tokens: bool = True,
+               max_len: int | None = None, truncation: bool = False) -> dict[str, list[int]]:
+        """Text (and optional second text) → ``input_ids``, ``token_type_ids``,
+        ``attention_mask``, each a list of T ints.
+
+        With special tokens: ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``; token type 0 up to
+        and including the first ``[SEP]``, 1 for B and its ``[SEP]``. A result longer than
+        `max_len` is an error unless ``truncation=True``, which cuts the longer text first.
+        An empty `text_pair` ("") is treated as None, as Hugging Face does. In the example
+        "able" is unknown (id 1): the vocabulary has only "##able", which continues a word.
+
+        Example:
+            >>> enc = tok.encode("un", "able")     # doctest: +SKIP
+            >>> enc["input_ids"], enc["token_type_ids"]   # doctest: +SKIP
+            ([2, 5, 3, 1, 3], [0, 0, 0, 1, 1])
+        """
+        _check_text(text)
+        ids_a = self.convert_tokens_to_ids(self.tokenize(text))
+        ids_b = None
+        if text_pair is not None:
+            _check_text(text_pair, "text_pair")
+        if text_pair:  # "" counts as no second text, as in Hugging Face ("  " does not)
+            ids_b = self.convert_tokens_to_ids(self.tokenize(text_pair))
+        ids_a, ids_b = self._fit(ids_a, ids_b, add_special_tokens, max_len, truncation)
+        return self._assemble(ids_a, ids_b, add_special_tokens)
+
+    def _fit(self, ids_a: list[int], ids_b: list[int] | None, add_special_tokens: bool,
+             max_len: int | None, truncation: bool) -> tuple[list[int], list[int] | None]:
+        """Check the length against `max_len`, truncating (Hugging Face's "longest_first")."""
+        n_special = (2 if ids_b is None else 3) if add_special_tokens else 0
+        total = len(ids_a) + (len(ids_b) if ids_b is not None else 0) + n_special
+        if truncation and max_len is None:
+            raise ValueError("truncation=True needs max_len, e.g. max_len=512 for BERT")
+        if max_len is None or total <= max_len:
+            return ids_a, ids_b
+        if not truncation:
+            raise ValueError(f"the encoding has {total} tokens but max_len is {max_len}; "
+                             "pass truncation=True to cut it to fit, or split the text")
+        budget = max_len - n_special
+        if budget < 0:
+            raise ValueError(f"max_len={max_len} leaves no room: the special tokens alone "
+                             f"take {n_special}")
+        if ids_b is None:
+            return ids_a[:budget], None
+        n_a, n_b = _longest_first(len(ids_a), len(ids_b), budget)
+        return ids_a[:n_a], ids_b[:n_b]
+
+    def _assemble(self, ids_a: list[int], ids_b: list[int] | None,
+                  add_special_tokens: bool) -> dict[str, list[int]]:
+        if add_special_tokens:
+            ids_a = [self.cls_id] + ids_a + [self.sep_id]
+            if ids_b is not None:
+                ids_b = ids_b + [self.sep_id]
+        ids_b = ids_b or []
+        input_ids = ids_a + ids_b
+        return {"input_ids": input_ids,
+                "token_type_ids": [0] * len(ids_a) + [1] * len(ids_b),
+                "attention_mask": [1] * len(input_ids)}
+
+    def encode_words(self, words: Sequence[str], max_len: int | None = None,
+                     truncation: bool = False) -> dict[str, list]:
+        """A list of words (e.g. one sentence of a tagging data set) → ``encode``'s lists plus
+        ``word_index``: for each token the index of the word it came from, None for specials.
+
+        Label a word by its first piece: the positions where ``word_index`` changes value.
+
+        Example:
+            >>> tok.encode_words(["Unaffable", "!"])["word_index"]   # doctest: +SKIP
+            [None, 0, 0, 0, 1, None]
+        """
+        if isinstance(words, str) or not all(isinstance(w, str) for w in words):
+            raise TypeError("encode_words takes a list of words (strings), e.g. text.split(); "
+                            "for a whole string use encode")
+        ids, word_index = [], []
+        for k, word in enumerate(words):
+            pieces = self.convert_tokens_to_ids(self.tokenize(word))
+            ids += pieces
+            word_index += [k] * len(pieces)
+        ids, _ = self._fit(ids, None, True, max_len, truncation)
+        out = self._assemble(ids, None, True)
+        out["word_index"] = [None] + word_index[:len(ids)] + [None]
+        return out
+
+    def encode_batch(self, texts: Sequence[str], text_pairs: Sequence[str] | None = None,
+                     max_len: int | None = None, truncation: bool = False) -> dict:
+        """B texts (and optional B second texts) → LongTensors of shape (B, T), padded on the
+        right with ``pad_id`` to the longest; ``attention_mask`` is 0 at padding."""
+        import torch
+
+        if isinstance(texts, str):
+            raise TypeError("encode_batch takes a list of texts; for one text use encode")
+        if not texts:
+            raise ValueError("encode_batch needs at least one text")
+        if text_pairs is not None and len(text_pairs) != len(texts):
+            raise ValueError(f"got {len(texts)} texts but {len(text_pairs)} text_pairs; "
+                             "pass one pair per text")
+        pairs = text_pairs if text_pairs is not None else [None] * len(texts)
+        rows = [self.encode(a, b, max_len=max_len, truncation=truncation)
+                for a, b in zip(texts, pairs)]
+        T = max(len(r["input_ids"]) for r in rows)
+        pad = {"input_ids": self.pad_id, "token_type_ids": 0, "attention_mask": 0}
+        return {key: torch.tensor([r[key] + [value] * (T - len(r[key])) for r in rows],
+                                  dtype=torch.long)  # (B, T)
+                for key, value in pad.items()}
+
+    # ------------------------------------------------------------------------- decoding
+
+    def decode(self, ids, skip_special_tokens: bool = True, clean_up_spaces: bool = True) -> str:
+        """Ids (list or 1-D tensor) → text: ``##`` pieces join the piece before them.
+
+        Like Hugging Face's WordPiece decoder, ``clean_up_spaces`` removes the space before
+        ``. , ! ?``; lower-casing, accents and the spaces around other punctuation are lost.
+
+        Example:
+            >>> tok.decode(tok.encode("Unaffable!")["input_ids"])   # doctest: +SKIP
+            'unaffable!'
+        """
+        if hasattr(ids, "tolist"):
+            ids = ids.tolist()
+        ids = [int(i) for i in ids]
+        if skip_special_tokens:
+            ids = [i for i in ids if i not in self._special_ids]
+        out = []
+        for k, token in enumerate(self.convert_ids_to_tokens(ids)):
+            if k > 0:  # the first token keeps a "##", as in Hugging Face
+                token = token[len(PREFIX):] if token.startswith(PREFIX) else " " + token
+            out.append(_clean_up_spaces(token) if clean_up_spaces else token)
+        return "".join(out)
+
+
+def _longest_first(n_a: int, n_b: int, budget: int) -> tuple[int, int]:
+    """How many tokens of each text to keep so that ``n_a + n_b <= budget``: shorten the longer
+    text, down to the length of the shorter if need be, then both equally (the longer text, or
+    the second on a tie, keeps the odd token). The same lengths as Hugging Face's tokenizers.
+
+    Example:
+        >>> _longest_first(6, 4, 7)
+        (4, 3)
+    """
+    if n_a + n_b <= budget:
+        return n_a, n_b
+    first_is_short = n_a <= n_b
+    short, long = (n_a, n_b) if first_is_short else (n_b, n_a)
+    if short <= budget - short:
+        short, long = short, budget - short
+    else:
+        short, long = budget // 2, budget - budget // 2
+    return (short, long) if first_is_short else (long, short)
+
+
+_CLEAN_UPS = [(" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+              (" 'm", "'m"), (" do not", " don't"), (" 's", "'s"), (" 've", "'ve"),
+              (" 're", "'re")]
+
+
+def _clean_up_spaces(token: str) -> str:
+    """Hugging Face's clean-up, applied per token (so in effect only to `` .``, `` ,`` ...)."""
+    for old, new in _CLEAN_UPS:
+        token = token.replace(old, new)
+    return token
