@@ -351,3 +351,24 @@ def test_presets_have_the_papers_sizes():
         n = sum(p.numel() for p in BertModel(BertConfig.base()).parameters())
     assert 105e6 < n < 115e6
     assert "{i}" in next(k for k in HF_BERT_KEYS if k.startswith("encoder."))
+
+
+def test_fill_mask_ranks_the_mlm_distribution():
+    from onehot2gpt.bert import fill_mask
+    from onehot2gpt.subword import WordPieceTokenizer
+    tok = WordPieceTokenizer.train(["the cat sat on the mat . a dog ran"] * 2, vocab_size=60, min_frequency=1)
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=len(tok), d_model=16, n_layers=1, n_heads=2,
+                                          d_ff=32, max_len=12)).eval()
+    result = fill_mask(model, tok, "the [MASK] sat on the [MASK]", top_k=4)
+    enc = tok.encode("the [MASK] sat on the [MASK]")
+    positions = [i for i, t in enumerate(enc["input_ids"]) if t == tok.mask_id]
+    assert [p for p, _ in result] == positions
+    logits = model(torch.tensor([enc["input_ids"]])).mlm_logits[0, positions[1]]
+    values, index = torch.softmax(logits, -1).topk(4)
+    assert [t for t, _ in result[1][1]] == tok.convert_ids_to_tokens(index.tolist())
+    assert [p for _, p in result[1][1]] == pytest.approx(values.tolist(), abs=1e-6)
+    with pytest.raises(ValueError, match="no \\[MASK\\]"):
+        fill_mask(model, tok, "the cat sat")
+    with pytest.raises(ValueError, match="at most 12"):
+        fill_mask(model, tok, "the [MASK] " + "cat " * 20)

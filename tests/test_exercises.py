@@ -241,3 +241,73 @@ def test_checks_05_06_pass_independent_solutions(capsys):
 def test_checks_05_06_reject_wrong_answers(check, wrong):
     with pytest.raises(AssertionError, match="Hint"):
         check(wrong)
+
+
+# Notebook 07, again written without the library.
+
+def _wordpiece(word, vocab):
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return ["[UNK]"]
+    return pieces
+
+
+def _segments(tokens):
+    ids, segment = [], 0
+    for t in tokens:
+        ids.append(segment)
+        if t == "[SEP]":
+            segment = 1
+    return ids
+
+
+def _masking(ids, chosen, action, random_ids, mask_id):
+    inputs, labels = ids.clone(), torch.full_like(ids, -100)
+    for i in range(ids.shape[0]):
+        for j in range(ids.shape[1]):
+            if chosen[i, j]:
+                labels[i, j] = ids[i, j]
+                if action[i, j] < 0.8:
+                    inputs[i, j] = mask_id
+                elif action[i, j] < 0.9:
+                    inputs[i, j] = random_ids[i, j]
+    return inputs, labels
+
+
+def test_checks_07_pass_independent_solutions(capsys):
+    ex.check_wordpiece(_wordpiece)
+    ex.check_segment_ids(_segments)
+    ex.check_apply_masking(_masking)
+    assert capsys.readouterr().out.count("✓") == 3
+
+
+def _shortest_first(word, vocab):  # takes the SHORTEST piece: a classic slip
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(start + 1, len(word) + 1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return ["[UNK]"]
+    return pieces
+
+
+@pytest.mark.parametrize("check, wrong", [
+    (ex.check_wordpiece, _shortest_first),
+    (ex.check_segment_ids, lambda tokens: [0] * tokens.index("[SEP]") + [1] * (len(tokens) - tokens.index("[SEP]"))),
+    (ex.check_apply_masking, lambda ids, chosen, action, r, m: (torch.where(chosen, torch.full_like(ids, m), ids),
+                                                                torch.where(chosen, ids, torch.full_like(ids, -100)))),
+])
+def test_checks_07_reject_wrong_answers(check, wrong):
+    with pytest.raises(AssertionError, match="Hint"):
+        check(wrong)

@@ -352,3 +352,67 @@ def test_plot_attention_draws_and_validates():
         plot_attention(weights[0], ["a", "b", "c"])
     with pytest.raises(ValueError, match=r"\(3, 3\) need 3 query and 3 key labels, got 2"):
         plot_attention(weights, ["a", "b"])
+
+
+# BERT widgets (notebook 07) ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def bert_tokenizer():
+    from onehot2gpt.subword import WordPieceTokenizer
+    text = "harry potter is a series of fantasy novels written by british author j . k . rowling"
+    return WordPieceTokenizer.train([text] * 3, vocab_size=80, min_frequency=1)
+
+
+def test_masking_explorer_shows_the_80_10_10_outcomes(bert_tokenizer):
+    import torch
+
+    from onehot2gpt.training import mask_tokens
+    from onehot2gpt.widgets import MaskingExplorer
+    explorer = MaskingExplorer(bert_tokenizer, prob=0.5, seed=3)
+    enc = bert_tokenizer.encode_words(explorer.text.value.split())
+    specials = [bert_tokenizer.pad_id, bert_tokenizer.unk_id, bert_tokenizer.cls_id,
+                bert_tokenizer.sep_id, bert_tokenizer.mask_id]
+    inputs, labels = mask_tokens(torch.tensor([enc["input_ids"]]), mask_id=bert_tokenizer.mask_id,
+                                 vocab_size=len(bert_tokenizer), special_ids=specials, prob=0.5,
+                                 generator=torch.Generator().manual_seed(3))
+    assert explorer.labels == labels[0].tolist()
+    assert explorer.inputs == bert_tokenizer.convert_ids_to_tokens(inputs[0].tolist())
+    for token, shown, kind, label in zip(explorer.tokens, explorer.inputs, explorer.kinds, explorer.labels):
+        assert (kind == "") == (label == -100)
+        assert kind != "mask" or shown == "[MASK]"
+        assert kind != "same" or shown == token
+    assert explorer.kinds[0] == explorer.kinds[-1] == ""                 # [CLS], [SEP] never chosen
+    before = explorer.labels
+    explorer.seed.value = 4
+    assert explorer.labels != before
+
+
+def test_masking_explorer_whole_words_and_empty_text(bert_tokenizer):
+    from onehot2gpt.widgets import MaskingExplorer
+    explorer = MaskingExplorer(bert_tokenizer, text="rowling rowling rowling", prob=0.5, whole_word=True)
+    pieces_per_word = len(bert_tokenizer.wordpiece("rowling"))
+    chosen = [k != "" for k in explorer.kinds[1:-1]]
+    for w in range(3):
+        group = chosen[w * pieces_per_word:(w + 1) * pieces_per_word]
+        assert all(group) or not any(group)
+    tokens = explorer.tokens
+    explorer.text.value = "   "
+    assert "type a sentence" in explorer.status.value and explorer.tokens == tokens
+
+
+def test_fill_in_the_blank_shows_predictions_and_errors():
+    from onehot2gpt.widgets import FillInTheBlank
+
+    def predict(text, k):
+        if "[MASK]" not in text:
+            raise ValueError("no [MASK] in the text")
+        return [(i, [(f"w{j}", 1 / (j + 2)) for j in range(k)]) for i, w in enumerate(text.split())
+                if w == "[MASK]"]
+
+    widget = FillInTheBlank(predict, text="a [MASK] b [MASK]", top_k=3)
+    assert [p for p, _ in widget.predictions] == [1, 3]
+    assert len(widget.predictions[0][1]) == 3 and "w2" in widget.output.value
+    widget.top_k.value = 5
+    assert len(widget.predictions[0][1]) == 5
+    widget.text.value = "no blank here"
+    assert "no [MASK]" in widget.status.value and len(widget.predictions) == 2

@@ -494,6 +494,43 @@ def load_hf_pretraining(hf_model, config: BertConfig | None = None) -> BertForPr
     return _copy_hf_weights(ours, hf_model, hf_key_map(config.n_layers, pretraining=True)).eval()
 
 
+@torch.no_grad()
+def fill_mask(model: BertForPreTraining, tokenizer, text: str, top_k: int = 5):
+    """Predict every ``[MASK]`` in `text` → list of (position, [(token, probability), …] best
+    first). `tokenizer` is a :class:`onehot2gpt.subword.WordPieceTokenizer` (or anything with
+    its ``encode`` / ``convert_ids_to_tokens``).
+
+    Example:
+        >>> fill_mask(model, tokenizer, "the [MASK] of france is paris .")   # doctest: +SKIP
+        [(2, [('capital', 0.41), ...])]
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("type a sentence with [MASK] where a word is missing, e.g. "
+                         "'the cat sat on the [MASK] .'")
+    enc = tokenizer.encode(text)
+    ids = enc["input_ids"]
+    positions = [i for i, t in enumerate(ids) if t == tokenizer.mask_id]
+    if not positions:
+        raise ValueError("no [MASK] in the text: write [MASK] (upper case, in square brackets) "
+                         "where the model should guess a word")
+    if len(ids) > model.config.max_len:
+        raise ValueError(f"the text has {len(ids)} tokens but the model reads at most "
+                         f"{model.config.max_len}; shorten it")
+    if not 1 <= top_k <= model.config.vocab_size:
+        raise ValueError(f"top_k must be between 1 and {model.config.vocab_size}, got {top_k}")
+    was_training = model.training
+    model.eval()
+    out = model.bert(torch.tensor([ids]), torch.tensor([enc["token_type_ids"]]))
+    probs = torch.softmax(model.mlm(out.last_hidden_state[0, positions]), dim=-1)  # (n masks, V)
+    model.train(was_training)
+    result = []
+    for pos, row in zip(positions, probs):
+        values, index = row.topk(top_k)
+        tokens = tokenizer.convert_ids_to_tokens(index.tolist())
+        result.append((pos, [(t, float(v)) for t, v in zip(tokens, values)]))
+    return result
+
+
 # ---------------------------------------------------------------------------------------------
 # Saving our own checkpoints
 

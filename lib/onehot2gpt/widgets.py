@@ -461,3 +461,114 @@ class AttentionExplorer(W.VBox):
                                f"to:</p>" + _table([[f"{j}: {html.escape(self.tokens[j])}", f"{v:.3f}"]
                                          for v, j in zip(values.tolist(), index.tolist())],
                                         header=["token", "weight"]))
+
+
+_KIND_STYLE = {"mask": "background:#ffd54f", "random": "background:#ef9a9a",
+               "same": "background:#a5d6a7", "": ""}
+_KIND_TEXT = {"mask": "→ [MASK]", "random": "→ random", "same": "kept", "": ""}
+
+
+class MaskingExplorer(W.VBox):
+    """Type a sentence; see which tokens BERT's masking chooses (15%) and what each becomes:
+    [MASK] (80%), a random token (10%) or itself (10%). Draw again with another seed, change the
+    rate, or mask whole words.
+
+    `tokenizer` is a :class:`onehot2gpt.subword.WordPieceTokenizer`. State for code and tests:
+    ``.tokens`` (the pieces), ``.inputs`` (what the model reads), ``.kinds`` ("mask", "random",
+    "same" or "" per piece) and ``.labels`` (the ids to predict, -100 elsewhere).
+    """
+
+    def __init__(self, tokenizer, text: str = "Harry Potter is a series of fantasy novels written "
+                 "by British author J. K. Rowling.", prob: float = 0.15, seed: int = 0,
+                 whole_word: bool = False):
+        self.tokenizer = tokenizer
+        self.tokens: list[str] = []
+        self.inputs: list[str] = []
+        self.kinds: list[str] = []
+        self.labels: list[int] = []
+        self.text = W.Text(value=text, description="Sentence", continuous_update=False,
+                           layout=W.Layout(width="90%"))
+        self.prob = W.FloatSlider(value=prob, min=0.05, max=0.5, step=0.05, description="Rate",
+                                  continuous_update=False)
+        self.seed = W.IntSlider(value=seed, min=0, max=99, description="Draw (seed)",
+                                continuous_update=False)
+        self.whole_word = W.Checkbox(value=whole_word, description="whole words")
+        self.status, self.summary, self.table = W.HTML(), W.HTML(), W.HTML()
+        super().__init__([self.text, W.HBox([self.prob, self.seed, self.whole_word]), self.status,
+                          self.summary, self.table])
+        for control in (self.text, self.prob, self.seed, self.whole_word):
+            control.observe(self.update, names="value")
+        self.update()
+
+    @_safe
+    def update(self):
+        import torch
+
+        from .subword import SPECIALS
+        from .training import IGNORE_INDEX, mask_tokens
+
+        tok = self.tokenizer
+        enc = tok.encode_words(self.text.value.split())
+        ids = torch.tensor([enc["input_ids"]])
+        if ids.size(1) <= 2:
+            raise ValueError("type a sentence to mask")
+        word_ids = torch.tensor([[-1 if w is None else w for w in enc["word_index"]]])
+        specials = [tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id]
+        inputs, labels = mask_tokens(ids, mask_id=tok.mask_id, vocab_size=len(tok), special_ids=specials,
+                                     prob=self.prob.value,
+                                     word_ids=word_ids if self.whole_word.value else None,
+                                     generator=torch.Generator().manual_seed(self.seed.value))
+        chosen = (labels[0] != IGNORE_INDEX).tolist()
+        self.tokens = tok.convert_ids_to_tokens(ids[0].tolist())
+        self.inputs = tok.convert_ids_to_tokens(inputs[0].tolist())
+        self.labels = labels[0].tolist()
+        self.kinds = ["" if not c else "mask" if i == tok.mask_id else "same" if i == o else "random"
+                      for c, i, o in zip(chosen, inputs[0].tolist(), ids[0].tolist())]
+        counts = {k: self.kinds.count(k) for k in ("mask", "random", "same")}
+        n_real = sum(t not in SPECIALS for t in self.tokens)
+        self.summary.value = (f"{sum(chosen)} of {n_real} tokens chosen: {counts['mask']} → [MASK], "
+                              f"{counts['random']} → random, {counts['same']} kept. The loss is "
+                              f"computed at the chosen positions only.")
+        cells = [f"<span style='{_KIND_STYLE[k]}'>{html.escape(t)}</span>" for t, k in zip(self.tokens, self.kinds)]
+        became = [f"<span style='{_KIND_STYLE[k]}'>{html.escape(i) if k else ''}</span>"
+                  for i, k in zip(self.inputs, self.kinds)]
+        self.table.value = _table([["token"] + cells, ["model reads"] + became,
+                                   ["what"] + [_KIND_TEXT[k] for k in self.kinds]])
+
+
+class FillInTheBlank(W.VBox):
+    """Type a sentence with ``[MASK]``; see the model's top-k guesses and their probabilities.
+
+    `predict(text, top_k)` returns [(position, [(token, probability), …]), …], one entry per
+    [MASK] (:func:`onehot2gpt.bert.fill_mask` with a model and tokenizer bound). State for code and
+    tests: ``.predictions`` (the last result).
+    """
+
+    def __init__(self, predict, text: str = "the [MASK] of the united states lives in washington .",
+                 top_k: int = 5):
+        self.predict = predict
+        self.predictions: list = []
+        self.text = W.Text(value=text, description="Sentence", continuous_update=False,
+                           placeholder="write [MASK] where a word is missing",
+                           layout=W.Layout(width="90%"))
+        self.top_k = W.IntSlider(value=top_k, min=1, max=15, description="Top k",
+                                 continuous_update=False)
+        self.status, self.output = W.HTML(), W.HTML()
+        super().__init__([self.text, self.top_k, self.status, self.output])
+        self.text.observe(self.update, names="value")
+        self.top_k.observe(self.update, names="value")
+        self.update()
+
+    @_safe
+    def update(self):
+        predictions = self.predict(self.text.value, self.top_k.value)
+        self.predictions = predictions
+        blocks = []
+        for n, (position, guesses) in enumerate(predictions, 1):
+            rows = "".join(
+                f"<tr><td style='font-family:monospace;padding-right:8px'>{html.escape(t)}</td>"
+                f"<td><div style='background:#4c72b0;height:12px;width:{max(1, int(200 * p))}px'></div></td>"
+                f"<td style='padding-left:6px'>{p:.3f}</td></tr>" for t, p in guesses)
+            blocks.append(f"<b>[MASK] {n}</b> (token {position})<table>{rows}</table>")
+        self.output.value = "<div style='display:flex;gap:24px'>" + "".join(
+            f"<div>{b}</div>" for b in blocks) + "</div>"
