@@ -488,3 +488,42 @@ def make_date_pairs(n: int, seed: int = 0, first_year: int = 1950, last_year: in
         text = rng.choice(_DATE_FORMATS).format(**fields)
         pairs.append((text.lower() if rng.random() < 0.5 else text, day.isoformat()))
     return pairs
+
+
+# ---------------------------------------------------------------------------------------------
+# Fine-tuning data for notebook 08: sentence pairs (SNLI) and extractive questions (SQuAD)
+
+
+def read_snli(split: str = "dev") -> list[tuple[str, str, str]]:
+    """SNLI 1.0 as ``(premise, hypothesis, label)``, label one of "entailment", "neutral",
+    "contradiction"; split is dev or test (10,000 pairs each in the file).
+
+    Pairs whose ``gold_label`` is "-" (the annotators did not agree) are skipped, as in Bowman et
+    al. (2015): 9,842 dev and 9,824 test pairs remain.
+    """
+    if split not in ("dev", "test"):
+        raise UnknownName(f"unknown SNLI split {split!r}; splits: dev, test (train is not mirrored)")
+    rows: list[tuple[str, str, str]] = []
+    with open(fetch("snli", f"snli_1.0_{split}.jsonl"), encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                pair = json.loads(line)
+                if pair["gold_label"] != "-":
+                    rows.append((pair["sentence1"], pair["sentence2"], pair["gold_label"]))
+    return rows
+
+
+def read_squad() -> list[dict[str, Any]]:
+    """SQuAD 1.1 dev as one dict per question: ``{"id", "title", "context", "question",
+    "answers": [{"text", "answer_start"}, …]}`` (``answer_start`` is a character offset into
+    ``context``; most questions have 3 gold answers from different annotators).
+
+    Returns 10,570 questions about 2,067 paragraphs of 48 Wikipedia articles, in file order; the
+    article ``title`` is kept so that train and test can be split by article.
+    """
+    with open(fetch("squad-v1.1", "dev-v1.1.json"), encoding="utf-8") as fh:
+        articles = json.load(fh)["data"]
+    return [{"id": qa["id"], "title": article["title"], "context": paragraph["context"],
+             "question": qa["question"],
+             "answers": [{"text": a["text"], "answer_start": a["answer_start"]} for a in qa["answers"]]}
+            for article in articles for paragraph in article["paragraphs"] for qa in paragraph["qas"]]

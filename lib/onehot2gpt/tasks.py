@@ -1,0 +1,541 @@
+"""The four ways to use BERT, as data → tensors → metrics: fine-tuning for notebook 08.
+
+Devlin et al. (2018), figure 4, fine-tune one pre-trained encoder for four kinds of task by
+changing only the input format and a small output layer (the heads are in :mod:`onehot2gpt.bert`):
+
+1. one sentence → a class from ``[CLS]`` (SST-2 sentiment): :func:`encode_sentences`;
+2. one sentence → a tag per word (UD part-of-speech tags): :func:`encode_tagged`,
+   :func:`tag_accuracy`; a word is labelled at its first piece only;
+3. a sentence pair ``[CLS] A [SEP] B [SEP]`` → a class (SNLI entailment): :func:`encode_pairs`;
+4. a question and a paragraph → the answer's start and end tokens (SQuAD 1.1):
+   :func:`encode_squad`, :func:`predict_spans`, :func:`decode_answer` and the official
+   metrics :func:`squad_exact_match`, :func:`squad_f1`.
+
+Every ``encode_*`` takes a tokenizer with the :class:`~onehot2gpt.subword.WordPieceTokenizer`
+interface and returns a dict of LongTensors (B, T), right-padded to the longest row, which
+:func:`finetune` (AdamW, linear warm-up then linear decay, as in the paper) trains on and
+:func:`evaluate` scores. Used by notebook 08 and ``bench/bert.py``.
+
+Example:
+    >>> squad_f1("the Denver Broncos", ["Denver Broncos", "Broncos"])
+    1.0
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import string
+from collections import Counter
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from .bert import best_span
+from .subword import _is_punctuation
+
+IGNORE_INDEX = -100  # a label that cross_entropy skips: specials, padding, a word's later pieces
+SNLI_LABELS = ("entailment", "neutral", "contradiction")
+# The 17 universal part-of-speech tags of Universal Dependencies (v2), alphabetical.
+UPOS_TAGS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",
+             "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X")
+TASKS = ("sequence", "token", "qa")
+
+
+def _pad(rows: Sequence[Sequence[int]], value: int) -> torch.Tensor:
+    """Lists of ints → (B, longest) LongTensor, right-padded with `value`."""
+    T = max(len(r) for r in rows)
+    return torch.tensor([list(r) + [value] * (T - len(r)) for r in rows], dtype=torch.long)
+
+
+def _label_ids(labels, names: Sequence[str] | None, n: int) -> torch.Tensor:
+    """Labels as ints, or as strings looked up in `names` → (B,) LongTensor."""
+    if len(labels) != n:
+        raise ValueError(f"got {n} texts but {len(labels)} labels; give one label per text")
+    if names is None or not any(isinstance(y, str) for y in labels):
+        return torch.tensor([int(y) for y in labels], dtype=torch.long)
+    index = {name: i for i, name in enumerate(names)}
+    unknown = sorted({y for y in labels if y not in index})
+    if unknown:
+        raise ValueError(f"unknown labels {unknown[:5]}; the label names are {list(names)}")
+    return torch.tensor([index[y] for y in labels], dtype=torch.long)
+
+
+# ------------------------------------------------------------------ 1 and 3: classification
+
+
+def encode_sentences(tokenizer, texts: Sequence[str], labels=None, max_len: int = 128,
+                     label_names: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
+    """B texts → ``[CLS] text [SEP]`` as input_ids, token_type_ids, attention_mask (B, T) and,
+    given labels (ints, or strings from `label_names`), labels (B,). Longer texts are cut at
+    `max_len` tokens.
+
+    Example:
+        >>> enc = encode_sentences(tok, ["a fine film", "dull"], [1, 0])   # doctest: +SKIP
+        >>> enc["input_ids"].shape, enc["labels"]                          # doctest: +SKIP
+        (torch.Size([2, 5]), tensor([1, 0]))
+    """
+    out = tokenizer.encode_batch(list(texts), max_len=max_len, truncation=True)
+    if labels is not None:
+        out["labels"] = _label_ids(labels, label_names, len(texts))
+    return out
+
+
+def encode_pairs(tokenizer, premises: Sequence[str], hypotheses: Sequence[str], labels=None,
+                 max_len: int = 128, label_names: Sequence[str] | None = SNLI_LABELS
+                 ) -> dict[str, torch.Tensor]:
+    """B sentence pairs → ``[CLS] A [SEP] B [SEP]`` (token type 0 up to the first [SEP], 1 after)
+    as input_ids, token_type_ids, attention_mask (B, T), and labels (B,) if given (SNLI's names
+    map to 0, 1, 2 in the order of :data:`SNLI_LABELS`). Too long a pair loses tokens from the
+    end of its longer sentence first ("longest first", as BERT's code does)."""
+    if len(premises) != len(hypotheses):
+        raise ValueError(f"got {len(premises)} premises but {len(hypotheses)} hypotheses")
+    out = tokenizer.encode_batch(list(premises), list(hypotheses), max_len=max_len, truncation=True)
+    if labels is not None:
+        out["labels"] = _label_ids(labels, label_names, len(premises))
+    return out
+
+
+# ------------------------------------------------------------------------- 2: tagging
+
+
+def encode_tagged(tokenizer, sentences: Sequence[Sequence[str]], tags=None,
+                  tag_vocab: Sequence[str] = UPOS_TAGS, max_len: int = 128) -> dict[str, torch.Tensor]:
+    """B sentences given as words (and their tags) → input_ids, token_type_ids, attention_mask,
+    word_index (B, T) and, with tags, labels (B, T).
+
+    ``word_index`` is the word each token came from, -1 at [CLS], [SEP] and padding. A word's tag
+    id sits on its first piece; its other pieces, the specials and padding get -100 (ignored by
+    the loss and by :func:`tag_accuracy`), as in the paper's NER experiment (§5.3). A sentence
+    longer than `max_len` tokens is cut: the words whose first piece is cut off get no label.
+
+    Example:
+        >>> enc = encode_tagged(tok, [["Unaffable", "!"]], [["ADJ", "PUNCT"]])  # doctest: +SKIP
+        >>> enc["labels"]     # un ##aff ##able ! between [CLS] and [SEP]        # doctest: +SKIP
+        tensor([[-100, 0, -100, -100, 12, -100]])
+    """
+    if tags is not None and len(tags) != len(sentences):
+        raise ValueError(f"got {len(sentences)} sentences but {len(tags)} tag lists")
+    tag_id = {t: i for i, t in enumerate(tag_vocab)}
+    ids, segments, masks, word_index, labels = [], [], [], [], []
+    for k, words in enumerate(sentences):
+        enc = tokenizer.encode_words(list(words), max_len=max_len, truncation=True)
+        index = [-1 if w is None else w for w in enc["word_index"]]
+        ids.append(enc["input_ids"])
+        segments.append(enc["token_type_ids"])
+        masks.append(enc["attention_mask"])
+        word_index.append(index)
+        if tags is not None:
+            if len(tags[k]) != len(words):
+                raise ValueError(f"sentence {k} has {len(words)} words but {len(tags[k])} tags")
+            unknown = sorted(set(tags[k]) - set(tag_id))
+            if unknown:
+                raise ValueError(f"sentence {k} has tags {unknown} that are not in tag_vocab "
+                                 f"({', '.join(tag_vocab)})")
+            row = [IGNORE_INDEX] * len(index)
+            for t, w in enumerate(index):
+                if w >= 0 and (t == 0 or index[t - 1] != w):   # the first piece of word w
+                    row[t] = tag_id[tags[k][w]]
+            labels.append(row)
+    out = {"input_ids": _pad(ids, tokenizer.pad_id), "token_type_ids": _pad(segments, 0),
+           "attention_mask": _pad(masks, 0), "word_index": _pad(word_index, -1)}
+    if tags is not None:
+        out["labels"] = _pad(labels, IGNORE_INDEX)
+    return out
+
+
+def tag_accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
+    """Share of labelled tokens (label ≠ -100) whose arg-max tag is right: logits (B, T, C),
+    labels (B, T) → float in [0, 1]."""
+    correct, count = _tag_counts(logits, labels)
+    if count == 0:
+        raise ValueError("no labelled tokens: every label is -100")
+    return correct / count
+
+
+def _tag_counts(logits, labels) -> tuple[int, int]:
+    if logits.shape[:-1] != labels.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} must be labels {tuple(labels.shape)} "
+                         f"plus a class dimension")
+    chosen = labels != IGNORE_INDEX
+    return int((logits.argmax(-1)[chosen] == labels[chosen]).sum()), int(chosen.sum())
+
+
+# ---------------------------------------------------------------- 4: extractive QA (SQuAD)
+
+
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans ``(start, end)`` of the words and punctuation marks of `text`, split where
+    BERT's pre-tokenizer splits (whitespace, and around every punctuation mark), so that the
+    WordPiece tokens of each span are exactly the tokens of the text there.
+
+    Example:
+        >>> word_spans("Denver's (NFL)")
+        [(0, 6), (6, 7), (7, 8), (9, 10), (10, 13), (13, 14)]
+    """
+    spans = []
+    for m in re.finditer(r"\S+", text):
+        start = m.start()
+        for k, ch in enumerate(m.group()):
+            if _is_punctuation(ch):
+                if start < m.start() + k:
+                    spans.append((start, m.start() + k))
+                spans.append((m.start() + k, m.start() + k + 1))
+                start = m.start() + k + 1
+        if start < m.end():
+            spans.append((start, m.end()))
+    return spans
+
+
+def encode_squad(tokenizer, examples: Sequence[dict], max_len: int = 192,
+                 max_question_len: int = 64) -> dict:
+    """SQuAD examples (dicts with "question", "context", "answers" as :func:`~onehot2gpt.data.read_squad`
+    gives them) → ``[CLS] question [SEP] context [SEP]`` features:
+
+    - tensors (B, T): input_ids, token_type_ids (1 from the context on), attention_mask,
+      context_mask (bool: True at the context's tokens, where an answer may start and end);
+    - tensors (B,): start_positions, end_positions (token indices of the first gold answer's
+      first and last piece), answerable (bool: that answer is inside the window);
+    - lists for decoding: "context", "offsets" (per token of the row, the character span of the
+      context word it belongs to, None outside the context), "answers" (the gold texts), "id".
+
+    Choices: one window per question (no sliding windows). A question is cut to
+    `max_question_len` tokens and the context to what is left of `max_len`. When that cut removes
+    any part of the answer, the example is kept (so an evaluation still counts the question) but
+    marked ``answerable`` False with start = end = 0, the [CLS] token: :func:`finetune` lets
+    [CLS] be predicted, the convention of BERT's SQuAD 2.0 recipe; drop such rows for training
+    with ``select(features, features["answerable"])``. Tokens are mapped back to the text through
+    whole words (:func:`word_spans`), since WordPiece tokens carry no character offsets; an answer
+    that starts or ends inside a word ("1990" of "1990s") is widened to the whole word.
+    """
+    rows: dict[str, list] = {k: [] for k in ("input_ids", "token_type_ids", "context_mask", "start",
+                                             "end", "answerable", "offsets")}
+    for ex in examples:
+        question = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(ex["question"]))[:max_question_len]
+        context = ex["context"]
+        spans = word_spans(context)
+        # 1. The context's pieces, each remembering its word.
+        pieces, piece_word = [], []
+        for w, (a, b) in enumerate(spans):
+            ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(context[a:b]))
+            pieces += ids
+            piece_word += [w] * len(ids)
+        # 2. The first gold answer: characters → the words it touches → their pieces.
+        inside = []
+        if ex.get("answers"):
+            a0 = ex["answers"][0]["answer_start"]
+            a1 = a0 + len(ex["answers"][0]["text"])
+            touched = {w for w, (a, b) in enumerate(spans) if a < a1 and b > a0}
+            inside = [p for p, w in enumerate(piece_word) if w in touched]
+        # 3. Cut the context to the window; the answer must survive whole.
+        budget = max_len - len(question) - 3
+        if budget < 1:
+            raise ValueError(f"max_len={max_len} leaves no room for the context after a "
+                             f"{len(question)}-token question; raise max_len or lower max_question_len")
+        pieces, piece_word = pieces[:budget], piece_word[:budget]
+        first = len(question) + 2                                  # [CLS] question [SEP] → context
+        answerable = bool(inside) and inside[-1] < budget
+        start, end = (first + inside[0], first + inside[-1]) if answerable else (0, 0)
+        ids = [tokenizer.cls_id] + question + [tokenizer.sep_id] + pieces + [tokenizer.sep_id]
+        rows["input_ids"].append(ids)
+        rows["token_type_ids"].append([0] * first + [1] * (len(pieces) + 1))
+        rows["context_mask"].append([0] * first + [1] * len(pieces) + [0])
+        rows["start"].append(start)
+        rows["end"].append(end)
+        rows["answerable"].append(answerable)
+        rows["offsets"].append([None] * first + [spans[w] for w in piece_word] + [None])
+    return {"input_ids": _pad(rows["input_ids"], tokenizer.pad_id),
+            "token_type_ids": _pad(rows["token_type_ids"], 0),
+            "attention_mask": _pad([[1] * len(r) for r in rows["input_ids"]], 0),
+            "context_mask": _pad(rows["context_mask"], 0).bool(),
+            "start_positions": torch.tensor(rows["start"], dtype=torch.long),
+            "end_positions": torch.tensor(rows["end"], dtype=torch.long),
+            "answerable": torch.tensor(rows["answerable"], dtype=torch.bool),
+            "context": [ex["context"] for ex in examples],
+            "offsets": rows["offsets"],
+            "answers": [[a["text"] for a in ex.get("answers", [])] for ex in examples],
+            "id": [ex.get("id") for ex in examples]}
+
+
+def decode_answer(features: dict, i: int, start: int, end: int) -> str:
+    """The text of row `i` of :func:`encode_squad`'s features from token `start` to token `end`:
+    the original context's characters from the start of the first word to the end of the last
+    (its case, accents and spacing kept). "" when the span is not inside the context (e.g. [CLS]).
+
+    Example:
+        >>> decode_answer(features, 0, 25, 26)    # doctest: +SKIP
+        'Denver Broncos'
+    """
+    offsets = features["offsets"][i]
+    if not 0 <= start <= end < len(offsets) or offsets[start] is None or offsets[end] is None:
+        return ""
+    return features["context"][i][offsets[start][0]:offsets[end][1]]
+
+
+def predict_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, context_mask: torch.Tensor,
+                  max_answer_len: int = 30) -> list[tuple[int, int]]:
+    """Start and end logits (B, T), context_mask (B, T) → per row the (start, end) token span
+    inside the context with the highest start + end score, at most `max_answer_len` tokens long
+    (:func:`onehot2gpt.bert.best_span`); (0, 0) for a row without context."""
+    if not start_logits.shape == end_logits.shape == context_mask.shape:
+        raise ValueError(f"start logits {tuple(start_logits.shape)}, end logits "
+                         f"{tuple(end_logits.shape)} and context_mask {tuple(context_mask.shape)} "
+                         f"must have the same (B, T) shape")
+    spans = []
+    for s, e, allowed in zip(start_logits.detach().cpu(), end_logits.detach().cpu(), context_mask.cpu()):
+        best = best_span(s, e, max_answer_len, allowed)
+        spans.append((0, 0) if best is None else best[:2])
+    return spans
+
+
+def squad_normalize(text: str) -> str:
+    """SQuAD's answer normalisation: lower-case, drop punctuation, drop the articles a/an/the,
+    collapse whitespace (``normalize_answer`` of the official v1.1 evaluation script).
+
+    Example:
+        >>> squad_normalize("The  Denver Broncos!")
+        'denver broncos'
+    """
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
+
+
+_PUNCTUATION = set(string.punctuation)
+
+
+def squad_exact_match(prediction: str, gold_answers: Sequence[str]) -> float:
+    """1.0 if the normalised prediction equals any normalised gold answer, else 0.0.
+
+    Example:
+        >>> squad_exact_match("the Broncos", ["Denver Broncos", "Broncos"])
+        1.0
+    """
+    _check_gold(gold_answers)
+    return float(any(squad_normalize(prediction) == squad_normalize(g) for g in gold_answers))
+
+
+def squad_f1(prediction: str, gold_answers: Sequence[str]) -> float:
+    """Best word-overlap F1 against the gold answers, after :func:`squad_normalize`: with c words
+    in common (counted with repeats), precision c / len(prediction), recall c / len(gold).
+
+    Example:
+        >>> squad_f1("Denver", ["Denver Broncos"])    # P = 1, R = 1/2
+        0.6666666666666666
+    """
+    _check_gold(gold_answers)
+    return max(_f1(prediction, g) for g in gold_answers)
+
+
+def _f1(prediction: str, gold: str) -> float:
+    pred, true = squad_normalize(prediction).split(), squad_normalize(gold).split()
+    common = sum((Counter(pred) & Counter(true)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred), common / len(true)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _check_gold(gold_answers) -> None:
+    if isinstance(gold_answers, str) or not gold_answers:
+        raise TypeError("gold_answers is a non-empty list of strings (SQuAD has up to 3+ per "
+                        "question); wrap a single answer as [answer]")
+
+
+def squad_evaluate(predictions: Sequence[str], gold_answers: Sequence[Sequence[str]]) -> dict[str, float]:
+    """Mean exact match and F1 over questions, in percent, as the official script reports them."""
+    if len(predictions) != len(gold_answers) or not predictions:
+        raise ValueError(f"got {len(predictions)} predictions for {len(gold_answers)} questions")
+    n = len(predictions)
+    return {"exact_match": 100 * sum(map(squad_exact_match, predictions, gold_answers)) / n,
+            "f1": 100 * sum(map(squad_f1, predictions, gold_answers)) / n}
+
+
+def split_by_article(examples: Sequence[dict], test_fraction: float = 0.3, seed: int = 0
+                     ) -> tuple[list[dict], list[dict]]:
+    """Examples with a "title" → (train, test): a random `test_fraction` of the articles (at least
+    one) goes to test, so no article, and no paragraph, is on both sides. Order is kept."""
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must be between 0 and 1, got {test_fraction}")
+    titles = list(dict.fromkeys(ex["title"] for ex in examples))      # first-seen order
+    if len(titles) < 2:
+        raise ValueError(f"need at least two articles to split, got {len(titles)}")
+    random.Random(seed).shuffle(titles)
+    n_test = min(len(titles) - 1, max(1, round(test_fraction * len(titles))))
+    test_titles = set(titles[:n_test])
+    return ([ex for ex in examples if ex["title"] not in test_titles],
+            [ex for ex in examples if ex["title"] in test_titles])
+
+
+def select(features: dict, index) -> dict:
+    """The rows `index` (a bool mask or ids, tensor or list) of an ``encode_*`` dict: tensors are
+    indexed, lists picked from, so ``select(f, f["answerable"])`` keeps the answerable questions."""
+    index = torch.as_tensor(index)
+    if index.dtype == torch.bool:
+        index = index.nonzero().flatten()
+    rows = index.tolist()
+    return {k: v[index] if torch.is_tensor(v) else [v[i] for i in rows] for k, v in features.items()}
+
+
+# ------------------------------------------------------------------ fine-tuning and scoring
+
+
+_TARGETS = {"sequence": ("labels",), "token": ("labels",), "qa": ("start_positions", "end_positions")}
+_ENCODER = {"sequence": "encode_sentences or encode_pairs", "token": "encode_tagged", "qa": "encode_squad"}
+
+
+def _check_task(task: str, data: dict, training: bool) -> None:
+    """ValueError for an unknown task, KeyError naming what `data` lacks for it."""
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {', '.join(TASKS)}; got {task!r}")
+    need = ["input_ids", "token_type_ids", "attention_mask"] + (["context_mask"] if task == "qa" else [])
+    if training:
+        need += _TARGETS[task]
+    missing = [k for k in need if k not in data]
+    if missing:
+        raise KeyError(f"the {task!r} task needs {', '.join(missing)} in the data: build it with "
+                       f"{_ENCODER[task]}{' and pass the labels' if task != 'qa' else ''}")
+
+
+def _batch(data: dict, index: torch.Tensor, device) -> dict[str, torch.Tensor]:
+    """Rows `index` of every tensor, cut to the batch's longest row (padding costs time)."""
+    T = int(data["attention_mask"][index].sum(1).max())
+    full = data["input_ids"].size(1)
+    return {k: (v[index][:, :T] if v.dim() >= 2 and v.size(1) == full else v[index]).to(device)
+            for k, v in data.items() if torch.is_tensor(v)}
+
+
+def _forward(model, batch: dict, task: str):
+    """(loss or None, outputs): logits (B, C) or (B, T, C); for qa (start, end) logits (B, T)."""
+    args = batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]
+    if task == "qa":
+        span_mask = batch["context_mask"].clone()
+        span_mask[:, 0] = True              # [CLS]: "the answer is not in this window"
+        start, end = model(*args, span_mask=span_mask)
+        loss = None
+        if "start_positions" in batch:
+            loss = (F.cross_entropy(start, batch["start_positions"])
+                    + F.cross_entropy(end, batch["end_positions"])) / 2
+        return loss, (start, end)
+    logits = model(*args)
+    loss = None
+    if "labels" in batch:
+        loss = F.cross_entropy(logits.flatten(0, -2), batch["labels"].flatten(), ignore_index=IGNORE_INDEX)
+    return loss, logits
+
+
+def finetune(model, data: dict, *, task: str, epochs: int = 3, batch_size: int = 32,
+             lr: float = 5e-5, warmup: float = 0.1, weight_decay: float = 0.01, clip: float = 1.0,
+             max_steps: int | None = None, seed: int = 0, progress: bool = True,
+             desc: str | None = None) -> list[float]:
+    """Fine-tune `model` (a BertFor… head, any device) on `data` (an ``encode_*`` dict with labels)
+    → the training loss at every step.
+
+    `task` is "sequence" (BertForSequenceClassification: cross-entropy on labels (B,)), "token"
+    (BertForTokenClassification: cross-entropy on labels (B, T), -100 ignored) or "qa"
+    (BertForQuestionAnswering: the mean of the start and end cross-entropies over the context
+    and [CLS]). The paper's recipe: AdamW (weight decay 0.01 except biases and LayerNorms),
+    lr rising linearly for the first `warmup` share of steps then falling linearly to 0,
+    `epochs` shuffled passes (seeded), gradients clipped to norm `clip`. Dropout draws from
+    torch's global generator: call :func:`onehot2gpt.utils.set_seed` first to repeat a run.
+    """
+    _check_task(task, data, training=True)
+    n = data["input_ids"].size(0)
+    steps = epochs * math.ceil(n / batch_size)
+    if max_steps is not None:
+        steps = min(steps, max_steps)
+    if steps < 1:
+        raise ValueError(f"nothing to train: {n} rows, epochs={epochs}, max_steps={max_steps}")
+    params = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+    decay = [p for name, p in params if p.dim() >= 2]
+    no_decay = [p for name, p in params if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=lr)
+    n_warm = max(1, int(warmup * steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: (s + 1) / n_warm if s < n_warm else max(0.0, (steps - s) / max(1, steps - n_warm)))
+    device = next(model.parameters()).device
+    g = torch.Generator().manual_seed(seed)
+    losses: list[float] = []
+    model.train()
+    with tqdm(total=steps, desc=desc or task, disable=not progress, mininterval=1.0) as bar:
+        while len(losses) < steps:
+            for index in torch.randperm(n, generator=g).split(batch_size):
+                loss, _ = _forward(model, _batch(data, index, device), task)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_([p for _, p in params], clip)
+                opt.step()
+                sched.step()
+                losses.append(loss.item())
+                bar.update()
+                if bar.n % 20 == 0:
+                    bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+                if len(losses) == steps:
+                    break
+    model.eval()
+    return losses
+
+
+@torch.no_grad()
+def evaluate(model, data: dict, task: str, batch_size: int = 64, max_answer_len: int = 30) -> dict:
+    """Score `model` on `data` (an ``encode_*`` dict) in eval mode → a dict:
+
+    - "sequence": predictions (N,), and with labels accuracy and loss;
+    - "token": predictions (N, T) (-100 on padding), and with labels accuracy over the labelled
+      tokens and loss;
+    - "qa": start_logits, end_logits (N, T) (-inf outside the context and [CLS]), spans (the best
+      context span per row, :func:`predict_spans`), and with encode_squad's lists the predicted
+      texts ("predictions") and SQuAD's exact_match and f1 in percent; loss with gold positions.
+    """
+    _check_task(task, data, training=False)
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    N, T = data["input_ids"].shape
+    total_loss, correct, count = 0.0, 0, 0
+    outputs = []
+    for index in torch.arange(N).split(batch_size):
+        batch = _batch(data, index, device)
+        loss, out = _forward(model, batch, task)
+        if loss is not None:   # weighted by what the loss averages over: rows, or tagged tokens
+            weight = int((batch["labels"] != IGNORE_INDEX).sum()) if task == "token" else len(index)
+            total_loss += loss.item() * weight
+        if task == "qa":
+            start, end = (torch.full((len(index), T), float("-inf")) for _ in range(2))
+            start[:, :out[0].size(1)], end[:, :out[1].size(1)] = out[0].float().cpu(), out[1].float().cpu()
+            outputs.append((start, end))
+            continue
+        if task == "token":
+            if "labels" in batch:
+                c, k = _tag_counts(out, batch["labels"])
+                correct, count = correct + c, count + k
+            pred = torch.full((len(index), T), IGNORE_INDEX, dtype=torch.long)
+            pred[:, :out.size(1)] = out.argmax(-1).cpu()
+        else:
+            pred = out.argmax(-1).cpu()
+            if "labels" in batch:
+                correct += int((pred == batch["labels"].cpu()).sum())
+                count += len(index)
+        outputs.append(pred)
+    model.train(was_training)
+    result: dict = {}
+    if task == "qa":
+        result["start_logits"] = torch.cat([s for s, _ in outputs])
+        result["end_logits"] = torch.cat([e for _, e in outputs])
+        result["spans"] = predict_spans(result["start_logits"], result["end_logits"],
+                                        data["context_mask"], max_answer_len)
+        if "offsets" in data and "context" in data:
+            result["predictions"] = [decode_answer(data, i, s, e) for i, (s, e) in enumerate(result["spans"])]
+            if data.get("answers") and all(data["answers"]):
+                result.update(squad_evaluate(result["predictions"], data["answers"]))
+        if "start_positions" in data:
+            result["loss"] = total_loss / N
+        return result
+    result["predictions"] = torch.cat(outputs)
+    if "labels" in data:
+        result["accuracy"] = correct / max(count, 1)
+        result["loss"] = total_loss / max(count, 1)
+    return result
