@@ -372,3 +372,25 @@ def test_fill_mask_ranks_the_mlm_distribution():
         fill_mask(model, tok, "the cat sat")
     with pytest.raises(ValueError, match="at most 12"):
         fill_mask(model, tok, "the [MASK] " + "cat " * 20)
+
+
+def test_course_checkpoint_loads_and_beats_a_unigram_guess():
+    from collections import Counter
+
+    from onehot2gpt.checkpoints import checkpoint_path
+    from onehot2gpt.data import wikitext_articles
+    from onehot2gpt.subword import WordPieceTokenizer
+    from onehot2gpt.training import IGNORE_INDEX, evaluate_pretraining, pretraining_batch, tokenize_articles
+    directory = checkpoint_path("bert-wikitext2")
+    model = load_bert(directory)
+    tok = WordPieceTokenizer.load(directory / "vocab.txt")
+    assert isinstance(model, BertForPreTraining) and len(tok) == model.config.vocab_size
+    assert model.mlm.decoder.weight is model.bert.embeddings.tok_emb.weight
+    valid = tokenize_articles(tok, wikitext_articles("valid")[:20])
+    scores = evaluate_pretraining(model, tok, valid, batches=4, seed=7)
+    g = torch.Generator().manual_seed(7)  # the same batches: the most frequent masked token, always
+    labels = torch.cat([pretraining_batch(valid, 64, 64, tok, g)["mlm_labels"].flatten() for _ in range(4)])
+    labels = labels[labels != IGNORE_INDEX].tolist()
+    unigram = Counter(labels).most_common(1)[0][1] / len(labels)
+    assert scores["mlm_accuracy"] > unigram + 0.03
+    assert scores["nsp_accuracy"] > 0.55
