@@ -323,7 +323,7 @@ def main(argv=None):
     p.add_argument("what", choices=["bert"])
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--vocab-size", type=int, default=8000)
-    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--steps", type=int, default=6000)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--max-len", type=int, default=64)
     p.add_argument("--lr", type=float, default=1e-3)
