@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import padding_mask
+from .checkpoints import load_matching_weights
 from .transformer import Encoder
 
 
@@ -562,7 +563,6 @@ def save_bert(model: BertModel | BertForPreTraining, directory: str | Path, info
 def load_bert(directory: str | Path, device: str | torch.device = "cpu") -> BertModel | BertForPreTraining:
     """Read a folder written by :func:`save_bert` → the model, in eval mode. ValueError, naming the
     tensors, when the weights do not fit the stored config."""
-    from safetensors.torch import load_file
 
     directory = Path(directory)
     missing = [n for n in (_CONFIG, _WEIGHTS) if not (directory / n).is_file()]
@@ -580,14 +580,7 @@ def load_bert(directory: str | Path, device: str | torch.device = "cpu") -> Bert
     model = BertForPreTraining(config) if data["model"] == "BertForPreTraining" else \
         BertModel(config, add_pooler=data.get("pooler", True))
     expected = dict(model.named_parameters())
-    weights = load_file(str(directory / _WEIGHTS))
-    problems = [f"missing {k}" for k in expected if k not in weights]
-    problems += [f"unexpected {k}" for k in weights if k not in expected]
-    problems += [f"{k}: {tuple(weights[k].shape)} in the file, {tuple(p.shape)} in the config"
-                 for k, p in expected.items() if k in weights and weights[k].shape != p.shape]
-    if problems:
-        shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
-        raise ValueError(f"the weights in {directory / _WEIGHTS} do not match {directory / _CONFIG}: {shown}")
+    weights = load_matching_weights(directory / _WEIGHTS, expected, directory / _CONFIG)
     with torch.no_grad():
         for k, p in expected.items():
             p.copy_(weights[k])

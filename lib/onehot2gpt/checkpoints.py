@@ -40,3 +40,20 @@ def checkpoint_path(name: str) -> Path:
 def checkpoint_config(name: str) -> dict:
     """The ``config.json`` of a course checkpoint."""
     return json.loads((checkpoint_path(name) / "config.json").read_text(encoding="utf-8"))
+
+
+def load_matching_weights(weights_path: Path, expected: dict, config_path: Path) -> dict:
+    """Read a safetensors file and check it against the tensors a model built from its config
+    expects ({name: tensor}); raise a ValueError listing missing, unexpected and mis-shaped
+    tensors (a checkpoint that does not match its config is never half-loaded)."""
+    from safetensors.torch import load_file
+
+    weights = load_file(str(weights_path))
+    problems = [f"missing {k}" for k in expected if k not in weights]
+    problems += [f"unexpected {k}" for k in weights if k not in expected]
+    problems += [f"{k}: shape {tuple(weights[k].shape)} in the file, {tuple(v.shape)} in the config"
+                 for k, v in expected.items() if k in weights and weights[k].shape != v.shape]
+    if problems:
+        shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
+        raise ValueError(f"the weights in {weights_path} do not match {config_path}: {shown}")
+    return weights

@@ -58,6 +58,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
+from onehot2gpt.checkpoints import load_matching_weights
 from onehot2gpt.vocab import BOS, EOS, PAD, Vocab
 
 __all__ = ["BiLMConfig", "BiLM", "ScalarMix", "ElmoFeatures", "reverse_padded", "save_bilm",
@@ -437,7 +438,6 @@ def load_bilm(directory: str | Path, device: str | torch.device = "cpu") -> tupl
 
     Raises ValueError, naming the tensors, if the weights do not fit the stored config.
     """
-    from safetensors.torch import load_file
 
     directory = Path(directory)
     data = _read_config(directory)
@@ -452,14 +452,7 @@ def load_bilm(directory: str | Path, device: str | torch.device = "cpu") -> tupl
                          f"vocab_size={config.vocab_size}")
     bilm = BiLM(config)
     expected = bilm.state_dict()
-    weights = load_file(str(directory / _WEIGHTS))
-    problems = [f"missing {k}" for k in expected if k not in weights]
-    problems += [f"unexpected {k}" for k in weights if k not in expected]
-    problems += [f"{k}: shape {tuple(weights[k].shape)} in the file, {tuple(v.shape)} in the config"
-                 for k, v in expected.items() if k in weights and weights[k].shape != v.shape]
-    if problems:
-        shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
-        raise ValueError(f"the weights in {directory / _WEIGHTS} do not match {directory / _CONFIG}: {shown}")
+    weights = load_matching_weights(directory / _WEIGHTS, expected, directory / _CONFIG)
     bilm.load_state_dict({k: v.float() for k, v in weights.items()})
     return bilm.to(device).eval(), vocab
 
