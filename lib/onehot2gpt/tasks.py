@@ -36,6 +36,7 @@ from tqdm.auto import tqdm
 
 from .bert import best_span
 from .subword import _is_punctuation
+from .training import optimizer_step
 
 IGNORE_INDEX = -100  # a label that cross_entropy skips: specials, padding, a word's later pieces
 SNLI_LABELS = ("entailment", "neutral", "contradiction")
@@ -464,11 +465,7 @@ def finetune(model, data: dict, *, task: str, epochs: int = 3, batch_size: int =
         while len(losses) < steps:
             for index in torch.randperm(n, generator=g).split(batch_size):
                 loss, _ = _forward(model, _batch(data, index, device), task)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_([p for _, p in params], clip)
-                opt.step()
-                sched.step()
+                optimizer_step(loss, opt, sched, [p for _, p in params], clip)
                 losses.append(loss.item())
                 bar.update()
                 if bar.n % 20 == 0:

@@ -44,6 +44,15 @@ def inverse_sqrt_schedule(warmup: int):
     return lambda step: min((step + 1) / warmup, (warmup / (step + 1)) ** 0.5)
 
 
+def optimizer_step(loss, optimizer, scheduler, parameters, clip: float = 1.0) -> None:
+    """One update: backward, clip the gradient norm to `clip`, step the optimizer and the schedule."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(parameters, clip)
+    optimizer.step()
+    scheduler.step()
+
+
 def train_seq2seq(model, src, tgt, *, steps: int = 1000, batch_size: int = 64, lr: float = 2e-3,
                   warmup: int = 100, label_smoothing: float = 0.1, clip: float = 1.0,
                   seed: int = 0, progress: bool = True, desc: str = "train") -> list[float]:
@@ -64,11 +73,7 @@ def train_seq2seq(model, src, tgt, *, steps: int = 1000, batch_size: int = 64, l
             logits, _ = model(s, t[:, :-1])
             loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), t[:, 1:].reshape(-1),
                                    ignore_index=pad, label_smoothing=label_smoothing)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-            opt.step()
-            sched.step()
+            optimizer_step(loss, opt, sched, model.parameters(), clip)
             losses.append(loss.item())
             bar.update()
             if bar.n % 50 == 0:
@@ -266,11 +271,7 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
         for _ in range(steps):
             batch = pretraining_batch(articles, batch_size, max_len, tokenizer, g)
             loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(model, batch)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
+            optimizer_step(loss, opt, sched, model.parameters(), 1.0)
             for key, value in (("loss", loss), ("mlm_loss", mlm_loss), ("nsp_loss", nsp_loss)):
                 history[key].append(value.item())
             bar.update()
