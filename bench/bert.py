@@ -11,6 +11,8 @@
    * SST-2 sentiment from [CLS]: trained on a fixed random subset of SST-2 train, scored on the
      872-sentence test file; once from the pre-trained BERT and once from a randomly initialised
      BERT of the same size, same budget (``sst2_acc_pretrained``, ``sst2_acc_random_init``);
+     repeated with scarce labels, ``--sst2-small`` rows (``sst2_small_acc_pretrained``,
+     ``sst2_small_acc_random_init``);
    * UD English EWT part-of-speech tags on each word's first piece (train → test, ``pos_acc``);
    * SNLI sentence pairs (train on the dev file, score on the test file, "-" labels skipped,
      ``snli_acc``);
@@ -87,7 +89,7 @@ def fresh_encoder(pretrained: bool, seed: int = 0) -> BertModel:
     return BertModel(model.config)           # same size, random initialisation
 
 
-def run_sst2(tok, n_train, epochs, lr, smoke):
+def run_sst2(tok, n_train, epochs, lr, smoke) -> tuple[float, float]:
     rows = data.read_sst2("train")
     random.Random(0).shuffle(rows)
     train, test = rows[:n_train], data.read_sst2("test")[: 64 if smoke else None]
@@ -145,6 +147,7 @@ def main(argv=None):
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--sst2-train", type=int, default=8000)
+    p.add_argument("--sst2-small", type=int, default=1000, help="the scarce-label run: this many rows")
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--smoke", action="store_true", help="tiny subsets: checks the script, not the numbers")
     args = p.parse_args(argv)
@@ -169,14 +172,15 @@ def main(argv=None):
           f"NSP {scores['nsp_accuracy']:.3f}", flush=True)
 
     for name, run in (("sst2", lambda: run_sst2(tok, 64 if args.smoke else args.sst2_train, epochs, args.lr, args.smoke)),
+                      ("sst2_small", lambda: run_sst2(tok, 64 if args.smoke else args.sst2_small, epochs, args.lr, args.smoke)),
                       ("pos", lambda: run_pos(tok, epochs, args.lr, args.smoke)),
                       ("snli", lambda: run_snli(tok, epochs, args.lr, args.smoke)),
                       ("squad", lambda: run_squad(tok, epochs, args.lr, args.smoke))):
         start = time.time()
         out = run()
         seconds[name] = time.time() - start
-        if name == "sst2":
-            result["sst2_acc_pretrained"], result["sst2_acc_random_init"] = round(out[0], 4), round(out[1], 4)
+        if name.startswith("sst2"):
+            result[f"{name}_acc_pretrained"], result[f"{name}_acc_random_init"] = round(out[0], 4), round(out[1], 4)
         elif name == "squad":
             result["squad_em"], result["squad_f1"] = round(out[0], 2), round(out[1], 2)
         else:
@@ -184,7 +188,7 @@ def main(argv=None):
         print(f"{name}: {out} ({seconds[name]:.0f} s)", flush=True)
 
     result.update(seconds={k: round(v, 1) for k, v in seconds.items()}, threads=threads, epochs=epochs,
-                  lr=args.lr, sst2_train=args.sst2_train, smoke=args.smoke)
+                  lr=args.lr, sst2_train=args.sst2_train, sst2_small=args.sst2_small, smoke=args.smoke)
     print(json.dumps(result))
 
 

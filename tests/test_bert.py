@@ -394,3 +394,34 @@ def test_course_checkpoint_loads_and_beats_a_unigram_guess():
     unigram = Counter(labels).most_common(1)[0][1] / len(labels)
     assert scores["mlm_accuracy"] > unigram + 0.03
     assert scores["nsp_accuracy"] > 0.55
+
+
+def test_attention_source_gives_the_maps_of_the_model_for_one_or_two_sentences():
+    from onehot2gpt.bert import attention_source
+    from onehot2gpt.subword import WordPieceTokenizer
+    tok = WordPieceTokenizer.train(["the cat sat on the mat . a dog ran"] * 2, vocab_size=60, min_frequency=1)
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=len(tok), d_model=16, n_layers=2, n_heads=2,
+                                          d_ff=32, max_len=12)).train()
+    source = attention_source(model, tok)
+    tokens, maps = source("the cat sat")
+    assert tokens == ["[CLS]", "the", "cat", "sat", "[SEP]"]
+    assert len(maps) == 2 and maps[0].shape == (1, 2, 5, 5)
+    ids = torch.tensor([tok.encode("the cat sat")["input_ids"]])
+    model.eval()
+    expected = model.bert(ids, output_attentions=True).attentions
+    torch.testing.assert_close(maps[1], expected[1])
+    model.train()
+    source("the cat")
+    assert model.training                                          # the mode is given back
+    tokens, maps = source("the cat [SEP] a dog")
+    assert tokens == ["[CLS]", "the", "cat", "[SEP]", "a", "dog", "[SEP]"]
+    pair = tok.encode("the cat", "a dog")
+    model.eval()
+    expected = model.bert(torch.tensor([pair["input_ids"]]), torch.tensor([pair["token_type_ids"]]),
+                          output_attentions=True).attentions
+    torch.testing.assert_close(maps[0], expected[0])              # segment B is really segment B
+    assert source("zebra")[0] == ["[CLS]", "[UNK]", "[SEP]"]
+    for bad, match in (("", "empty"), ("   ", "empty"), ("the " * 20, "at most 12")):
+        with pytest.raises(ValueError, match=match):
+            source(bad)

@@ -311,3 +311,63 @@ def _shortest_first(word, vocab):  # takes the SHORTEST piece: a classic slip
 def test_checks_07_reject_wrong_answers(check, wrong):
     with pytest.raises(AssertionError, match="Hint"):
         check(wrong)
+
+
+def _first_pieces(word_index, tags):
+    out, seen = [], set()
+    for w in word_index:
+        out.append(-100 if w is None or w in seen else tags[w])
+        if w is not None:
+            seen.add(w)
+    return out
+
+
+def _span_by_loops(start, end, max_len):
+    best = None
+    for s in range(len(start)):
+        for e in range(s, min(len(end), s + max_len)):
+            score = float(start[s] + end[e])
+            if best is None or score > best[0]:
+                best = (score, s, e)
+    return torch.tensor(best[1]), best[2]                     # a tensor int is accepted
+
+
+def _f1_by_hand(prediction, gold):
+    from collections import Counter
+
+    from onehot2gpt.tasks import squad_normalize
+    p, g = squad_normalize(prediction).split(), squad_normalize(gold).split()
+    same = sum((Counter(p) & Counter(g)).values())
+    return 0.0 if same == 0 else 2 * same / (len(p) + len(g))
+
+
+def test_checks_08_pass_independent_solutions(capsys):
+    ex.check_first_piece_labels(_first_pieces)
+    ex.check_best_span(_span_by_loops)
+    ex.check_token_f1(_f1_by_hand)
+    assert capsys.readouterr().out.count("✓") == 3
+
+
+def _f1_without_normalising(prediction, gold):
+    from collections import Counter
+    p, g = prediction.split(), gold.split()
+    same = sum((Counter(p) & Counter(g)).values())
+    return 0.0 if same == 0 else 2 * same / (len(p) + len(g))
+
+
+@pytest.mark.parametrize("check, wrong", [
+    (ex.check_first_piece_labels, lambda index, tags: [-100 if w is None else tags[w] for w in index]),
+    (ex.check_best_span, lambda s, e, m: (int(s.argmax()), int(e.argmax()))),   # ignores s ≤ e and the limit
+    (ex.check_token_f1, _f1_without_normalising),
+    (ex.check_token_f1, lambda p, g: float(p == g)),
+])
+def test_checks_08_reject_wrong_answers(check, wrong):
+    with pytest.raises(AssertionError, match="Hint"):
+        check(wrong)
+
+
+def test_check_best_span_says_when_it_is_not_written():
+    def todo(start, end, max_len):
+        raise NotImplementedError
+    with pytest.raises(AssertionError, match="not written yet"):
+        ex.check_best_span(todo)

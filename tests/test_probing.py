@@ -95,3 +95,37 @@ def test_layer_weight_explorer_trains_once_per_setting_and_survives_errors():
     assert explorer.summary.value == summary           # the last good view is kept
     explorer.task.value = ()
     assert "select at least one task" in explorer.status.value
+
+
+def test_encoder_layers_stacks_every_hidden_state_in_batches():
+    from onehot2gpt.bert import BertConfig, BertForSequenceClassification, BertModel
+    from onehot2gpt.probing import encoder_layers
+    torch.manual_seed(0)
+    bert = BertModel(BertConfig(vocab_size=30, d_model=16, n_layers=3, n_heads=2, d_ff=32, max_len=10)).train()
+    ids = torch.randint(5, 30, (5, 7))
+    mask = torch.ones(5, 7, dtype=torch.long)
+    mask[1, 4:] = 0
+    ids[1, 4:] = 0
+    features = {"input_ids": ids, "token_type_ids": torch.zeros_like(ids), "attention_mask": mask}
+    layers = encoder_layers(bert, features, batch_size=2)             # three batches
+    assert layers.shape == (5, 7, 4, 16)
+    assert bert.training                                              # the mode is given back
+    bert.eval()
+    out = bert(ids, features["token_type_ids"], mask, output_hidden_states=True)
+    for j in range(4):
+        torch.testing.assert_close(layers[:, :, j], out.hidden_states[j])
+    head = BertForSequenceClassification(bert, 2)                    # a fine-tuning model works too
+    torch.testing.assert_close(encoder_layers(head, features), layers)
+    pooled = sentence_features(layers, mask)
+    torch.testing.assert_close(pooled[1, 2], out.hidden_states[2][1, :4].mean(0))
+    short = {k: v.clone() for k, v in features.items()}                # rows 3-4: 3 real tokens
+    short["attention_mask"][3:, 3:] = 0
+    short["input_ids"][3:, 3:] = 0
+    trimmed = encoder_layers(bert, short, batch_size=2)                # rows 3-4 form one batch
+    assert (trimmed[4, 3:] == 0).all()                                 # beyond the batch's longest
+    torch.testing.assert_close(trimmed[:3], layers[:3])                # other rows in their places
+    full = bert(short["input_ids"][4:], short["token_type_ids"][4:], short["attention_mask"][4:],
+                output_hidden_states=True).hidden_states
+    torch.testing.assert_close(trimmed[4, :3, 2], full[2][0, :3])      # real tokens unchanged
+    with pytest.raises(ValueError, match="attention_mask"):
+        encoder_layers(bert, {"input_ids": ids})

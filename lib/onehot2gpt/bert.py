@@ -585,3 +585,31 @@ def load_bert(directory: str | Path, device: str | torch.device = "cpu") -> Bert
         for k, p in expected.items():
             p.copy_(weights[k])
     return model.to(device).eval()
+
+
+def attention_source(model, tokenizer):
+    """An attention source for :class:`onehot2gpt.widgets.AttentionExplorer` and
+    :func:`onehot2gpt.widgets.bertviz_view`: text → (WordPiece tokens, one (1, H, T, T) map per layer).
+
+    `model` is our BertModel or BertForPreTraining (the course BERT, or MiniLM via
+    :func:`onehot2gpt.pretrained.minilm_bert`); `tokenizer` a :class:`WordPieceTokenizer`. Two
+    sentences separated by " [SEP] " become segments A and B. Unknown words become [UNK], as in BERT.
+    """
+    bert = model.bert if hasattr(model, "bert") else model
+
+    def source(text: str):
+        if not isinstance(text, str) or not text.strip() or not tokenizer.tokenize(text.replace("[SEP]", " ")):
+            raise ValueError("the text is empty: type a sentence to see its attention")
+        first, _, second = text.partition("[SEP]")
+        enc = tokenizer.encode(first, second if second.strip() else None)
+        ids = enc["input_ids"]
+        if len(ids) > bert.config.max_len:
+            raise ValueError(f"the text is {len(ids)} tokens long but this BERT reads at most "
+                             f"{bert.config.max_len} (max_len): shorten the text")
+        was_training = bert.training
+        bert.eval()
+        with torch.no_grad():
+            out = bert(torch.tensor([ids]), torch.tensor([enc["token_type_ids"]]), output_attentions=True)
+        bert.train(was_training)
+        return tokenizer.convert_ids_to_tokens(ids), out.attentions
+    return source

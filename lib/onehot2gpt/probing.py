@@ -40,6 +40,45 @@ def sentence_features(layers: Tensor, mask: Tensor) -> Tensor:
     return (layers * m).sum(1) / m.sum(1).clamp_min(1.0)
 
 
+@torch.no_grad()
+def encoder_layers(bert, features: dict, batch_size: int = 64) -> Tensor:
+    """Every layer of a BERT encoder (our BertModel, or a BertFor… model's ``.bert``) for an
+    ``onehot2gpt.tasks.encode_*`` dict → (B, T, n_layers + 1, D): the embeddings, then each layer.
+    Sentences are batched by length and each batch runs only up to its longest real sequence;
+    the padding positions after it stay zero.
+
+    Feed the result to :func:`token_features` (mask: ``features["labels"] != -100``, the first
+    pieces) or :func:`sentence_features` (mask: ``features["attention_mask"]``).
+    """
+    bert = getattr(bert, "bert", bert)
+    for key in ("input_ids", "attention_mask"):
+        if key not in features:
+            raise ValueError(f"features need {key!r}: build them with onehot2gpt.tasks.encode_sentences, "
+                             f"encode_pairs or encode_tagged")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    was_training = bert.training
+    bert.eval()
+    device = next(bert.parameters()).device
+    n, T = features["input_ids"].shape
+    lengths = features["attention_mask"].sum(1)
+    order = lengths.argsort()                                   # similar lengths share a batch
+    result = None
+    for start in range(0, n, batch_size):
+        rows = order[start:start + batch_size]
+        longest = max(1, int(lengths[rows].max()))              # skip the batch's pure padding
+        part = {k: features[k][rows, :longest].to(device)
+                for k in ("input_ids", "token_type_ids", "attention_mask") if k in features}
+        out = bert(part["input_ids"], part.get("token_type_ids"), part["attention_mask"],
+                   output_hidden_states=True)
+        layers = torch.stack(out.hidden_states, dim=2).cpu()   # (b, longest, L+1, D)
+        if result is None:
+            result = layers.new_zeros(n, T, *layers.shape[2:])
+        result[rows, :longest] = layers
+    bert.train(was_training)
+    return result
+
+
 @dataclass
 class ProbeResult:
     """What a trained probe found: layer weights softmax(s), γ, accuracies, the loss curve."""

@@ -242,7 +242,9 @@ def pretraining_batch(articles: Sequence[Sequence[Sequence[int]]], batch_size: i
 def pretraining_loss(model, batch):
     """(loss, mlm_loss, nsp_loss, masked predictions correct, masked predictions) for a
     BertForPreTraining; the MLM head runs only at the labelled positions (≈15%), which saves
-    most of the (T × vocab) output layer's cost."""
+    most of the (T × vocab) output layer's cost. The batch moves to the model's device."""
+    device = next(model.parameters()).device
+    batch = {k: v.to(device) for k, v in batch.items()}
     out = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
     chosen = batch["mlm_labels"] != IGNORE_INDEX
     logits = model.mlm(out.last_hidden_state[chosen])                  # (N masked, V)
@@ -293,6 +295,7 @@ def evaluate_pretraining(model, tokenizer, articles, *, batches: int = 50, batch
     for _ in range(batches):
         batch = pretraining_batch(articles, batch_size, max_len, tokenizer, g)
         _, mlm_loss, _, c, n = pretraining_loss(model, batch)
+        batch = {k: v.to(next(model.parameters()).device) for k, v in batch.items()}
         out = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
         nsp_correct += int((model.nsp(out.pooled).argmax(-1) == batch["nsp_labels"]).sum())
         nsp_count += batch_size
@@ -330,6 +333,7 @@ def main(argv=None):
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu (the documented run) or cuda")
     args = p.parse_args(argv)
     set_threads(args.threads)
     start = time.time()
@@ -343,7 +347,7 @@ def main(argv=None):
     valid_ids = tokenize_articles(tokenizer, wikitext_articles("valid"))
     torch.manual_seed(args.seed)
     config = BertConfig.tiny(vocab_size=len(tokenizer), max_len=max(args.max_len, 128))
-    model = BertForPreTraining(config)
+    model = BertForPreTraining(config).to(args.device)
     history = pretrain_bert(model, tokenizer, train_ids, steps=args.steps, batch_size=args.batch_size,
                             max_len=args.max_len, lr=args.lr, seed=args.seed)
     t_train = time.time() - start
@@ -351,10 +355,10 @@ def main(argv=None):
     args.out.mkdir(parents=True, exist_ok=True)
     info = {"data": "WikiText-2 train (wikitext_articles)", "steps": args.steps,
             "batch_size": args.batch_size, "max_len": args.max_len, "lr": args.lr,
-            "threads": args.threads, "seed": args.seed, "vocab_seconds": round(t_vocab, 1),
+            "threads": args.threads, "device": args.device, "seed": args.seed, "vocab_seconds": round(t_vocab, 1),
             "total_seconds": round(t_train, 1), "valid": {k: round(v, 4) for k, v in scores.items()},
             "final_train_mlm_loss": round(sum(history["mlm_loss"][-100:]) / len(history["mlm_loss"][-100:]), 4)}
-    save_bert(model, args.out, info=info)
+    save_bert(model.cpu(), args.out, info=info)
     tokenizer.save(args.out / "vocab.txt")
     print(json.dumps(info))
 
