@@ -1,0 +1,234 @@
+"""Decoding a language model: greedy, temperature, top-k and top-p sampling, with a key/value cache.
+
+Taught in notebook 09 (generation step by step) and used by notebook 10's prompting widget.
+Top-k sampling follows Fan et al., "Hierarchical Neural Story Generation" (2018); top-p
+("nucleus") sampling Holtzman et al., "The Curious Case of Neural Text Degeneration" (2020).
+
+The filters take logits over the vocabulary in the last dimension, (V,) or (B, V), and set the
+tokens they remove to -inf, so that a softmax afterwards gives them probability 0. They are
+applied in Hugging Face's order: temperature, then top-k, then top-p.
+
+:func:`generate` works with any model shaped like :class:`onehot2gpt.gpt.GPT`: ``model(ids,
+past_key_values=…, use_cache=…)`` returns ``.logits`` (B, T, V) and ``.past_key_values``, and
+``model.config.max_len`` is its context window.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import numbers
+import warnings
+
+import torch
+
+
+# ---------------------------------------------------------------------------------------------
+# Filters on logits
+
+def _check_logits(logits):
+    if not isinstance(logits, torch.Tensor) or logits.dim() == 0 or not logits.is_floating_point():
+        raise ValueError("logits must be a float tensor with the vocabulary in the last dimension, "
+                         "(V,) or (B, V)")
+
+
+def _check_temperature(temperature, allow_zero: bool):
+    ok = isinstance(temperature, numbers.Real) and math.isfinite(temperature)
+    if not ok or temperature < 0 or (temperature == 0 and not allow_zero):
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}; its limit "
+                         f"temperature → 0 is greedy decoding: generate(…, temperature=0) or greedy=True")
+
+
+def _check_top_k(k):
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"top_k must be a whole number ≥ 1 (how many of the most likely tokens to "
+                         f"keep), got {k!r}; use top_k=None to keep them all")
+
+
+def _check_top_p(p):
+    ok = isinstance(p, numbers.Real) and not isinstance(p, bool) and math.isfinite(p)
+    if not ok or not 0 < p <= 1:
+        raise ValueError(f"top_p must be a probability mass in (0, 1], got {p!r}; top_p=1 (or None) "
+                         f"keeps every token, smaller values keep only the most likely ones")
+
+
+def apply_temperature(logits, temperature: float):
+    """logits (…, V) → logits / temperature. Below 1 sharpens the distribution, above 1 flattens it.
+
+    Example:
+        >>> torch.softmax(apply_temperature(torch.tensor([0.0, 1.0]), 0.5), -1)
+        tensor([0.1192, 0.8808])
+    """
+    _check_logits(logits)
+    _check_temperature(temperature, allow_zero=False)
+    return logits / temperature
+
+
+def filter_top_k(logits, k: int):
+    """logits (…, V) → the same with all but the k largest set to -inf. Exactly min(k, V) stay:
+    a tie at the k-th place goes to the lower token id.
+
+    Example:
+        >>> filter_top_k(torch.tensor([1.0, 3.0, 2.0, 3.0]), 2)
+        tensor([-inf, 3., -inf, 3.])
+    """
+    _check_logits(logits)
+    _check_top_k(k)
+    if k >= logits.size(-1):
+        return logits.clone()
+    # A stable sort keeps equal logits in id order, so ties are broken the same way every time.
+    order = torch.sort(logits, dim=-1, descending=True, stable=True).indices          # (…, V)
+    keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, order[..., :k], True)
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+def filter_top_p(logits, p: float):
+    """logits (…, V) → the same with -inf outside the nucleus: the smallest set of most likely
+    tokens whose probability mass is ≥ p. The most likely token always stays.
+
+    Example:
+        >>> filter_top_p(torch.tensor([0.5, 0.3, 0.2]).log(), 0.75)   # 0.5 < 0.75 ≤ 0.5 + 0.3
+        tensor([-0.6931, -1.2040,    -inf])
+    """
+    _check_logits(logits)
+    _check_top_p(p)
+    if p == 1:
+        return logits.clone()
+    probs, order = torch.sort(torch.softmax(logits.float(), dim=-1), dim=-1, descending=True,
+                              stable=True)                                           # (…, V)
+    before = probs.cumsum(-1).roll(1, dims=-1)   # mass of the tokens more likely than each one…
+    before[..., 0] = 0.0                         # …(the first has none)
+    keep_sorted = before < p                     # still short of p: this token is needed
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+def _filtered_logits(logits, temperature: float, top_k: int | None, top_p: float | None):
+    """Temperature, then top-k, then top-p: logits (…, V) → logits (…, V)."""
+    logits = apply_temperature(logits, temperature)
+    if top_k is not None:
+        logits = filter_top_k(logits, top_k)
+    if top_p is not None:
+        logits = filter_top_p(logits, top_p)
+    return logits
+
+
+def _distribution(logits, temperature: float, top_k: int | None, top_p: float | None):
+    """logits (…, V) → probabilities (…, V); temperature 0 gives all the mass to the argmax."""
+    if temperature == 0:
+        return torch.zeros_like(logits).scatter(-1, logits.argmax(-1, keepdim=True), 1.0)
+    return torch.softmax(_filtered_logits(logits, temperature, top_k, top_p), dim=-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the model
+
+def _as_batch(ids):
+    """A prompt (T,) or (B, T) → ((B, T) long tensor, whether it was 1-D)."""
+    if not isinstance(ids, torch.Tensor):
+        ids = torch.tensor(list(ids), dtype=torch.long)
+    if ids.dim() not in (1, 2):
+        raise ValueError(f"the prompt must be token ids shaped (T,) or (B, T); got {tuple(ids.shape)}")
+    if ids.numel() == 0:
+        raise ValueError("the prompt is empty: give at least one token to continue from (e.g. the id "
+                         "of a newline, or of <bos>); a GPT has no start state of its own")
+    return (ids[None], True) if ids.dim() == 1 else (ids, False)
+
+
+@contextlib.contextmanager
+def _eval_mode(model):
+    """No dropout while decoding; the model's training flag is restored afterwards."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+def _crop_notice(T: int, max_new_tokens: int, max_len: int, on_crop: str):
+    """Warn (or raise, on_crop="error") when the model would have to read more than max_len tokens."""
+    if on_crop not in ("crop", "error"):
+        raise ValueError(f"on_crop must be 'crop' (slide a window of max_len tokens) or 'error'; "
+                         f"got {on_crop!r}")
+    longest = T + max_new_tokens - 1   # the last sampled token is never fed back to the model
+    if longest <= max_len:
+        return
+    message = (f"the prompt ({T} tokens) plus {max_new_tokens} new tokens exceed the model's context "
+               f"of max_len={max_len} tokens")
+    if on_crop == "error":
+        keep = max(max_len - max_new_tokens + 1, 1)
+        raise ValueError(f"{message}; shorten the prompt to ids[:, -{keep}:], ask for fewer tokens, "
+                         f"or pass on_crop='crop' to slide a window over the text")
+    warnings.warn(f"{message}: the model reads only the last {max_len} tokens at each step, and "
+                  f"forgets the earlier ones (pass on_crop='error' to stop instead)", stacklevel=3)
+
+
+@torch.no_grad()
+def next_token_distribution(model, ids, temperature: float = 1.0, top_k: int | None = None,
+                            top_p: float | None = None):
+    """Prompt ids (T,) → the probabilities (V,) of the next token after temperature, top-k and
+    top-p, the distribution :func:`generate` samples from ((B, T) → (B, V)). Temperature 0 puts all
+    the mass on the most likely token. A prompt longer than max_len is cropped (with a warning)."""
+    _check_temperature(temperature, allow_zero=True)
+    for value, check in ((top_k, _check_top_k), (top_p, _check_top_p)):
+        if value is not None:
+            check(value)
+    batch, squeeze = _as_batch(ids)
+    max_len = model.config.max_len
+    _crop_notice(batch.size(1), 1, max_len, "crop")
+    with _eval_mode(model):
+        logits = model(batch[:, -max_len:]).logits[:, -1]                           # (B, V)
+    probs = _distribution(logits, temperature, top_k, top_p)
+    return probs[0] if squeeze else probs
+
+
+@torch.no_grad()
+def generate(model, ids, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
+             top_p: float | None = None, greedy: bool = False, use_cache: bool = True,
+             generator: torch.Generator | None = None, on_crop: str = "crop"):
+    """Prompt ids (B, T) → (B, T + max_new_tokens): the prompt followed by its continuation ((T,) → 1-D).
+
+    Each step feeds the text so far, takes the last position's logits and picks a token: the
+    argmax when `greedy` or temperature == 0, else a sample (drawn with `generator`, for
+    reproducible runs) after temperature, top-k and top-p. With `use_cache` the model keeps each
+    layer's keys and values and reads only the newest token per step.
+
+    The model reads at most max_len tokens. When the text grows longer, on_crop="crop" (default)
+    warns once and slides a window over the last max_len tokens (a full cache is then recomputed
+    on the window, so cached and uncached runs agree); on_crop="error" raises a ValueError first.
+
+    Example:
+        >>> generate(model, torch.tensor([[0]]), 5, temperature=0)   # doctest: +SKIP
+        tensor([[ 0, 17,  3, 17,  3, 17]])
+    """
+    _check_temperature(temperature, allow_zero=True)
+    for value, check in ((top_k, _check_top_k), (top_p, _check_top_p)):
+        if value is not None:
+            check(value)
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral) \
+            or max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be a whole number ≥ 0, got {max_new_tokens!r}")
+    out, squeeze = _as_batch(ids)
+    max_len = model.config.max_len
+    _crop_notice(out.size(1), max_new_tokens, max_len, on_crop)
+    greedy = greedy or temperature == 0
+    past = None
+    with _eval_mode(model):
+        for _ in range(max_new_tokens):
+            # 1. Logits for the next token: only the newest token while the cache has room,
+            #    otherwise (first step, no cache, or a full cache) the last max_len tokens.
+            if past is not None and out.size(1) <= max_len:
+                step = model(out[:, -1:], past_key_values=past, use_cache=True)
+            else:
+                step = model(out[:, -max_len:], use_cache=use_cache)
+            past = step.past_key_values
+            logits = step.logits[:, -1]                                              # (B, V)
+            # 2. Pick: the argmax, or a sample from the filtered distribution.
+            if greedy:
+                nxt = logits.argmax(-1)                                              # (B,)
+            else:
+                probs = torch.softmax(_filtered_logits(logits, temperature, top_k, top_p), dim=-1)
+                nxt = torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (B,)
+            out = torch.cat([out, nxt[:, None]], dim=1)                             # (B, T + 1)
+    return out[0] if squeeze else out

@@ -1,0 +1,191 @@
+"""Training a GPT on one stream of characters (notebook 09): batches, evaluation, schedule, loop, CLI."""
+
+import math
+import time
+
+import pytest
+import torch
+
+from onehot2gpt import training
+from onehot2gpt.gpt import GPT, GPTConfig, load_gpt
+from onehot2gpt.sampling import generate
+from onehot2gpt.training import (char_dataset, cosine_lr, estimate_loss, lm_batch, train_gpt,
+                                 train_val_split)
+from onehot2gpt.vocab import Vocab
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+REPETITIVE = "abcdefgh" * 60     # every next character is determined by the one before
+
+
+def tiny_model(vocab_size, seed=0, **overrides):
+    torch.manual_seed(seed)
+    return GPT(GPTConfig.tiny(vocab_size=vocab_size, **overrides))
+
+
+# ------------------------------------------------------------------ data
+
+def test_char_dataset_round_trips_and_reuses_a_vocabulary():
+    text = "To be, or not to be: that is the question.\nÉtude — 潮水"
+    ids, vocab = char_dataset(text)
+    assert ids.dtype == torch.long and ids.shape == (len(text),)
+    assert vocab.itos == sorted(set(text)) and vocab.specials == ()   # nanoGPT's sorted characters
+    assert "".join(vocab.decode(ids)) == text
+    again, same = char_dataset("not to be", vocab)
+    assert same is vocab and "".join(vocab.decode(again)) == "not to be"
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        char_dataset("xyz!", vocab)
+    with pytest.raises(ValueError, match="empty"):
+        char_dataset("")
+
+
+def test_train_val_split_keeps_order():
+    ids = torch.arange(1000)
+    train, val = train_val_split(ids)
+    assert len(train) == 900 and len(val) == 100
+    assert torch.equal(torch.cat([train, val]), ids)            # first 90%, then the last 10%
+    with pytest.raises(ValueError):
+        train_val_split(ids, 1.0)
+
+
+def test_lm_batch_gives_windows_and_their_shift():
+    data = torch.arange(500) * 7 % 501                           # distinct values, not sorted
+    g = torch.Generator().manual_seed(0)
+    x, y = lm_batch(data, 6, 10, g)
+    assert x.shape == y.shape == (6, 10) and x.dtype == torch.long
+    position = {int(v): i for i, v in enumerate(data)}
+    for row_x, row_y in zip(x, y):
+        start = position[int(row_x[0])]
+        assert torch.equal(row_x, data[start:start + 10])        # a contiguous window…
+        assert torch.equal(row_y, data[start + 1:start + 11])    # …and the tokens after each
+    x2, _ = lm_batch(data, 6, 10, torch.Generator().manual_seed(0))
+    assert torch.equal(x, x2)                                    # the generator decides
+    # A stream of exactly block_size + 1 tokens has one window, which must be found.
+    x, y = lm_batch(torch.arange(11), 3, 10)
+    assert torch.equal(x, torch.arange(10).expand(3, 10)) and torch.equal(y, x + 1)
+    with pytest.raises(ValueError, match="at least 11"):
+        lm_batch(torch.arange(10), 2, 10)
+
+
+# ------------------------------------------------------------------ evaluation and schedule
+
+def test_estimate_loss_is_fixed_and_starts_near_ln_vocab():
+    V = 50
+    model = tiny_model(V).train()
+    data = torch.randint(0, V, (2000,), generator=torch.Generator().manual_seed(1))
+    kwargs = dict(batches=8, batch_size=4, block_size=16)
+    first = estimate_loss(model, data, **kwargs)
+    assert estimate_loss(model, data, **kwargs) == first            # the same windows every call
+    assert estimate_loss(model, data, **kwargs, seed=99) != first   # …chosen by the seed
+    assert model.training                                           # mode restored
+    assert abs(first - math.log(V)) < 0.1                           # an untrained model is ≈ uniform
+
+
+def test_cosine_lr_warms_up_then_decays_to_min_lr():
+    lr, min_lr, warmup, iters = 1e-3, 1e-4, 10, 111
+    rates = [cosine_lr(s, lr=lr, min_lr=min_lr, warmup=warmup, iters=iters) for s in range(iters)]
+    assert all(a < b for a, b in zip(rates[:warmup], rates[1:warmup + 1]))     # rises…
+    assert rates[warmup] == pytest.approx(lr)                                  # …to the peak
+    assert all(a >= b for a, b in zip(rates[warmup:], rates[warmup + 1:]))     # then only falls
+    assert rates[-1] == pytest.approx(min_lr)                                  # to the floor
+    middle = warmup + (iters - 1 - warmup) // 2                  # half-way down the cosine (exactly)
+    assert rates[middle] == pytest.approx((lr + min_lr) / 2)
+
+
+def test_train_gpt_follows_the_schedule():
+    ids, vocab = char_dataset(REPETITIVE)
+    model = tiny_model(len(vocab))
+    kw = dict(lr=2e-3, min_lr=2e-4, warmup=3, iters=12)
+    history = train_gpt(model, ids, iters=kw["iters"], batch_size=2, block_size=8, lr=kw["lr"],
+                        min_lr=kw["min_lr"], warmup=kw["warmup"], progress=False)
+    expected = [cosine_lr(s, **kw) for s in range(kw["iters"])]
+    assert history["lr"] == pytest.approx(expected)
+    assert history["evals"] == [] and history["val_loss"] is None    # no validation data given
+
+
+# ------------------------------------------------------------------ the loop
+
+def test_train_gpt_learns_a_repetitive_text():
+    ids, vocab = char_dataset(REPETITIVE)
+    train, val = train_val_split(ids)
+    model = tiny_model(len(vocab))
+    history = train_gpt(model, train, val, iters=40, batch_size=8, block_size=16, lr=3e-3, warmup=5,
+                        eval_every=20, eval_batches=4, progress=False)
+    assert len(history["loss"]) == history["iters"] == 40
+    assert [i for i, _, _ in history["evals"]] == [0, 20, 40]
+    start, end = history["evals"][0][2], history["evals"][-1][2]
+    assert start > 0.8 * math.log(len(vocab))          # untrained: about ln 8
+    assert end < 0.5 * start                           # 40 updates learn that b follows a, …
+    assert history["val_loss"] == end and not model.training
+
+
+def test_stop_at_val_stops_at_the_first_evaluation_below():
+    ids, vocab = char_dataset(REPETITIVE)
+    model = tiny_model(len(vocab))
+    history = train_gpt(model, ids, ids, iters=300, batch_size=8, block_size=16, lr=3e-3, warmup=5,
+                        eval_every=5, eval_batches=2, stop_at_val=0.5, progress=False)
+    losses = [v for _, _, v in history["evals"]]
+    assert history["iters"] < 300 and history["iters"] % 5 == 0
+    assert losses[-1] <= 0.5 and all(v > 0.5 for v in losses[:-1])
+    assert history["evals"][-1][0] == history["iters"] == len(history["loss"])
+    # Already below at the start: no update at all.
+    history = train_gpt(tiny_model(len(vocab)), ids, ids, iters=10, block_size=16, eval_batches=2,
+                        stop_at_val=100.0, progress=False)
+    assert history["iters"] == 0 and history["loss"] == [] and history["ms_per_iter"] is None
+
+
+def test_train_seconds_exclude_evaluation(monkeypatch):
+    real = training.estimate_loss
+
+    def slow_estimate_loss(*args, **kwargs):
+        time.sleep(0.5)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training, "estimate_loss", slow_estimate_loss)
+    ids, vocab = char_dataset(REPETITIVE)
+    history = train_gpt(tiny_model(len(vocab)), ids, ids, iters=4, batch_size=2, block_size=8,
+                        eval_every=1, eval_batches=1, progress=False)
+    assert len(history["evals"]) == 5                  # before training and after each update
+    assert history["eval_seconds"] >= 2.5
+    assert history["train_seconds"] < 1.0              # 4 tiny updates, none of the 2.5 s of sleep
+    seconds = [s for _, s, _ in history["evals"]]
+    assert seconds == sorted(seconds) and seconds[-1] == history["train_seconds"]
+    assert history["ms_per_iter"] == pytest.approx(1000 * history["train_seconds"] / 4)
+
+
+def test_train_gpt_rejects_windows_longer_than_the_context():
+    ids, vocab = char_dataset(REPETITIVE)
+    with pytest.raises(ValueError, match="max_len"):
+        train_gpt(tiny_model(len(vocab)), ids, iters=1, block_size=17, progress=False)
+
+
+# ------------------------------------------------------------------ the command line
+
+def test_cli_gpt_char_writes_a_loadable_checkpoint_and_vocabulary(tmp_path, capsys):
+    out = tmp_path / "gpt-char"
+    training.main(["gpt-char", "--out", str(out), "--iters", "3", "--d-model", "16", "--n-layers", "1",
+                   "--n-heads", "2", "--block-size", "16", "--batch-size", "2", "--eval-every", "2",
+                   "--eval-batches", "2", "--threads", "1"])
+    model = load_gpt(out)
+    vocab = Vocab.load(out / "vocab.json")
+    assert len(vocab) == model.config.vocab_size == 65          # Tiny Shakespeare's characters
+    assert (model.config.d_model, model.config.n_layers, model.config.max_len) == (16, 1, 16)
+    info = __import__("json").loads((out / "config.json").read_text())["info"]
+    assert info["iters"] == 3 and info["recipe"]["batch_size"] == 2
+    assert [i for i, _, _ in info["evals"]] == [0, 2, 3] and info["val_loss"] == info["evals"][-1][2]
+    assert info["command"].startswith("python -m onehot2gpt.training gpt-char")
+    prompt, _ = char_dataset("ROMEO:", vocab)
+    text = "".join(vocab.decode(generate(model, prompt, 8, greedy=True)))
+    assert text.startswith("ROMEO:") and len(text) == 14
+    assert '"val_loss"' in capsys.readouterr().out.strip().splitlines()[-1]
+
+
+def test_cli_bert_keeps_its_options(monkeypatch, tmp_path):
+    seen = {}
+    monkeypatch.setattr(training, "_train_bert_command", lambda args: seen.update(vars(args)))
+    training.main(["bert", "--out", str(tmp_path), "--steps", "5"])
+    assert seen["what"] == "bert" and seen["steps"] == 5
+    assert (seen["vocab_size"], seen["batch_size"], seen["max_len"], seen["lr"], seen["threads"],
+            seen["seed"], seen["device"]) == (8000, 64, 64, 1e-3, 2, 0, "cpu")
+    with pytest.raises(SystemExit):
+        training.main(["gpt2", "--out", str(tmp_path)])
