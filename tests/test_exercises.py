@@ -371,3 +371,121 @@ def test_check_best_span_says_when_it_is_not_written():
         raise NotImplementedError
     with pytest.raises(AssertionError, match="not written yet"):
         ex.check_best_span(todo)
+
+
+# Notebook 09, written without the library: loops and plain sorting, as a student might.
+
+def _top_k_by_sorting(logits, k):
+    out = logits.clone()
+    rows = out.view(-1, out.shape[-1])
+    for row in rows:
+        threshold = sorted(row.tolist(), reverse=True)[min(k, len(row)) - 1]
+        row[row < threshold] = float("-inf")
+    return out
+
+
+def _top_p_by_loops(logits, p, strict=False, force_top=True, extra=0):
+    out = logits.clone()
+    for row in out.view(-1, out.shape[-1]):
+        probs = torch.softmax(row.double(), 0).tolist()
+        order = sorted(range(len(probs)), key=lambda i: -probs[i])
+        kept, total = [], 0.0
+        for i in order:
+            if strict:           # slip: stop before the token that takes the sum past p
+                if total + probs[i] > p:
+                    break
+            elif total >= p:     # right: stop once the kept mass has reached p
+                break
+            kept.append(i)
+            total += probs[i]
+        if force_top and not kept:
+            kept = [order[0]]
+        kept = order[:len(kept) + extra]
+        for i in range(len(probs)):
+            if i not in kept:
+                row[i] = float("-inf")
+    return out
+
+
+def _kv_step(q_new, k_new, v_new, k_cache, v_cache, scale=True, append=True):
+    k_all = torch.cat([k_cache, k_new], dim=2) if append else k_cache
+    v_all = torch.cat([v_cache, v_new], dim=2) if append else v_cache
+    scores = torch.einsum("bhqd,bhkd->bhqk", q_new, k_all)
+    if scale:
+        scores = scores / q_new.shape[-1] ** 0.5
+    weights = scores.exp() / scores.exp().sum(-1, keepdim=True)
+    return torch.einsum("bhqk,bhkd->bhqd", weights, v_all), k_all, v_all
+
+
+def test_checks_09_pass_independent_solutions(capsys):
+    ex.check_top_k_filter(_top_k_by_sorting)
+    ex.check_top_p_filter(_top_p_by_loops)
+    ex.check_kv_cache_step(_kv_step)
+    assert capsys.readouterr().out.count("✓") == 3
+
+
+@pytest.mark.parametrize("check, wrong, reason", [
+    (ex.check_top_k_filter, lambda logits, k: _top_k_by_sorting(logits, k + 1), "kept tokens"),  # k + 1
+    (ex.check_top_k_filter, lambda logits, k: _top_k_by_sorting(logits, k).clamp_min(-1e9),
+     "kept tokens"),                                                                   # -1e9, not -inf
+    (ex.check_top_k_filter, lambda logits, k: torch.softmax(_top_k_by_sorting(logits, k), -1),
+     "kept tokens"),                                                                   # probabilities
+    (ex.check_top_k_filter, lambda logits, k: logits.masked_fill(logits < logits.max(), 0.0),
+     "kept tokens"),                                                                   # 0, not -inf
+    (ex.check_top_k_filter, lambda logits, k: torch.topk(logits, k).values, "shaped like `logits`"),
+    (ex.check_top_p_filter, lambda logits, p: _top_p_by_loops(logits, p, strict=True, force_top=False),
+     "kept tokens"),                                                                   # > p: may keep none
+    (ex.check_top_p_filter, lambda logits, p: _top_p_by_loops(logits, p, strict=True),
+     "kept tokens"),                                                                   # drops the crossing token
+    (ex.check_top_p_filter, lambda logits, p: _top_p_by_loops(logits, p, extra=1), "kept tokens"),
+    (ex.check_top_p_filter, lambda logits, p: _top_p_by_loops(logits * 0.9, p), "kept logits"),  # rescaled
+    (ex.check_kv_cache_step, lambda *a: _kv_step(*a, scale=False), r"\['out'\]: values differ"),  # no 1/√hs
+    (ex.check_kv_cache_step, lambda *a: _kv_step(*a, append=False), r"\['out'\]"),     # cache not extended
+    (ex.check_kv_cache_step, lambda q, k, v, kc, vc: (_kv_step(q, k, v, kc, vc)[0], torch.cat([k, kc], 2),
+                                                      torch.cat([v, vc], 2)), r"\['k_all'\]"),  # prepended
+    (ex.check_kv_cache_step, lambda q, k, v, kc, vc: _kv_step(q, k, v, kc, vc)[0], "three tensors"),
+])
+def test_checks_09_reject_wrong_answers(check, wrong, reason):
+    with pytest.raises(AssertionError, match=reason) as failure:
+        check(wrong)
+    assert "Hint" in str(failure.value)
+
+
+@pytest.mark.parametrize("check", [ex.check_top_k_filter, ex.check_top_p_filter, ex.check_kv_cache_step])
+def test_checks_09_say_when_not_written(check):
+    def todo(*args):
+        raise NotImplementedError
+    with pytest.raises(AssertionError, match="not written yet"):
+        check(todo)
+
+
+def test_check_top_p_covers_small_p_and_p_near_one(monkeypatch):
+    """The random cases include a p that only the top token meets and a p close to 1."""
+    from onehot2gpt import sampling
+    seen = []
+
+    def spy(logits, p):
+        seen.append((p, int((sampling.filter_top_p(logits, p) > float("-inf")).sum(-1).max())))
+        return sampling.filter_top_p(logits, p)
+    ex.check_top_p_filter(spy)
+    assert any(kept == 1 for _, kept in seen) and any(p > 0.95 for p, _ in seen)
+    assert any(0.2 < p < 0.9 and kept > 1 for p, kept in seen)
+
+
+def test_check_kv_cache_step_includes_an_empty_cache():
+    lengths = []
+
+    def spy(q, k, v, k_cache, v_cache):
+        lengths.append(k_cache.shape[2])
+        return _kv_step(q, k, v, k_cache, v_cache)
+    ex.check_kv_cache_step(spy)
+    assert 0 in lengths and max(lengths) > 1
+
+
+def test_assert_same_explains_a_difference_next_to_infinities_and_nans():
+    expected = torch.tensor([float("-inf"), 1.0, 2.0])
+    with pytest.raises(AssertionError, match="index \\(2,\\)"):
+        ex.assert_same(torch.tensor([float("-inf"), 1.0, 3.0]), expected, hint="h")
+    with pytest.raises(AssertionError, match="index \\(1,\\)"):
+        ex.assert_same(torch.tensor([float("-inf"), float("nan"), 2.0]), expected, hint="h")
+    ex.assert_same(expected.clone(), expected)                    # equal infinities are equal

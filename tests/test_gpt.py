@@ -300,3 +300,30 @@ def test_presets_have_gpt2s_sizes(preset, layers, width, heads, millions):
     with torch.device("meta"):  # sizes only: no memory, no initialisation cost
         n = sum(p.numel() for p in GPT(c).parameters())   # the tied matrix counts once
     assert n / 1e6 == pytest.approx(millions, abs=1)      # GPT-2's published sizes (tied, with positions)
+
+
+def test_gpt2_by_name_offline_says_what_to_do(tmp_path):
+    from onehot2gpt.pretrained import gpt2
+    # An empty cache and no network access: the Hub model cannot be had.
+    with pytest.raises(OSError, match="'gpt2'") as info:
+        gpt2("gpt2", local_files_only=True, cache_dir=tmp_path)
+    assert "internet" in str(info.value) and "load_gpt" in str(info.value)
+
+
+def test_gpt2_from_a_local_folder_loads_into_our_class(tmp_path):
+    import transformers
+    from onehot2gpt.pretrained import gpt2
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    config = transformers.GPT2Config(vocab_size=60, n_positions=16, n_embd=32, n_layer=2, n_head=4)
+    torch.manual_seed(0)
+    hf = transformers.GPT2LMHeadModel(config).eval()
+    hf.save_pretrained(tmp_path)
+    vocab = {chr(ord("a") + i): i for i in range(26)}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="a"))
+    backend.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+    transformers.PreTrainedTokenizerFast(tokenizer_object=backend).save_pretrained(tmp_path)
+    ours, tokenizer = gpt2(str(tmp_path))
+    ids = torch.tensor([tokenizer("hello")["input_ids"]])
+    assert ids.shape == (1, 5)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(ids).logits, hf(ids).logits, atol=1e-5, rtol=1e-5)

@@ -1,5 +1,6 @@
 """Training a GPT on one stream of characters (notebook 09): batches, evaluation, schedule, loop, CLI."""
 
+import json
 import math
 import time
 
@@ -189,3 +190,37 @@ def test_cli_bert_keeps_its_options(monkeypatch, tmp_path):
             seen["seed"], seen["device"]) == (8000, 64, 64, 1e-3, 2, 0, "cpu")
     with pytest.raises(SystemExit):
         training.main(["gpt2", "--out", str(tmp_path)])
+
+
+def test_wikitext_stream_is_the_articles_pieces_with_a_separator_after_each():
+    from onehot2gpt.checkpoints import checkpoint_path
+    from onehot2gpt.data import wikitext_articles
+    from onehot2gpt.subword import WordPieceTokenizer
+    from onehot2gpt.training import wikitext_stream
+    tok = WordPieceTokenizer.load(checkpoint_path("bert-wikitext2") / "vocab.txt")
+    stream = wikitext_stream(tok, "valid")
+    articles = wikitext_articles("valid")
+    assert stream.dtype == torch.long and int((stream == tok.sep_id).sum()) == len(articles)
+    first = articles[0][0]
+    n = len(tok.tokenize(first))
+    assert stream[:n].tolist() == tok.convert_tokens_to_ids(tok.tokenize(first))
+    assert int(stream.max()) < len(tok) and int(stream.min()) >= 0
+
+
+def test_gpt_wikitext_command_writes_a_checkpoint_with_the_bert_vocabulary(tmp_path, monkeypatch):
+    from onehot2gpt import training
+    from onehot2gpt.gpt import load_gpt
+    from onehot2gpt.subword import WordPieceTokenizer
+    original = training.wikitext_stream
+
+    def small_stream(tokenizer, split="train"):                    # a slice of valid for both: fast
+        return original(tokenizer, "valid")[:20000]
+    monkeypatch.setattr(training, "wikitext_stream", small_stream)
+    out = tmp_path / "gpt"
+    training.main(["gpt-wikitext", "--out", str(out), "--iters", "3", "--batch-size", "4",
+                   "--eval-every", "3", "--threads", "1"])
+    model = load_gpt(out)
+    tok = WordPieceTokenizer.load(out / "vocab.txt")
+    assert model.config.vocab_size == len(tok) and model.config.max_len == 64
+    info = json.loads((out / "config.json").read_text())["info"]
+    assert info["iters"] == 3 and "gpt-wikitext" in info["command"]

@@ -416,3 +416,142 @@ def test_fill_in_the_blank_shows_predictions_and_errors():
     assert len(widget.predictions[0][1]) == 5
     widget.text.value = "no blank here"
     assert "no [MASK]" in widget.status.value and len(widget.predictions) == 2
+
+
+# Sampling (notebook 09) -------------------------------------------------------------------------
+
+SHAKESPEARE = "to be, or not to be: that is the question.\n"
+CHARS = sorted(set(SHAKESPEARE))
+
+
+def char_encode(text):
+    return [CHARS.index(c) if c in CHARS else {}[c] for c in text]  # KeyError for unknown characters
+
+
+def char_decode(ids):
+    return "".join(CHARS[i] for i in ids)
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt():
+    import torch
+
+    from onehot2gpt.gpt import GPT, GPTConfig
+    torch.manual_seed(0)
+    return GPT(GPTConfig.tiny(vocab_size=len(CHARS))).eval()  # max_len 16
+
+
+def sampling_explorer(model, **kwargs):
+    from onehot2gpt.widgets import SamplingExplorer
+    return SamplingExplorer(model, char_encode, char_decode, **{"prompt": "to be", "length": 30, **kwargs})
+
+
+def test_sampling_explorer_shows_the_next_token_distribution(tiny_gpt, one_thread):
+    import torch
+
+    from onehot2gpt.sampling import next_token_distribution
+    w = sampling_explorer(tiny_gpt, temperature=0.7)
+    ids = torch.tensor(char_encode("to be"))
+    torch.testing.assert_close(w.probs, next_token_distribution(tiny_gpt, ids, 0.7))
+    assert sum(p for _, p in w.distribution) == pytest.approx(1, abs=1e-5)
+    assert [t for t, _ in w.distribution] == [char_decode([int(i)]) for i in w.probs.argsort(descending=True)]
+    assert len(w.top) == 15 and w.status.value == "" and "to be" in w.table.value
+    w.top_k.value = 3
+    torch.testing.assert_close(w.probs, next_token_distribution(tiny_gpt, ids, 0.7, top_k=3))
+    assert sum(p > 0 for _, p in w.distribution) == 3 and int((w.probs > 0).sum()) == 3
+    assert w.table.value.count("removed by top-k") == 12  # the 15 rows shown, less the 3 kept
+    torch.testing.assert_close(w.probs_before, next_token_distribution(tiny_gpt, ids, 0.7))
+    w.top_k.value, w.top_p.value = 0, 0.3
+    torch.testing.assert_close(w.probs, next_token_distribution(tiny_gpt, ids, 0.7, top_p=0.3))
+    kept = int((w.probs > 0).sum())
+    assert 1 <= kept < len(CHARS) and w.table.value.count("removed by top-p") == 15 - kept
+    w.temperature.value = 0.0                   # greedy: all the mass on the argmax
+    assert w.distribution[0][1] == 1.0 and sum(p > 0 for _, p in w.distribution) == 1
+
+
+def test_sampling_explorer_generates_reproducibly(tiny_gpt, one_thread):
+    import torch
+
+    from onehot2gpt.sampling import generate
+    w = sampling_explorer(tiny_gpt, temperature=1.5)
+    assert w.continuation == ""
+    w.generate()
+    first = w.continuation
+    assert len(w.generated_ids) == 30 and first == char_decode(w.generated_ids)
+    w.button.click()                            # the button does the same, with the same seed
+    assert w.continuation == first
+    with pytest.warns(UserWarning, match="context"):  # 5 + 30 tokens: a sliding window over 16
+        expected = generate(tiny_gpt, torch.tensor(char_encode("to be")), 30, temperature=1.5,
+                            generator=torch.Generator().manual_seed(0))
+    assert w.generated_ids == expected[5:].tolist()
+    w.seed.value = 1
+    w.generate()
+    assert w.continuation != first
+    assert "<b style='background:#dde7f3'>to be</b>" in w.output.value  # the prompt stands out
+    w.temperature.value = 0.0
+    w.generate()
+    with pytest.warns(UserWarning, match="context"):
+        greedy = generate(tiny_gpt, torch.tensor(char_encode("to be")), 30, temperature=0)
+    assert w.generated_ids == greedy[5:].tolist() and "greedy" in w.output.value
+    w.seed.value = 7
+    w.generate()
+    assert w.generated_ids == greedy[5:].tolist()  # greedy ignores the seed
+
+
+def test_sampling_explorer_reports_bad_prompts_and_keeps_its_output(tiny_gpt, one_thread):
+    w = sampling_explorer(tiny_gpt, temperature=1.5)
+    w.generate()
+    continuation, probs, table, output = w.continuation, w.probs, w.table.value, w.output.value
+    for prompt, message in (("", "prompt is empty"), ("to bx", "does not know &#x27;x&#x27;")):
+        w.prompt.value = prompt                 # must not raise into the kernel
+        assert message in w.status.value
+        assert w.probs is probs and w.table.value == table
+        w.generate()
+        assert message in w.status.value
+        assert (w.continuation, w.output.value) == (continuation, output)
+        assert w.prompt.value == prompt         # the student's input is kept
+    w.top_k.value = 2                           # moving a slider re-reads the (still bad) prompt
+    assert "does not know" in w.status.value and w.probs is probs
+    w.prompt.value = "to be"
+    assert w.status.value == "" and int((w.probs > 0).sum()) == 2
+
+
+def test_sampling_explorer_crops_a_long_prompt_with_a_notice(tiny_gpt, one_thread):
+    import warnings
+
+    import torch
+
+    from onehot2gpt.sampling import generate, next_token_distribution
+    w = sampling_explorer(tiny_gpt, temperature=1.5)
+    w.generate()
+    continuation = w.continuation
+    long = "to be, or not to be: that is"     # 28 characters, the context is 16
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        w.prompt.value = long
+    assert not caught                           # cropped by the widget, which says so in .status
+    assert "28 tokens" in w.status.value and "max_len=16" in w.status.value
+    assert f"the last 16, “{long[-16:]}”" in w.status.value
+    torch.testing.assert_close(w.probs, next_token_distribution(tiny_gpt, torch.tensor(char_encode(long[-16:])), 1.5))
+    assert w.continuation == continuation       # nothing generated until asked
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        w.generate()
+    assert not caught
+    assert "28 tokens" in w.status.value and "reads only the last 16" in w.output.value
+    with pytest.warns(UserWarning, match="context"):
+        expected = generate(tiny_gpt, torch.tensor(char_encode(long)), 30, temperature=1.5,
+                            generator=torch.Generator().manual_seed(0))
+    assert w.generated_ids == expected[28:].tolist()
+
+
+def test_sampling_explorer_survives_a_failing_model(tiny_gpt):
+    from onehot2gpt.widgets import SamplingExplorer
+
+    w = sampling_explorer(tiny_gpt)
+    w.model = None                              # anything that raises inside the model call
+    w.prompt.value = "that"
+    w.generate()
+    assert "⚠" in w.status.value
+    with pytest.raises(ValueError, match="top_k"):
+        SamplingExplorer(tiny_gpt, char_encode, char_decode, top_k=0)

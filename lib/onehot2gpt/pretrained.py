@@ -135,3 +135,28 @@ def minilm_bert():
 
     hf_model, tokenizer = load_minilm()
     return load_hf_bert(hf_model), tokenizer
+
+
+# ---------------------------------------------------------------------------------------------
+# GPT-2 as the course's own GPT (onehot2gpt.gpt)
+
+def gpt2(name_or_path: str = "gpt2", **hf_kwargs):
+    """Download (or read from the cache or a folder) GPT-2, e.g. "gpt2" (124M) or "gpt2-medium",
+    → (our GPT in eval mode, its byte-level BPE tokenizer). Needs internet the first time (Colab
+    has it); offline, the course's own checkpoints stand in. Extra keyword arguments
+    (cache_dir, local_files_only, revision) go to transformers."""
+    import transformers
+
+    from .gpt import load_hf_gpt2
+
+    try:
+        with _quiet_transformers():
+            hf_model = transformers.GPT2LMHeadModel.from_pretrained(
+                name_or_path, attn_implementation="eager", **hf_kwargs)
+            tokenizer = transformers.AutoTokenizer.from_pretrained(name_or_path, **hf_kwargs)
+    except OSError as exc:
+        raise OSError(f"could not load the model {name_or_path!r}: it is neither a local folder nor in the "
+                      f"Hugging Face cache, and downloading it needs internet (e.g. on Colab). Offline, "
+                      f"use the course's own GPTs in data/checkpoints (onehot2gpt.gpt.load_gpt). "
+                      f"Hugging Face said: {str(exc).splitlines()[0]}") from exc
+    return load_hf_gpt2(hf_model), tokenizer

@@ -581,6 +581,55 @@ def _train_gpt_char_command(args, argv):
     print(json.dumps({k: v for k, v in info.items() if k != "evals"}))
 
 
+def wikitext_stream(tokenizer, split: str = "train") -> torch.Tensor:
+    """WikiText-2 as one stream of WordPiece ids (N,): each article's sentences in order, articles
+    separated by [SEP] (the model's "end of document"), for next-token training with :func:`lm_batch`."""
+    from .data import wikitext_articles
+
+    ids: list[int] = []
+    for article in wikitext_articles(split):
+        for sentence in article:
+            ids += tokenizer.convert_tokens_to_ids(tokenizer.tokenize(sentence))
+        ids.append(tokenizer.sep_id)
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def _train_gpt_wikitext_command(args, argv):
+    """``gpt-wikitext``: a subword GPT on WikiText-2 with the course BERT's WordPiece vocabulary."""
+    import json
+    import shutil
+    import sys
+
+    from .checkpoints import checkpoint_path
+    from .gpt import GPT, GPTConfig, save_gpt
+    from .subword import WordPieceTokenizer
+    from .utils import set_threads
+
+    set_threads(args.threads)
+    start = time.time()
+    vocab_file = checkpoint_path("bert-wikitext2") / "vocab.txt"
+    tokenizer = WordPieceTokenizer.load(vocab_file)
+    train, val = wikitext_stream(tokenizer, "train"), wikitext_stream(tokenizer, "valid")
+    recipe = dict(iters=args.iters, batch_size=args.batch_size, block_size=args.block_size, lr=args.lr,
+                  min_lr=args.lr / 10, warmup=args.warmup, weight_decay=0.1, betas=(0.9, 0.99), clip=1.0)
+    torch.manual_seed(args.seed)
+    config = GPTConfig.small(vocab_size=len(tokenizer), max_len=args.block_size)
+    model = GPT(config).to(args.device)
+    history = train_gpt(model, train, val, **recipe, eval_every=args.eval_every, eval_batches=50,
+                        eval_batch_size=32, seed=args.seed, desc="GPT WikiText-2")
+    info = {"data": "WikiText-2 train as one WordPiece stream (wikitext_stream), the course BERT's vocabulary",
+            "command": "python -m onehot2gpt.training " + " ".join(sys.argv[1:] if argv is None else argv),
+            "recipe": {**recipe, "betas": list(recipe["betas"])}, "iters": history["iters"],
+            "seconds": round(history["train_seconds"], 1), "ms_per_iter": round(history["ms_per_iter"], 1),
+            "total_seconds": round(time.time() - start, 1), "val_loss": round(history["val_loss"], 4),
+            "val_perplexity": round(math.exp(history["val_loss"]), 1),
+            "val_loss_is": f"mean of 50 fixed windows (32 x {args.block_size} pieces) of WikiText-2 valid",
+            "threads": args.threads, "device": args.device, "seed": args.seed}
+    save_gpt(model.cpu(), args.out, info=info)
+    shutil.copyfile(vocab_file, args.out / "vocab.txt")
+    print(json.dumps(info))
+
+
 def main(argv=None):
     """Reproduce a course checkpoint:
     ``python -m onehot2gpt.training bert --out data/checkpoints/bert-wikitext2`` or
@@ -628,11 +677,25 @@ def main(argv=None):
     gpt.add_argument("--threads", type=int, default=2)
     gpt.add_argument("--seed", type=int, default=0)
     gpt.add_argument("--device", default="cpu", help="cpu (the documented run) or cuda")
+    wiki = sub.add_parser("gpt-wikitext", help="train the course subword GPT on WikiText-2",
+                          description="GPTConfig.small on WikiText-2 with the course BERT's vocabulary.")
+    wiki.add_argument("--out", required=True, type=Path)
+    wiki.add_argument("--iters", type=int, default=4000)
+    wiki.add_argument("--batch-size", type=int, default=32)
+    wiki.add_argument("--block-size", type=int, default=64)
+    wiki.add_argument("--lr", type=float, default=2e-3)
+    wiki.add_argument("--warmup", type=int, default=100)
+    wiki.add_argument("--eval-every", type=int, default=500)
+    wiki.add_argument("--threads", type=int, default=2)
+    wiki.add_argument("--seed", type=int, default=0)
+    wiki.add_argument("--device", default="cpu", help="cpu (the documented run) or cuda")
     args = p.parse_args(argv)
     if args.what == "bert":
         _train_bert_command(args)
-    else:
+    elif args.what == "gpt-char":
         _train_gpt_char_command(args, argv)
+    else:
+        _train_gpt_wikitext_command(args, argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,457 @@
+"""Fine-tuning a GPT for classification the GPT-1 way: input transformations, a linear head on the
+extract token, and the auxiliary language-modelling loss.
+
+Written for the GPT notebook (09). Follows Radford et al., "Improving Language Understanding by
+Generative Pre-Training" (GPT-1, 2018), §3.2–3.3 and figure 1:
+
+- every task becomes one or more token sequences ``<start> … <extract>`` (:data:`GPT1_SPECIALS`):
+  :func:`classification_input`, :func:`entailment_input` (premise ``<delim>`` hypothesis),
+  :func:`similarity_inputs` (both orders), :func:`multiple_choice_inputs` (one per answer);
+- a linear layer W_y reads the final hidden state at the last real token, ``<extract>``:
+  :class:`GPTForSequenceClassification`; it also returns the tied output layer's logits;
+- training maximises L3 = L2 + λ·L1, the classification loss plus λ times the next-token loss on
+  the same input (λ = 0.5 in the paper): :func:`gpt1_loss`, :func:`finetune_gpt` (the paper's
+  lr 6.25e-5, batch 32, 3 epochs, warm-up over 0.2% of the steps then linear decay), and
+  :func:`evaluate_gpt`. :func:`encode_for_gpt` turns texts and labels into the tensors they use.
+
+Rows are right-padded; causal attention means a real token never sees the padding after it, so no
+attention mask is needed: the head reads position ``length − 1`` and L1 skips padded positions.
+
+Example:
+    >>> entailment_input(["it", "rains"], ["it", "is", "wet"])
+    ['<start>', 'it', 'rains', '<delim>', 'it', 'is', 'wet', '<extract>']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from numbers import Integral
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+from .attention import causal_mask
+from .gpt import GPT, _check_ids
+from .subword import _longest_first
+from .training import optimizer_step
+
+GPT1_SPECIALS = ("<start>", "<delim>", "<extract>")
+START, DELIM, EXTRACT = GPT1_SPECIALS
+IGNORE_INDEX = -100  # a next-token target that cross_entropy skips: padding
+
+
+# ------------------------------------------------------------------ input transformations
+
+
+def _is_id(x) -> bool:
+    return isinstance(x, Integral) and not isinstance(x, bool)
+
+
+def _tokens(seq, specials: Sequence, what: str) -> list:
+    """A token list (strings) or id list as a list, of the same kind as `specials` and free of them."""
+    if isinstance(seq, str):
+        raise TypeError(f"{what} must be a list of tokens or ids, not a string: tokenize it first")
+    if isinstance(seq, torch.Tensor):
+        seq = seq.tolist()
+    seq = list(seq)
+    ids = _is_id(specials[0])
+    if not all(_is_id(s) if ids else isinstance(s, str) for s in specials):
+        raise TypeError(f"the special tokens {list(specials)} must all be strings or all be ids")
+    wrong = [t for t in seq if not (_is_id(t) if ids else isinstance(t, str))]
+    if wrong:
+        kind = "ids" if ids else "strings"
+        raise TypeError(f"{what} holds {wrong[0]!r} but the special tokens {list(specials)} are {kind}: "
+                        f"give tokens and specials of one kind (for ids pass the specials' ids, "
+                        f"e.g. start=vocab['<start>'])")
+    if len(set(specials)) != len(specials):
+        raise ValueError(f"the special tokens {list(specials)} must be distinct")
+    inside = sorted({repr(t) for t in seq if t in set(specials)})
+    if inside:
+        raise ValueError(f"{what} already holds the special token(s) {', '.join(inside)}: pass the "
+                         f"bare text (or the special's id collides with an ordinary token)")
+    return seq
+
+
+def classification_input(text, start=START, extract=EXTRACT) -> list:
+    """Text classification: ``[start] text [extract]``; tokens (strings) or ids → a list of the same.
+
+    Example:
+        >>> classification_input(["a", "fine", "film"])
+        ['<start>', 'a', 'fine', 'film', '<extract>']
+        >>> classification_input([7, 8], start=1, extract=3)
+        [1, 7, 8, 3]
+    """
+    return [start, *_tokens(text, (start, extract), "text"), extract]
+
+
+def entailment_input(premise, hypothesis, start=START, delim=DELIM, extract=EXTRACT) -> list:
+    """Entailment: ``[start] premise [delim] hypothesis [extract]``.
+
+    Example:
+        >>> entailment_input(["it", "rains"], ["it", "is", "wet"])
+        ['<start>', 'it', 'rains', '<delim>', 'it', 'is', 'wet', '<extract>']
+    """
+    specials = (start, delim, extract)
+    return [start, *_tokens(premise, specials, "premise"), delim,
+            *_tokens(hypothesis, specials, "hypothesis"), extract]
+
+
+def similarity_inputs(a, b, start=START, delim=DELIM, extract=EXTRACT) -> tuple[list, list]:
+    """Similarity has no natural order: both ``[start] a [delim] b [extract]`` and
+    ``[start] b [delim] a [extract]``. The model encodes each on its own and adds the two final
+    extract states before the linear layer.
+
+    Example:
+        >>> similarity_inputs([5], [6, 7], start=1, delim=2, extract=3)
+        ([1, 5, 2, 6, 7, 3], [1, 6, 7, 2, 5, 3])
+    """
+    return entailment_input(a, b, start, delim, extract), entailment_input(b, a, start, delim, extract)
+
+
+def multiple_choice_inputs(context, answers, start=START, delim=DELIM, extract=EXTRACT) -> list[list]:
+    """Multiple choice: one ``[start] context [delim] answer_k [extract]`` per answer; each is scored
+    by a linear layer and a softmax runs over the k scores.
+
+    Example:
+        >>> multiple_choice_inputs(["q"], [["a"], ["b", "c"]])
+        [['<start>', 'q', '<delim>', 'a', '<extract>'], ['<start>', 'q', '<delim>', 'b', 'c', '<extract>']]
+    """
+    if isinstance(answers, str) or len(answers) == 0:
+        raise ValueError("answers must be a non-empty list of answers, each a list of tokens or ids")
+    return [entailment_input(context, answer, start, delim, extract) for answer in answers]
+
+
+# ------------------------------------------------------------------------------ the head
+
+
+def gpt_hidden_states(gpt: GPT, ids) -> torch.Tensor:
+    """ids (B, T) → the final hidden states LN(h_n) (B, T, D), which ``gpt.lm_head`` maps to GPT's logits.
+
+    :class:`~onehot2gpt.gpt.GPT` returns logits only, so this runs its parts in the order of
+    ``GPT.forward`` (without a cache): embeddings and dropout, the causal blocks, the final norm.
+    """
+    c = gpt.config
+    _check_ids(ids, c.vocab_size)
+    T = ids.size(1)
+    if T > c.max_len:
+        raise ValueError(f"the rows have {T} positions but the model has learned positions for "
+                         f"max_len={c.max_len} only; encode with max_len ≤ {c.max_len}")
+    positions = torch.arange(T, device=ids.device)                            # (T,)
+    x = gpt.dropout(gpt.tok_emb(ids) + gpt.pos_emb(positions))               # (B, T, D)
+    mask = causal_mask(T, T, device=ids.device)                               # (T, T)
+    for block in gpt.blocks:
+        x, _, _ = block(x, mask)
+    return gpt.final_norm(x)                                                  # (B, T, D)
+
+
+def last_positions(ids, lengths=None, attention_mask=None) -> torch.Tensor:
+    """The index of each row's last real token (B,) from `lengths` (B,) or a right-padded 0/1
+    `attention_mask` (B, T); neither means no padding (every row ends at T − 1).
+
+    Example:
+        >>> last_positions(torch.zeros(2, 4, dtype=torch.long), lengths=torch.tensor([4, 2]))
+        tensor([3, 1])
+    """
+    B, T = ids.shape
+    if lengths is not None and attention_mask is not None:
+        raise ValueError("give lengths or attention_mask, not both")
+    if attention_mask is not None:
+        if tuple(attention_mask.shape) != (B, T):
+            raise ValueError(f"attention_mask must have the shape of the ids {(B, T)}; "
+                             f"got {tuple(attention_mask.shape)}")
+        lengths = (attention_mask != 0).sum(1)
+        right_padded = torch.arange(T, device=ids.device) < lengths[:, None]          # (B, T)
+        if not torch.equal(right_padded, attention_mask != 0):
+            raise ValueError("attention_mask must be right-padded (1 … 1 0 … 0 in every row): the "
+                             "head reads the last real token, the extract token")
+    if lengths is None:
+        return torch.full((B,), T - 1, dtype=torch.long, device=ids.device)
+    lengths = torch.as_tensor(lengths, device=ids.device)
+    if lengths.shape != (B,) or lengths.dtype.is_floating_point:
+        raise ValueError(f"lengths must be B={B} integers; got {tuple(lengths.shape)} {lengths.dtype}")
+    if B and (int(lengths.min()) < 1 or int(lengths.max()) > T):
+        raise ValueError(f"lengths must lie between 1 and T={T}; got {lengths.tolist()}")
+    return lengths.long() - 1
+
+
+class GPTClassifierOutput(NamedTuple):
+    """What :class:`GPTForSequenceClassification` returns."""
+
+    logits: torch.Tensor       # (B, n_labels): W_y on the extract token's final hidden state
+    lm_logits: torch.Tensor    # (B, T, V): the tied output layer on every position, for L1
+
+
+class GPTForSequenceClassification(nn.Module):
+    """GPT-1's classifier: a linear layer W_y (after dropout) on the final hidden state of each row's
+    last real token, the extract token. forward(input_ids (B, T), lengths (B,) or attention_mask
+    (B, T), right-padded) → :class:`GPTClassifierOutput` (class logits (B, n_labels), LM logits
+    (B, T, V)).
+
+    For similarity add the :meth:`extract_states` of both orders and apply ``classifier``; for
+    multiple choice score each answer's extract state with a Linear(D, 1) and softmax over answers.
+    """
+
+    def __init__(self, gpt: GPT, n_labels: int, dropout: float = 0.1):
+        super().__init__()
+        if not isinstance(gpt, GPT):
+            raise TypeError(f"gpt must be an onehot2gpt.gpt.GPT; got {type(gpt).__name__}")
+        if not isinstance(n_labels, int) or n_labels < 1:
+            raise ValueError(f"n_labels must be a positive integer, got {n_labels!r}")
+        self.gpt, self.n_labels = gpt, n_labels
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(gpt.config.d_model, n_labels)
+        nn.init.normal_(self.classifier.weight, std=0.02)  # GPT-1's initialisation, N(0, 0.02²)
+        nn.init.zeros_(self.classifier.bias)
+
+    def extract_states(self, input_ids, lengths=None, attention_mask=None):
+        """→ (the extract token's final hidden state (B, D), all final hidden states (B, T, D))."""
+        hidden = gpt_hidden_states(self.gpt, input_ids)                        # (B, T, D)
+        last = last_positions(input_ids, lengths, attention_mask)              # (B,)
+        return hidden[torch.arange(hidden.size(0), device=hidden.device), last], hidden
+
+    def forward(self, input_ids, lengths=None, attention_mask=None) -> GPTClassifierOutput:
+        h, hidden = self.extract_states(input_ids, lengths, attention_mask)
+        return GPTClassifierOutput(self.classifier(self.dropout(h)), self.gpt.lm_head(hidden))
+
+
+# ------------------------------------------------------------------------------ the loss
+
+
+class GPT1Loss(NamedTuple):
+    """L3 = L2 + λ·L1 and its two parts (scalars)."""
+
+    total: torch.Tensor   # L3
+    clf: torch.Tensor     # L2: cross-entropy of the labels
+    lm: torch.Tensor      # L1: next-token cross-entropy over the real positions
+
+
+def _check_labels(labels, n_labels: int) -> None:
+    if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= n_labels):
+        raise ValueError(f"labels range from {int(labels.min())} to {int(labels.max())} but the head "
+                         f"has n_labels={n_labels} (labels 0 … {n_labels - 1})")
+
+
+def _lm_sum(lm_logits, ids, lengths) -> tuple[torch.Tensor, int]:
+    """(Summed next-token cross-entropy of the real positions, their count): token t + 1 is the
+    target of position t while t + 1 < length, so ``<start>`` is never predicted and ``<extract>`` is."""
+    targets = ids[:, 1:].masked_fill(torch.arange(1, ids.size(1), device=ids.device) >= lengths[:, None],
+                                     IGNORE_INDEX)                                     # (B, T − 1)
+    loss = F.cross_entropy(lm_logits[:, :-1].flatten(0, 1), targets.flatten(),
+                           ignore_index=IGNORE_INDEX, reduction="sum")
+    return loss, int((targets != IGNORE_INDEX).sum())
+
+
+def gpt1_loss(model: GPTForSequenceClassification, batch: dict, lm_weight: float = 0.5) -> GPT1Loss:
+    """GPT-1's fine-tuning objective on a batch (input_ids (B, T), lengths (B,), labels (B,)) →
+    :class:`GPT1Loss`: L2 the mean cross-entropy of the labels, L1 the mean next-token loss over
+    the real tokens of the batch (padding excluded), total L3 = L2 + λ·L1 (just L2 for λ = 0)."""
+    if lm_weight < 0:
+        raise ValueError(f"lm_weight (λ) must be ≥ 0, got {lm_weight}")
+    ids, labels = batch["input_ids"], batch["labels"]
+    lengths = last_positions(ids, batch.get("lengths")) + 1
+    _check_labels(labels, model.n_labels)
+    logits, lm_logits = model(ids, lengths)
+    clf = F.cross_entropy(logits, labels)
+    lm_sum, count = _lm_sum(lm_logits, ids, lengths)
+    lm = lm_sum / max(count, 1)
+    return GPT1Loss(clf if lm_weight == 0 else clf + lm_weight * lm, clf, lm)
+
+
+# ------------------------------------------------------------------------------ the data
+
+
+def _special_ids(special_ids, needed: Sequence[str]) -> dict[str, int]:
+    """The ids of the `needed` specials from a mapping (a dict or a Vocab) or a 3-tuple in
+    :data:`GPT1_SPECIALS` order."""
+    if isinstance(special_ids, (list, tuple)):
+        if len(special_ids) != 3:
+            raise ValueError(f"special_ids as a sequence holds the ids of {GPT1_SPECIALS} in this "
+                             f"order; got {len(special_ids)} values")
+        special_ids = dict(zip(GPT1_SPECIALS, special_ids))
+    missing = [name for name in needed if name not in special_ids]
+    if missing:
+        raise ValueError(f"special_ids lacks {', '.join(missing)}: GPT-1's inputs need the ids of "
+                         f"{', '.join(needed)}; add them to the vocabulary (and the model's embedding)")
+    out = {name: special_ids[name] for name in needed}
+    bad = {k: v for k, v in out.items() if not _is_id(v) or v < 0}
+    if bad:
+        raise ValueError(f"special ids must be non-negative integers; got {bad}")
+    return {k: int(v) for k, v in out.items()}
+
+
+def _label_ids(labels, label_names, n: int) -> torch.Tensor:
+    if len(labels) != n:
+        raise ValueError(f"got {n} texts but {len(labels)} labels; give one label per text")
+    if label_names is not None:
+        index = {name: i for i, name in enumerate(label_names)}
+        unknown = sorted({repr(y) for y in labels if isinstance(y, str) and y not in index})
+        if unknown:
+            raise ValueError(f"unknown labels {unknown[:5]}; the label names are {list(label_names)}")
+        labels = [index[y] if isinstance(y, str) else y for y in labels]
+    if any(isinstance(y, str) for y in labels):
+        raise ValueError("string labels need label_names to map them to 0, 1, …")
+    out = torch.tensor([int(y) for y in labels], dtype=torch.long)
+    if out.numel() and int(out.min()) < 0:
+        raise ValueError(f"labels must be ≥ 0 (class ids); got {int(out.min())}")
+    if label_names is not None:
+        _check_labels(out, len(label_names))
+    return out
+
+
+def encode_for_gpt(encode: Callable[[str], Sequence[int]], texts: Sequence, labels=None,
+                   special_ids=None, max_len: int = 128, *, truncation: bool = True, pad_id: int = 0,
+                   label_names: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
+    """Texts → GPT-1 inputs: input_ids (B, T) right-padded with `pad_id`, lengths (B,), labels (B,).
+
+    A text is a string (classification: ``<start> text <extract>``) or a pair (premise, hypothesis)
+    (entailment: ``<start> premise <delim> hypothesis <extract>``); `encode` maps a string to ids.
+    `special_ids` gives the ids of :data:`GPT1_SPECIALS` as a dict (or Vocab) or a 3-tuple in that
+    order. Labels are ints, or strings looked up in `label_names`.
+
+    Truncation rule (the rows must fit `max_len`, at most the model's max_len): the specials always
+    stay; a text keeps its first ``max_len − 2`` tokens, a pair loses tokens from the end of its
+    longer side first (BERT's "longest first"). With ``truncation=False`` too long a row is a
+    ValueError. `pad_id` may be any id: padded positions are never read.
+
+    Example:
+        >>> letters = lambda text: [ord(ch) - ord("a") + 4 for ch in text]     # a → 4, b → 5, …
+        >>> enc = encode_for_gpt(letters, ["ab", "c"], [1, 0], {"<start>": 1, "<extract>": 3}, max_len=8)
+        >>> enc["input_ids"].tolist(), enc["lengths"].tolist()
+        ([[1, 4, 5, 3], [1, 6, 3, 0]], [4, 3])
+    """
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of texts (or of (premise, hypothesis) pairs), not one string")
+    if len(texts) == 0:
+        raise ValueError("no texts to encode")
+    pairs = [not isinstance(t, str) for t in texts]
+    for t, pair in zip(texts, pairs):
+        if pair and (len(t) != 2 or not all(isinstance(s, str) for s in t)):
+            raise TypeError(f"each text is a string or a (premise, hypothesis) pair of strings; got {t!r}")
+    specials = _special_ids(special_ids, GPT1_SPECIALS if any(pairs) else (START, EXTRACT))
+    if max_len < (3 if any(pairs) else 2):
+        raise ValueError(f"max_len={max_len} leaves no room for the special tokens")
+    rows = []
+    for i, (text, pair) in enumerate(zip(texts, pairs)):
+        parts = [_encoded(encode, s) for s in (text if pair else [text])]
+        budget = max_len - len(parts) - 1                                 # minus start, delim, extract
+        if sum(map(len, parts)) > budget:
+            if not truncation:
+                raise ValueError(f"text {i} needs {sum(map(len, parts)) + len(parts) + 1} tokens with its "
+                                 f"specials but max_len={max_len}; raise max_len or pass truncation=True")
+            keep = _longest_first(len(parts[0]), len(parts[1]), budget) if pair else (budget,)
+            parts = [p[:k] for p, k in zip(parts, keep)]
+        if pair:
+            rows.append(entailment_input(*parts, specials[START], specials[DELIM], specials[EXTRACT]))
+        else:
+            rows.append(classification_input(parts[0], specials[START], specials[EXTRACT]))
+    T = max(map(len, rows))
+    out = {"input_ids": torch.tensor([r + [pad_id] * (T - len(r)) for r in rows], dtype=torch.long),
+           "lengths": torch.tensor([len(r) for r in rows], dtype=torch.long)}
+    if labels is not None:
+        out["labels"] = _label_ids(labels, label_names, len(texts))
+    return out
+
+
+def _encoded(encode, text: str) -> list[int]:
+    ids = encode(text)
+    ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+    if not all(map(_is_id, ids)):
+        raise TypeError(f"encode must map a string to token ids; for {text!r} it gave {ids[:5]!r}…")
+    return [int(i) for i in ids]
+
+
+# ------------------------------------------------------------------ fine-tuning and scoring
+
+
+def _check_data(model, data: dict, training: bool) -> None:
+    need = ["input_ids", "lengths"] + (["labels"] if training else [])
+    missing = [k for k in need if k not in data]
+    if missing:
+        raise KeyError(f"the data lacks {', '.join(missing)}: build it with encode_for_gpt"
+                       f"{' and pass the labels' if 'labels' in missing else ''}")
+    last_positions(data["input_ids"], data["lengths"])                   # lengths fit the rows
+    if "labels" in data:
+        _check_labels(data["labels"], model.n_labels)
+
+
+def _batch(data: dict, index: torch.Tensor, device) -> dict[str, torch.Tensor]:
+    """Rows `index`, cut to the batch's longest row (padding costs time)."""
+    T = int(data["lengths"][index].max())
+    return {k: (v[index][:, :T] if k == "input_ids" else v[index]).to(device)
+            for k, v in data.items() if k in ("input_ids", "lengths", "labels")}
+
+
+def finetune_gpt(model: GPTForSequenceClassification, data: dict, *, lm_weight: float = 0.5,
+                 epochs: int = 3, batch_size: int = 32, lr: float = 6.25e-5, warmup: float = 0.002,
+                 weight_decay: float = 0.01, clip: float = 1.0, max_steps: int | None = None,
+                 seed: int = 0, progress: bool = True, desc: str = "fine-tune") -> dict[str, list[float]]:
+    """Fine-tune on `data` (:func:`encode_for_gpt` with labels) by GPT-1's recipe → the losses per
+    step: {"total": L3, "clf": L2, "lm": L1}.
+
+    AdamW (weight decay 0.01 on matrices only), lr rising linearly over the first `warmup` share of
+    the steps (GPT-1: 0.2%) then falling linearly to 0, `epochs` shuffled passes (seeded), gradients
+    clipped to norm `clip`. Dropout draws from torch's global generator: call
+    :func:`onehot2gpt.utils.set_seed` first to repeat a run.
+    """
+    _check_data(model, data, training=True)
+    n = data["input_ids"].size(0)
+    steps = epochs * math.ceil(n / batch_size)
+    if max_steps is not None:
+        steps = min(steps, max_steps)
+    if steps < 1:
+        raise ValueError(f"nothing to train: {n} rows, epochs={epochs}, max_steps={max_steps}")
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+                             {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}], lr=lr)
+    n_warm = max(1, int(warmup * steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: (s + 1) / n_warm if s < n_warm else max(0.0, (steps - s) / max(1, steps - n_warm)))
+    device = next(model.parameters()).device
+    g = torch.Generator().manual_seed(seed)
+    history: dict[str, list[float]] = {"total": [], "clf": [], "lm": []}
+    model.train()
+    with tqdm(total=steps, desc=desc, disable=not progress, mininterval=1.0) as bar:
+        while len(history["total"]) < steps:
+            for index in torch.randperm(n, generator=g).split(batch_size):
+                loss = gpt1_loss(model, _batch(data, index, device), lm_weight)
+                optimizer_step(loss.total, opt, sched, params, clip)
+                for k, v in zip(history, loss):
+                    history[k].append(v.item())
+                bar.update()
+                if len(history["total"]) % 20 == 0:
+                    bar.set_postfix(loss=f"{loss.total.item():.3f}", refresh=False)
+                if len(history["total"]) == steps:
+                    break
+    model.eval()
+    return history
+
+
+@torch.no_grad()
+def evaluate_gpt(model: GPTForSequenceClassification, data: dict, batch_size: int = 64) -> dict:
+    """Score `model` on `data` in eval mode → {"predictions" (N,)} and, with labels, "accuracy",
+    "loss" (mean cross-entropy of the labels, L2) and "lm_loss" (next-token loss per real token, L1)."""
+    _check_data(model, data, training=False)
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    N = data["input_ids"].size(0)
+    predictions, clf_sum, lm_sum, lm_count = [], 0.0, 0.0, 0
+    for index in torch.arange(N).split(batch_size):
+        batch = _batch(data, index, device)
+        logits, lm_logits = model(batch["input_ids"], batch["lengths"])
+        predictions.append(logits.argmax(-1).cpu())
+        if "labels" in batch:
+            clf_sum += F.cross_entropy(logits.float(), batch["labels"], reduction="sum").item()
+            s, c = _lm_sum(lm_logits.float(), batch["input_ids"], batch["lengths"])
+            lm_sum, lm_count = lm_sum + s.item(), lm_count + c
+    model.train(was_training)
+    result: dict = {"predictions": torch.cat(predictions)}
+    if "labels" in data:
+        result["accuracy"] = (result["predictions"] == data["labels"].cpu()).float().mean().item()
+        result["loss"] = clf_sum / N
+        result["lm_loss"] = lm_sum / max(lm_count, 1)
+    return result

@@ -1,0 +1,349 @@
+"""Tests for onehot2gpt.gpt_tasks: GPT-1's input transformations, extract-token head, L3 = L2 + λ·L1.
+
+Tiny random GPTs only (nothing downloaded); ids 1, 2, 3 play <start>, <delim>, <extract>.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from onehot2gpt.gpt import GPT, GPTConfig, lm_loss
+from onehot2gpt.gpt_tasks import (GPT1_SPECIALS, GPTForSequenceClassification, classification_input,
+                                  encode_for_gpt, entailment_input, evaluate_gpt, finetune_gpt,
+                                  gpt1_loss, gpt_hidden_states, last_positions,
+                                  multiple_choice_inputs, similarity_inputs)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+V, MAX_LEN = 40, 24
+SPECIAL_IDS = {"<start>": 1, "<delim>": 2, "<extract>": 3}
+S, D, E = 1, 2, 3
+
+
+def tiny_gpt(seed=0, **overrides):
+    torch.manual_seed(seed)
+    return GPT(GPTConfig(**{**dict(vocab_size=V, max_len=MAX_LEN, d_model=32, n_layers=2, n_heads=4),
+                            **overrides}))
+
+
+def tiny_classifier(n_labels=3, seed=0, **overrides):
+    model = GPTForSequenceClassification(tiny_gpt(seed, **overrides), n_labels).eval()
+    with torch.no_grad():   # a visible classifier: std 0.02 would hide a wrong read below tolerance
+        model.classifier.weight.normal_(0, 1.0, generator=torch.Generator().manual_seed(seed))
+    return model
+
+
+def padded_batch():
+    """Three rows of lengths 5, 8, 3, right-padded with 0 to T = 8."""
+    g = torch.Generator().manual_seed(1)
+    lengths = torch.tensor([5, 8, 3])
+    ids = torch.randint(4, V, (3, 8), generator=g)
+    ids[torch.arange(8) >= lengths[:, None]] = 0
+    return {"input_ids": ids, "lengths": lengths, "labels": torch.tensor([2, 0, 1])}
+
+
+# ------------------------------------------------------------------ input transformations
+
+
+def test_specials_are_gpt1s_three():
+    assert GPT1_SPECIALS == ("<start>", "<delim>", "<extract>")
+
+
+def test_classification_input_on_tokens_and_ids():
+    assert classification_input(["a", "fine", "film"]) == ["<start>", "a", "fine", "film", "<extract>"]
+    assert classification_input([7, 8], start=S, extract=E) == [1, 7, 8, 3]
+    assert classification_input(torch.tensor([7, 8]), start=S, extract=E) == [1, 7, 8, 3]
+    assert classification_input([]) == ["<start>", "<extract>"]
+    assert classification_input(["x"], start="_s_", extract="_e_") == ["_s_", "x", "_e_"]
+
+
+def test_entailment_input_puts_the_delimiter_between_premise_and_hypothesis():
+    assert entailment_input(["it", "rains"], ["it", "is", "wet"]) == [
+        "<start>", "it", "rains", "<delim>", "it", "is", "wet", "<extract>"]
+    assert entailment_input([5], [6, 7], start=S, delim=D, extract=E) == [1, 5, 2, 6, 7, 3]
+
+
+def test_similarity_inputs_give_both_orders():
+    ab, ba = similarity_inputs(["x"], ["y", "z"])
+    assert ab == ["<start>", "x", "<delim>", "y", "z", "<extract>"]
+    assert ba == ["<start>", "y", "z", "<delim>", "x", "<extract>"]
+    assert similarity_inputs([5], [6], S, D, E) == ([1, 5, 2, 6, 3], [1, 6, 2, 5, 3])
+
+
+def test_multiple_choice_inputs_one_sequence_per_answer():
+    assert multiple_choice_inputs(["q", "?"], [["a"], ["b", "c"], []]) == [
+        ["<start>", "q", "?", "<delim>", "a", "<extract>"],
+        ["<start>", "q", "?", "<delim>", "b", "c", "<extract>"],
+        ["<start>", "q", "?", "<delim>", "<extract>"]]
+    assert multiple_choice_inputs([9], [[5], [6]], S, D, E) == [[1, 9, 2, 5, 3], [1, 9, 2, 6, 3]]
+
+
+def test_transformations_refuse_bad_input():
+    with pytest.raises(TypeError, match="not a string"):
+        classification_input("a fine film")
+    with pytest.raises(TypeError, match="one kind"):
+        classification_input([7, 8])                     # ids with the default string specials
+    with pytest.raises(TypeError, match="one kind"):
+        entailment_input(["a"], [5], S, D, E)
+    with pytest.raises(ValueError, match="already holds"):
+        classification_input(["<start>", "a", "<extract>"])
+    with pytest.raises(ValueError, match="already holds"):
+        entailment_input([5, 2], [6], S, D, E)          # id 2 is the delimiter
+    with pytest.raises(ValueError, match="distinct"):
+        classification_input([5], start=3, extract=3)
+    with pytest.raises(ValueError, match="non-empty"):
+        multiple_choice_inputs(["q"], [])
+
+
+# ------------------------------------------------------------------------------ the head
+
+
+def test_hidden_state_path_reproduces_gpt_logits_exactly():
+    gpt = tiny_gpt(dropout=0.1).eval()
+    ids = torch.randint(0, V, (2, MAX_LEN), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        hidden = gpt_hidden_states(gpt, ids)
+        assert hidden.shape == (2, MAX_LEN, 32)
+        assert torch.equal(gpt.lm_head(hidden), gpt(ids).logits)
+    with pytest.raises(ValueError, match="max_len"):
+        gpt_hidden_states(gpt, torch.zeros(1, MAX_LEN + 1, dtype=torch.long))
+
+
+def test_forward_shapes_and_lm_logits_are_the_gpts():
+    model = tiny_classifier()
+    batch = padded_batch()
+    with torch.no_grad():
+        logits, lm_logits = model(batch["input_ids"], batch["lengths"])
+        assert logits.shape == (3, 3) and lm_logits.shape == (3, 8, V)
+        assert torch.equal(lm_logits, model.gpt(batch["input_ids"]).logits)
+
+
+def test_class_logits_come_from_each_rows_last_real_token():
+    model = tiny_classifier()
+    batch = padded_batch()
+    ids, lengths = batch["input_ids"], batch["lengths"]
+    with torch.no_grad():
+        logits = model(ids, lengths).logits
+        for i, n in enumerate(lengths.tolist()):        # each row alone, unpadded
+            h = gpt_hidden_states(model.gpt, ids[i:i + 1, :n])[0, -1]
+            torch.testing.assert_close(logits[i], model.classifier(h))
+        # Other values in the padded positions, and more padding: nothing changes.
+        repadded = torch.cat([ids, torch.zeros(3, 4, dtype=torch.long)], 1)
+        repadded[torch.arange(12) >= lengths[:, None]] = 39
+        torch.testing.assert_close(model(repadded, lengths).logits, logits)
+        # The last real token, and an earlier one, matter.
+        for position in (4, 0):
+            changed = ids.clone()
+            changed[0, position] = 4 if ids[0, position] != 4 else 5
+            new = model(changed, lengths).logits
+            assert not torch.allclose(new[0], logits[0])
+            torch.testing.assert_close(new[1:], logits[1:])
+
+
+def test_attention_mask_and_lengths_agree_and_no_padding_means_the_last_column():
+    model = tiny_classifier()
+    batch = padded_batch()
+    ids, lengths = batch["input_ids"], batch["lengths"]
+    mask = (torch.arange(8) < lengths[:, None]).long()
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids, attention_mask=mask).logits, model(ids, lengths).logits)
+        full = model(ids).logits
+        h = gpt_hidden_states(model.gpt, ids)[:, -1]
+        torch.testing.assert_close(full, model.classifier(h))
+    assert last_positions(ids, lengths).tolist() == [4, 7, 2]
+    with pytest.raises(ValueError, match="right-padded"):
+        model(ids, attention_mask=mask.flip(1))
+    with pytest.raises(ValueError, match="between 1 and"):
+        model(ids, torch.tensor([5, 9, 3]))
+    with pytest.raises(ValueError, match="between 1 and"):
+        model(ids, torch.tensor([0, 8, 3]))
+    with pytest.raises(ValueError, match="not both"):
+        model(ids, lengths, mask)
+
+
+def test_head_refuses_a_bad_model_or_label_count():
+    with pytest.raises(TypeError, match="GPT"):
+        GPTForSequenceClassification(torch.nn.Linear(2, 2), 2)
+    with pytest.raises(ValueError, match="n_labels"):
+        GPTForSequenceClassification(tiny_gpt(), 0)
+
+
+# ------------------------------------------------------------------------------ the loss
+
+
+def independent_l1(gpt, ids, lengths):
+    """L1 from the library's lm_loss on each unpadded row, averaged over all predicted tokens."""
+    total = sum(lm_loss(gpt, ids[i:i + 1, :n]) * (n - 1) for i, n in enumerate(lengths.tolist()))
+    return total / (lengths - 1).sum()
+
+
+def test_lm_weight_zero_is_exactly_the_classification_loss():
+    model = tiny_classifier()
+    batch = padded_batch()
+    with torch.no_grad():
+        loss = gpt1_loss(model, batch, lm_weight=0.0)
+        expected = F.cross_entropy(model(batch["input_ids"], batch["lengths"]).logits, batch["labels"])
+    assert torch.equal(loss.total, expected) and torch.equal(loss.clf, expected)
+
+
+def test_lm_weight_adds_lambda_times_the_next_token_loss_over_real_tokens():
+    model = tiny_classifier()
+    batch = padded_batch()
+    with torch.no_grad():
+        l1 = independent_l1(model.gpt, batch["input_ids"], batch["lengths"])
+        loss = gpt1_loss(model, batch, lm_weight=0.7)
+    torch.testing.assert_close(loss.lm, l1)
+    torch.testing.assert_close(loss.total, loss.clf + 0.7 * l1)
+    # Counting padded positions too would give a different number: the test can tell.
+    with torch.no_grad():
+        logits = model.gpt(batch["input_ids"]).logits
+        with_pads = F.cross_entropy(logits[:, :-1].flatten(0, 1), batch["input_ids"][:, 1:].flatten())
+    assert not torch.allclose(with_pads, l1)
+
+
+def test_padding_values_do_not_change_the_loss():
+    model = tiny_classifier()
+    batch = padded_batch()
+    other = dict(batch, input_ids=batch["input_ids"].clone())
+    other["input_ids"][torch.arange(8) >= batch["lengths"][:, None]] = 17
+    with torch.no_grad():
+        a, b = gpt1_loss(model, batch, 0.5), gpt1_loss(model, other, 0.5)
+    for x, y in zip(a, b):
+        torch.testing.assert_close(x, y)
+
+
+def test_loss_refuses_labels_out_of_range_and_a_negative_weight():
+    model = tiny_classifier(n_labels=3)
+    batch = padded_batch()
+    with pytest.raises(ValueError, match="n_labels=3"):
+        gpt1_loss(model, dict(batch, labels=torch.tensor([0, 3, 1])))
+    with pytest.raises(ValueError, match="n_labels=3"):
+        gpt1_loss(model, dict(batch, labels=torch.tensor([0, -1, 1])))
+    with pytest.raises(ValueError, match="lm_weight"):
+        gpt1_loss(model, batch, lm_weight=-1.0)
+
+
+# ------------------------------------------------------------------------------ the data
+
+
+def char_encode(text):
+    """'a' → 4, 'b' → 5, …: a toy tokenizer that keeps the specials 0–3 free."""
+    return [4 + ord(ch) - ord("a") for ch in text]
+
+
+def test_encode_for_gpt_classification_worked_example():
+    enc = encode_for_gpt(char_encode, ["ab", "c", ""], [1, 0, 1], SPECIAL_IDS, max_len=8, pad_id=0)
+    assert enc["input_ids"].tolist() == [[1, 4, 5, 3], [1, 6, 3, 0], [1, 3, 0, 0]]
+    assert enc["lengths"].tolist() == [4, 3, 2]
+    assert enc["labels"].tolist() == [1, 0, 1]
+    enc = encode_for_gpt(char_encode, ["a"], None, (1, 2, 3), max_len=8, pad_id=9)
+    assert enc["input_ids"].tolist() == [[1, 4, 3]] and "labels" not in enc
+
+
+def test_encode_for_gpt_pairs_and_label_names():
+    enc = encode_for_gpt(char_encode, [("ab", "c"), "d"], ["yes", "no"], SPECIAL_IDS, max_len=8,
+                         pad_id=0, label_names=("no", "yes"))
+    assert enc["input_ids"].tolist() == [[1, 4, 5, 2, 6, 3], [1, 7, 3, 0, 0, 0]]
+    assert enc["lengths"].tolist() == [6, 3]
+    assert enc["labels"].tolist() == [1, 0]
+
+
+def test_encode_for_gpt_truncation_keeps_the_specials_and_the_first_tokens():
+    enc = encode_for_gpt(char_encode, ["abcdefgh"], None, SPECIAL_IDS, max_len=5)
+    assert enc["input_ids"].tolist() == [[1, 4, 5, 6, 3]]
+    # A pair loses tokens from its longer side first: 6 + 2 > 7 − 3 = 4 → 2 + 2.
+    enc = encode_for_gpt(char_encode, [("abcdef", "gh")], None, SPECIAL_IDS, max_len=7)
+    assert enc["input_ids"].tolist() == [[1, 4, 5, 2, 10, 11, 3]]
+    with pytest.raises(ValueError, match="truncation=True"):
+        encode_for_gpt(char_encode, ["abc", "abcdefgh"], None, SPECIAL_IDS, max_len=5, truncation=False)
+    fits = encode_for_gpt(char_encode, ["abc"], None, SPECIAL_IDS, max_len=5, truncation=False)
+    assert fits["lengths"].tolist() == [5]
+
+
+def test_encode_for_gpt_refuses_bad_input():
+    with pytest.raises(ValueError, match="<delim>"):
+        encode_for_gpt(char_encode, [("a", "b")], None, {"<start>": 1, "<extract>": 3}, max_len=8)
+    with pytest.raises(ValueError, match="<extract>"):
+        encode_for_gpt(char_encode, ["a"], None, {"<start>": 1}, max_len=8)
+    with pytest.raises(ValueError, match="in this order"):
+        encode_for_gpt(char_encode, ["a"], None, (1, 3), max_len=8)
+    with pytest.raises(ValueError, match="already holds"):
+        encode_for_gpt(lambda t: [3, 4], ["a"], None, SPECIAL_IDS, max_len=8)   # encode emits <extract>
+    with pytest.raises(TypeError, match="token ids"):
+        encode_for_gpt(list, ["ab"], None, SPECIAL_IDS, max_len=8)              # characters, not ids
+    with pytest.raises(ValueError, match="one label per text"):
+        encode_for_gpt(char_encode, ["a", "b"], [0], SPECIAL_IDS, max_len=8)
+    with pytest.raises(ValueError, match="unknown labels"):
+        encode_for_gpt(char_encode, ["a"], ["maybe"], SPECIAL_IDS, max_len=8, label_names=("no", "yes"))
+    with pytest.raises(ValueError, match="n_labels=2"):
+        encode_for_gpt(char_encode, ["a"], [2], SPECIAL_IDS, max_len=8, label_names=("no", "yes"))
+    with pytest.raises(ValueError, match="≥ 0"):
+        encode_for_gpt(char_encode, ["a"], [-1], SPECIAL_IDS, max_len=8)
+    with pytest.raises(ValueError, match="no room"):
+        encode_for_gpt(char_encode, [("a", "b")], None, SPECIAL_IDS, max_len=2)
+    with pytest.raises(TypeError, match="not one string"):
+        encode_for_gpt(char_encode, "ab", None, SPECIAL_IDS, max_len=8)
+
+
+# ------------------------------------------------------------------ fine-tuning and scoring
+
+
+def toy_task(n, seed):
+    """Random 3–10 letter texts from 'b'…'p'; label 1 when an 'a' was dropped in (half of them)."""
+    g = torch.Generator().manual_seed(seed)
+    texts, labels = [], []
+    for i in range(n):
+        length = int(torch.randint(3, 11, (1,), generator=g))
+        letters = [chr(ord("b") + int(k)) for k in torch.randint(0, 15, (length,), generator=g)]
+        if i % 2:
+            letters[int(torch.randint(0, length, (1,), generator=g))] = "a"
+        texts.append("".join(letters))
+        labels.append(i % 2)
+    return encode_for_gpt(char_encode, texts, labels, SPECIAL_IDS, max_len=MAX_LEN)
+
+
+def test_finetune_gpt_learns_whether_a_token_appears():
+    torch.manual_seed(0)
+    model = GPTForSequenceClassification(tiny_gpt(), n_labels=2)
+    train, test = toy_task(256, seed=1), toy_task(128, seed=2)
+    before = evaluate_gpt(model, test)
+    history = finetune_gpt(model, train, lm_weight=0.5, epochs=8, batch_size=32, lr=3e-3, warmup=0.1,
+                           progress=False)
+    after = evaluate_gpt(model, test)
+    assert set(history) == {"total", "clf", "lm"}
+    assert all(len(v) == 8 * 256 // 32 for v in history.values())
+    for total, clf, lm in zip(*history.values()):
+        assert total == pytest.approx(clf + 0.5 * lm, rel=1e-5)
+    assert before["accuracy"] < 0.75
+    assert after["accuracy"] >= 0.95, after
+    assert after["loss"] < before["loss"]
+    assert after["lm_loss"] < before["lm_loss"]      # L1 trains the model on the texts too
+    assert not model.training
+
+
+def test_evaluate_gpt_loss_is_the_mean_classification_loss():
+    model = tiny_classifier()
+    batch = padded_batch()
+    result = evaluate_gpt(model, batch, batch_size=2)           # two batches of different widths
+    with torch.no_grad():
+        loss = gpt1_loss(model, batch, lm_weight=0.5)
+        logits = model(batch["input_ids"], batch["lengths"]).logits
+    assert result["predictions"].tolist() == logits.argmax(-1).tolist()
+    assert result["accuracy"] == pytest.approx((logits.argmax(-1) == batch["labels"]).float().mean().item())
+    assert result["loss"] == pytest.approx(loss.clf.item(), rel=1e-5)
+    assert result["lm_loss"] == pytest.approx(loss.lm.item(), rel=1e-5)
+    unlabelled = evaluate_gpt(model, {k: batch[k] for k in ("input_ids", "lengths")})
+    assert set(unlabelled) == {"predictions"}
+
+
+def test_finetune_gpt_refuses_bad_data():
+    model = GPTForSequenceClassification(tiny_gpt(), n_labels=2)
+    batch = padded_batch()                                      # labels reach 2: out of range
+    with pytest.raises(ValueError, match="n_labels=2"):
+        finetune_gpt(model, batch, progress=False)
+    with pytest.raises(KeyError, match="labels"):
+        finetune_gpt(model, {k: batch[k] for k in ("input_ids", "lengths")}, progress=False)
+    with pytest.raises(ValueError, match="nothing to train"):
+        finetune_gpt(model, dict(batch, labels=torch.tensor([0, 1, 1])), epochs=0, progress=False)
