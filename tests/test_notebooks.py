@@ -77,7 +77,7 @@ def test_student_notebook_is_in_sync(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_student_notebook_fails_exactly_its_checks(path):
     nb = nbformat.read(STUDENT_DIR / path.name, as_version=4)
-    NotebookClient(nb, timeout=300, allow_errors=True, kernel_name="python3",
+    NotebookClient(nb, timeout=900, allow_errors=True, kernel_name="python3",
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
