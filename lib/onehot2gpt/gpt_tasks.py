@@ -37,6 +37,7 @@ from tqdm.auto import tqdm
 from .attention import causal_mask
 from .gpt import GPT, _check_ids
 from .subword import _longest_first
+from .tasks import fine_tuning_optimizer
 from .training import optimizer_step
 
 GPT1_SPECIALS = ("<start>", "<delim>", "<extract>")
@@ -399,17 +400,10 @@ def finetune_gpt(model: GPTForSequenceClassification, data: dict, *, lm_weight: 
     """
     _check_data(model, data, training=True)
     n = data["input_ids"].size(0)
-    steps = epochs * math.ceil(n / batch_size)
-    if max_steps is not None:
-        steps = min(steps, max_steps)
-    if steps < 1:
-        raise ValueError(f"nothing to train: {n} rows, epochs={epochs}, max_steps={max_steps}")
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-                             {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}], lr=lr)
-    n_warm = max(1, int(warmup * steps))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: (s + 1) / n_warm if s < n_warm else max(0.0, (steps - s) / max(1, steps - n_warm)))
+    opt, sched, steps = fine_tuning_optimizer(model, n, epochs=epochs, batch_size=batch_size,
+                                              max_steps=max_steps, lr=lr, warmup=warmup,
+                                              weight_decay=weight_decay)
+    params = [q for group in opt.param_groups for q in group["params"]]       # the trainable ones
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     history: dict[str, list[float]] = {"total": [], "clf": [], "lm": []}

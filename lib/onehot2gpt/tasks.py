@@ -427,6 +427,28 @@ def _forward(model, batch: dict, task: str):
     return loss, logits
 
 
+def fine_tuning_optimizer(model, n_rows: int, *, epochs: int, batch_size: int, max_steps: int | None,
+                          lr: float, warmup: float, weight_decay: float):
+    """The fine-tuning recipe shared by BERT (:func:`finetune`) and GPT-1
+    (:func:`onehot2gpt.gpt_tasks.finetune_gpt`) → (optimizer, scheduler, steps).
+
+    AdamW with weight decay on the matrices only (not biases or LayerNorms), the learning rate
+    rising linearly over the first `warmup` share of the steps, then falling linearly to 0.
+    """
+    steps = epochs * math.ceil(n_rows / batch_size)
+    if max_steps is not None:
+        steps = min(steps, max_steps)
+    if steps < 1:
+        raise ValueError(f"nothing to train: {n_rows} rows, epochs={epochs}, max_steps={max_steps}")
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+                             {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}], lr=lr)
+    n_warm = max(1, int(warmup * steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: (s + 1) / n_warm if s < n_warm else max(0.0, (steps - s) / max(1, steps - n_warm)))
+    return opt, sched, steps
+
+
 def finetune(model, data: dict, *, task: str, epochs: int = 3, batch_size: int = 32,
              lr: float = 5e-5, warmup: float = 0.1, weight_decay: float = 0.01, clip: float = 1.0,
              max_steps: int | None = None, seed: int = 0, progress: bool = True,
@@ -444,19 +466,10 @@ def finetune(model, data: dict, *, task: str, epochs: int = 3, batch_size: int =
     """
     _check_task(task, data, training=True)
     n = data["input_ids"].size(0)
-    steps = epochs * math.ceil(n / batch_size)
-    if max_steps is not None:
-        steps = min(steps, max_steps)
-    if steps < 1:
-        raise ValueError(f"nothing to train: {n} rows, epochs={epochs}, max_steps={max_steps}")
-    params = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
-    decay = [p for name, p in params if p.dim() >= 2]
-    no_decay = [p for name, p in params if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=lr)
-    n_warm = max(1, int(warmup * steps))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: (s + 1) / n_warm if s < n_warm else max(0.0, (steps - s) / max(1, steps - n_warm)))
+    opt, sched, steps = fine_tuning_optimizer(model, n, epochs=epochs, batch_size=batch_size,
+                                              max_steps=max_steps, lr=lr, warmup=warmup,
+                                              weight_decay=weight_decay)
+    params = [q for group in opt.param_groups for q in group["params"]]       # the trainable ones
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     losses: list[float] = []
@@ -465,7 +478,7 @@ def finetune(model, data: dict, *, task: str, epochs: int = 3, batch_size: int =
         while len(losses) < steps:
             for index in torch.randperm(n, generator=g).split(batch_size):
                 loss, _ = _forward(model, _batch(data, index, device), task)
-                optimizer_step(loss, opt, sched, [p for _, p in params], clip)
+                optimizer_step(loss, opt, sched, params, clip)
                 losses.append(loss.item())
                 bar.update()
                 if bar.n % 20 == 0:
