@@ -15,7 +15,7 @@ loaders (:func:`load_hf_bert`, :func:`load_hf_pretraining`) and by the parity te
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import padding_mask
-from .checkpoints import load_matching_weights
+from .checkpoints import fill_weights, read_model_folder
 from .transformer import Encoder
 
 
@@ -565,26 +565,13 @@ def load_bert(directory: str | Path, device: str | torch.device = "cpu") -> Bert
     tensors, when the weights do not fit the stored config."""
 
     directory = Path(directory)
-    missing = [n for n in (_CONFIG, _WEIGHTS) if not (directory / n).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{directory} lacks {', '.join(missing)}; a BERT checkpoint folder holds "
-                                f"{_CONFIG} and {_WEIGHTS}, written by save_bert")
-    data = json.loads((directory / _CONFIG).read_text(encoding="utf-8"))
-    if data.get("format") != _FORMAT or data.get("model") not in _MODELS:
+    data, config = read_model_folder(directory, _FORMAT, BertConfig, "save_bert", "BERT")
+    if data.get("model") not in _MODELS:
         raise ValueError(f"{directory / _CONFIG} is not a BERT checkpoint of this library "
-                         f"(format {_FORMAT!r})")
-    unknown = set(data["config"]) - {f.name for f in fields(BertConfig)}
-    if unknown:
-        raise ValueError(f"{directory / _CONFIG} has unknown config fields {sorted(unknown)}")
-    config = BertConfig(**data["config"])
+                         f"(model {data.get('model')!r}, expected one of {sorted(_MODELS)})")
     model = BertForPreTraining(config) if data["model"] == "BertForPreTraining" else \
         BertModel(config, add_pooler=data.get("pooler", True))
-    expected = dict(model.named_parameters())
-    weights = load_matching_weights(directory / _WEIGHTS, expected, directory / _CONFIG)
-    with torch.no_grad():
-        for k, p in expected.items():
-            p.copy_(weights[k])
-    return model.to(device).eval()
+    return fill_weights(model, directory, device)
 
 
 def attention_source(model, tokenizer):

@@ -57,3 +57,36 @@ def load_matching_weights(weights_path: Path, expected: dict, config_path: Path)
         shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
         raise ValueError(f"the weights in {weights_path} do not match {config_path}: {shown}")
     return weights
+
+
+def read_model_folder(directory: Path, fmt: str, config_cls, saver: str, what: str) -> tuple[dict, object]:
+    """Check a folder written by one of our ``save_*`` functions (``config.json`` +
+    ``weights.safetensors``) → (the parsed config.json, ``config_cls(**its "config")``).
+    FileNotFoundError for a missing file, ValueError for another format or unknown fields."""
+    from dataclasses import fields
+
+    missing = [n for n in ("config.json", "weights.safetensors") if not (directory / n).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{directory} lacks {', '.join(missing)}; a {what} checkpoint folder holds "
+                                f"config.json and weights.safetensors, written by {saver}")
+    data = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    if data.get("format") != fmt:
+        raise ValueError(f"{directory / 'config.json'} is not a {what} checkpoint of this library "
+                         f"(format {fmt!r})")
+    unknown = set(data["config"]) - {f.name for f in fields(config_cls)}
+    if unknown:
+        raise ValueError(f"{directory / 'config.json'} has unknown config fields {sorted(unknown)}")
+    return data, config_cls(**data["config"])
+
+
+def fill_weights(model, directory: Path, device="cpu"):
+    """Copy ``directory/weights.safetensors`` into `model` after :func:`load_matching_weights`
+    checked every name and shape → the model on `device`, in eval mode."""
+    import torch
+
+    expected = dict(model.named_parameters())
+    weights = load_matching_weights(directory / "weights.safetensors", expected, directory / "config.json")
+    with torch.no_grad():
+        for k, p in expected.items():
+            p.copy_(weights[k])
+    return model.to(device).eval()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention, causal_mask, merge_heads, scaled_dot_product_attention
-from .checkpoints import load_matching_weights
+from .checkpoints import fill_weights, read_model_folder
 
 
 # ---------------------------------------------------------------------------------------------
@@ -410,21 +410,5 @@ def load_gpt(directory: str | Path, device: str | torch.device = "cpu") -> GPT:
     """Read a folder written by :func:`save_gpt` → the GPT, in eval mode. ValueError, naming the
     tensors, when the weights do not fit the stored config."""
     directory = Path(directory)
-    missing = [n for n in (_CONFIG, _WEIGHTS) if not (directory / n).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{directory} lacks {', '.join(missing)}; a GPT checkpoint folder holds "
-                                f"{_CONFIG} and {_WEIGHTS}, written by save_gpt")
-    data = json.loads((directory / _CONFIG).read_text(encoding="utf-8"))
-    if data.get("format") != _FORMAT:
-        raise ValueError(f"{directory / _CONFIG} is not a GPT checkpoint of this library "
-                         f"(format {_FORMAT!r})")
-    unknown = set(data["config"]) - {f.name for f in fields(GPTConfig)}
-    if unknown:
-        raise ValueError(f"{directory / _CONFIG} has unknown config fields {sorted(unknown)}")
-    model = GPT(GPTConfig(**data["config"]))
-    expected = dict(model.named_parameters())
-    weights = load_matching_weights(directory / _WEIGHTS, expected, directory / _CONFIG)
-    with torch.no_grad():
-        for k, p in expected.items():
-            p.copy_(weights[k])
-    return model.to(device).eval()
+    _, config = read_model_folder(directory, _FORMAT, GPTConfig, "save_gpt", "GPT")
+    return fill_weights(GPT(config), directory, device)
