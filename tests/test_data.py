@@ -390,3 +390,13 @@ def test_read_chinese_classic(reader_env):
     assert analects and all(isinstance(p, str) for p in analects)
     with pytest.raises(data.DataError, match="lunyu"):
         data.read_chinese_classic("odyssey")
+
+
+@pytest.mark.usefixtures("reader_env")
+def test_read_fra_eng() -> None:
+    pairs = data.read_fra_eng()
+    assert len(pairs) == 167_130  # MANIFEST lines
+    assert pairs[0] == ("Go.", "Va !")
+    assert all(e and f and "\t" not in e + f for e, f in pairs)
+    lengths = [len(e) for e, _ in pairs[:1000]]
+    assert lengths[0] <= lengths[-1]  # shortest English first

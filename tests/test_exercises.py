@@ -489,3 +489,54 @@ def test_assert_same_explains_a_difference_next_to_infinities_and_nans():
     with pytest.raises(AssertionError, match="index \\(1,\\)"):
         ex.assert_same(torch.tensor([float("-inf"), float("nan"), 2.0]), expected, hint="h")
     ex.assert_same(expected.clone(), expected)                    # equal infinities are equal
+
+
+# -- notebook 10 -----------------------------------------------------------------------------
+
+def _qa_prompt_by_lines(passage, question, examples=()):
+    lines = []
+    for p, q, a in examples:
+        lines += [p, "q : " + q, "a : " + a + " ."]
+    return "\n".join(lines + [passage, "q : " + question, "a :"])
+
+
+def _greedy_with_cache(model, ids, newline_id, max_new):
+    out = model(torch.tensor([ids]), use_cache=True)
+    new = []
+    for _ in range(max_new):
+        nxt = int(out.logits[0, -1].argmax())
+        new.append(nxt)
+        if nxt == newline_id:
+            break
+        out = model(torch.tensor([[nxt]]), past_key_values=out.past_key_values, use_cache=True)
+    return new
+
+
+def _matches_by_loop(logits, start, answer_ids):
+    return all(int(logits[start - 1 + i].argmax()) == a for i, a in enumerate(answer_ids))
+
+
+def test_checks_10_pass_independent_solutions(capsys):
+    ex.check_qa_prompt(_qa_prompt_by_lines)
+    with torch.no_grad():
+        ex.check_greedy_until_newline(_greedy_with_cache)
+    ex.check_answer_matches(_matches_by_loop)
+    assert capsys.readouterr().out.count("✓") == 3
+
+
+@pytest.mark.parametrize("check, wrong, reason", [
+    (ex.check_qa_prompt, lambda p, q, e=(): _qa_prompt_by_lines(p, q, e) + " ", "qa_prompt"),  # "a : " + space
+    (ex.check_qa_prompt, lambda p, q, e=(): _qa_prompt_by_lines(p, q, []), "qa_prompt"),       # examples dropped
+    (ex.check_qa_prompt, lambda p, q, e=(): _qa_prompt_by_lines(p, q, e).replace("q : ", "Q: "), "qa_prompt"),
+    (ex.check_greedy_until_newline, lambda m, i, n, k: _greedy_with_cache(m, i, -1, k), "greedy_until_newline"),
+    (ex.check_greedy_until_newline, lambda m, i, n, k: _greedy_with_cache(m, i, n, k)[:-1] or [0],
+     "greedy_until_newline"),                                                       # drops the last token
+    (ex.check_answer_matches, lambda l, s, a: _matches_by_loop(l, s + 1, a) if s + len(a) < len(l) else True,
+     "answer_matches"),                                                             # off by one
+    (ex.check_answer_matches, lambda l, s, a: _matches_by_loop(l, s, a[:1]), "answer_matches"),  # first only
+])
+def test_checks_10_reject_wrong_answers(check, wrong, reason):
+    with pytest.raises(AssertionError, match=reason) as failure:
+        with torch.no_grad():
+            check(wrong)
+    assert "Hint" in str(failure.value)

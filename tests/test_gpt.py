@@ -327,3 +327,21 @@ def test_gpt2_from_a_local_folder_loads_into_our_class(tmp_path):
     assert ids.shape == (1, 5)
     with torch.no_grad():
         torch.testing.assert_close(ours(ids).logits, hf(ids).logits, atol=1e-5, rtol=1e-5)
+
+
+def test_gpt2_by_name_without_network_fails_at_once(tmp_path, monkeypatch):
+    import time
+
+    from onehot2gpt import pretrained
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))          # nothing cached
+    monkeypatch.setattr(pretrained, "hub_reachable", lambda timeout=3.0: False)
+    start = time.perf_counter()
+    with pytest.raises(OSError, match="no network") as info:
+        pretrained.gpt2("gpt2", cache_dir=tmp_path)
+    assert "internet" in str(info.value) and time.perf_counter() - start < 10
+
+
+def test_hub_reachable_answers_quickly_for_an_unreachable_endpoint(monkeypatch):
+    from onehot2gpt.pretrained import hub_reachable
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")    # the discard port: nothing listens
+    assert hub_reachable(timeout=1.0) is False

@@ -555,3 +555,126 @@ def test_sampling_explorer_survives_a_failing_model(tiny_gpt):
     assert "⚠" in w.status.value
     with pytest.raises(ValueError, match="top_k"):
         SamplingExplorer(tiny_gpt, char_encode, char_decode, top_k=0)
+
+
+# -- the zero-shot prompter -------------------------------------------------------------------
+
+def test_render_prompt_shapes_and_errors():
+    from onehot2gpt.widgets import render_prompt
+
+    assert render_prompt("Q: … A:", "mira lives in tolvan .", "where does mira live?") == \
+        "mira lives in tolvan .\nQ: where does mira live?\nA:"
+    assert render_prompt("TL;DR:", " a story ", examples=["x\nTL;DR: y"]) == "x\nTL;DR: y\na story\nTL;DR:"
+    assert render_prompt("english = french", "i am tired .", examples=("a = b\n",)) == "a = b\ni am tired . ="
+    assert render_prompt("free text", "anything", examples=["ignored"]) == "anything"
+    with pytest.raises(ValueError, match="input is empty"):
+        render_prompt("TL;DR:", "   ")
+    with pytest.raises(ValueError, match="question is empty"):
+        render_prompt("Q: … A:", "a passage")
+    with pytest.raises(ValueError, match="unknown template"):
+        render_prompt("summarise:", "a passage")
+
+
+def zero_shot_prompter(model, **kwargs):
+    from onehot2gpt.widgets import ZeroShotPrompter
+    return ZeroShotPrompter({"tiny": (model, char_encode, char_decode)},
+                            **{"template": "free text", "text": "to be", "max_tokens": 6, **kwargs})
+
+
+def test_zero_shot_prompter_greedy_matches_generate_with_probabilities(tiny_gpt):
+    import torch
+
+    from onehot2gpt.sampling import generate
+    w = zero_shot_prompter(tiny_gpt)
+    w.stop_at_newline.value = False
+    w.run()
+    assert w.status.value == ""
+    expected = generate(tiny_gpt, torch.tensor(char_encode("to be")), 6, greedy=True)[5:].tolist()
+    assert [s["id"] for s in w.steps] == expected and w.continuation == char_decode(expected)
+    ids = char_encode("to be")
+    for s in w.steps:                                  # p is the model's own probability of the token
+        with torch.no_grad():
+            probs = torch.softmax(tiny_gpt(torch.tensor([ids])).logits[0, -1], -1)
+        assert s["p"] == pytest.approx(float(probs[s["id"]]), abs=1e-6)
+        assert s["alternatives"][0] == (char_decode([int(probs.argmax())]), pytest.approx(float(probs.max()), abs=1e-6))
+        ids.append(s["id"])
+    assert all(char_decode([s["id"]]) in w.output.value for s in w.steps if s["token"].isalpha())
+
+
+def test_zero_shot_prompter_sampling_is_seeded_and_top_k_1_is_greedy(tiny_gpt):
+    w = zero_shot_prompter(tiny_gpt, max_tokens=10)
+    w.stop_at_newline.value = False
+    w.run()
+    greedy = w.continuation
+    w.greedy.value = False
+    w.temperature.value = 2.0
+    runs = []
+    for seed in (0, 0, 1):
+        w.seed.value = seed
+        w.run()
+        runs.append(w.continuation)
+    assert runs[0] == runs[1] and runs[0] != runs[2]
+    w.top_k.value = 1
+    w.run()
+    assert w.continuation == greedy
+
+
+def test_zero_shot_prompter_stops_at_the_line_end(tiny_gpt):
+    from onehot2gpt.widgets import ZeroShotPrompter
+    w = zero_shot_prompter(tiny_gpt)
+    w.run()
+    first = w.steps[0]["id"]
+    decode = lambda ids: "\n" if list(ids) == [first] else char_decode(ids)  # noqa: E731
+    w = ZeroShotPrompter({"tiny": (tiny_gpt, char_encode, decode)}, template="free text", text="to be")
+    w.run()
+    assert len(w.steps) == 1 and w.continuation == "\n"
+    w.stop_at_newline.value = False
+    w.run()
+    assert len(w.steps) == w.max_tokens.value
+
+
+def test_zero_shot_prompter_templates_examples_and_bad_input(tiny_gpt):
+    w = zero_shot_prompter(tiny_gpt, examples={"TL;DR:": ["an example\nTL;DR: short"]})
+    w.template.value = "TL;DR:"
+    assert w.prompt.value == "to be\nTL;DR:"
+    w.shots.value = 1
+    assert w.prompt.value == "an example\nTL;DR: short\nto be\nTL;DR:"
+    w.shots.value = 2
+    assert "only 1 solved examples" in w.status.value and w.prompt.value.startswith("an example")
+    w.template.value = "free text"
+    w.run()
+    kept = w.continuation
+    w.prompt.value = "   "
+    w.run()
+    assert "prompt is empty" in w.status.value and w.continuation == kept
+    w.prompt.value = "to be, or not to be: that is"           # 28 characters, context 16
+    w.run()
+    assert "28 tokens" in w.status.value and "last 10 tokens" in w.status.value and len(w.steps) <= 6
+    w.prompt.value = "to be?"                                   # '?' is not a character of this model
+    w.run()
+    assert "cannot encode the prompt" in w.status.value and "&#x27;?&#x27;" in w.status.value
+    w.prompt.value = "to be"
+    w.max_tokens.value = 16
+    w.run()
+    assert "do not fit the model&#x27;s context of 16" in w.status.value
+
+
+def test_zero_shot_prompter_gpt2_choice_offline_and_online(tiny_gpt):
+    from onehot2gpt.widgets import ZeroShotPrompter
+
+    def offline():
+        raise OSError("could not load the model 'gpt2': needs internet")
+    w = ZeroShotPrompter({"tiny": (tiny_gpt, char_encode, char_decode)}, gpt2=offline, template="free text",
+                         text="to be")
+    w.model_choice.value = "GPT-2 (downloads once)"
+    assert "needs internet" in w.status.value and w.model_choice.value == "tiny"
+    w.run()
+    assert w.steps and "tiny" in w.output.value
+    w = ZeroShotPrompter({"tiny": (tiny_gpt, char_encode, char_decode)},
+                         gpt2=lambda: (tiny_gpt, char_encode, char_decode), template="free text", text="to be")
+    w.model_choice.value = "GPT-2 (downloads once)"
+    assert w.status.value == "" and "GPT-2 (downloads once)" in w.models
+    with pytest.raises(TypeError, match="model, encode, decode"):
+        ZeroShotPrompter({"tiny": tiny_gpt})
+    with pytest.raises(ValueError, match="shots"):
+        ZeroShotPrompter({"tiny": (tiny_gpt, char_encode, char_decode)}, shots=5)

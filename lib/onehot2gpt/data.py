@@ -527,3 +527,24 @@ def read_squad() -> list[dict[str, Any]]:
              "question": qa["question"],
              "answers": [{"text": a["text"], "answer_start": a["answer_start"]} for a in qa["answers"]]}
             for article in articles for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
+
+
+def read_fra_eng() -> list[tuple[str, str]]:
+    """Tatoeba English–French pairs as ``(english, french)``, in file order (shortest English first).
+
+    167,130 pairs; an English sentence often has several French translations (tu/vous, word
+    order), each on its own line, so group by the English side before splitting train from test.
+    Attribute tatoeba.org and manythings.org/anki (CC BY 2.0 FR) when you show them.
+    """
+    pairs: list[tuple[str, str]] = []
+    with open(fetch("fra-eng", "fra-eng.zip"), encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            fields = line.split("\t")
+            if len(fields) < 2:
+                raise DataError(f"fra.txt line {number} is not 'english<TAB>french': {line[:60]!r}; "
+                                f"the file is damaged: delete it from the cache ({cache_dir()}) and fetch again")
+            pairs.append((fields[0], fields[1]))
+    return pairs

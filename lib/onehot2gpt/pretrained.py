@@ -140,20 +140,51 @@ def minilm_bert():
 # ---------------------------------------------------------------------------------------------
 # GPT-2 as the course's own GPT (onehot2gpt.gpt)
 
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Can this machine open a connection to the Hugging Face Hub (``HF_ENDPOINT`` if set)? One TCP
+    connect, at most `timeout` seconds: much quicker than letting transformers retry for half a
+    minute when there is no network."""
+    import os
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        with socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)),
+                                      timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
 def gpt2(name_or_path: str = "gpt2", **hf_kwargs):
     """Download (or read from the cache or a folder) GPT-2, e.g. "gpt2" (124M) or "gpt2-medium",
     → (our GPT in eval mode, its byte-level BPE tokenizer). Needs internet the first time (Colab
     has it); offline, the course's own checkpoints stand in. Extra keyword arguments
-    (cache_dir, local_files_only, revision) go to transformers."""
+    (cache_dir, local_files_only, revision) go to transformers.
+
+    A name that is neither a folder nor in the Hugging Face cache is downloaded only when the Hub
+    answers (:func:`hub_reachable`); otherwise the OSError comes at once."""
     import transformers
 
     from .gpt import load_hf_gpt2
 
-    try:
+    def load(**extra):
         with _quiet_transformers():
-            hf_model = transformers.GPT2LMHeadModel.from_pretrained(
-                name_or_path, attn_implementation="eager", **hf_kwargs)
-            tokenizer = transformers.AutoTokenizer.from_pretrained(name_or_path, **hf_kwargs)
+            model = transformers.GPT2LMHeadModel.from_pretrained(
+                name_or_path, attn_implementation="eager", **hf_kwargs, **extra)
+            return model, transformers.AutoTokenizer.from_pretrained(name_or_path, **hf_kwargs, **extra)
+
+    try:
+        if Path(name_or_path).is_dir() or hf_kwargs.get("local_files_only"):
+            hf_model, tokenizer = load()
+        else:
+            try:                                     # the cache first: no network needed
+                hf_model, tokenizer = load(local_files_only=True)
+            except OSError:
+                if not hub_reachable():
+                    raise OSError("no network: the Hugging Face Hub cannot be reached") from None
+                hf_model, tokenizer = load()
     except OSError as exc:
         raise OSError(f"could not load the model {name_or_path!r}: it is neither a local folder nor in the "
                       f"Hugging Face cache, and downloading it needs internet (e.g. on Colab). Offline, "
