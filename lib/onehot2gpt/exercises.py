@@ -871,6 +871,11 @@ def make_student_notebook(notebook: dict, name: str) -> dict:
     note = {"cell_type": "markdown", "id": "student-note", "metadata": {"tags": ["student-note"]},
             "source": GENERATED_NOTE.format(name=name)}
     nb["cells"].insert(1, note)
+    # The title's "Open in Colab" badge opens this student copy, not the course notebook.
+    title = nb["cells"][0]
+    if title["cell_type"] == "markdown":
+        title["source"] = title["source"].replace(f"/blob/main/notebooks/{name})",
+                                                  f"/blob/main/notebooks/student/{name})")
     return nb
 
 

@@ -1,0 +1,151 @@
+"""The course notebooks' shared furniture: the Colab set-up cell, the "Open in Colab" badge and the
+slide layout.
+
+Every notebook starts with a title cell carrying a badge that opens it in Colab, then
+:data:`COLAB_CELL`, which installs the course when it runs in Colab and does nothing anywhere
+else. Cells carry ``slideshow`` metadata so that ``jupyter nbconvert --to slides`` makes a
+lecture deck: each ``#``/``##`` heading starts a slide, each ``###`` heading a sub-slide, the set-up
+cell is left out. ``python -m onehot2gpt.course notebooks/[0-9][0-9]_*.ipynb`` applies all three
+(idempotent: a notebook that is already prepared is left byte for byte as it was); a test checks
+that every notebook is prepared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+REPOSITORY = "one-hot-to-gpt/one-hot-to-gpt"
+REPOSITORY_URL = f"https://github.com/{REPOSITORY}"
+COLAB_BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
+SETUP_TAG = "colab-setup"
+
+# The first code cell of every notebook. It must work before the library exists, so it is plain
+# Python. ONEHOT2GPT_FORCE_COLAB and ONEHOT2GPT_REPO let a test run the Colab branch anywhere.
+COLAB_CELL = '''\
+# Set-up for Google Colab: clone the course and install its library (Colab's own torch is kept).
+# Anywhere else this cell does nothing: install the course with `make lab` (see the README).
+import os, subprocess, sys
+if "google.colab" in sys.modules or os.environ.get("ONEHOT2GPT_FORCE_COLAB") == "1":
+    _repo = os.environ.get("ONEHOT2GPT_REPO", "https://github.com/one-hot-to-gpt/one-hot-to-gpt")
+    _home = os.path.abspath(os.environ.get("ONEHOT2GPT_HOME", "one-hot-to-gpt"))
+    if not os.path.isdir(_home):
+        subprocess.run(["git", "clone", "--quiet", "--depth", "1", _repo, _home], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "-e", _home + "[hf]"], check=True)
+    sys.path.insert(0, os.path.join(_home, "lib"))  # this kernel started before the install
+    os.chdir(os.path.join(_home, "notebooks"))'''
+
+
+def badge_url(path: str) -> str:
+    """The Colab address of a notebook of the repository, e.g. ``notebooks/01_onehot.ipynb``."""
+    return f"https://colab.research.google.com/github/{REPOSITORY}/blob/main/{path}"
+
+
+def badge(path: str) -> str:
+    """Markdown for the "Open in Colab" badge of the notebook at `path` (relative to the repository)."""
+    return f"[![Open in Colab]({COLAB_BADGE_IMAGE})]({badge_url(path)})"
+
+
+_BADGE_RE = re.compile(r"\[!\[Open in Colab\]\([^)]*\)\]\(([^)]*)\)")
+
+
+def badge_targets(text: str) -> list[str]:
+    """The repository paths that the Colab badges in `text` open (README or a notebook cell)."""
+    prefix = f"https://colab.research.google.com/github/{REPOSITORY}/blob/main/"
+    out = []
+    for url in _BADGE_RE.findall(text):
+        if not url.startswith(prefix):
+            raise ValueError(f"a Colab badge points outside {REPOSITORY}@main: {url}")
+        out.append(url[len(prefix):])
+    return out
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _tags(cell: dict) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def _without_badge(text: str) -> str:
+    """`text` without a Colab badge on its first line (and the blank lines after it)."""
+    first, _, rest = text.lstrip("\n").partition("\n")
+    return rest.lstrip("\n") if _BADGE_RE.fullmatch(first.strip()) else text.lstrip("\n")
+
+
+def slide_type(cell: dict) -> str:
+    """``slide`` for a cell opening with a ``#``/``##`` heading, ``subslide`` for ``###``, ``skip``
+    for the Colab set-up cell, ``-`` (same slide) for the rest."""
+    if SETUP_TAG in _tags(cell):
+        return "skip"
+    if cell["cell_type"] == "markdown":
+        first = _without_badge(_source(cell)).split("\n", 1)[0]
+        if re.match(r"#{1,2} ", first):
+            return "slide"
+        if first.startswith("### "):
+            return "subslide"
+    return "-"
+
+
+def prepare(notebook: dict, path: str) -> dict:
+    """Give `notebook` (nbformat JSON; `path` relative to the repository, e.g.
+    ``notebooks/01_onehot.ipynb``) its badge, its Colab cell and slide metadata, in place.
+
+    The badge goes on the first line of the first (title) cell; the set-up cell right after the
+    title cell, replacing an older version. A newly inserted set-up cell is recorded as having run
+    first (execution count 1, no output: what it prints outside Colab) and later counts move up
+    by one, so the stored outputs stay those of a top-to-bottom run.
+    """
+    cells = notebook["cells"]
+    if not cells or cells[0]["cell_type"] != "markdown" or \
+            not _without_badge(_source(cells[0])).startswith("# "):
+        raise ValueError(f"{path}: the first cell must be the markdown title ('# NN · Topic')")
+    cells[0]["source"] = badge(path) + "\n\n" + _without_badge(_source(cells[0]))
+
+    existing = [i for i, c in enumerate(cells) if SETUP_TAG in _tags(c)]
+    if existing:
+        cells[existing[0]]["source"] = COLAB_CELL
+    else:
+        setup = {"cell_type": "code", "execution_count": 1, "id": "colab-setup",
+                 "metadata": {"tags": [SETUP_TAG]}, "outputs": [], "source": COLAB_CELL}
+        for c in cells:
+            if c["cell_type"] == "code" and c.get("execution_count") is not None:
+                c["execution_count"] += 1
+        cells.insert(1, setup)
+    for c in cells:
+        c.setdefault("metadata", {})["slideshow"] = {"slide_type": slide_type(c)}
+    return notebook
+
+
+def prepare_file(path: Path, root: Path) -> bool:
+    """Prepare the notebook file at `path` in place; True if it changed."""
+    text = path.read_text(encoding="utf-8")
+    notebook = json.loads(text)
+    prepare(notebook, path.resolve().relative_to(root.resolve()).as_posix())
+    new = json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+        return True
+    return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m onehot2gpt.course",
+                                description="Add the Colab badge and set-up cell and the slide layout to "
+                                            "course notebooks (in place, idempotent).")
+    p.add_argument("notebooks", nargs="+", type=Path, help="e.g. notebooks/[0-9][0-9]_*.ipynb")
+    p.add_argument("--root", type=Path, default=Path("."), help="the repository root (default: .)")
+    args = p.parse_args(argv)
+    for path in args.notebooks:
+        if not path.is_file():
+            p.error(f"{path} is not a file; give notebook paths such as notebooks/01_onehot.ipynb")
+        print(f"{path}: {'updated' if prepare_file(path, args.root) else 'already prepared'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""Colab readiness: every notebook opens from a badge and installs the course in Colab; slides."""
+
+import json
+import os
+import re
+import site
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from onehot2gpt import course
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+STUDENT = sorted((ROOT / "notebooks" / "student").glob("[0-9][0-9]_*.ipynb"))
+
+
+def load(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def first_code_cell(nb):
+    return next(c for c in nb["cells"] if c["cell_type"] == "code")
+
+
+def source(cell):
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_course_notebooks_are_prepared(path):
+    """Badge, set-up cell and slide metadata present: preparing again changes nothing."""
+    text = path.read_text(encoding="utf-8")
+    nb = course.prepare(json.loads(text), f"notebooks/{path.name}")
+    assert json.dumps(nb, indent=1, ensure_ascii=False) + "\n" == text, \
+        f"run: python -m onehot2gpt.course notebooks/{path.name}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + STUDENT, ids=[str(p.relative_to(ROOT)) for p in NOTEBOOKS + STUDENT])
+def test_every_notebook_starts_with_its_badge_and_the_colab_cell(path):
+    nb = load(path)
+    relative = path.relative_to(ROOT).as_posix()
+    assert course.badge_targets(source(nb["cells"][0]).split("\n")[0]) == [relative]
+    cell = first_code_cell(nb)
+    assert source(cell) == course.COLAB_CELL and course.SETUP_TAG in cell["metadata"]["tags"]
+    assert cell["metadata"]["slideshow"]["slide_type"] == "skip" or "student" in relative
+
+
+def test_students_are_in_step_with_the_course():
+    assert [p.name for p in STUDENT] == [p.name for p in NOTEBOOKS]
+
+
+def test_readme_badges_open_existing_notebooks_and_every_notebook_has_one():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = course.badge_targets(readme)
+    student_links = re.findall(r"\[student\]\(https://colab\.research\.google\.com/github/"
+                               + re.escape(course.REPOSITORY) + r"/blob/main/([^)]*)\)", readme)
+    for target in targets + student_links:
+        assert (ROOT / target).is_file(), f"README links {target}, which does not exist"
+    expected = {p.relative_to(ROOT).as_posix() for p in NOTEBOOKS + STUDENT}
+    assert set(targets) | set(student_links) == expected
+
+
+def test_badges_outside_the_repository_are_refused():
+    with pytest.raises(ValueError, match="outside"):
+        course.badge_targets("[![Open in Colab](x.svg)](https://colab.research.google.com/github/someone/else/"
+                             "blob/main/a.ipynb)")
+
+
+def test_slide_types_follow_the_headings():
+    cells = [{"cell_type": "markdown", "source": "## 2. A section\ntext"},
+             {"cell_type": "markdown", "source": "### A part"},
+             {"cell_type": "markdown", "source": "plain text"},
+             {"cell_type": "code", "source": "# a comment, not a heading"},
+             {"cell_type": "code", "source": "", "metadata": {"tags": [course.SETUP_TAG]}}]
+    assert [course.slide_type(c) for c in cells] == ["slide", "subslide", "-", "-", "skip"]
+    with pytest.raises(ValueError, match="title"):
+        course.prepare({"cells": [{"cell_type": "code", "source": "x = 1"}]}, "notebooks/x.ipynb")
+
+
+def test_colab_cell_does_nothing_outside_colab(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ONEHOT2GPT_")}
+    out = subprocess.run([sys.executable, "-c", course.COLAB_CELL + "\nprint(os.getcwd())"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == str(tmp_path) and not out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_colab_cell_installs_the_course_in_a_fresh_environment(tmp_path):
+    """The Colab branch, forced, in a new virtual environment whose "preinstalled" packages (torch,
+    transformers, …, as on Colab) come from this one; the repository is this checkout."""
+    env_dir = tmp_path / "colab-env"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    own_site = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    # A path line in a .pth file adds this environment's packages without running its .pth files,
+    # so the editable install of this checkout is not visible there: only the fresh clone's will be.
+    Path(own_site, "zz_preinstalled.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    home = tmp_path / "content" / "one-hot-to-gpt"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ONEHOT2GPT_", "PYTHON", "VIRTUAL_ENV"))}
+    env.update(ONEHOT2GPT_FORCE_COLAB="1", ONEHOT2GPT_REPO=str(ROOT), ONEHOT2GPT_HOME=str(home),
+               PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    probe = ("\nimport onehot2gpt, torch\nprint(onehot2gpt.__file__)\nprint(os.getcwd())\n"
+             "from onehot2gpt.checkpoints import checkpoint_path\nprint(checkpoint_path('zero-shot-qa100'))")
+    (tmp_path / "content").mkdir()                   # Colab's working directory
+    out = subprocess.run([str(python), "-c", course.COLAB_CELL + probe], cwd=tmp_path / "content", env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    library, cwd, checkpoint = out.stdout.strip().splitlines()[-3:]
+    assert Path(library).is_relative_to(home / "lib") and cwd == str(home / "notebooks")
+    assert Path(checkpoint).is_relative_to(home / "data" / "checkpoints")
+    # The install outlives the kernel: a new process imports the clone, and torch was not reinstalled.
+    again = subprocess.run([str(python), "-c", "import onehot2gpt; print(onehot2gpt.__file__)"], env=env,
+                           capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert Path(again.stdout.strip()).is_relative_to(home / "lib")
+    assert not (Path(own_site) / "torch").exists()
+    # Run twice (Colab's "Run all" again): the existing clone is reused.
+    second = subprocess.run([str(python), "-c", course.COLAB_CELL], cwd=tmp_path / "content", env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-2000:]
