@@ -1,0 +1,349 @@
+"""The grader: crafted submissions of a tiny course notebook, each broken in one way, are graded
+in real kernels; every breakage is reported and never stops the run."""
+
+import copy
+import csv
+import json
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from onehot2gpt import grading
+from onehot2gpt.exercises import make_student_notebook
+
+CELL_TIMEOUT = 5        # seconds; the slowest honest cell (import torch) takes about 2
+REPO = Path(__file__).resolve().parents[1]
+STUBBORN_LOOP = ("import time\n"
+                 "while True:\n"
+                 "    try:\n"
+                 "        time.sleep(0.1)\n"
+                 "    except KeyboardInterrupt:\n"
+                 "        pass\n")
+
+
+def code(source, cell_id, *tags):
+    cell = new_code_cell(source, id=cell_id)
+    cell.metadata["tags"] = list(tags)
+    return cell
+
+
+def tiny_course_notebook():
+    """A course notebook with three fast exercises checked by real check functions; the last
+    check relies on an import in the first cell, as notebook 10 does."""
+    nb = new_notebook(cells=[
+        new_markdown_cell("# A tiny course notebook", id="title"),
+        code("import torch\nfrom onehot2gpt.exercises import check_encode", "imports"),
+        code("def my_one_hot(ids, vocab_size):\n    ids = torch.as_tensor(ids)\n"
+             "    ### BEGIN SOLUTION\n"
+             "    return torch.nn.functional.one_hot(ids, vocab_size).float()\n"
+             "    ### END SOLUTION", "ex-one-hot", "exercise"),
+        code("from onehot2gpt.exercises import check_one_hot\ncheck_one_hot(my_one_hot)",
+             "check-one-hot", "check"),
+        new_markdown_cell("Now a mask.", id="text"),
+        code("def my_causal_mask(T):\n    ### BEGIN SOLUTION\n"
+             "    return torch.ones(T, T, dtype=torch.bool).tril()\n    ### END SOLUTION",
+             "ex-causal", "exercise"),
+        code("from onehot2gpt.exercises import check_causal_mask\n"
+             "check_causal_mask(my_causal_mask)", "check-causal", "check"),
+        code("def my_encode(tokens, stoi, unk_id):\n    ### BEGIN SOLUTION\n"
+             "    return [stoi.get(t, unk_id) for t in tokens]\n    ### END SOLUTION",
+             "ex-encode", "exercise"),
+        code("check_encode(my_encode)", "check-encode", "check"),
+    ])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    return nb
+
+
+def cell(nb, cell_id):
+    return next(c for c in nb.cells if c.get("id") == cell_id)
+
+
+def student_version(nb):
+    student = make_student_notebook(json.loads(nbformat.writes(nb)), "01_tiny.ipynb")
+    return nbformat.from_dict(student)
+
+
+def crafted_submissions(solved):
+    """{relative path: notebook or raw text}, one way of breaking a submission each."""
+    unsolved = student_version(solved)
+    subs = {"alice_01_tiny.ipynb": solved, "bob/01_tiny.ipynb": unsolved}
+
+    loop = copy.deepcopy(solved)             # the function never returns: the check times out
+    cell(loop, "ex-causal").source = "def my_causal_mask(T):\n    while True:\n        pass"
+    subs["loop/01_tiny.ipynb"] = loop
+
+    stubborn = copy.deepcopy(solved)         # a cell that swallows the interrupt
+    cell(stubborn, "ex-one-hot").source = STUBBORN_LOOP + cell(stubborn, "ex-one-hot").source
+    subs["stubborn/01_tiny.ipynb"] = stubborn
+
+    tampered = copy.deepcopy(unsolved)
+    cell(tampered, "check-one-hot").source = 'print("✓ one_hot: matches the reference")'
+    subs["tampered/01_tiny.ipynb"] = tampered
+
+    cheat = copy.deepcopy(unsolved)          # check functions redefined or patched in the kernel
+    cell(cheat, "ex-encode").source += "\n\ndef check_encode(fn):\n    print('✓ encode')"
+    cell(cheat, "ex-causal").source += ("\n\nimport onehot2gpt.exercises\n"
+                                        "onehot2gpt.exercises.check_causal_mask = print")
+    subs["cheat/01_tiny.ipynb"] = cheat
+
+    deleted = copy.deepcopy(solved)          # the check must run before my_one_hot is deleted
+    deleted.cells = [c for c in deleted.cells if c.get("id") != "check-one-hot"]
+    deleted.cells.append(code("del my_one_hot", "student-cleanup"))
+    subs["deleted/01_tiny.ipynb"] = deleted
+
+    dead = copy.deepcopy(solved)
+    cell(dead, "ex-causal").source = "import os\nos._exit(1)\n" + cell(dead, "ex-causal").source
+    subs["dead/01_tiny.ipynb"] = dead
+
+    import_error = copy.deepcopy(solved)
+    cell(import_error, "imports").source = ("import no_such_module_for_grading\n"
+                                            + cell(import_error, "imports").source)
+    subs["import_error/01_tiny.ipynb"] = import_error
+
+    subs["broken/01_tiny.ipynb"] = '{"cells": [ this is not JSON'
+    subs["no_cells/01_tiny.ipynb"] = json.dumps({"nbformat": 4, "nbformat_minor": 5,
+                                                 "metadata": {}, "cells": "none"})
+    subs["carol/99_unknown.ipynb"] = solved
+    return subs
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Grade all crafted submissions with one command; the CSV rows by (file, exercise)."""
+    root = tmp_path_factory.mktemp("grading")
+    (root / "reference").mkdir()
+    solved = tiny_course_notebook()
+    nbformat.write(solved, root / "reference" / "01_tiny.ipynb")
+    for name, content in crafted_submissions(solved).items():
+        path = root / "submissions" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, str):
+            path.write_text(content, encoding="utf-8")
+        else:
+            nbformat.write(content, path)
+    start = time.monotonic()
+    assert grading.main([str(root / "submissions"), "--reference", str(root / "reference"),
+                         "--out", str(root / "out"), "--cell-timeout", str(CELL_TIMEOUT),
+                         "--timeout", "120"]) == 0
+    seconds = time.monotonic() - start
+    with open(root / "out" / "grades.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    markdown = (root / "out" / "grades.md").read_text(encoding="utf-8")
+    return {(r["file"], r["exercise"]): r for r in rows}, rows, markdown, seconds
+
+
+def results(graded, file):
+    by_key = graded[0]
+    return {exercise: by_key[(f, exercise)] for (f, exercise) in by_key if f == file}
+
+
+EXERCISES = ["one_hot", "causal_mask", "encode"]
+
+
+def test_one_row_per_exercise_in_notebook_order(graded):
+    _, rows, _, _ = graded
+    assert list(rows[0]) == list(grading.CSV_COLUMNS)
+    for file in ("alice_01_tiny.ipynb", "bob/01_tiny.ipynb", "broken/01_tiny.ipynb"):
+        assert [r["exercise"] for r in rows if r["file"] == file] == EXERCISES
+    assert all(r["result"] in grading.RESULTS for r in rows)
+
+
+def test_solved_notebook_passes_and_flat_file_names_the_student(graded):
+    got = results(graded, "alice_01_tiny.ipynb")
+    assert {r["result"] for r in got.values()} == {"pass"}
+    assert {(r["student"], r["notebook"], r["check_cell"]) for r in got.values()} == {
+        ("alice", "01_tiny.ipynb", "ok")}
+
+
+def test_student_version_fails_with_the_check_message(graded):
+    got = results(graded, "bob/01_tiny.ipynb")
+    for exercise, row in got.items():
+        assert row["student"] == "bob"
+        assert row["result"] == "fail"
+        assert row["message"].startswith(f"{exercise}: not written yet")
+        assert "Hint: " in row["message"] and "\n" not in row["message"]
+
+
+def test_endless_function_times_out_and_the_rest_is_graded(graded):
+    got = results(graded, "loop/01_tiny.ipynb")
+    assert got["causal_mask"]["result"] == "timeout"
+    assert f"timed out after {CELL_TIMEOUT} s" in got["causal_mask"]["message"]
+    assert got["one_hot"]["result"] == got["encode"]["result"] == "pass"
+
+
+def test_cell_ignoring_the_interrupt_restarts_the_kernel_and_the_rest_is_graded(graded):
+    got = results(graded, "stubborn/01_tiny.ipynb")
+    assert got["one_hot"]["result"] == "timeout"
+    assert "ignored the interrupt" in got["one_hot"]["message"]
+    # after the restart the earlier cells (imports) were run again, so these still pass
+    assert got["causal_mask"]["result"] == got["encode"]["result"] == "pass"
+
+
+def test_tampered_check_cell_is_reported_and_the_reference_check_runs(graded):
+    got = results(graded, "tampered/01_tiny.ipynb")
+    assert got["one_hot"]["check_cell"] == "modified"
+    assert got["one_hot"]["result"] == "fail"
+    assert "check cell modified" in got["one_hot"]["message"]
+    assert "not written yet" in got["one_hot"]["message"]
+    assert got["encode"]["check_cell"] == "ok"
+
+
+def test_redefined_or_patched_check_functions_do_not_pass(graded):
+    got = results(graded, "cheat/01_tiny.ipynb")
+    for exercise in ("causal_mask", "encode"):
+        assert got[exercise]["check_cell"] == "ok"
+        assert got[exercise]["result"] == "fail"
+        assert "not written yet" in got[exercise]["message"]
+
+
+def test_deleted_check_cell_is_reported_and_runs_after_its_exercise(graded):
+    got = results(graded, "deleted/01_tiny.ipynb")
+    assert got["one_hot"]["check_cell"] == "missing"
+    assert "check cell missing" in got["one_hot"]["message"]
+    assert got["one_hot"]["result"] == "pass"     # before the student's `del my_one_hot`
+    assert got["encode"]["check_cell"] == "ok"
+
+
+def test_kernel_death_is_reported_and_the_rest_is_graded(graded):
+    got = results(graded, "dead/01_tiny.ipynb")
+    assert got["causal_mask"]["result"] == "crash"
+    assert "kernel died" in got["causal_mask"]["message"]
+    assert got["one_hot"]["result"] == got["encode"]["result"] == "pass"
+
+
+def test_failed_import_cell_is_named_in_every_failure(graded):
+    got = results(graded, "import_error/01_tiny.ipynb")
+    for exercise in ("one_hot", "causal_mask"):             # both need torch from cell 2
+        assert got[exercise]["result"] == "fail"
+        assert "no_such_module_for_grading" in got[exercise]["message"]
+    assert got["encode"]["result"] == "pass"   # needs no import: its check name is bound anyway
+
+
+@pytest.mark.parametrize("file", ["broken/01_tiny.ipynb", "no_cells/01_tiny.ipynb"])
+def test_invalid_file_reports_every_exercise(graded, file):
+    got = results(graded, file)
+    assert list(got) == EXERCISES
+    for row in got.values():
+        assert row["result"] == "error"
+        assert row["message"].startswith("not a valid notebook")
+
+
+def test_unknown_notebook_name_is_reported(graded):
+    got = results(graded, "carol/99_unknown.ipynb")
+    assert list(got) == [""]
+    assert got[""]["result"] == "error"
+    assert "unknown notebook '99_unknown.ipynb'" in got[""]["message"]
+
+
+def test_markdown_summary_counts_passes(graded):
+    _, rows, markdown, seconds = graded
+    summary = {}
+    for line in markdown.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 4 and cells[1].endswith(".ipynb"):
+            summary.setdefault(cells[0], cells[2])
+    assert summary["alice"] == "3/3" and summary["bob"] == "0/3"
+    assert summary["dead"] == "2/3" and summary["carol"] == "–"
+    assert "## bob: bob/01_tiny.ipynb" in markdown
+    assert seconds < 100, f"grading the crafted submissions took {seconds:.0f} s"
+
+
+def test_notebook_time_limit_stops_the_run(tmp_path):
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    solved = tiny_course_notebook()
+    nbformat.write(solved, reference / "01_tiny.ipynb")
+    slow = copy.deepcopy(solved)
+    slow.cells.insert(1, code("import time\ntime.sleep(60)", "slow"))
+    nbformat.write(slow, tmp_path / "01_tiny.ipynb")
+    [submission] = [s for s in grading.find_submissions(tmp_path, reference)
+                    if s.file == "01_tiny.ipynb"]
+    start = time.monotonic()
+    rows = grading.grade_submission(submission, cell_timeout=60, timeout=4)
+    assert time.monotonic() - start < 30
+    assert [r.result for r in rows] == ["not run"] * 3
+    assert all("time limit of 4 s" in r.message for r in rows)
+
+
+@pytest.mark.skipif(not (REPO / "notebooks" / "student" / "01_onehot.ipynb").exists(),
+                    reason="needs the course notebooks")
+def test_real_student_notebook_fails_every_exercise(tmp_path):
+    submissions = tmp_path / "submissions" / "dana"
+    submissions.mkdir(parents=True)
+    (submissions / "01_onehot.ipynb").write_bytes(
+        (REPO / "notebooks" / "student" / "01_onehot.ipynb").read_bytes())
+    rows = grading.grade(tmp_path / "submissions", REPO / "notebooks", cell_timeout=60, timeout=120)
+    reference = nbformat.read(REPO / "notebooks" / "01_onehot.ipynb", as_version=4)
+    assert [r.exercise for r in rows] == [c.name for c in grading.reference_checks(reference)]
+    assert len(rows) >= 3
+    for row in rows:
+        assert (row.student, row.result, row.check_cell) == ("dana", "fail", "ok")
+        assert "not written yet" in row.message
+
+
+# ---- no kernel needed ------------------------------------------------------------------------
+
+def test_exercise_name_comes_from_the_check_call():
+    assert grading.exercise_name("check_qa_prompt(qa_prompt)") == "qa_prompt"
+    assert grading.exercise_name("from onehot2gpt.exercises import check_one_hot\n"
+                                 "check_one_hot(my_one_hot)") == "one_hot"
+    assert grading.exercise_name("check_a(f)\ncheck_b(g)") == "a+b"
+    assert grading.exercise_name("print('no check here')") == ""
+
+
+def test_reference_checks_are_ordered_and_unique():
+    nb = tiny_course_notebook()
+    nb.cells.append(code("check_encode(my_encode)", "again", "check"))
+    checks = grading.reference_checks(nb)
+    assert [c.name for c in checks] == EXERCISES + ["encode (2)"]
+    assert checks[0].anchors[0] == ("ex-one-hot", "def my_one_hot(ids, vocab_size):")
+
+
+def test_match_reference_by_file_name():
+    names = ["01_onehot.ipynb", "10_zero_shot.ipynb"]
+    assert grading.match_reference("10_zero_shot.ipynb", names) == "10_zero_shot.ipynb"
+    assert grading.match_reference("alice_10_zero_shot.ipynb", names) == "10_zero_shot.ipynb"
+    assert grading.match_reference("110_zero_shot.ipynb", names) is None
+    assert grading.match_reference("notes.ipynb", names) is None
+
+
+def test_plan_uses_reference_checks_and_skips_stray_check_cells():
+    solved = tiny_course_notebook()
+    checks = grading.reference_checks(solved)
+    sub = copy.deepcopy(solved)
+    cell(sub, "check-causal").source = "pass"
+    sub.cells = [c for c in sub.cells if c.get("id") != "check-encode"]
+    sub.cells.append(code("check_encode(lambda *a: None)", "stray", "check"))
+    steps, status = grading.plan_cells(sub, checks)
+    assert status == ["ok", "modified", "missing"]
+    assert [s.check for s in steps if s.check is not None] == [0, 1, 2]
+    assert all(steps[i].source == checks[s.check].source for i, s in enumerate(steps)
+               if s.check is not None)
+    assert not any("lambda" in s.source for s in steps)
+    encode_at = next(i for i, s in enumerate(steps) if s.check == 2)
+    assert steps[encode_at - 1].source == cell(sub, "ex-encode").source
+
+
+def test_one_line_keeps_first_line_and_hint():
+    assert grading.one_line("AssertionError", "f: wrong\n  on input x\nHint: add 1") == \
+        "f: wrong; Hint: add 1"
+    assert grading.one_line("NameError", "name 'x' is not defined") == \
+        "NameError: name 'x' is not defined"
+    assert len(grading.one_line("ValueError", "x" * 1000)) == grading.MESSAGE_CHARS
+
+
+def test_bad_folders_say_what_to_do(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        grading.main([str(tmp_path / "missing"), "--reference", str(tmp_path)])
+    assert "submissions folder" in capsys.readouterr().err
+    (tmp_path / "ref").mkdir()
+    nbformat.write(tiny_course_notebook(), tmp_path / "ref" / "01_tiny.ipynb")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no .ipynb files found"):
+        grading.find_submissions(tmp_path / "empty", tmp_path / "ref")
+    with pytest.raises(FileNotFoundError, match="--reference"):
+        grading.find_submissions(tmp_path / "ref", tmp_path / "nowhere")
