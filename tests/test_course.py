@@ -97,12 +97,16 @@ def test_colab_cell_installs_the_course_in_a_fresh_environment(tmp_path):
     python = env_dir / "bin" / "python"
     own_site = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
                               capture_output=True, text=True, check=True).stdout.strip()
+    # venv's bundled setuptools is too old to build an editable wheel offline; Colab's is recent,
+    # as is this environment's, which the .pth file below provides.
+    subprocess.run([str(python), "-m", "pip", "uninstall", "--quiet", "--yes", "setuptools"], check=True,
+                   capture_output=True)
     # A path line in a .pth file adds this environment's packages without running its .pth files,
     # so the editable install of this checkout is not visible there: only the fresh clone's will be.
     Path(own_site, "zz_preinstalled.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     home = tmp_path / "content" / "one-hot-to-gpt"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ONEHOT2GPT_", "PYTHON", "VIRTUAL_ENV"))}
-    env.update(ONEHOT2GPT_FORCE_COLAB="1", ONEHOT2GPT_REPO=str(ROOT), ONEHOT2GPT_HOME=str(home),
+    env.update(ONEHOT2GPT_FORCE_COLAB="1", ONEHOT2GPT_REPO=ROOT.as_uri(), ONEHOT2GPT_HOME=str(home),
                PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0", PIP_DISABLE_PIP_VERSION_CHECK="1")
     probe = ("\nimport onehot2gpt, torch\nprint(onehot2gpt.__file__)\nprint(os.getcwd())\n"
              "from onehot2gpt.checkpoints import checkpoint_path\nprint(checkpoint_path('zero-shot-qa100'))")
