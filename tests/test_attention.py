@@ -141,3 +141,19 @@ def test_bad_shapes_say_what_is_expected():
         scaled_dot_product_attention(torch.randn(2, 3), torch.randn(2, 4), torch.randn(2, 4))
     with pytest.raises(ValueError, match="shape mismatch"):
         load_torch_mha(MultiHeadAttention(8, 2), nn.MultiheadAttention(8, 4))
+
+
+def test_permutation_mask_orders_the_context():
+    import itertools
+
+    from onehot2gpt.attention import causal_mask, permutation_mask
+    assert torch.equal(permutation_mask([0, 1, 2, 3], include_self=True), causal_mask(4))
+    assert torch.equal(permutation_mask([3, 2, 1, 0], include_self=True), causal_mask(4).T)
+    for order in itertools.permutations(range(4)):
+        mask = permutation_mask(list(order))
+        assert not mask.diagonal().any()
+        for k, i in enumerate(order):                    # the k-th predicted reads exactly the k before it
+            assert set(mask[i].nonzero().flatten().tolist()) == set(order[:k])
+    for bad in ([0, 0, 1], [1, 2], []):
+        with pytest.raises(ValueError, match="permutation"):
+            permutation_mask(bad)

@@ -425,3 +425,38 @@ def test_attention_source_gives_the_maps_of_the_model_for_one_or_two_sentences()
     for bad, match in (("", "empty"), ("   ", "empty"), ("the " * 20, "at most 12")):
         with pytest.raises(ValueError, match=match):
             source(bad)
+
+
+def test_pseudo_log_likelihood_masks_one_position_at_a_time():
+    from onehot2gpt.bert import BertConfig, BertForPreTraining, pseudo_log_likelihood
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=30, max_len=16, d_model=32, n_layers=2, n_heads=4,
+                                          d_ff=64, dropout=0.0)).eval()
+    ids = torch.tensor([2, 7, 8, 9, 3])                      # [CLS]-like, three tokens, [SEP]-like
+    total = 0.0
+    for t in (1, 2, 3):
+        masked = ids.clone()
+        masked[t] = 4
+        with torch.no_grad():
+            total += torch.log_softmax(model(masked[None]).mlm_logits[0, t], -1)[ids[t]]
+    torch.testing.assert_close(pseudo_log_likelihood(model, ids, mask_id=4), total)
+    with pytest.raises(ValueError, match="mask_id"):
+        pseudo_log_likelihood(model, ids, mask_id=99)
+    with pytest.raises(ValueError, match="\\[CLS\\]"):
+        pseudo_log_likelihood(model, ids[:2], mask_id=4)
+
+
+def test_mlm_continue_writes_with_the_course_bert():
+    from onehot2gpt.bert import load_bert, mlm_continue
+    from onehot2gpt.checkpoints import checkpoint_path
+    from onehot2gpt.subword import WordPieceTokenizer
+    directory = checkpoint_path("bert-wikitext2")
+    model, tok = load_bert(directory), WordPieceTokenizer.load(directory / "vocab.txt")
+    text = mlm_continue(model, tok, "the river flows through the city", 5)
+    assert isinstance(text, str) and text.strip()
+    ids = tok.encode("the river flows through the city")["input_ids"][:-1]
+    with torch.no_grad():                                     # the first new token, by hand
+        first = int(model(torch.tensor([ids + [tok.mask_id, tok.sep_id]])).mlm_logits[0, len(ids)].argmax())
+    assert text.startswith(tok.decode([first]))
+    with pytest.raises(ValueError, match="continue"):
+        mlm_continue(model, tok, "  ", 3)

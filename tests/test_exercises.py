@@ -540,3 +540,47 @@ def test_checks_10_reject_wrong_answers(check, wrong, reason):
         with torch.no_grad():
             check(wrong)
     assert "Hint" in str(failure.value)
+
+
+# -- notebook 11 -----------------------------------------------------------------------------
+
+def _mask_by_loops(order, include_self=False):
+    T = len(order)
+    out = torch.zeros(T, T, dtype=torch.bool)
+    for k, i in enumerate(order):
+        for j in order[:k + (1 if include_self else 0)]:
+            out[i, j] = True
+    return out
+
+
+def _chain_rule_by_loop(logits, ids):
+    return sum(torch.log(torch.softmax(logits[t], -1)[ids[t + 1]]) for t in range(len(ids) - 1))
+
+
+def _independent_by_marginals(joint, a, b):
+    first, second = {}, {}
+    for (x, y), p in joint.items():
+        first[x] = first.get(x, 0.0) + p
+        second[y] = second.get(y, 0.0) + p
+    return first.get(a, 0.0) * second.get(b, 0.0)
+
+
+def test_checks_11_pass_independent_solutions(capsys):
+    ex.check_permutation_mask(_mask_by_loops)
+    ex.check_chain_rule_log_prob(_chain_rule_by_loop)
+    ex.check_independent_masks(_independent_by_marginals)
+    assert capsys.readouterr().out.count("✓") == 3
+
+
+@pytest.mark.parametrize("check, wrong, reason", [
+    (ex.check_permutation_mask, lambda o: _mask_by_loops(o, include_self=True), "permutation_mask"),
+    (ex.check_permutation_mask, lambda o: _mask_by_loops(o).T, "permutation_mask"),   # rows and columns swapped
+    (ex.check_chain_rule_log_prob, lambda l, i: _chain_rule_by_loop(l, i) / (len(i) - 1), "chain_rule"),  # a mean
+    (ex.check_chain_rule_log_prob, lambda l, i: sum(torch.log_softmax(l[t], -1)[i[t]] for t in range(len(i) - 1)),
+     "chain_rule"),                                                        # scores the current token, not the next
+    (ex.check_independent_masks, lambda j, a, b: j.get((a, b), 0.0), "independent_masks"),  # the joint
+])
+def test_checks_11_reject_wrong_answers(check, wrong, reason):
+    with pytest.raises(AssertionError, match=reason) as failure:
+        check(wrong)
+    assert "Hint" in str(failure.value)

@@ -345,3 +345,20 @@ def test_hub_reachable_answers_quickly_for_an_unreachable_endpoint(monkeypatch):
     from onehot2gpt.pretrained import hub_reachable
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")    # the discard port: nothing listens
     assert hub_reachable(timeout=1.0) is False
+
+
+def test_sequence_log_prob_is_the_chain_rule():
+    from onehot2gpt.gpt import lm_loss, sequence_log_prob
+    torch.manual_seed(0)
+    model = GPT(GPTConfig.tiny(vocab_size=20, max_len=12)).eval()
+    ids = torch.randint(0, 20, (3, 9))
+    with torch.no_grad():
+        batch = sequence_log_prob(model, ids)
+        assert batch.shape == (3,)
+        torch.testing.assert_close(batch.mean(), -lm_loss(model, ids) * 8)
+        by_hand = sum(torch.log_softmax(model(ids[:1, :t]).logits[0, -1], -1)[ids[0, t]] for t in range(1, 9))
+        torch.testing.assert_close(sequence_log_prob(model, ids[0]), by_hand)
+    with pytest.raises(ValueError, match="T ≥ 2"):
+        sequence_log_prob(model, ids[0, :1])
+    with pytest.raises(ValueError, match="context of 12"):
+        sequence_log_prob(model, torch.zeros(13, dtype=torch.long))

@@ -74,6 +74,32 @@ def causal_mask(t_q: int, t_k: int | None = None, device=None):
     return torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(diagonal=t_k - t_q)
 
 
+def permutation_mask(order, include_self: bool = False):
+    """XLNet's attention mask for one factorization order → (T, T) bool, True where position i may
+    read position j: j comes before i in `order` (a permutation of 0 … T−1, the order in which
+    tokens are predicted). The tokens stay where they are; only who may see whom changes.
+
+    `include_self=False` is the *query stream* (predicting x_i must not see x_i itself);
+    `include_self=True` the *content stream*, which also sees itself. The identity order gives the
+    causal mask (with self) or its strictly lower part (without).
+
+    Example:
+        >>> permutation_mask([2, 1, 3, 0]).int()     # x2 first, then x1, x3, x0
+        tensor([[0, 1, 1, 1],
+                [0, 0, 1, 0],
+                [0, 0, 0, 0],
+                [0, 1, 1, 0]], dtype=torch.int32)
+    """
+    order = torch.as_tensor(order, dtype=torch.long)
+    if order.dim() != 1 or order.numel() == 0 or \
+            not torch.equal(order.sort().values, torch.arange(order.numel())):
+        raise ValueError(f"order must be a permutation of 0 … T−1 (each position once), got {order.tolist()}")
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(order.numel())          # rank[i]: when position i is predicted
+    before = rank[None, :] < rank[:, None]             # [i, j]: j is predicted before i
+    return before | torch.eye(order.numel(), dtype=torch.bool) if include_self else before
+
+
 def padding_mask(ids, pad_id: int = 0):
     """(B, T) token ids → (B, 1, 1, T) bool, False at padding keys, ready to broadcast over heads
     and queries."""

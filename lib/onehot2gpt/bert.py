@@ -532,6 +532,51 @@ def fill_mask(model: BertForPreTraining, tokenizer, text: str, top_k: int = 5):
     return result
 
 
+def pseudo_log_likelihood(model: BertForPreTraining, ids, mask_id: int) -> torch.Tensor:
+    """Σ_t log P(x_t | every other token), masking one position at a time with `mask_id` (Salazar
+    et al., 2020) for ids (T,) = [CLS] … [SEP]; the special tokens are not scored. A masked LM's nearest thing to
+    a sentence probability, but *not* a probability: the terms condition on each other's answers."""
+    ids = torch.as_tensor(ids, dtype=torch.long)
+    if ids.dim() != 1 or ids.numel() < 3:
+        raise ValueError(f"need one encoded sentence (T,) with [CLS], at least one token and [SEP]; "
+                         f"got shape {tuple(ids.shape)}")
+    if ids.numel() > model.config.max_len:
+        raise ValueError(f"{ids.numel()} tokens are longer than the model's {model.config.max_len}; shorten it")
+    positions = torch.arange(1, ids.numel() - 1)
+    batch = ids.repeat(len(positions), 1)                                   # one copy per masked position
+    if not 0 <= int(mask_id) < model.config.vocab_size:
+        raise ValueError(f"mask_id={mask_id} is outside the vocabulary; pass tokenizer.mask_id")
+    batch[torch.arange(len(positions)), positions] = mask_id
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        logits = model(batch).mlm_logits[torch.arange(len(positions)), positions]   # (T − 2, V)
+    model.train(was_training)
+    return torch.log_softmax(logits.float(), -1).gather(-1, ids[positions, None]).sum()
+
+
+def mlm_continue(model: BertForPreTraining, tokenizer, text: str, n_new: int = 10) -> str:
+    """Make a masked LM write: append ``[MASK]`` before the final ``[SEP]``, fill it with the most
+    likely token, repeat `n_new` times. BERT was never trained to predict the *last* word with
+    nothing after it, which is why this works badly; see notebook 11."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("give some text for the model to continue")
+    if n_new < 1:
+        raise ValueError(f"n_new must be at least 1, got {n_new}")
+    ids = tokenizer.encode(text)["input_ids"][:-1]          # [CLS] … without the final [SEP]
+    if len(ids) + n_new + 2 > model.config.max_len:
+        raise ValueError(f"{len(ids)} tokens + {n_new} new ones do not fit the model's {model.config.max_len}")
+    start = len(ids)
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        for _ in range(n_new):
+            x = torch.tensor([ids + [tokenizer.mask_id, tokenizer.sep_id]])
+            ids.append(int(model(x).mlm_logits[0, len(ids)].argmax()))
+    model.train(was_training)
+    return tokenizer.decode(ids[start:])
+
+
 # ---------------------------------------------------------------------------------------------
 # Saving our own checkpoints
 

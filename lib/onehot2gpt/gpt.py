@@ -296,6 +296,24 @@ class GPT(nn.Module):
                          tuple(presents) if use_cache else None)
 
 
+def sequence_log_prob(model: GPT, ids) -> torch.Tensor:
+    """The chain rule: log P(ids[1:] | ids[0]) = Σ_t log P(ids[t] | ids[:t]) for a (T,) or (B, T)
+    sequence → () or (B,) natural-log probabilities. Exact, because an autoregressive model
+    factorises the probability of a sequence; a masked LM cannot give this number."""
+    ids = torch.as_tensor(ids)
+    single = ids.dim() == 1
+    ids = ids[None] if single else ids
+    if ids.dim() != 2 or ids.size(1) < 2:
+        raise ValueError(f"need ids shaped (T,) or (B, T) with T ≥ 2 (a first token and what follows); "
+                         f"got {tuple(ids.shape)}")
+    if ids.size(1) > model.config.max_len:
+        raise ValueError(f"{ids.size(1)} tokens are longer than the model's context of {model.config.max_len}; "
+                         f"score a shorter piece")
+    logp = torch.log_softmax(model(ids[:, :-1]).logits.float(), dim=-1)          # (B, T − 1, V)
+    out = logp.gather(-1, ids[:, 1:, None])[..., 0].sum(-1)                       # (B,)
+    return out[0] if single else out
+
+
 def lm_loss(model: GPT, ids):
     """ids (B, T) → mean next-token cross-entropy of ids[:, 1:] given ids[:, :-1] (a scalar)."""
     if ids.dim() != 2 or ids.size(1) < 2:

@@ -1,0 +1,73 @@
+"""Benchmark: how long every course notebook takes to run top to bottom.
+
+Each ``notebooks/NN_*.ipynb`` is executed in a fresh kernel (nbclient, the way nbval and the
+student tests run them), one after the other, with ``--threads`` torch threads (the course's
+default: 2). The time is wall-clock from kernel start to the last cell, kernel start included.
+Targets: each notebook ≤ 90 s and all of them ≤ 15 minutes on 2 cores.
+
+Run from the repository root (about 10 minutes)::
+
+    python bench/notebooks.py [--threads 2] [--only 09 10] [--timeout 600]
+
+Prints one line per notebook and, as the last line, one JSON object:
+``{"seconds": {"01_onehot.ipynb": 12.3, …}, "total_seconds": …, "slowest": …,
+"over_90_s": [...], "threads": 2}``. A notebook that fails is reported with its error and
+counted in ``failed``; the script exits non-zero then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET_EACH, TARGET_TOTAL = 90.0, 15 * 60.0
+
+
+def run(path: Path, timeout: int) -> float:
+    nb = nbformat.read(path, as_version=4)
+    start = time.perf_counter()
+    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return time.perf_counter() - start
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--threads", type=int, default=2, help="ONEHOT2GPT_THREADS for the kernels")
+    p.add_argument("--only", nargs="+", help="notebook numbers, e.g. 09 10")
+    p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    args = p.parse_args(argv)
+    os.environ["ONEHOT2GPT_THREADS"] = str(args.threads)
+    paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if args.only:
+        paths = [q for q in paths if q.name[:2] in args.only]
+        if not paths:
+            p.error(f"no notebook numbered {' '.join(args.only)} in notebooks/")
+    seconds, failed = {}, {}
+    for path in paths:
+        try:
+            seconds[path.name] = round(run(path, args.timeout), 1)
+            print(f"{path.name:32} {seconds[path.name]:7.1f} s", flush=True)
+        except Exception as exc:  # report and go on: one broken notebook must not hide the others
+            failed[path.name] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:200]}"
+            print(f"{path.name:32} FAILED {failed[path.name]}", flush=True)
+    total = round(sum(seconds.values()), 1)
+    result = {"seconds": seconds, "total_seconds": total,
+              "slowest": max(seconds, key=seconds.get) if seconds else None,
+              "over_90_s": [n for n, s in seconds.items() if s > TARGET_EACH],
+              "targets": {"each_s": TARGET_EACH, "total_s": TARGET_TOTAL}, "failed": failed,
+              "threads": args.threads, "cpus": os.cpu_count()}
+    print(json.dumps(result))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
