@@ -126,3 +126,17 @@ def test_colab_cell_installs_the_course_in_a_fresh_environment(tmp_path):
     second = subprocess.run([str(python), "-c", course.COLAB_CELL], cwd=tmp_path / "content", env=env,
                             capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr[-2000:]
+
+
+def test_a_notebook_becomes_a_slide_deck(tmp_path):
+    """nbconvert's slides exporter makes one <section> per slide/sub-slide and leaves the set-up cell out."""
+    import nbformat
+    from nbconvert import SlidesExporter
+
+    path = ROOT / "notebooks" / "11_beyond.ipynb"
+    nb = load(path)
+    html, _ = SlidesExporter().from_notebook_node(nbformat.read(path, as_version=4))
+    starts = sum(c["metadata"]["slideshow"]["slide_type"] in ("slide", "subslide") for c in nb["cells"])
+    assert starts >= 5 and html.count("<section") >= starts
+    assert "ONEHOT2GPT_FORCE_COLAB" not in html                 # the skipped cell is not shown
+    assert "XLNet" in html
