@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import html
 import io
+import re
 import warnings
 
 from typing import TYPE_CHECKING
@@ -308,9 +309,32 @@ def bertviz_view(attentions, tokens, view: str = "head", sentence_b_start: int |
         raise ValueError(f"sentence_b_start must be the index of sentence B's first token, in "
                          f"1..{len(tokens) - 1}; got {sentence_b_start}")
     import bertviz
+    from IPython.display import HTML, display
 
     show = bertviz.head_view if view == "head" else bertviz.model_view
-    return show(layers, list(tokens), sentence_b_start=sentence_b_start, html_action=html_action)
+    page = show(layers, list(tokens), sentence_b_start=sentence_b_start, html_action="return")
+    page = HTML(_wait_for_require(page.data))
+    if html_action == "view":
+        display(page)
+        return None
+    return page
+
+
+_INLINE_SCRIPT = re.compile(r'(<script type="text/javascript">)(.*?)(</script>)', re.S)
+
+
+def _wait_for_require(page: str) -> str:
+    """bertviz's page loads require.js with a <script src> and uses it at once in an inline script;
+    in JupyterLab the inline one can run first ("require is not defined") and the view stays blank
+    until the cell is run again. Run the inline script only once require.js has arrived."""
+    def wrap(m):
+        return (f"{m.group(1)}(function run() {{ if (typeof window.require === 'undefined') "
+                f"{{ return setTimeout(run, 50); }}\n{m.group(2)}\n}})();{m.group(3)}")
+    wrapped, n = _INLINE_SCRIPT.subn(wrap, page)
+    if n == 0 or "require" not in page:
+        raise RuntimeError("bertviz's page has changed shape (no inline script using require); "
+                           "update _wait_for_require for this bertviz version")
+    return wrapped
 
 
 class AttentionExplorer(W.VBox):

@@ -1,0 +1,424 @@
+"""The notebooks' widgets in a real browser: JupyterLab on 127.0.0.1, Debian's Chromium driven by
+Playwright. For every notebook that shows a widget, the test opens it, runs all cells from the Run
+menu, then uses each widget as a student would (types a sentence, moves a slider with the keyboard,
+picks from a drop-down, presses a button) and waits for the kernel's answer to appear in the page.
+After each step the kernel must still be alive and idle; at the end no Python traceback may show in
+the notebook or in JupyterLab's log console (where errors in widget callbacks go). Pictures of each
+step go to tests/screenshots/ (git-ignored), with the seconds each notebook took in timings.json.
+
+bertviz draws only when its CDN scripts load: the test checks for its SVG when they do, and
+otherwise that bertviz stays blank as documented while the course's own views draw. Every other
+request outside 127.0.0.1 is blocked, so those views are shown to need no network.
+
+Needs `apt-get install -y chromium` and `pip install playwright` (never `playwright install`).
+Without them the test fails under CI=true and is skipped elsewhere.
+"""
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from browser_helpers import (BERTVIZ_SCRIPTS, CHROMIUM, CHROMIUM_ARGS, ROOT, SCREENSHOTS, JupyterLab,
+                             Notebook, block_the_internet, choose, control, copy_notebooks,
+                             dropdown_options, dropdown_value, image_src, press_slider, require,
+                             slider_value, type_text, type_textarea, wait_until)
+
+try:
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:  # reported by the fixtures: a failure in CI, a skip elsewhere
+    sync_playwright = None
+
+NOTEBOOKS = {p.stem: p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
+ANSWER_S = 90        # the kernel's answer to one interaction (a probe may train first)
+RUN_ALL_S = 900      # all cells of one notebook (≈10–180 s on 2 cores)
+TIMINGS: dict[str, dict[str, float]] = {}
+
+
+def answer(locator, text, what: str, timeout: float = ANSWER_S):
+    """Wait for `text` (a string or pattern) to appear in `locator`: the kernel's answer to `what`."""
+    expect(locator, f"the kernel's answer to {what}").to_contain_text(text, timeout=timeout * 1000)
+
+
+def settled(nb: Notebook, root, what: str):
+    """After `what`: no error message in the widget, and the kernel alive and idle."""
+    text = root.inner_text()
+    assert "⚠" not in text, f"after {what} the widget shows an error: {text[:500]!r}"
+    nb.assert_kernel_alive()
+
+
+def changed(read, before, what: str, timeout: float = ANSWER_S):
+    """Wait until `read()` differs from `before` (and is not empty): the kernel redrew after `what`."""
+    return wait_until(lambda: (value := read()) and value != before and value, timeout,
+                      f"the kernel's answer to {what}")
+
+
+# -- one scenario per notebook: what a student does with its widgets ---------------------------------
+
+def token_explorer(nb: Notebook):
+    from onehot2gpt.vocab import tokenize_chars, tokenize_words
+
+    root = nb.widget("explorer = TokenExplorer(")
+    answer(root, "zyzzyva", "the notebook's own sentence")
+    nb.screenshot(root, "after-run-all")
+    sentence = "The quokka paid the bank."
+    type_text(root, "Sentence", sentence)
+    n_words = len(tokenize_words(sentence))
+    answer(root, re.compile(rf"(?<!\d){n_words} tokens, vocabulary"), "typing a sentence")
+    answer(root, "quokka", "typing a sentence")
+    nb.screenshot(root, "typed-sentence")
+    root.locator(".widget-toggle-buttons button", has_text="characters").click()
+    n_chars = len(tokenize_chars(sentence, keep_spaces=False))
+    answer(root, re.compile(rf"(?<!\d){n_chars} tokens, vocabulary"), "choosing characters")
+    settled(nb, root, "choosing characters")
+    nb.screenshot(root, "characters")
+
+
+def embedding_explorer(nb: Notebook):
+    root = nb.widget("explorer = EmbeddingExplorer(")
+    image, table = root.locator("img.widget-image"), root.locator("table")
+    before = changed(lambda: image_src(image), None, "running the cell (a PNG)")
+    nb.screenshot(root, "after-run-all")
+    type_text(root, "Words", "january, february")
+    changed(lambda: image_src(image), before, "typing two words (a new picture)")
+    answer(table, "january", "typing two words")
+    answer(table, "february", "typing two words")
+
+    def neighbours_per_row():
+        rows = table.locator("tr").all_inner_texts()[1:]
+        return [len(re.findall(r"\(-?\d\.\d\d\)", r)) for r in rows]
+
+    start = slider_value(root, "Neighbours")
+    assert press_slider(root, "Neighbours", "ArrowRight") == str(int(start) + 1)
+    wait_until(lambda: neighbours_per_row() == [int(start) + 1] * 2, ANSWER_S,
+               f"two rows of {int(start) + 1} neighbours after moving the slider")
+    settled(nb, root, "moving the Neighbours slider")
+    nb.screenshot(root, "neighbours")
+    type_text(root, "Words", "january, qzxjv")                 # a student's typo
+    answer(root, "not in the vocabulary", "a word the model never saw")
+    answer(root, "qzxjv", "a word the model never saw")
+    nb.screenshot(root, "unknown-word")
+
+
+def layer_weight_explorer(nb: Notebook):
+    root = nb.widget("explorer = LayerWeightExplorer(")
+    image, summary = root.locator("img.widget-image"), root.locator(".widget-html").last
+    answer(summary, "sentiment (SST-2)", "the notebook's choice of both tasks")
+    nb.screenshot(root, "after-run-all")
+    before = image_src(image)
+    root.locator(".widget-select-multiple select").select_option(label=["POS (UD EWT)"])
+    expect(summary, "one task left after picking POS only").not_to_contain_text(
+        "sentiment", timeout=ANSWER_S * 1000)
+    before = changed(lambda: image_src(image), before, "picking one task (a new picture)")
+    text = summary.inner_text()
+    lam = press_slider(root, "λ", "ArrowLeft")                 # 10 → 1: a probe trains first
+    assert lam == "1.0", f"λ slider reads {lam!r} after one step left from 10"
+    changed(lambda: image_src(image), before, "moving the λ slider (a probe trains)", timeout=300)
+    changed(summary.inner_text, text, "moving the λ slider")
+    settled(nb, root, "moving the λ slider")
+    nb.screenshot(root, "lambda")
+
+
+def attention_explorer(nb: Notebook, source: str):
+    """Shared by notebooks 05, 06 and 08: layer and head sliders, query token, mean of heads."""
+    root = nb.widget(source)
+    image, top = root.locator("img.widget-image"), root.locator(".widget-html").last
+    before = changed(lambda: image_src(image), None, "running the cell (a PNG)")
+    answer(top, "attends most to", "running the cell")
+    for label, key in (("Layer", "ArrowRight"), ("Head", "ArrowRight")):
+        start = slider_value(root, label)
+        new = press_slider(root, label, key)
+        if new == start:                                       # at the right end: step back
+            new = press_slider(root, label, "ArrowLeft")
+        assert new != start, f"the {label} slider did not move"
+        before = changed(lambda: image_src(image), before, f"moving the {label} slider to {new}")
+    options = dropdown_options(root, "Query token")
+    current = options.index(dropdown_value(root, "Query token"))
+    query = options[(current + len(options) // 2) % len(options)]      # another token
+    choose(root, "Query token", query)
+    index, token = query.split(": ", 1)
+    answer(top, f"{token} (token {index}) attends most to", f"picking query token {query!r}")
+    before = changed(lambda: image_src(image), before, "picking a query token")
+    mean = root.locator(".widget-checkbox input[type=checkbox]")
+    mean.check()
+    head_slider = control(root, "slider", "Head")
+    wait_until(lambda: head_slider.locator(".noUi-target[disabled]").count(), ANSWER_S,
+               "the Head slider to be disabled when the mean of heads is shown")
+    changed(lambda: image_src(image), before, "ticking mean of heads")
+    settled(nb, root, "using the attention explorer")
+    nb.screenshot(root, "layer-head-token")
+    return root
+
+
+def check_bertviz(nb: Notebook, source: str, explorer):
+    """bertviz draws (SVG) when its CDN scripts load; offline it stays blank and the course's
+    AttentionExplorer, which needs no network, still draws."""
+    cell = nb.cell(source)
+    view = cell.locator("[id^='bertviz-']")
+    view.wait_for(state="attached", timeout=30_000)
+    require_js = wait_until(lambda: [u for u in nb.external if u.startswith(BERTVIZ_SCRIPTS[0])], 60,
+                            "the browser to ask for bertviz's require.js (its HTML output must run)")[0]
+    try:  # a CDN that does not answer within a minute counts as unreachable
+        wait_until(lambda: nb.external[require_js] != "pending", 60, "the answer for require.js")
+    except AssertionError:
+        pass
+    reachable = nb.external[require_js] == "ok"
+    if reachable:
+        try:
+            wait_until(lambda: view.locator("svg text").count() >= 2
+                       and view.locator("#layer option").count(),
+                       ANSWER_S, "bertviz to draw its SVG and fill its Layer menu")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; its scripts: {nb.external}; its output reads "
+                                 f"{cell.locator('.jp-OutputArea').inner_text()[:300]!r}") from None
+    else:  # blank as documented (an empty Layer menu); the course's own view draws
+        assert view.locator("svg").count() == 0 and view.locator("#layer option").count() == 0, \
+            "bertviz drew without its scripts?"
+        assert image_src(explorer.locator("img.widget-image")).startswith("blob:"), \
+            "offline, the AttentionExplorer must still show its picture"
+        expect(explorer.locator(".widget-html").last).to_contain_text("attends most to")
+    view.scroll_into_view_if_needed()
+    nb.screenshot(cell.locator(".jp-OutputArea"), "bertviz-" + ("drawn" if reachable else "offline"))
+
+
+def notebook_05(nb: Notebook):
+    root = attention_explorer(nb, "explorer = AttentionExplorer({")
+    type_text(root, "Sentence", "The animal didn't cross the street because it was too wide.")
+    wait_until(lambda: any(o.endswith(": wide") for o in dropdown_options(root, "Query token")), ANSWER_S,
+               "the query tokens of a new sentence")
+    type_text(root, "Sentence", "")                            # an empty sentence: a message, no crash
+    answer(root, "the sentence is empty", "an empty sentence")
+    nb.screenshot(root, "empty-sentence")
+    check_bertviz(nb, 'bertviz_view(attentions, tokens, view="head"', root)
+
+
+def notebook_06(nb: Notebook):
+    root = attention_explorer(nb, 'explorer = AttentionExplorer({"date encoder (ours)"')
+    type_text(root, "Sentence", "Mon 1 Jan 2024")
+    wait_until(lambda: "6: J" in dropdown_options(root, "Query token"), ANSWER_S,
+               "the character tokens of 'Mon 1 Jan 2024'")
+    type_text(root, "Sentence", "Mon 1 Jan 2024 ✓")            # a character the date model never saw
+    answer(root, "vocabulary", "a character outside the date model's vocabulary")
+    choose(root, "Model", "all-MiniLM-L6-v2")                  # MiniLM reads it as [UNK]
+    wait_until(lambda: "0: [CLS]" in dropdown_options(root, "Query token"), ANSWER_S,
+               "MiniLM's tokens after choosing it from the Model menu")
+    wait_until(lambda: "⚠" not in root.inner_text(), ANSWER_S, "the error to clear with MiniLM")
+    nb.screenshot(root, "minilm")
+
+
+def notebook_07(nb: Notebook):
+    from onehot2gpt.checkpoints import checkpoint_path
+    from onehot2gpt.subword import WordPieceTokenizer
+    from onehot2gpt.widgets import MaskingExplorer
+
+    masking = nb.widget("masking = MaskingExplorer(")
+    nb.screenshot(masking, "masking-after-run-all")
+    # The same widget in this process says what the kernel must show (setting .value runs it).
+    tokenizer = WordPieceTokenizer.load(checkpoint_path("bert-wikitext2") / "vocab.txt")
+    sentence = "The castle was rebuilt in the nineteenth century by a famous architect ."
+    local = MaskingExplorer(tokenizer, text=sentence, seed=int(slider_value(masking, "Draw (seed)")))
+    reads = masking.locator("table tr").nth(1)                 # the row "model reads"
+
+    def shown():
+        return [t.strip() for t in reads.locator("td").all_inner_texts()[1:]]
+
+    def expected():
+        return [i if k else "" for i, k in zip(local.inputs, local.kinds)]
+
+    type_text(masking, "Sentence", sentence)
+    wait_until(lambda: shown() == expected(), ANSWER_S, f"the masking of {sentence!r}")
+    seed = press_slider(masking, "Draw (seed)", "ArrowRight")
+    local.seed.value = int(seed)
+    wait_until(lambda: shown() == expected(), ANSWER_S, f"the masking drawn with seed {seed}")
+    expect(masking.locator(".widget-html").nth(1)).to_have_text(local.summary.value)
+    settled(nb, masking, "drawing another masking")
+    nb.screenshot(masking, "masking-new-seed")
+
+    blank = nb.widget("blank = FillInTheBlank(")
+    output = blank.locator(".widget-html").last
+    answer(output, "[MASK] 1", "running the cell")
+    type_text(blank, "Sentence", "the [MASK] was released in [MASK] 2011 .")
+    answer(output, "[MASK] 2", "a sentence with two blanks")
+    k = int(press_slider(blank, "Top k", "ArrowRight"))
+    wait_until(lambda: output.locator("table").count() == 2 and all(
+        t.locator("tr").count() == k for t in output.locator("table").all()), ANSWER_S,
+        f"two blanks with {k} guesses each after moving Top k")
+    type_text(blank, "Sentence", "no blank here")              # a student forgets [MASK]
+    answer(blank.locator(".widget-html").first, "⚠ ValueError: no [MASK]", "a sentence without a blank")
+    nb.screenshot(blank, "fill-in-the-blank")
+
+
+def notebook_08(nb: Notebook):
+    root = nb.widget("explorer = AttentionExplorer(sources")
+    image = root.locator("img.widget-image")
+    before = changed(lambda: image_src(image), None, "running the cell (a PNG)")
+    assert slider_value(root, "Layer") == "3"
+    choose(root, "Model", "all-MiniLM-L6-v2")
+    before = changed(lambda: image_src(image), before, "choosing MiniLM in the Model menu")
+    # The course BERT has 4 layers (0–3), MiniLM 6: the kernel must have widened the slider.
+    assert press_slider(root, "Layer", "ArrowRight") == "4", "the Layer slider stops at the course BERT's 3"
+    changed(lambda: image_src(image), before, "moving the Layer slider to 4")
+    settled(nb, root, "choosing MiniLM")
+    nb.screenshot(root, "minilm-layer-4")
+    attention_explorer(nb, "explorer = AttentionExplorer(sources")
+    check_bertviz(nb, 'bertviz_view(maps, tokens, view="model"', root)
+
+
+def notebook_09(nb: Notebook):
+    root = nb.widget("sampler = SamplingExplorer(")
+    status, table, output = (root.locator(":scope > .widget-html").nth(i) for i in range(3))
+    answer(output, "150 tokens, greedy", "the notebook's greedy run")
+    nb.screenshot(root, "after-run-all")
+    type_textarea(root, "Prompt", "JULIET:\n")
+    answer(table, "JULIET:", "typing a prompt")
+    temperature = press_slider(root, "Temperature", "ArrowRight")
+    assert temperature == "0.05", f"Temperature reads {temperature!r} after one step right from 0"
+    answer(table, "temperature 0.05, top-k 10", "moving the Temperature slider")
+    seed = control(root, "text", "Seed").locator("input")
+    seed.fill("7")
+    seed.press("Enter")
+    root.locator("button.jupyter-button", has_text="Generate").click()
+    answer(output, "150 tokens, seed 7, temperature 0.05, top-k 10", "pressing Generate")
+    answer(output, "JULIET:", "pressing Generate")
+    settled(nb, root, "pressing Generate")
+    nb.screenshot(root, "generated")
+    type_textarea(root, "Prompt", "猫")                         # a character Shakespeare never wrote
+    answer(status, "cannot encode", "a prompt the tokenizer cannot encode")
+    nb.screenshot(root, "unknown-character")
+
+
+def notebook_10(nb: Notebook):
+    root = nb.widget("prompter = ZeroShotPrompter(")
+    status, output = root.locator(":scope > .widget-html").first, root.locator(":scope > .widget-html").last
+    prompt = control(root, "textarea", "Prompt").locator("textarea")
+    answer(output, "course, Q/A 10% continues", "the notebook's own run")
+    nb.screenshot(root, "after-run-all")
+    choose(root, "Template", "TL;DR:")
+    wait_until(lambda: prompt.input_value().endswith("TL;DR:"), ANSWER_S, "a TL;DR: prompt")
+    expect(control(root, "text", "Question"), "the Question box hidden for TL;DR:").to_be_hidden(
+        timeout=ANSWER_S * 1000)
+    zero_shot = prompt.input_value()
+    assert press_slider(root, "Examples", "ArrowRight") == "1"
+    wait_until(lambda: (p := prompt.input_value()).endswith(zero_shot) and len(p) > len(zero_shot),
+               ANSWER_S, "one solved example before the passage")
+    choose(root, "Template", "Q: … A:")
+    type_text(root, "Question", "what does mira keep ?")
+    wait_until(lambda: prompt.input_value().endswith("Q: what does mira keep ?\nA:"), ANSWER_S,
+               "the question in the prompt")
+    models = [m for m in dropdown_options(root, "Model") if m.startswith("course")]
+    choose(root, "Model", models[0])
+    root.locator("button.jupyter-button", has_text="Continue").click()
+    answer(output, f"{models[0]} continues", "pressing Continue")
+    settled(nb, root, "pressing Continue")
+    nb.screenshot(root, "continued")
+    # GPT-2 is not in the Hugging Face cache offline: a message, and the course model stays chosen.
+    choose(root, "Model", "GPT-2 (downloads once)")
+    wait_until(lambda: "⚠" in status.inner_text() or not status.inner_text().strip()
+               and dropdown_value(root, "Model").startswith("GPT-2"), 120, "GPT-2 to load or fail")
+    if "⚠" in status.inner_text():
+        wait_until(lambda: dropdown_value(root, "Model") == models[0], ANSWER_S,
+                   "the Model menu to return to the course model after GPT-2 failed")
+    nb.screenshot(root, "gpt2")
+
+
+SCENARIOS = {
+    "01_onehot": token_explorer,
+    "02_word2vec": embedding_explorer,
+    "04_elmo": layer_weight_explorer,
+    "05_attention": notebook_05,
+    "06_transformer": notebook_06,
+    "07_bert_pretraining": notebook_07,
+    "08_bert_finetuning": notebook_08,
+    "09_gpt": notebook_09,
+    "10_zero_shot": notebook_10,
+}
+
+
+def widget_names() -> list[str]:
+    import inspect
+
+    import ipywidgets
+
+    from onehot2gpt import widgets
+    classes = [n for n, c in vars(widgets).items() if inspect.isclass(c) and c.__module__ == widgets.__name__
+               and issubclass(c, ipywidgets.Widget)]
+    return classes + ["bertviz_view"]
+
+
+def code_cells(path: Path) -> list[str]:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells
+               if c["cell_type"] == "code"]
+    return [s for s in sources if s.strip()]
+
+
+def test_every_notebook_with_a_widget_has_a_browser_scenario():
+    names = widget_names()
+    assert "AttentionExplorer" in names and "ZeroShotPrompter" in names
+    with_widgets = {stem for stem, path in NOTEBOOKS.items()
+                    if any(re.search(rf"\b{n}\(", s) for s in code_cells(path) for n in names)}
+    assert with_widgets == set(SCENARIOS), (
+        f"notebooks showing widgets {sorted(with_widgets)} and browser scenarios {sorted(SCENARIOS)} differ")
+
+
+# -- the server, the browser, and the test ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    require(sync_playwright is not None, "Python Playwright is not installed (pip install playwright)")
+    require(Path(CHROMIUM).exists(), f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    home = tmp_path_factory.mktemp("browser")
+    copy_notebooks(home / "root")
+    server = JupyterLab(home / "root", home)
+    server.start()
+    yield server
+    server.stop()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    (SCREENSHOTS / "timings.json").write_text(json.dumps(TIMINGS, indent=1))
+
+
+@pytest.fixture(scope="module")
+def browser_context(lab):
+    playwright = sync_playwright().start()
+    try:
+        try:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
+        except PlaywrightError as exc:
+            require(False, f"Chromium at {CHROMIUM} does not start under Playwright: {exc}")
+        context = browser.new_context(viewport={"width": 1400, "height": 1200})
+        block_the_internet(context)
+        yield context
+        context.close()
+        browser.close()
+    finally:
+        playwright.stop()
+
+
+@pytest.mark.parametrize("stem", sorted(SCENARIOS))
+def test_widgets_answer_in_the_browser(lab, browser_context, stem):
+    path = NOTEBOOKS[stem]
+    for old in SCREENSHOTS.glob(f"{stem}-*.png"):
+        old.unlink()
+    started = time.monotonic()
+    nb = Notebook(browser_context, lab, f"notebooks/{path.name}")
+    try:
+        nb.open()
+        opened = time.monotonic()
+        nb.run_all(len(code_cells(path)), RUN_ALL_S)
+        ran = time.monotonic()
+        SCENARIOS[stem](nb)
+        nb.assert_kernel_alive()
+        nb.assert_no_traceback(log_console=True)
+        TIMINGS[stem] = {"open_s": round(opened - started, 1), "run_all_s": round(ran - opened, 1),
+                         "widgets_s": round(time.monotonic() - ran, 1)}
+    except BaseException:
+        try:
+            nb.screenshot(nb.page, "failure")
+        except Exception:  # the picture is a help, never the reason a test fails
+            pass
+        raise
+    finally:
+        nb.close()
