@@ -3,6 +3,8 @@
 import pytest
 import torch
 
+from onehot2gpt import exercises
+
 
 @pytest.fixture(scope="module")
 def one_thread():
@@ -11,3 +13,11 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(autouse=True)
+def fresh_attempts():
+    """Each test starts as a student who has not tried yet."""
+    exercises.reset_attempts()
+    yield
+    exercises.reset_attempts()

@@ -291,11 +291,16 @@ def _check_prelude(check_source: str) -> str:
     check names the cell uses, so that a check_* redefined by the student cannot stand in."""
     from . import exercises
     names = sorted(n for n in set(_CHECK_CALL.findall(check_source)) if hasattr(exercises, n))
-    lines = ["import importlib as _grading_importlib",
-             "_grading_exercises = _grading_importlib.reload("
-             "_grading_importlib.import_module('onehot2gpt.exercises'))"]
+    # The checks live in submodules (checking, nb01 … nb11): reload those first, in name order so
+    # that `checking` comes back before the modules that import from it, then the package.
+    lines = ["import importlib as _grading_importlib, sys as _grading_sys",
+             "_grading_importlib.import_module('onehot2gpt.exercises')",
+             "for _grading_name in sorted(m for m in list(_grading_sys.modules) "
+             "if m.startswith('onehot2gpt.exercises.')):",
+             "    _grading_importlib.reload(_grading_sys.modules[_grading_name])",
+             "_grading_exercises = _grading_importlib.reload(_grading_sys.modules['onehot2gpt.exercises'])"]
     lines += [f"{name} = _grading_exercises.{name}" for name in names]
-    lines.append("del _grading_importlib, _grading_exercises")
+    lines.append("del _grading_importlib, _grading_sys, _grading_exercises, _grading_name")
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,167 @@
+"""The checking machinery behind every exercise: compare a student's function with the library's
+reference on seeded random inputs (shape, dtype and values), and word the failure so that it names
+the concept first and gives a code-level hint only after a second wrong attempt."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+
+import torch
+
+# How many wrong answers each exercise has had in this kernel: the first failure names the
+# concept; the code-level hint is added from the second wrong attempt on (never before a try).
+_WRONG_ATTEMPTS: dict[str, int] = {}
+HINT_AFTER = 2
+
+
+def reset_attempts() -> None:
+    """Forget every exercise's wrong attempts (the next failure shows the concept only)."""
+    _WRONG_ATTEMPTS.clear()
+
+
+def fail(name: str, message: str, hint: str = "", concept: str = "") -> AssertionError:
+    text = f"{name}: {message}"
+    if concept:
+        text += f"\nThink about: {concept}"
+    if hint:
+        text += f"\nHint: {hint}"
+    return AssertionError(text)
+
+
+def describe(x) -> str:
+    if isinstance(x, torch.Tensor):
+        return f"tensor of shape {tuple(x.shape)} and dtype {x.dtype}"
+    return f"{type(x).__name__} {x!r}"[:200]
+
+
+def _dtype_kind(dtype: torch.dtype) -> str:
+    if dtype == torch.bool:
+        return "bool (True/False)"
+    if dtype.is_floating_point:
+        return "floating point"
+    if dtype.is_complex:
+        return "complex"
+    return "integer"
+
+
+def assert_same(got, expected, name: str = "your answer", hint: str = "",
+                rtol: float = 1e-4, atol: float = 1e-5) -> None:
+    """Raise an AssertionError with a hint unless `got` matches `expected` (tensors, numbers,
+    sequences and dicts, compared recursively; tensors by shape, dtype and values; floats to the
+    given tolerance)."""
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            raise fail(name, f"expected a tensor, got {describe(got)}", hint)
+        if got.shape != expected.shape:
+            raise fail(name, f"expected shape {tuple(expected.shape)}, got {tuple(got.shape)}", hint)
+        if got.dtype != expected.dtype:
+            kind, want = _dtype_kind(got.dtype), _dtype_kind(expected.dtype)
+            why = (f"a {want} tensor is expected, yours is {kind}" if kind != want else
+                   "same kind of number, different precision")
+            raise fail(name, f"expected dtype {expected.dtype}, got {got.dtype} ({why})", hint)
+        if expected.is_floating_point() or got.is_floating_point():
+            ok = torch.allclose(got.double(), expected.double(), rtol=rtol, atol=atol)
+        else:
+            ok = torch.equal(got, expected)
+        if not ok:
+            g, e = got.double(), expected.double()
+            same = (g == e) | (g.isnan() & e.isnan())                # equal infinities count as equal
+            diff = (g - e).abs().nan_to_num(nan=float("inf")).masked_fill(same, 0.0)
+            where = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
+            raise fail(name, f"values differ; largest difference {diff.max().item():.3g} at "
+                        f"index {where}: got {got[where].item():.6g}, expected "
+                        f"{expected[where].item():.6g}", hint)
+        return
+    if isinstance(expected, bool) or isinstance(got, bool):
+        if got is not expected and got != expected or type(got) is not type(expected):
+            raise fail(name, f"got {describe(got)}, expected {describe(expected)}", hint)
+        return
+    if isinstance(expected, float) or (isinstance(expected, int) and isinstance(got, float)):
+        if not isinstance(got, (int, float)) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
+            raise fail(name, f"expected a number, got {describe(got)}", hint)
+        got = float(got)
+        if not math.isclose(got, expected, rel_tol=rtol, abs_tol=atol):
+            raise fail(name, f"got {got:.6g}, expected {expected:.6g}", hint)
+        return
+    if isinstance(expected, dict):
+        if not isinstance(got, dict) or set(got) != set(expected):
+            raise fail(name, f"expected a dict with keys {sorted(expected)}, got {describe(got)}", hint)
+        for key in expected:
+            assert_same(got[key], expected[key], f"{name}[{key!r}]", hint, rtol, atol)
+        return
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(got, (list, tuple)):
+            raise fail(name, f"expected a {type(expected).__name__}, got {describe(got)}", hint)
+        if len(got) != len(expected):
+            raise fail(name, f"expected {len(expected)} items, got {len(got)}", hint)
+        for i, (g, e) in enumerate(zip(got, expected)):
+            assert_same(g, e, f"{name}[{i}]", hint, rtol, atol)
+        return
+    if got != expected:
+        raise fail(name, f"got {describe(got)}, expected {describe(expected)}", hint)
+
+
+def _wrong_answer(name: str, message: str, concept: str, hint: str) -> AssertionError:
+    """Count a wrong attempt at `name` and word the failure (`message` is its whole first line):
+    the concept first, the code-level hint only from the second wrong attempt on."""
+    attempts = _WRONG_ATTEMPTS[name] = _WRONG_ATTEMPTS.get(name, 0) + 1
+    text = message
+    if concept:
+        text += f"\nThink about: {concept}"
+    if hint and attempts >= HINT_AFTER:
+        text += f"\nHint: {hint}"
+    elif hint:
+        text += "\n(Fix it and run this check again: a more concrete hint comes after a second wrong attempt.)"
+    return AssertionError(text)
+
+
+def check_function(student_fn: Callable, reference_fn: Callable,
+                   make_inputs: Callable[[torch.Generator], tuple], *, name: str | None = None,
+                   concept: str = "", hint: str = "",
+                   diagnose: Callable[..., str | None] | None = None, trials: int = 5,
+                   seed: int = 0, rtol: float = 1e-4, atol: float = 1e-5) -> None:
+    """Call `student_fn` and `reference_fn` on `trials` fresh random inputs from
+    `make_inputs(generator)` (a tuple of arguments) and assert they agree (shape, dtype, values).
+
+    Prints one line on success. On a wrong answer it raises an AssertionError that names the
+    `concept` to revisit, plus what `diagnose(got, expected, *args)` recognises (a common
+    mistake, in words); the code-level `hint` is added only from the second wrong attempt on.
+    An unwritten exercise (NotImplementedError) gets neither: nothing is given away."""
+    if not callable(student_fn):
+        raise TypeError(f"pass your function itself (without calling it), got {describe(student_fn)}")
+    name = name or getattr(student_fn, "__name__", "your function")
+    gen = torch.Generator().manual_seed(seed)
+    for trial in range(trials):
+        args = make_inputs(gen)
+        expected = reference_fn(*copy.deepcopy(args))
+        try:
+            got = student_fn(*copy.deepcopy(args))
+        except NotImplementedError:
+            raise fail(name, "not written yet: replace the `raise NotImplementedError` line "
+                        "with your code, run that cell, then run this check again") from None
+        except Exception as exc:  # the student's code raised: show what and on which input
+            raise _wrong_answer(name, f"{name}: raised {type(exc).__name__}: {exc}\n  on input "
+                                f"{', '.join(describe(a) for a in args)}", concept, hint) from exc
+        try:
+            assert_same(got, expected, f"{name} (test {trial + 1} of {trials})", "", rtol, atol)
+        except AssertionError as wrong:
+            message = str(wrong)
+            found = diagnose(got, expected, *copy.deepcopy(args)) if diagnose else None
+            if found:
+                message += f"\n  Looks like: {found}"
+            raise _wrong_answer(name, message, concept, hint) from None
+    _WRONG_ATTEMPTS.pop(name, None)
+    print(f"✓ {name}: matches the reference on {trials} random inputs")
+
+
+def rand_int(gen: torch.Generator, low: int, high: int) -> int:
+    """One random integer in low..high-1 from `gen` (the inputs of every check are seeded)."""
+    return int(torch.randint(low, high, (1,), generator=gen))
+
+
+def random_ids(gen: torch.Generator, max_len: int = 12, max_vocab: int = 20):
+    vocab_size = rand_int(gen, 2, max_vocab)
+    length = rand_int(gen, 1, max_len)
+    return torch.randint(0, vocab_size, (length,), generator=gen), vocab_size

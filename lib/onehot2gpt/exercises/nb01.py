@@ -1,0 +1,58 @@
+"""Checks for notebook 01 (one-hot and the vocabulary)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .checking import check_function, rand_int, random_ids
+
+
+def check_one_hot(fn: Callable) -> None:
+    """Exercise: ids (T,) and vocab_size → one-hot matrix (T, vocab_size)."""
+    from ..vocab import one_hot
+    check_function(fn, one_hot, lambda g: random_ids(g), name="one_hot",
+                   hint="start from torch.zeros(len(ids), vocab_size) and put a 1.0 in row t, "
+                        "column ids[t]; the result should be float")
+
+
+def check_bag_of_words(fn: Callable) -> None:
+    """Exercise: ids (T,) and vocab_size → count vector (vocab_size,)."""
+    from ..vocab import bag_of_words
+    check_function(fn, bag_of_words, lambda g: random_ids(g), name="bag_of_words",
+                   hint="a bag of words is the sum of the one-hot rows: order is lost, "
+                        "counts are kept; return floats of shape (vocab_size,)")
+
+
+def _reference_encode(tokens, stoi, unk_id):
+    return [stoi.get(t, unk_id) for t in tokens]
+
+
+def check_encode(fn: Callable) -> None:
+    """Exercise: tokens, a token→id dict and the <unk> id → list of ids."""
+    words = ["the", "cat", "dog", "sat", "on", "mat", "a", "bird", "car", "bank"]
+
+    def make(gen):
+        known = [words[i] for i in torch.randperm(len(words), generator=gen)[:5].tolist()]
+        stoi = {"<pad>": 0, "<unk>": 1, **{w: i + 2 for i, w in enumerate(known)}}
+        n = rand_int(gen, 1, 10)
+        tokens = [words[i] for i in torch.randint(0, len(words), (n,), generator=gen).tolist()]
+        return tokens, stoi, 1
+
+    check_function(fn, _reference_encode, make, name="encode",
+                   hint="look each token up in the dict; a token that is not there gets unk_id "
+                        "(dict.get(token, default) does exactly this)")
+
+
+def check_cosine_similarity(fn: Callable) -> None:
+    """Exercise: two vectors (D,) → their cosine similarity (a float or 0-d tensor)."""
+    from ..vocab import cosine_similarity
+
+    def make(gen):
+        d = rand_int(gen, 2, 10)
+        return torch.randn(d, generator=gen), torch.randn(d, generator=gen)
+
+    check_function(fn, lambda a, b: float(cosine_similarity(a, b)), make,
+                   name="cosine_similarity",
+                   hint="cos(a, b) = a·b / (|a| |b|); torch.dot and torch.linalg.norm help")

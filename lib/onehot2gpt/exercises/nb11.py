@@ -1,0 +1,65 @@
+"""Checks for notebook 11 (beyond GPT)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .checking import check_function, rand_int
+
+
+def check_permutation_mask(fn: Callable) -> None:
+    """Exercise: order (a list, a permutation of 0 … T−1) → (T, T) bool, True where position i may
+    attend to position j because j is predicted before i."""
+    from ..attention import permutation_mask
+
+    def make(gen):
+        return (torch.randperm(rand_int(gen, 1, 8), generator=gen).tolist(),)
+
+    check_function(fn, permutation_mask, make, name="permutation_mask", trials=8,
+                   hint="first find each position's rank, when it is predicted: rank[order[k]] = k. Then "
+                        "mask[i, j] = rank[j] < rank[i] (strictly: a token does not see itself in the query "
+                        "stream). Index by position, not by rank: row i is the token at position i")
+
+
+def _reference_chain_rule(logits, ids):
+    return torch.log_softmax(logits, -1).gather(-1, torch.as_tensor(ids)[1:, None]).sum()
+
+
+def check_chain_rule_log_prob(fn: Callable) -> None:
+    """Exercise: (logits (T − 1, V), ids (T,)) → log P(ids[1:] | ids[0]) by the chain rule, where
+    logits[t] are the model's scores for ids[t + 1]."""
+    def make(gen):
+        T, V = rand_int(gen, 2, 10), rand_int(gen, 2, 12)
+        return torch.randn(T - 1, V, generator=gen) * 3, torch.randint(0, V, (T,), generator=gen)
+
+    check_function(fn, _reference_chain_rule, make, name="chain_rule_log_prob", trials=8,
+                   hint="turn the scores into log-probabilities with torch.log_softmax(logits, dim=-1) (not "
+                        "log of softmax: it underflows), pick at row t the entry of the token that came "
+                        "next, ids[t + 1], and add them up: one number, a tensor of shape ()")
+
+
+def _reference_independent_masks(joint, a, b):
+    first = sum(p for (x, _), p in joint.items() if x == a)
+    second = sum(p for (_, y), p in joint.items() if y == b)
+    return first * second
+
+
+def check_independent_masks(fn: Callable) -> None:
+    """Exercise: (joint {(first word, second word): probability}, a, b) → the probability that
+    predicting each of two masks on its own (from the marginals) gives the pair (a, b)."""
+    words = ("new", "los", "san", "york", "angeles", "francisco", "diego", "jose")
+
+    def make(gen):
+        n = rand_int(gen, 1, 6)
+        pairs = {(words[rand_int(gen, 0, 3)], words[rand_int(gen, 3, 8)]) for _ in range(n)}
+        weights = torch.rand(len(pairs), generator=gen) + 0.1
+        joint = {pair: float(w / weights.sum()) for pair, w in zip(sorted(pairs), weights)}
+        return joint, words[rand_int(gen, 0, 3)], words[rand_int(gen, 3, 8)]
+
+    check_function(fn, _reference_independent_masks, make, name="independent_masks", trials=10,
+                   hint="each mask on its own only knows its marginal: P(first = a) is the sum of the joint "
+                        "probabilities of all pairs starting with a, P(second = b) the sum over pairs ending "
+                        "in b. Predicted independently, the pair gets their product (a float), even when the "
+                        "pair itself never occurs")

@@ -1,0 +1,98 @@
+"""Student notebooks: every solution block replaced by ``raise NotImplementedError``, outputs
+cleared. Generated, never edited by hand::
+
+    python -m onehot2gpt.exercises notebooks/01_onehot.ipynb --out notebooks/student
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import re
+import sys
+from pathlib import Path
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+STUB = 'raise NotImplementedError("Your turn: replace this line with your code")'
+GENERATED_NOTE = ("**Student version.** Generated from `notebooks/{name}` by "
+                  "`python -m onehot2gpt.exercises`; the exercises are yours to write.")
+
+
+def strip_solutions(source: str) -> str:
+    """Replace every `### BEGIN SOLUTION` … `### END SOLUTION` block with a NotImplementedError
+    line at the same indentation."""
+    out, inside, found = [], False, False
+    for line in source.splitlines():
+        stripped = line.strip()
+        if stripped == BEGIN:
+            if inside:
+                raise ValueError("nested ### BEGIN SOLUTION: close the first block first")
+            inside, found = True, True
+            out.append(line[: len(line) - len(line.lstrip())] + STUB)
+        elif stripped == END:
+            if not inside:
+                raise ValueError("### END SOLUTION without a matching ### BEGIN SOLUTION")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError("### BEGIN SOLUTION without a matching ### END SOLUTION")
+    if not found:
+        raise ValueError("an exercise cell must contain a ### BEGIN SOLUTION block")
+    return "\n".join(out)
+
+
+def cell_tags(cell: dict) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def make_student_notebook(notebook: dict, name: str) -> dict:
+    """A student copy of `notebook` (nbformat JSON as a dict): solutions stubbed, outputs cleared,
+    a note on top. The source notebook is left unchanged."""
+    nb = copy.deepcopy(notebook)
+    n_exercises = 0
+    for cell in nb["cells"]:
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if cell["cell_type"] == "code":
+            if "exercise" in cell_tags(cell):
+                src, n_exercises = strip_solutions(src), n_exercises + 1
+            elif BEGIN in src:
+                raise ValueError(f"{name}: a cell with a solution block must be tagged 'exercise'")
+            cell["outputs"], cell["execution_count"] = [], None
+        cell["source"] = src
+    if n_exercises == 0:
+        raise ValueError(f"{name} has no cell tagged 'exercise'")
+    note = {"cell_type": "markdown", "id": "student-note", "metadata": {"tags": ["student-note"]},
+            "source": GENERATED_NOTE.format(name=name)}
+    nb["cells"].insert(1, note)
+    # The title's "Open in Colab" badge opens this student copy, not the course notebook.
+    title = nb["cells"][0]
+    if title["cell_type"] == "markdown":
+        title["source"] = title["source"].replace(f"/blob/main/notebooks/{name})",
+                                                  f"/blob/main/notebooks/student/{name})")
+    return nb
+
+
+def write_student_notebook(src: str | Path, out_dir: str | Path) -> Path:
+    """Read a source notebook, write its student version into `out_dir`, return the new path."""
+    src = Path(src)
+    notebook = json.loads(src.read_text(encoding="utf-8"))
+    student = make_student_notebook(notebook, src.name)
+    out = Path(out_dir) / src.name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(student, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Generate student notebooks (solutions removed).")
+    parser.add_argument("notebooks", nargs="+", help="source notebooks, e.g. notebooks/01_onehot.ipynb")
+    parser.add_argument("--out", default="notebooks/student", help="output folder")
+    args = parser.parse_args(argv)
+    for path in args.notebooks:
+        if not re.search(r"\d\d_.*\.ipynb$", path):
+            print(f"skipping {path}: not a numbered course notebook", file=sys.stderr)
+            continue
+        print(write_student_notebook(path, args.out))
+    return 0
