@@ -165,7 +165,8 @@ def test_student_version_fails_with_the_check_message(graded):
         assert row["student"] == "bob"
         assert row["result"] == "fail"
         assert row["message"].startswith(f"{exercise}: not written yet")
-        assert "Hint: " in row["message"] and "\n" not in row["message"]
+        # nothing is given away before a first attempt: no code-level hint for an empty answer
+        assert "Hint: " not in row["message"] and "\n" not in row["message"]
 
 
 def test_endless_function_times_out_and_the_rest_is_graded(graded):

@@ -2,6 +2,7 @@
 exercises, and has a student version that is in sync and fails exactly its check cells."""
 
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -90,3 +91,72 @@ def test_student_notebook_fails_exactly_its_checks(path):
         else:
             assert not errors, (f"{path.name} cell {i} fails in the student version: "
                                 f"{errors[0].ename}: {errors[0].evalue}")
+
+
+# -- the course builds its models (issue 14) ----------------------------------------------------
+
+def notebook(number: str) -> Path:
+    found = [p for p in NOTEBOOKS if p.name.startswith(number + "_")]
+    assert found, f"no notebook {number}_*.ipynb"
+    return found[0]
+
+
+def all_code(path: Path) -> str:
+    return "\n".join(source(c) for c in code_cells(load(path)))
+
+
+@pytest.mark.parametrize("number", ["03", "04", "07", "09"])
+def test_model_notebooks_build_their_model_and_prove_it_equal_to_the_library(number):
+    code = all_code(notebook(number))
+    assert re.search(r"^class \w+\((torch\.)?nn\.Module\)", code, re.M), \
+        f"notebook {number} must build its model as nn.Module classes in code cells"
+    assert "assert_close(" in code, \
+        f"notebook {number} must prove its model equal to the library's (assert_close)"
+    assert "show_source(" in code or re.search(r"^\w+\?\?", code, re.M), \
+        f"notebook {number} must show the library's class after building its own"
+
+
+@pytest.mark.parametrize("number", ["02", "03", "07", "08", "09"])
+def test_training_loops_are_written_in_the_notebook(number):
+    cells = [source(c) for c in code_cells(load(notebook(number)))]
+    loops = [c for c in cells if ".backward()" in c and re.search(r"\.step\(", c)
+             and re.search(r"^\s*for .+:", c, re.M)]
+    assert loops, (f"notebook {number} must write a training loop (a for loop with backward() "
+                   f"and an optimizer step) in a code cell")
+
+
+def solution_lines(cell_source: str) -> int:
+    """Lines of code between BEGIN SOLUTION and END SOLUTION (no blanks, no comments)."""
+    counted, inside = 0, False
+    for line in cell_source.splitlines():
+        text = line.strip()
+        if text.startswith("### BEGIN SOLUTION"):
+            inside = True
+        elif text.startswith("### END SOLUTION"):
+            inside = False
+        elif inside and text and not text.startswith("#"):
+            counted += 1
+    return counted
+
+
+@pytest.mark.parametrize("number", ["02", "03", "04", "05", "06", "07", "08", "09"])
+def test_model_notebooks_have_four_checked_exercises_one_of_them_substantial(number):
+    cells = load(notebook(number))["cells"]
+    exercises = [c for c in cells if "exercise" in cell_tags(c)]
+    checks = [c for c in cells if "check" in cell_tags(c)]
+    assert len(exercises) >= 4 and len(checks) >= 4, \
+        f"notebook {number}: {len(exercises)} exercises and {len(checks)} checks (at least 4 each)"
+    longest = max(solution_lines(source(c)) for c in exercises)
+    assert longest >= 8, (f"notebook {number}: the longest solution has {longest} lines; at least "
+                          f"one exercise must assemble something real (8 lines or more)")
+
+
+def test_no_check_is_asked_twice_in_the_course():
+    asked = {}
+    for path in NOTEBOOKS:
+        for c in load(path)["cells"]:
+            if "check" in cell_tags(c):
+                for name in re.findall(r"\b(check_\w+)\(", source(c)):
+                    assert name not in asked or asked[name] == path.name, \
+                        f"{name} is an exercise in both {asked[name]} and {path.name}"
+                    asked[name] = path.name

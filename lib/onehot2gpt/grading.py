@@ -339,8 +339,9 @@ class _Outcome:
 
 
 def one_line(ename: str, evalue: str, limit: int = MESSAGE_CHARS) -> str:
-    """An error as one line: its first line plus its ``Hint:`` line if any (the exception name
-    is left out for AssertionErrors, whose text is the check's message).
+    """An error as one line: its first line plus its ``Hint:`` line, or else its ``Think about:``
+    line, if any (the exception name is left out for AssertionErrors, whose text is the check's
+    message).
 
     Example: ``one_line("AssertionError", "f: values differ\\nHint: add 1")
     == "f: values differ; Hint: add 1"``
@@ -349,6 +350,7 @@ def one_line(ename: str, evalue: str, limit: int = MESSAGE_CHARS) -> str:
     first = lines[0] if lines else ""
     text = first if ename == "AssertionError" and first else f"{ename}: {first}".rstrip(": ")
     hint = next((line for line in lines[1:] if line.startswith("Hint:")), "")
+    hint = hint or next((line for line in lines[1:] if line.startswith("Think about:")), "")
     if hint:
         text += f"; {hint}"
     return text if len(text) <= limit else text[: limit - 1] + "…"

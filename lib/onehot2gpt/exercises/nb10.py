@@ -31,6 +31,10 @@ def check_qa_prompt(fn: Callable) -> None:
         return _random_sentence(gen) + " .", _random_sentence(gen) + " ?", examples
 
     check_function(fn, _reference_qa_prompt, make, name="qa_prompt", trials=8,
+                   concept="a zero-shot prompt works only if it looks exactly like the documents "
+                           "the model read in pre-training: the solved examples first, each in "
+                           "the corpus's Q/A layout, then the new passage and question, ending "
+                           "where the answer should begin",
                    hint="each solved example is its passage, a line break, 'q : ' + question, a line "
                         "break, 'a : ' + answer + ' .' and a line break; after all examples comes the new "
                         "passage, '\\nq : ' + question and '\\na :' (no space after the colon: the model "
@@ -71,6 +75,10 @@ def check_greedy_until_newline(fn: Callable) -> None:
         return model, ids, newline, rand_int(gen, 1, 9)
 
     check_function(fn, _reference_greedy_until_newline, make, name="greedy_until_newline", trials=8,
+                   concept="greedy decoding feeds the model everything so far, takes the single "
+                           "most likely next token, appends it and repeats; an answer is one "
+                           "line, so generation stops as soon as the end-of-line token has been "
+                           "produced (and never goes beyond max_new tokens)",
                    hint="loop at most max_new times: run the model on all ids so far (a (1, T) tensor), "
                         "take the arg-max of the last position's logits, append it to both the ids and "
                         "the list you return, and stop right after appending newline_id. Return a list "
@@ -97,6 +105,10 @@ def check_answer_matches(fn: Callable) -> None:
         return logits, start, answer
 
     check_function(fn, _reference_answer_matches, make, name="answer_matches", trials=12,
+                   concept="one teacher-forced pass gives, at every position, the model's guess "
+                           "for the NEXT token; greedy decoding would write the answer exactly "
+                           "when the guess at each position just before an answer token is that "
+                           "answer token",
                    hint="the logits at position t predict token t + 1, so the answer's first token is "
                         "predicted at position start − 1 and its last at start − 1 + len(answer_ids) − 1. "
                         "Take logits[start - 1 : start - 1 + len(answer_ids)].argmax(-1) and compare it "
