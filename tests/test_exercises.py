@@ -573,3 +573,54 @@ def test_checks_11_pass_independent_solutions(capsys):
 ])
 def test_checks_11_reject_wrong_answers(check, wrong, reason):
     assert_rejects(check, wrong, reason)
+
+
+# -- how a failure is worded -------------------------------------------------------------------
+
+def test_an_unwritten_exercise_gives_nothing_away():
+    def stub(ids, vocab_size):
+        raise NotImplementedError
+    for _ in range(3):  # however often it is run
+        with pytest.raises(AssertionError) as failure:
+            ex.check_one_hot(stub)
+        assert "Hint:" not in str(failure.value) and "Think about:" not in str(failure.value)
+
+
+def test_the_code_hint_comes_after_a_second_wrong_attempt_and_a_pass_resets_it(capsys):
+    wrong = lambda ids, v: one_hot(ids, v + 1)  # noqa: E731
+    assert_rejects(ex.check_one_hot, wrong)           # concept, then concept + hint
+    ex.check_one_hot(one_hot)                          # solved: the count starts again
+    with pytest.raises(AssertionError) as again:
+        ex.check_one_hot(wrong)
+    assert "Hint:" not in str(again.value)
+
+
+def test_a_crash_counts_as_a_wrong_attempt():
+    with pytest.raises(AssertionError) as first:
+        ex.check_one_hot(lambda ids, v: 1 / 0)
+    assert "Think about:" in str(first.value) and "Hint:" not in str(first.value)
+    with pytest.raises(AssertionError, match="Hint:"):
+        ex.check_one_hot(lambda ids, v: 1 / 0)
+
+
+@pytest.mark.parametrize("got, expected, says", [
+    (torch.ones(3, 3), torch.ones(3, 3, dtype=torch.bool), "bool"),         # float 0/1 for a mask
+    (torch.ones(2, 2, dtype=torch.long), torch.ones(2, 2), "floating point"),  # ints for a one-hot
+    (torch.ones(2, dtype=torch.float64), torch.ones(2), "precision"),
+    (1, True, "bool"),
+])
+def test_assert_same_compares_dtypes(got, expected, says):
+    with pytest.raises(AssertionError, match=says):
+        ex.assert_same(got, expected)
+
+
+def test_a_diagnosis_names_the_mistake():
+    def reference(x):
+        return x * 2
+
+    def diagnose(got, expected, x):
+        return "you added instead of multiplying" if torch.equal(got, x + 2) else None
+
+    with pytest.raises(AssertionError, match="Looks like: you added instead of multiplying"):
+        ex.check_function(lambda x: x + 2, reference, lambda g: (torch.tensor([1.0, 3.0, 5.0]),),
+                          name="double", concept="doubling", diagnose=diagnose)
