@@ -400,3 +400,42 @@ def test_read_fra_eng() -> None:
     assert all(e and f and "\t" not in e + f for e, f in pairs)
     lengths = [len(e) for e, _ in pairs[:1000]]
     assert lengths[0] <= lengths[-1]  # shortest English first
+
+
+# ------------------------------------------------------------------------ a shared cache
+
+
+def test_cached_files_follow_the_umask_so_others_can_read_them(cache: Path) -> None:
+    before = os.umask(0o022)
+    try:
+        path = data.fetch("word-benchmarks", "wordsim353.tsv", progress=False)
+        unpacked = data.fetch("snli", "snli_1.0_dev.jsonl.gz", progress=False)
+    finally:
+        os.umask(before)
+    for p in (path, unpacked, cache / "snli" / "snli_1.0_dev.jsonl.gz"):
+        assert p.stat().st_mode & 0o777 == 0o644, f"{p} is {oct(p.stat().st_mode & 0o777)}"
+
+
+def test_a_cache_that_cannot_be_written_names_the_variable(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args, dir=None, **kwargs):
+        raise PermissionError(13, "Permission denied", str(dir))
+
+    monkeypatch.setattr(data.tempfile, "mkstemp", refuse)
+    with pytest.raises(data.CacheNotWritable) as err:
+        data.fetch("word-benchmarks", "wordsim353.tsv", progress=False)
+    msg = str(err.value)
+    assert "ONEHOT2GPT_CACHE" in msg and str(cache / "word-benchmarks") in msg
+    assert isinstance(err.value, PermissionError)
+
+
+def test_temp_files_of_a_killed_download_are_cleaned_up(cache: Path) -> None:
+    folder = cache / "word-benchmarks"
+    folder.mkdir(parents=True)
+    stale, fresh = folder / ".wordsim353.tsv.dead1234.tmp", folder / ".wordsim353.tsv.live5678.tmp"
+    stale.write_bytes(b"half a download")
+    fresh.write_bytes(b"another process, still downloading")
+    two_hours_ago = stale.stat().st_mtime - 7200
+    os.utime(stale, (two_hours_ago, two_hours_ago))
+    data.fetch("word-benchmarks", "wordsim353.tsv", progress=False)
+    assert not stale.exists()
+    assert fresh.exists()

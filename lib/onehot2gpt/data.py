@@ -28,6 +28,7 @@ import json
 import os
 import re
 import tempfile
+import time
 import urllib.request
 import zipfile
 from collections.abc import Callable, Iterator
@@ -62,6 +63,12 @@ class ChecksumError(DataError):
 
 class DatasetUnavailable(DataError):
     """A file is neither cached nor in the mirror, and downloading it failed."""
+
+
+class CacheNotWritable(DataError, PermissionError):
+    """The cache folder cannot be written; the message names ``ONEHOT2GPT_CACHE``."""
+
+    __str__ = RuntimeError.__str__
 
 
 # --------------------------------------------------------------------------------- registry
@@ -127,13 +134,39 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+_STALE_TMP_S = 3600  # a temp file this old belongs to a download that was killed
+
+
+def _umask() -> int:
+    """The process's umask (reading it means setting it: it is put back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _remove_stale_temp_files(folder: Path, name: str) -> None:
+    """Delete ``.<name>.*.tmp`` files left beside ``name`` by a download that was killed (a
+    process killed with SIGKILL runs no clean-up); files younger than an hour may belong to a
+    download still running in another process and are left alone."""
+    now = time.time()
+    for old in folder.glob(f".{name}.*.tmp"):
+        try:
+            if now - old.stat().st_mtime > _STALE_TMP_S:
+                old.unlink()
+        except OSError:
+            pass  # gone already, or not ours to delete: either way nothing to do
+
+
 @contextmanager
 def _atomic_writer(dest: Path) -> Iterator[tuple[IO[bytes], Callable[[], None]]]:
     """Yield ``(fh, commit)``: write to a temp file beside ``dest``; ``commit()`` renames it.
 
-    Whatever happens (exception, KeyboardInterrupt, no commit), the temp file is removed.
+    Whatever happens (exception, KeyboardInterrupt, no commit), the temp file is removed. The
+    file gets the permissions of any new file (0666 less the umask), not mkstemp's private 0600,
+    so a cache a lecturer fills can be read by students.
     """
     dest.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temp_files(dest.parent, dest.name)
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
     tmp = Path(tmp_name)
     try:
@@ -141,6 +174,7 @@ def _atomic_writer(dest: Path) -> Iterator[tuple[IO[bytes], Callable[[], None]]]
             committed = []
             yield fh, lambda: committed.append(True)
         if committed:
+            os.chmod(tmp, 0o666 & ~_umask())
             os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
@@ -245,10 +279,22 @@ def fetch(name: str, file: str | None = None, *, progress: bool = True) -> Path:
 
     Looks in the cache, then ``$ONEHOT2GPT_DATA_MIRROR``, then downloads. ``file`` may be left
     out for one-file datasets. Raises :class:`ChecksumError` (the bad cached copy is deleted),
-    :class:`DatasetUnavailable` (no cache, no mirror, no network) or :class:`UnknownName`.
+    :class:`DatasetUnavailable` (no cache, no mirror, no network), :class:`CacheNotWritable` (a
+    read-only cache that lacks the file) or :class:`UnknownName`.
     """
     entry = _file_entry(name, file)
     folder = cache_dir() / name
+    try:
+        return _fetch(name, entry, folder, progress)
+    except PermissionError as exc:
+        raise CacheNotWritable(
+            f"cannot write the data cache {folder} ({exc.strerror}: {exc.filename}). Set "
+            f"{_CACHE_ENV} to a folder you can write (e.g. export {_CACHE_ENV}=~/onehot2gpt-cache), "
+            f"or ask whoever prepared {cache_dir()} to fetch {name} there once"
+        ) from exc
+
+
+def _fetch(name: str, entry: dict[str, Any], folder: Path, progress: bool) -> Path:
     raw = folder / entry["name"]
     if entry.get("unpack"):
         out = folder / _output_name(entry)
