@@ -91,7 +91,7 @@ def test_one_hot_rows_have_a_single_one_at_the_id():
 
 
 def test_one_hot_rejects_ids_outside_the_vocabulary():
-    with pytest.raises(IndexError, match="0..2"):
+    with pytest.raises(IndexError, match="0…2"):
         one_hot([0, 3], 3)
     with pytest.raises(IndexError):
         one_hot([-1], 3)

@@ -36,6 +36,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+import torch
+
+from .utils import as_ids
+
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIALS = (PAD, UNK, CLS, SEP, MASK)
 PREFIX = "##"  # marks a piece that continues a word: "un", "##aff", "##able"
@@ -567,9 +571,8 @@ class WordPieceTokenizer:
             >>> tok.decode(tok.encode("Unaffable!")["input_ids"])   # doctest: +SKIP
             'unaffable!'
         """
-        if hasattr(ids, "tolist"):
-            ids = ids.tolist()
-        ids = [int(i) for i in ids]
+        ids = as_ids(list(ids) if not isinstance(ids, (torch.Tensor, list, tuple)) else ids,
+                     len(self.itos), dims=1, allow_empty=True).tolist()
         if skip_special_tokens:
             ids = [i for i in ids if i not in self._special_ids]
         out = []

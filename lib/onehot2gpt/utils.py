@@ -36,3 +36,82 @@ def show_source(obj) -> None:
     except (TypeError, OSError) as exc:
         raise TypeError(f"cannot show the source of {obj!r}: pass a function or class "
                         f"defined in Python ({exc})") from None
+
+
+class InvalidIds(ValueError, TypeError, IndexError):
+    """Token ids that cannot be used: not whole numbers, wrong shape, empty, or out of range.
+
+    It is a ValueError, a TypeError and an IndexError at once, so code that caught any of the
+    three from the older, per-module checks still catches it."""
+
+
+def _first_non_integer(values) -> tuple[tuple[int, ...], object] | None:
+    """Position and value of the first item of a nested list that is not an int (bools count as
+    not), or None."""
+    stack = [((), values)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(((*where, i), x) for i, x in reversed(list(enumerate(item))))
+        elif isinstance(item, bool) or not isinstance(item, (int, np.integer)):
+            return where, item
+    return None
+
+
+def as_ids(ids, vocab_size: int | None = None, *, dims: int | tuple[int, ...] | None = None,
+           name: str = "ids", allow_empty: bool = False) -> torch.Tensor:
+    """Token ids as a torch.long tensor, or a clear `InvalidIds` error saying what to do.
+
+    Accepts a tensor or NumPy array of integers, or a (nested) list of Python ints. Refuses text
+    (encode it first), floats (even 2.0: ids are never rounded or truncated), bools, ragged lists,
+    the wrong number of dimensions (`dims`), no tokens at all (unless `allow_empty`) and ids
+    outside 0 … vocab_size − 1.
+
+    Example:
+        >>> as_ids([[2, 5, 3]], vocab_size=10, dims=2)
+        tensor([[2, 5, 3]])
+    """
+    if isinstance(ids, str):
+        raise InvalidIds(f"{name} is a string ({ids[:30]!r}); models take token ids: encode the "
+                         f"text with the model's tokenizer first")
+    if isinstance(ids, np.ndarray):
+        ids = torch.from_numpy(ids)
+    if isinstance(ids, torch.Tensor):
+        if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+            raise InvalidIds(f"{name} has dtype {ids.dtype}; token ids are whole numbers "
+                             f"(torch.long). Use the ids the tokenizer gave, not scores or a mask")
+        tensor = ids.long()
+    elif isinstance(ids, (list, tuple)):
+        bad = _first_non_integer(ids)
+        if bad is not None:
+            where, value = bad
+            hint = (" (an id in a list must be an int; it is never rounded)"
+                    if isinstance(value, float) else "")
+            if isinstance(value, str):
+                hint = "; encode text with the model's tokenizer first"
+            raise InvalidIds(f"{name} holds {type(value).__name__} {value!r} at position "
+                             f"{list(where)}; token ids are whole numbers{hint}")
+        try:
+            tensor = torch.tensor(ids, dtype=torch.long)
+        except (ValueError, TypeError) as exc:
+            raise InvalidIds(f"{name} is a ragged list: every row must have the same length "
+                             f"(pad the shorter ones) ({exc})") from None
+    else:
+        raise InvalidIds(f"{name} must be a tensor or a list of token ids, got "
+                         f"{type(ids).__name__}")
+    if dims is not None:
+        allowed = (dims,) if isinstance(dims, int) else tuple(dims)
+        if tensor.dim() not in allowed:
+            shapes = " or ".join({1: "(T,)", 2: "(B, T)"}.get(d, f"{d}-D") for d in allowed)
+            fix = ("; add a batch dimension: ids[None] or [ids]" if tensor.dim() == 1 and 2 in allowed
+                   else "; for one sequence use ids[0]" if tensor.dim() == 2 and 1 in allowed
+                   else "")
+            raise InvalidIds(f"{name} must have shape {shapes}, got {tuple(tensor.shape)}{fix}")
+    if tensor.numel() == 0 and not allow_empty:
+        raise InvalidIds(f"{name} is empty (shape {tuple(tensor.shape)}): give at least one token")
+    if vocab_size is not None and tensor.numel():
+        lo, hi = int(tensor.min()), int(tensor.max())
+        if lo < 0 or hi >= vocab_size:
+            raise InvalidIds(f"{name} holds ids from {lo} to {hi}, outside 0…{vocab_size - 1}; "
+                             f"encode the text with the tokenizer the model was built for")
+    return tensor

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import torch
 
+from .utils import as_ids
+
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS = (PAD, UNK, BOS, EOS)
 
@@ -138,12 +140,9 @@ class Vocab:
 
     def decode(self, ids: Iterable[int]) -> list[str]:
         """Id list (or 1-D tensor) → token list."""
-        out = []
-        for i in (ids.tolist() if isinstance(ids, torch.Tensor) else ids):
-            if not 0 <= int(i) < len(self):
-                raise IndexError(f"id {int(i)} is outside the vocabulary (0..{len(self) - 1})")
-            out.append(self.itos[int(i)])
-        return out
+        ids = as_ids(list(ids) if not isinstance(ids, (torch.Tensor, list, tuple)) else ids,
+                     len(self), dims=1, allow_empty=True)
+        return [self.itos[i] for i in ids.tolist()]
 
     def save(self, path: str | Path) -> None:
         """Write the vocabulary as JSON (tokens in id order, specials, counts)."""
@@ -165,12 +164,9 @@ def one_hot(ids, vocab_size: int) -> torch.Tensor:
         tensor([[0., 0., 1.],
                 [1., 0., 0.]])
     """
-    ids = torch.as_tensor(ids, dtype=torch.long)
-    if vocab_size < 1:
-        raise ValueError(f"vocab_size must be positive, got {vocab_size}")
-    if ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size):
-        raise IndexError(f"ids must lie in 0..{vocab_size - 1}; got min {int(ids.min())}, "
-                         f"max {int(ids.max())}. Encode with the same vocabulary you pass here")
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+        raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
+    ids = as_ids(ids, vocab_size, dims=(1, 2), allow_empty=True)
     out = torch.zeros(*ids.shape, vocab_size)
     return out.scatter_(-1, ids.unsqueeze(-1), 1.0)
 
