@@ -38,9 +38,10 @@ def test_empty_text_shows_a_prompt_not_an_error(explorer):
     assert explorer.status.value == ""
 
 
-def test_errors_are_shown_and_state_is_kept(explorer, monkeypatch):
+def test_errors_are_shown_and_state_is_kept_whole(explorer, monkeypatch):
     explorer.text.value = "the mat"
     before = explorer.tokens_html.value
+    tokens, ids = explorer.tokens, explorer.ids
 
     def boom(*_):
         raise RuntimeError("broken tokenizer")
@@ -49,6 +50,14 @@ def test_errors_are_shown_and_state_is_kept(explorer, monkeypatch):
     assert "broken tokenizer" in explorer.status.value
     assert explorer.tokens_html.value == before
     assert explorer.text.value == "anything"  # the student's input is kept
+    # the attributes stay together with the view: tokens and ids of the same last good sentence
+    assert (explorer.tokens, explorer.ids) == (tokens, ids) == (["the", "mat"], ids) and len(ids) == 2
+
+
+def test_tokens_and_ids_always_describe_the_same_sentence(explorer):
+    for text in ["the cat sat", "", "mat"]:
+        explorer.text.value = text
+        assert len(explorer.tokens) == len(explorer.ids) or len(explorer.tokens) > explorer.max_tokens
 
 
 def test_long_text_is_truncated_for_display(explorer):
@@ -691,3 +700,31 @@ def test_zero_shot_prompter_gpt2_choice_offline_and_online(tiny_gpt):
         ZeroShotPrompter({"tiny": tiny_gpt})
     with pytest.raises(ValueError, match="shots"):
         ZeroShotPrompter({"tiny": (tiny_gpt, char_encode, char_decode)}, shots=5)
+
+
+def test_zero_shot_prompter_never_runs_a_prompt_its_inputs_no_longer_make(tiny_gpt):
+    w = zero_shot_prompter(tiny_gpt, template="TL;DR:", examples={"TL;DR:": ["an example\nTL;DR: short"]})
+    w.run()
+    steps, prompt = w.steps, w.prompt_text
+    w.shots.value = 2                                   # only one example: the inputs are bad now
+    assert "only 1 solved examples" in w.status.value
+    w.run()                                             # the old prompt is still in the box …
+    assert "fix the input first" in w.status.value      # … but it is not run, and the error stays
+    assert w.steps is steps and w.prompt_text == prompt
+    w.prompt.value = "to be or"                         # typing a prompt by hand makes it the input
+    w.run()
+    assert w.status.value == "" and w.prompt_text == "to be or"
+
+
+def test_sampling_explorer_says_when_the_model_diverged(tiny_gpt, one_thread):
+    import copy
+
+    import torch
+    broken = copy.deepcopy(tiny_gpt)
+    with torch.no_grad():
+        next(broken.parameters()).fill_(float("nan"))  # what lr=100 leaves behind
+    w = sampling_explorer(broken)
+    assert "NaN" in w.status.value and "lower" in w.status.value
+    w.generate()
+    assert "NaN" in w.status.value and "learning rate" in w.status.value
+    assert "cannot convert" not in w.status.value

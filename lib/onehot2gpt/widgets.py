@@ -29,7 +29,10 @@ _ERROR_STYLE = "color:#b00020"
 
 
 def _safe(update):
-    """Run a widget update; show any exception as a message instead of raising in the kernel."""
+    """Run a widget update; show any exception as a message instead of raising in the kernel.
+
+    The views and the attributes code reads stay as the last good update left them: an update
+    sets them together, at its end."""
     @functools.wraps(update)
     def wrapper(self, *_):
         try:
@@ -84,13 +87,14 @@ class TokenExplorer(W.VBox):
     def update(self):
         vocab = self.vocabs[self.unit.value]
         tokens = self.TOKENIZERS[self.unit.value](self.text.value)
-        self.tokens, self.ids = tokens, []
         if not tokens:
+            self.tokens, self.ids = [], []
             self.summary.value = "<i>Type a sentence above to see its tokens.</i>"
             self.tokens_html.value = self.one_hot_html.value = ""
             return
         shown = tokens[: self.max_tokens]
-        ids = self.ids = vocab.encode(shown)
+        ids = vocab.encode(shown)
+        self.tokens, self.ids = tokens, ids  # set together: both describe the sentence shown
         n_unk = sum(i == vocab.unk_id for i in ids)
         more = f" (showing the first {self.max_tokens})" if len(tokens) > self.max_tokens else ""
         self.summary.value = (f"{len(tokens)} tokens{more}, vocabulary of {len(vocab):,}: "
@@ -737,7 +741,8 @@ class SamplingExplorer(W.VBox):
         return ids, notice
 
     def _run(self, step):
-        """Run an update; an exception becomes a message in .status and the views stay as they were."""
+        """Run an update; an exception becomes a message in .status and the views stay as they were
+        (the last good result, for the prompt it was made from)."""
         try:
             notice = step()
         except Exception as exc:  # a widget must never take the kernel or the student's state down
@@ -766,6 +771,7 @@ class SamplingExplorer(W.VBox):
         temperature, top_k, top_p = self._settings()
         x = torch.tensor(ids[-self.max_len:], dtype=torch.long, device=self._device())  # (T,), cropped
         before = next_token_distribution(self.model, x, temperature or 1.0).float().cpu()  # (V,)
+        _require_finite(before)
         if temperature and top_k is None and top_p is None:
             after = before
         else:
@@ -815,13 +821,14 @@ class SamplingExplorer(W.VBox):
     def _generate(self) -> str:
         import torch
 
-        from .sampling import generate
+        from .sampling import generate, next_token_distribution
 
         ids, notice = self._prompt_ids()
         temperature, top_k, top_p = self._settings()
         n, seed, device = int(self.length.value), int(self.seed.value), self._device()
         generator = torch.Generator(device=device).manual_seed(seed)
         x = torch.tensor(ids, dtype=torch.long, device=device)                      # (T,)
+        _require_finite(next_token_distribution(self.model, x[-self.max_len:], 1.0))
         with warnings.catch_warnings():  # the widget says so itself, below and in .status
             warnings.filterwarnings("ignore", message=r"the prompt \(\d+ tokens\) plus")
             out = generate(self.model, x, n, temperature=temperature, top_k=top_k, top_p=top_p,
@@ -838,6 +845,16 @@ class SamplingExplorer(W.VBox):
             f"<b style='background:#dde7f3'>{html.escape(self.decode(ids))}</b>"
             f"{html.escape(self.continuation)}</pre>")
         return notice
+
+
+def _require_finite(probs) -> None:
+    """A model whose weights diverged in training (a NaN loss) gives NaN scores: say so plainly."""
+    import torch
+
+    if not bool(torch.isfinite(probs).all()):
+        raise ValueError("the model's next-token scores are NaN or infinite: its weights diverged "
+                         "during training (the loss became NaN). Train it again with a lower "
+                         "learning rate, or load a checkpoint")
 
 
 def _ids_by_probability(probs) -> list[int]:
@@ -944,8 +961,11 @@ class ZeroShotPrompter(W.VBox):
                           self.prompt, W.HBox([self.greedy, self.temperature, self.top_k, self.top_p]),
                           W.HBox([self.max_tokens, self.stop_at_newline, self.seed, self.button]),
                           self.status, self.output])
+        self._input_error: Exception | None = None  # the inputs above cannot make a prompt
+        self._rendering = False
         for control in (self.template, self.shots, self.text, self.question):
             control.observe(self.render, names="value")
+        self.prompt.observe(self._prompt_edited, names="value")
         self.model_choice.observe(self._choose_model, names="value")
         self.button.on_click(self.run)
         self.render()
@@ -954,15 +974,26 @@ class ZeroShotPrompter(W.VBox):
 
     def render(self, *_):
         """Rebuild the prompt from the template, examples, input and question (it stays editable)."""
+        self._rendering = True
         try:
             self.question.layout.display = None if self.template.value == "Q: … A:" else "none"
             shots = self.examples.get(self.template.value, [])[: self.shots.value]
             if self.shots.value > len(shots) and self.template.value != "free text":
                 raise ValueError(f"only {len(shots)} solved examples for {self.template.value!r} were given")
             self.prompt.value = render_prompt(self.template.value, self.text.value, self.question.value, shots)
+            self._input_error = None
             self.status.value = ""
         except Exception as exc:  # a widget must never take the kernel or the student's state down
+            self._input_error = exc  # the prompt box still holds the last good prompt: not used
             self.status.value = _error_html(exc)
+        finally:
+            self._rendering = False
+
+    def _prompt_edited(self, _change):
+        """Typed into the prompt box by hand: that text is now the input, and is valid to run."""
+        if not self._rendering:
+            self._input_error = None
+            self.status.value = ""
 
     def _choose_model(self, change):
         name = change["new"]
@@ -985,6 +1016,9 @@ class ZeroShotPrompter(W.VBox):
     def run(self, *_):
         """Continue the prompt with the chosen model and decoding settings (the button)."""
         try:
+            if self._input_error is not None:
+                raise ValueError(f"fix the input first ({self._input_error}); the prompt box still "
+                                 f"shows the last prompt that could be made, so nothing was run")
             notice = self._run()
         except Exception as exc:  # a widget must never take the kernel or the student's state down
             self.status.value = _error_html(exc)
