@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from onehot2gpt.gpt import (GPT, HF_GPT2_KEYS, HF_GPT2_TRANSPOSED, GPTConfig, hf_gpt2_key_map, lm_loss,
-                            load_gpt, load_hf_gpt2, save_gpt)
+from onehot2gpt.gpt import (GPT, HF_GPT2_KEYS, HF_GPT2_TRANSPOSED, GPTConfig, gpt_config_from_hf,
+                            hf_gpt2_key_map, lm_loss, load_gpt, load_hf_gpt2, save_gpt)
 from onehot2gpt.sampling import generate
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -116,6 +116,7 @@ def test_config_from_hugging_face():
     assert (c.vocab_size, c.max_len, c.d_model, c.n_layers, c.n_heads, c.d_ff, c.eps, c.dropout) == \
         (V, MAX_LEN, 32, 2, 4, 40, 1e-6, 0.2)
     assert GPTConfig.from_hf(hf_config()).d_ff == 4 * 32   # n_inner=None means 4 · n_embd
+    assert gpt_config_from_hf(hf_config()) == GPTConfig.from_hf(hf_config())   # one conversion, two names
 
 
 @pytest.mark.parametrize("option, named", [(dict(activation_function="relu"), "activation_function"),

@@ -106,6 +106,35 @@ def test_train_gpt_follows_the_schedule():
 
 # ------------------------------------------------------------------ the loop
 
+def test_train_gpt_is_nanogpts_plain_loop():
+    """Notebook 09 writes the loop out (schedule, batch, forward, loss, backward, clip, step); from
+    the same weights and seed it must give train_gpt's loss at every step, warm-up and decay."""
+    import torch.nn.functional as F
+
+    ids, vocab = char_dataset(REPETITIVE + "the quick brown fox")
+    kw = dict(lr=3e-3, min_lr=3e-4, warmup=2)
+    library, by_hand = tiny_model(len(vocab)), tiny_model(len(vocab))
+    expected = train_gpt(library, ids, iters=6, batch_size=3, block_size=8, **kw, progress=False)["loss"]
+    g = torch.Generator().manual_seed(0)
+    opt = torch.optim.AdamW([{"params": [p for p in by_hand.parameters() if p.dim() >= 2], "weight_decay": 0.1},
+                             {"params": [p for p in by_hand.parameters() if p.dim() < 2], "weight_decay": 0.0}],
+                            lr=kw["lr"], betas=(0.9, 0.99))
+    by_hand.train()
+    losses = []
+    for step in range(6):
+        for group in opt.param_groups:
+            group["lr"] = cosine_lr(step, **kw, iters=6)
+        x, y = lm_batch(ids, 3, 8, g)
+        loss = F.cross_entropy(by_hand(x).logits.flatten(0, 1), y.flatten())
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(by_hand.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+    assert losses == pytest.approx(expected, rel=1e-5)
+    assert losses[-1] < losses[0]                       # and it learns: the comparison is not vacuous
+
+
 def test_train_gpt_learns_a_repetitive_text():
     ids, vocab = char_dataset(REPETITIVE)
     train, val = train_val_split(ids)

@@ -8,8 +8,11 @@ Models are Unsupervised Multitask Learners" (GPT-2, 2019):
     h_l = block(h_{l-1})               pre-norm: x + Attn(LN(x)), then x + MLP(LN(x)), causal
     P(u) = softmax(LN(h_n) W_eᵀ)       the output layer *is* the token embedding (tied)
 
-Our weights have readable names (``tok_emb``, ``blocks.0.attn.in_proj``); :data:`HF_GPT2_KEYS`
-maps them to Hugging Face's GPT-2, for the loader :func:`load_hf_gpt2` and its parity test. This
+The file reads in the order notebook 09 builds the model: the config, the block (GPT-2's MLP and
+the pre-norm decoder block), the model; then the losses, Hugging Face's GPT-2 (config conversion
+and key map), saving and loading our checkpoints, and the input checks. Our weights have readable
+names (``tok_emb``, ``blocks.0.attn.in_proj``); :data:`HF_GPT2_KEYS` maps them to Hugging Face's
+GPT-2, for the loader :func:`load_hf_gpt2` and its parity test. This
 module never downloads: :mod:`onehot2gpt.pretrained` wraps fetching GPT-2 from the Hub and hands
 the transformers model to :func:`load_hf_gpt2`. Sampling and generation live in
 :mod:`onehot2gpt.sampling`.
@@ -108,30 +111,8 @@ class GPTConfig:
 
     @classmethod
     def from_hf(cls, hf_config) -> "GPTConfig":
-        """Convert a `transformers.GPT2Config`. Raises ValueError for variants we do not build.
-
-        Our one dropout rate is GPT-2's ``resid_pdrop`` (the released models use 0.1 for all three).
-        """
-        kind = getattr(hf_config, "model_type", "gpt2")
-        if kind != "gpt2":
-            raise ValueError(f"only GPT-2 checkpoints convert (model_type 'gpt2'); this one is {kind!r}, "
-                             f"whose weights or positions are laid out differently")
-        act = getattr(hf_config, "activation_function", "gelu_new")
-        if act not in ("gelu_new", "gelu_pytorch_tanh"):  # both are the tanh approximation of GELU
-            raise ValueError(f"activation_function={act!r}: our MLP uses GPT-2's tanh-approximated GELU "
-                             f"('gelu_new') only")
-        unsupported = {"scale_attn_by_inverse_layer_idx": True, "reorder_and_upcast_attn": True,
-                       "add_cross_attention": True, "scale_attn_weights": False,
-                       "tie_word_embeddings": False}
-        for name, bad in unsupported.items():
-            if getattr(hf_config, name, not bad) == bad:
-                raise ValueError(f"{name}={bad}: our GPT builds plain GPT-2 (attention scaled by 1/√hs, "
-                                 f"no cross-attention, output layer tied to the token embedding); "
-                                 f"convert a checkpoint without this option")
-        return cls(vocab_size=hf_config.vocab_size, max_len=hf_config.n_positions,
-                   d_model=hf_config.n_embd, n_layers=hf_config.n_layer, n_heads=hf_config.n_head,
-                   d_ff=hf_config.n_inner or 4 * hf_config.n_embd, dropout=hf_config.resid_pdrop,
-                   bias=True, eps=hf_config.layer_norm_epsilon)
+        """Convert a `transformers.GPT2Config` (see :func:`gpt_config_from_hf`)."""
+        return gpt_config_from_hf(hf_config)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -206,19 +187,6 @@ class GPTOutput(NamedTuple):
     past_key_values: tuple | None                 # n_layers × (k, v), each (B, H, T_past + T, hs)
 
 
-def _check_ids(ids, vocab_size: int):
-    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype != torch.long:
-        got = f"{tuple(ids.shape)} {ids.dtype}" if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise ValueError(f"ids must be a (B, T) tensor of token ids (torch.long); got {got}. "
-                         f"For one sequence use ids[None]")
-    if ids.size(0) == 0 or ids.size(1) == 0:
-        raise ValueError(f"ids is empty {tuple(ids.shape)}: give at least one token")
-    lo, hi = int(ids.min()), int(ids.max())
-    if lo < 0 or hi >= vocab_size:
-        raise ValueError(f"ids holds ids from {lo} to {hi}, outside 0…{vocab_size - 1}; encode the text "
-                         f"with the tokenizer the model was built for")
-
-
 class GPT(nn.Module):
     """Decoder-only Transformer LM. forward(ids (B, T), output_attentions=False,
     past_key_values=None, use_cache=False) → :class:`GPTOutput`.
@@ -254,27 +222,13 @@ class GPT(nn.Module):
             for proj in (block.attn.out_proj, block.ff.linear2):
                 nn.init.normal_(proj.weight, std=std / math.sqrt(2 * self.config.n_layers))
 
-    def _check_past(self, past_key_values, B: int) -> int:
-        """Validate a cache → its length T_past."""
-        c = self.config
-        if len(past_key_values) != c.n_layers:
-            raise ValueError(f"past_key_values has {len(past_key_values)} layers, the model {c.n_layers}; "
-                             f"pass the past_key_values of this model's last call")
-        T_past = past_key_values[0][0].size(2)
-        expected = (B, c.n_heads, T_past, c.d_model // c.n_heads)
-        for i, (k, v) in enumerate(past_key_values):
-            if tuple(k.shape) != expected or tuple(v.shape) != expected:
-                raise ValueError(f"past_key_values[{i}] holds k {tuple(k.shape)} and v {tuple(v.shape)}; "
-                                 f"expected (B, H, T_past, hs) = {expected} for this batch")
-        return T_past
-
     def forward(self, ids, output_attentions: bool = False, past_key_values=None,
                 use_cache: bool = False) -> GPTOutput:
         # 1. Check the input; a cache moves the new tokens' positions to T_past, T_past + 1, …
         c = self.config
         _check_ids(ids, c.vocab_size)
         B, T = ids.shape
-        T_past = 0 if past_key_values is None else self._check_past(past_key_values, B)
+        T_past = 0 if past_key_values is None else _check_past(past_key_values, c, B)
         if T_past + T > c.max_len:
             raise ValueError(f"the sequence has {T_past + T} positions but the model has learned "
                              f"positions for max_len={c.max_len} only; crop the prompt to its last "
@@ -324,7 +278,34 @@ def lm_loss(model: GPT, ids):
 
 
 # ---------------------------------------------------------------------------------------------
-# Hugging Face GPT-2 weights: one key map
+# Hugging Face GPT-2: its config and one key map
+
+def gpt_config_from_hf(hf_config) -> GPTConfig:
+    """Convert a `transformers.GPT2Config`. Raises ValueError for variants we do not build.
+
+    Our one dropout rate is GPT-2's ``resid_pdrop`` (the released models use 0.1 for all three).
+    """
+    kind = getattr(hf_config, "model_type", "gpt2")
+    if kind != "gpt2":
+        raise ValueError(f"only GPT-2 checkpoints convert (model_type 'gpt2'); this one is {kind!r}, "
+                         f"whose weights or positions are laid out differently")
+    act = getattr(hf_config, "activation_function", "gelu_new")
+    if act not in ("gelu_new", "gelu_pytorch_tanh"):  # both are the tanh approximation of GELU
+        raise ValueError(f"activation_function={act!r}: our MLP uses GPT-2's tanh-approximated GELU "
+                         f"('gelu_new') only")
+    unsupported = {"scale_attn_by_inverse_layer_idx": True, "reorder_and_upcast_attn": True,
+                   "add_cross_attention": True, "scale_attn_weights": False,
+                   "tie_word_embeddings": False}
+    for name, bad in unsupported.items():
+        if getattr(hf_config, name, not bad) == bad:
+            raise ValueError(f"{name}={bad}: our GPT builds plain GPT-2 (attention scaled by 1/√hs, "
+                             f"no cross-attention, output layer tied to the token embedding); "
+                             f"convert a checkpoint without this option")
+    return GPTConfig(vocab_size=hf_config.vocab_size, max_len=hf_config.n_positions,
+                     d_model=hf_config.n_embd, n_layers=hf_config.n_layer, n_heads=hf_config.n_head,
+                     d_ff=hf_config.n_inner or 4 * hf_config.n_embd, dropout=hf_config.resid_pdrop,
+                     bias=True, eps=hf_config.layer_norm_epsilon)
+
 
 # Our parameter name → Hugging Face's (transformers.GPT2LMHeadModel). "{i}" is the layer number.
 # lm_head.weight is absent on purpose: on both sides it is the token embedding itself (tied).
@@ -430,3 +411,33 @@ def load_gpt(directory: str | Path, device: str | torch.device = "cpu") -> GPT:
     directory = Path(directory)
     _, config = read_model_folder(directory, _FORMAT, GPTConfig, "save_gpt", "GPT")
     return fill_weights(GPT(config), directory, device)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checking the inputs (messages that say what to do)
+
+def _check_ids(ids, vocab_size: int):
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype != torch.long:
+        got = f"{tuple(ids.shape)} {ids.dtype}" if isinstance(ids, torch.Tensor) else type(ids).__name__
+        raise ValueError(f"ids must be a (B, T) tensor of token ids (torch.long); got {got}. "
+                         f"For one sequence use ids[None]")
+    if ids.size(0) == 0 or ids.size(1) == 0:
+        raise ValueError(f"ids is empty {tuple(ids.shape)}: give at least one token")
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo < 0 or hi >= vocab_size:
+        raise ValueError(f"ids holds ids from {lo} to {hi}, outside 0…{vocab_size - 1}; encode the text "
+                         f"with the tokenizer the model was built for")
+
+
+def _check_past(past_key_values, c: GPTConfig, B: int) -> int:
+    """Validate a cache → its length T_past."""
+    if len(past_key_values) != c.n_layers:
+        raise ValueError(f"past_key_values has {len(past_key_values)} layers, the model {c.n_layers}; "
+                         f"pass the past_key_values of this model's last call")
+    T_past = past_key_values[0][0].size(2)
+    expected = (B, c.n_heads, T_past, c.d_model // c.n_heads)
+    for i, (k, v) in enumerate(past_key_values):
+        if tuple(k.shape) != expected or tuple(v.shape) != expected:
+            raise ValueError(f"past_key_values[{i}] holds k {tuple(k.shape)} and v {tuple(v.shape)}; "
+                             f"expected (B, H, T_past, hs) = {expected} for this batch")
+    return T_past

@@ -1,13 +1,168 @@
-"""Checks for notebook 09 (GPT and decoding)."""
+"""Checks for notebook 09 (GPT and decoding): a GPT block's forward from its weights, top-k and
+top-p filters, one key/value-cache step; and :func:`yours_if_solved`, which lets later cells run
+on the student's solution once it passes."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import math
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 
+from . import checking
 from .checking import check_function, describe, rand_int
 
+
+def yours_if_solved(fn: Callable, check: Callable, fallback: Callable, name: str | None = None) -> Callable:
+    """`fn` if it passes `check` (run quietly), else `fallback`; prints one line saying which.
+
+    Later cells call what this returns, so solving an exercise changes what the notebook shows,
+    while an unsolved (or still wrong) exercise leaves the rest of the notebook running. A failed
+    quiet run does not count as a wrong attempt.
+    """
+    name = name or getattr(fn, "__name__", "your function")
+    attempts = dict(checking._WRONG_ATTEMPTS)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            check(fn)
+    except Exception:  # not written yet, wrong, or not a function: the cells below use the fallback
+        checking._WRONG_ATTEMPTS.clear()
+        checking._WRONG_ATTEMPTS.update(attempts)
+        print(f"{name} does not pass its check yet: the cells below use "
+              f"{getattr(fallback, '__name__', 'the reference')} instead")
+        return fallback
+    print(f"the cells below use your {name}")
+    return fn
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 1: a GPT block's forward, from the block's weights
+
+def _block_reference(x, w, n_heads, *, mask=True, prenorm=True, residual=True, scale="hs",
+                     gelu="tanh", heads="split"):
+    """One pre-norm GPT block from a weight dict, with switches that reproduce common slips."""
+    B, T, D = x.shape
+    H, hs = n_heads, D // n_heads
+
+    def ln(z, which):
+        return F.layer_norm(z, (D,), w[f"{which}.weight"], w[f"{which}.bias"], 1e-5)
+
+    def split(z):                                                   # (B, T, D) → (B, H, T, hs)
+        if heads == "split":
+            return z.view(B, T, H, hs).transpose(1, 2)
+        return z.view(B, T, hs, H).permute(0, 3, 1, 2)              # features dealt out round-robin
+
+    h = ln(x, "norm1") if prenorm else x
+    q, k, v = F.linear(h, w["attn.in_proj.weight"], w["attn.in_proj.bias"]).split(D, dim=-1)
+    q, k, v = split(q), split(k), split(v)
+    scores = q @ k.transpose(-2, -1) / {"hs": math.sqrt(hs), "D": math.sqrt(D), "none": 1.0}[scale]
+    if mask:
+        scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+    a = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, D)   # (B, T, D)
+    a = F.linear(a, w["attn.out_proj.weight"], w["attn.out_proj.bias"])
+    x = x + a if residual else a
+    if not prenorm:
+        x = ln(x, "norm1")
+    h = ln(x, "norm2") if prenorm else x
+    m = F.linear(F.gelu(F.linear(h, w["ff.linear1.weight"], w["ff.linear1.bias"]), approximate=gelu),
+                 w["ff.linear2.weight"], w["ff.linear2.bias"])
+    x = x + m if residual else m
+    return x if prenorm else ln(x, "norm2")
+
+
+_BLOCK_SLIPS = [
+    (dict(mask=False), "every position also attends to the positions after it: the causal mask is "
+                       "missing, so the block would read the characters it has to predict"),
+    (dict(prenorm=False), "LayerNorm is applied after each residual sum (post-norm, the original "
+                          "Transformer); GPT-2 normalises the input of each sub-layer and adds the "
+                          "sub-layer's output to the un-normalised x"),
+    (dict(residual=False), "the residual connections are missing: each sub-layer's output is added "
+                           "to its input x, it does not replace it"),
+    (dict(scale="D"), "the scores are divided by √D; each head compares vectors of hs = D / H "
+                      "features, so the scale is 1/√hs"),
+    (dict(scale="none"), "the scores are not scaled by 1/√hs"),
+    (dict(gelu="none"), "the MLP uses the exact (erf) GELU; GPT-2 was trained with its tanh "
+                        "approximation"),
+    (dict(heads="round-robin"), "right shape, but the heads' features are scrambled: head h owns "
+                                "the consecutive features h·hs … (h+1)·hs − 1 of Q, K and V"),
+]
+
+
+def _block_diagnose(got, expected, x, w, n_heads):
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        return None
+    for slip, words in _BLOCK_SLIPS:
+        if slip.get("mask") is False and x.size(1) == 1:
+            continue
+        if torch.allclose(got.double(), _block_reference(x, w, n_heads, **slip).double(),
+                          rtol=1e-4, atol=1e-5):
+            return words
+    return None
+
+
+def random_gpt_block(gen: torch.Generator, d_model: int, n_heads: int):
+    """A library GPTBlock (eval mode, no dropout) with every weight drawn from `gen`, LayerNorm
+    gains and biases included, so a forgotten weight changes the output."""
+    from ..gpt import GPTBlock
+
+    block = GPTBlock(d_model, n_heads, 4 * d_model).eval()
+    with torch.no_grad():
+        for name, p in block.named_parameters():
+            if name.endswith("norm1.weight") or name.endswith("norm2.weight"):
+                p.copy_(1 + 0.3 * torch.randn(p.shape, generator=gen))
+            else:
+                p.copy_(torch.randn(p.shape, generator=gen) / math.sqrt(p.shape[-1]))
+    return block
+
+
+def check_gpt_block(fn: Callable) -> None:
+    """Exercise: (x (B, T, D), w: dict of the block's weights by name, n_heads) → (B, T, D), one
+    pre-norm GPT block: x + Attn(LN₁(x)) with a causal mask, then + MLP(LN₂(·)). Compared with
+    the library's GPTBlock holding the same weights."""
+    from ..attention import causal_mask
+
+    if not callable(fn):
+        raise TypeError(f"pass your function itself (without calling it), got {describe(fn)}")
+    trial = iter(range(10**6))
+
+    def make(gen):
+        n_heads, hs = rand_int(gen, 1, 5), rand_int(gen, 2, 9)
+        B, T = rand_int(gen, 1, 4), 1 if next(trial) == 3 else rand_int(gen, 2, 9)  # one test with T = 1
+        block = random_gpt_block(gen, n_heads * hs, n_heads)
+        w = {k: v.detach().clone() for k, v in block.state_dict().items()}
+        return torch.randn(B, T, n_heads * hs, generator=gen), w, n_heads
+
+    @torch.no_grad()
+    def reference(x, w, n_heads):
+        block = random_gpt_block(torch.Generator(), x.size(-1), n_heads)
+        block.load_state_dict(w)
+        return block(x, causal_mask(x.size(1)))[0]
+
+    def student(x, w, n_heads):
+        with torch.no_grad():
+            return fn(x, w, n_heads)
+
+    check_function(student, reference, make, name="gpt_block", trials=6, diagnose=_block_diagnose,
+                   concept="a GPT-2 block is pre-norm: x + attention(LayerNorm₁(x)), then that plus "
+                           "MLP(LayerNorm₂(of it)). The attention splits Q, K and V (one packed "
+                           "projection, in that order) into H heads of hs = D / H consecutive "
+                           "features, scores each query against the keys at or before its own "
+                           "position, scaled by 1/√hs, and merges the heads back before the output "
+                           "projection; the MLP is Linear, GELU (tanh approximation), Linear",
+                   hint="h = F.layer_norm(x, (D,), w['norm1.weight'], w['norm1.bias']); "
+                        "q, k, v = F.linear(h, w['attn.in_proj.weight'], w['attn.in_proj.bias'])"
+                        ".split(D, dim=-1); each .view(B, T, H, hs).transpose(1, 2); scores = "
+                        "q @ k.transpose(-2, -1) / hs**0.5, masked_fill where the key is after the "
+                        "query (~torch.ones(T, T, dtype=torch.bool).tril()) with -inf; (softmax @ v)"
+                        ".transpose(1, 2).reshape(B, T, D); x = x + F.linear(that, out_proj); then "
+                        "x = x + F.linear(F.gelu(F.linear(LN₂(x), linear1), approximate='tanh'), linear2)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercises 2 and 3: top-k and top-p filters
 
 def _distinct_logits(gen: torch.Generator, max_vocab: int = 12):
     """Logits (V,) or (B, V) with no two equal in a row, so "the k largest" has one answer."""
@@ -18,8 +173,16 @@ def _distinct_logits(gen: torch.Generator, max_vocab: int = 12):
     return logits.reshape(shape)
 
 
+def _tied_logits(gen: torch.Generator, max_vocab: int = 10):
+    """Logits (V,) or (B, V) holding few distinct values, so ties at the k-th place are common."""
+    v = rand_int(gen, 3, max_vocab + 1)
+    shape = (v,) if rand_int(gen, 0, 2) else (rand_int(gen, 1, 4), v)
+    return torch.randint(0, 3, shape, generator=gen).float() - 1.5
+
+
 def _filter_outcome(fn: Callable, name: str) -> Callable:
-    """Wrap a filter so that checks compare which tokens it keeps (by id), then the kept logits.
+    """Wrap a filter so that checks compare which tokens it keeps (by id), then the kept logits
+    (in the dtype of the result, so a filter must return logits of the input's dtype).
 
     Comparing the -inf tensors directly would report "nan" differences; a list of kept ids says
     what went wrong. A result that is not a tensor shaped like the logits is reported as such.
@@ -35,27 +198,58 @@ def _filter_outcome(fn: Callable, name: str) -> Callable:
         ids = [[i for i, k in enumerate(row) if k] for row in rows]
         listed = (f"keeps token ids {ids[0]}" if logits.dim() == 1 else
                   "keeps " + "; ".join(f"row {b}: token ids {r}" for b, r in enumerate(ids)))
-        return {"kept tokens": listed, "kept logits": out.detach().double().masked_fill(~kept, 0.0)}
+        return {"kept tokens": listed, "kept logits": out.detach().masked_fill(~kept, 0.0)}
     return outcome
 
 
+def _top_k_diagnose(fn: Callable) -> Callable:
+    """Recognise the usual top-k slips by running `fn` again and comparing the tokens it keeps."""
+    def diagnose(got, expected, logits, k):
+        out = fn(logits.clone(), k)
+        if not isinstance(out, torch.Tensor) or out.shape != logits.shape:
+            return None
+        rows = logits.reshape(-1, logits.shape[-1])
+        kept = (out > float("-inf")).reshape(rows.shape)
+        n = min(k, rows.size(-1))
+        kth = rows.sort(-1, descending=True).values[:, n - 1:n]           # (rows, 1)
+        at_or_above = rows >= kth
+        if torch.equal(kept, at_or_above) and bool((at_or_above.sum(-1) > n).any()):
+            return ("on a tie at the k-th place you kept every tied token, so more than k stay; "
+                    "exactly k must stay, the lower token ids first")
+        if bool((kept.sum(-1) == n).all()) and bool((kept <= at_or_above).all()):
+            return ("the right number of tokens and only the largest logits, but a tie at the k-th "
+                    "place went to the higher token ids; among equal logits the lower ids stay")
+        return None
+    return diagnose
+
+
 def check_top_k_filter(fn: Callable) -> None:
-    """Exercise: (logits (V,) or (B, V), k) → logits with all but the k largest per row set to -inf."""
+    """Exercise: (logits (V,) or (B, V), k) → logits with all but the k largest per row set to -inf;
+    exactly min(k, V) stay, a tie at the k-th place going to the lower token ids."""
     from ..sampling import filter_top_k
 
     if not callable(fn):
         raise TypeError(f"pass your function itself (without calling it), got {describe(fn)}")
+    trial = iter(range(10**6))
 
     def make(gen):
-        logits = _distinct_logits(gen)
-        return logits, rand_int(gen, 1, logits.shape[-1] + 1)
+        kind = next(trial) % 4  # distinct logits, ties, k = V, k > V
+        logits = _tied_logits(gen) if kind == 1 else _distinct_logits(gen)
+        V = logits.shape[-1]
+        k = {0: rand_int(gen, 1, V), 1: rand_int(gen, 1, V), 2: V, 3: V + rand_int(gen, 1, 4)}[kind]
+        return logits, k
 
     check_function(_filter_outcome(fn, "top_k_filter"), _filter_outcome(filter_top_k, "filter_top_k"),
-                   make, name="top_k_filter", trials=12,
-                   hint="keep exactly the k largest logits of each row (the last dimension) and set every "
-                        "other entry to float('-inf'), leaving the kept logits unchanged: "
-                        "torch.topk(logits, k, dim=-1).values[..., -1:] is each row's k-th largest, and "
-                        "logits < that threshold marks the rest. Return a new tensor shaped like logits")
+                   make, name="top_k_filter", trials=16, diagnose=_top_k_diagnose(fn),
+                   concept="top-k keeps, in each row (the last dimension), exactly the k tokens with the "
+                           "largest logits and gives every other token the logit -inf, so the softmax "
+                           "afterwards gives it probability 0; the kept logits stay as they were, in "
+                           "the input's dtype. When several logits tie at the k-th place the lower "
+                           "token ids are kept first, so exactly k stay; when k ≥ V every token stays",
+                   hint="a stable sort, torch.sort(logits, dim=-1, descending=True, stable=True), "
+                        "lists equal logits in id order; its first min(k, V) indices are the tokens "
+                        "to keep: scatter True into a bool mask at those indices and "
+                        "logits.masked_fill(~keep, float('-inf'))")
 
 
 def check_top_p_filter(fn: Callable) -> None:
@@ -82,13 +276,21 @@ def check_top_p_filter(fn: Callable) -> None:
 
     check_function(_filter_outcome(fn, "top_p_filter"), _filter_outcome(filter_top_p, "filter_top_p"),
                    make, name="top_p_filter", trials=12,
+                   concept="the nucleus is the smallest set of most likely tokens whose probabilities "
+                           "add up to at least p: go down the tokens from most to least likely and keep "
+                           "each one while the tokens before it hold less than p. The token that "
+                           "takes the sum to p or past it is kept, and the most likely token always "
+                           "is; every other token's logit becomes -inf, in its original place, and the "
+                           "kept logits stay as they were",
                    hint="turn the logits into probabilities (softmax over the last dimension), sort them "
                         "from most to least likely and take the running sum; keep a token while the tokens "
-                        "MORE likely than it add up to less than p. So the token whose probability takes the "
-                        "sum to p or beyond is kept too, and the most likely token always is. Set the others "
-                        "to float('-inf') in the original order (scatter back through the sort indices), "
-                        "leaving the kept logits unchanged")
+                        "MORE likely than it add up to less than p. Set the others to float('-inf') in the "
+                        "original order (scatter back through the sort indices), leaving the kept logits "
+                        "unchanged")
 
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 4: one step with a key/value cache
 
 def check_kv_cache_step(fn: Callable) -> None:
     """Exercise: (q_new, k_new, v_new (B, H, 1, hs), k_cache, v_cache (B, H, T, hs)) →
@@ -117,8 +319,12 @@ def check_kv_cache_step(fn: Callable) -> None:
         return dict(zip(("out", "k_all", "v_all"), got))
 
     check_function(student, reference, make, name="kv_cache_step", trials=8,
-                   hint="append the new key and value after the cached ones along the time axis: "
-                        "k_all = torch.cat([k_cache, k_new], dim=2), the same for v (this works for an "
+                   concept="the cache holds the keys and values of every earlier position in time "
+                           "order; the new token's key and value go after them (the cache may start "
+                           "empty), and the new query attends to all of them, itself included, with "
+                           "the usual scaled dot-product softmax; no mask is needed, since nothing in "
+                           "the cache lies in the future",
+                   hint="k_all = torch.cat([k_cache, k_new], dim=2), the same for v (this works for an "
                         "empty cache, T = 0, too); then scores = q_new @ k_all.transpose(-2, -1) / "
-                        "sqrt(hs), shape (B, H, 1, T + 1); out = softmax(scores, dim=-1) @ v_all. No mask: "
-                        "the newest token may see every earlier one. Return (out, k_all, v_all)")
+                        "sqrt(hs), shape (B, H, 1, T + 1); out = softmax(scores, dim=-1) @ v_all. "
+                        "Return (out, k_all, v_all)")
