@@ -172,6 +172,29 @@ def test_train_lm_lowers_loss_and_perplexity(model):
     assert model.training                                   # perplexity() restores the mode
 
 
+def test_train_lm_is_truncated_bptt_with_adam_and_clipping():
+    # The loop notebook 03 writes out: train_lm gives the same per-step losses and weights.
+    ids = torch.randint(0, 40, (500,), generator=torch.Generator().manual_seed(0))
+    torch.manual_seed(1)
+    mine = LSTMLM(40, d_model=16, n_layers=2, dropout=0.0)
+    theirs = LSTMLM(40, d_model=16, n_layers=2, dropout=0.0)
+    theirs.load_state_dict(mine.state_dict())
+    opt = torch.optim.Adam(mine.parameters(), lr=1e-2)
+    losses, state = [], None
+    for x, y in lm_batches(ids, 4, 8)[:6]:
+        logits, state = mine(x, state)
+        state = tuple(s.detach() for s in state)
+        loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(mine.parameters(), 0.5)
+        opt.step()
+        losses.append(loss.item())
+    history = train_lm(theirs, ids, batch_size=4, seq_len=8, lr=1e-2, clip=0.5, max_steps=6, progress=False)
+    torch.testing.assert_close(torch.tensor(history), torch.tensor(losses))
+    torch.testing.assert_close(theirs.state_dict(), mine.state_dict())
+
+
 def test_generate_is_seeded_and_stops_at_eos(model):
     prompt = [2, 5, 6]
     a = model.generate(prompt, max_new_tokens=15, generator=torch.Generator().manual_seed(1))

@@ -162,32 +162,6 @@ class BiLM(nn.Module):
 
     # ----------------------------------------------------------------------------- internals
 
-    def _check_inputs(self, ids, mask) -> tuple[torch.Tensor, torch.Tensor]:
-        """Validate ids (B, T) and a right-padding mask; return (ids, bool mask)."""
-        if not isinstance(ids, torch.Tensor):
-            raise TypeError(f"ids must be a torch.LongTensor of shape (B, T), got {type(ids).__name__}")
-        if ids.dtype.is_floating_point or ids.dtype in (torch.bool, torch.complex64, torch.complex128):
-            raise TypeError(f"ids must hold integer token ids (torch.long), got dtype {ids.dtype}")
-        if ids.dim() != 2:
-            raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}"
-                             + ("; add a batch dimension with ids.unsqueeze(0)" if ids.dim() == 1 else ""))
-        if ids.numel() == 0:
-            raise ValueError(f"ids is empty (shape {tuple(ids.shape)})")
-        if ids.min() < 0 or ids.max() >= self.config.vocab_size:
-            raise IndexError(f"token ids must lie in 0..{self.config.vocab_size - 1}; got min "
-                             f"{int(ids.min())}, max {int(ids.max())}. Use the biLM's own vocabulary")
-        if mask is None:
-            return ids.long(), torch.ones_like(ids, dtype=torch.bool)
-        mask = torch.as_tensor(mask, device=ids.device)
-        if mask.shape != ids.shape:
-            raise ValueError(f"mask must have the shape of ids {tuple(ids.shape)}, got {tuple(mask.shape)}")
-        mask = mask.bool()
-        lengths = mask.sum(1, keepdim=True)
-        if not torch.equal(mask, torch.arange(ids.shape[1], device=ids.device) < lengths):
-            raise ValueError("mask must be 1 for a row's real tokens and 0 for the padding after "
-                             "them (right padding); got a mask with holes or left padding")
-        return ids.long(), mask
-
     def _stack(self, lstms: nn.ModuleList, x: torch.Tensor) -> list[torch.Tensor]:
         """Run one direction's LSTM layers over x (B, T, H); returns each layer's states (B, T, H)."""
         states, h = [], x
@@ -199,12 +173,16 @@ class BiLM(nn.Module):
 
     def _run(self, ids: torch.Tensor, mask: torch.Tensor):
         """Token layer and both stacks: x (B, T, H) and two lists of L tensors (B, T, H)."""
-        lengths = mask.sum(1)
         x = self.tok_proj(self.tok_emb(ids))                                  # (B, T, H)
+        return (x, *self._directions(x, mask.sum(1)))
+
+    def _directions(self, x: torch.Tensor, lengths: torch.Tensor):
+        """Both stacks over the token layer x (B, T, H): forward and backward states, two lists of
+        L tensors (B, T, H), each in sentence order."""
         fwd = self._stack(self.fwd_layers, x)
         # 1. reverse each row's real tokens, 2. read them left to right, 3. put states back in place
         bwd = [reverse_padded(h, lengths) for h in self._stack(self.bwd_layers, reverse_padded(x, lengths))]
-        return x, fwd, bwd
+        return fwd, bwd
 
     def _log_probs(self, h: torch.Tensor) -> torch.Tensor:
         """Top states (..., H) → log-probabilities of the next (or previous) token (..., V)."""
@@ -237,14 +215,14 @@ class BiLM(nn.Module):
         * ``layers`` (B, T, L+1, 2H): the token layer [x; x], then [forward_j; backward_j];
           padded positions are 0.
         """
-        ids, mask = self._check_inputs(ids, mask)
+        ids, mask = _check_inputs(ids, mask, self.config.vocab_size)
         x, fwd, bwd = self._run(ids, mask)
         return {"fwd_logits": self._log_probs(fwd[-1]), "bwd_logits": self._log_probs(bwd[-1]),
                 "layers": self._layers(x, fwd, bwd, mask)}
 
     def representations(self, ids: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """ids (B, T) → layers (B, T, L+1, 2H), without computing any softmax."""
-        ids, mask = self._check_inputs(ids, mask)
+        ids, mask = _check_inputs(ids, mask, self.config.vocab_size)
         return self._layers(*self._run(ids, mask), mask)
 
     def nll(self, ids: torch.Tensor, mask: torch.Tensor | None = None
@@ -254,7 +232,7 @@ class BiLM(nn.Module):
         Each row of length n gives n−1 predictions per direction: tokens 1..n−1 from the left,
         tokens 0..n−2 from the right.
         """
-        ids, mask = self._check_inputs(ids, mask)
+        ids, mask = _check_inputs(ids, mask, self.config.vocab_size)
         _, fwd, bwd = self._run(ids, mask)
         has_target = mask[:, 1:]                                              # (B, T-1)
         fwd_sum = self._nll(fwd[-1][:, :-1][has_target], ids[:, 1:][has_target])
@@ -267,6 +245,33 @@ class BiLM(nn.Module):
         if n == 0:
             raise ValueError("no token to predict: every row needs at least two real tokens")
         return (fwd_sum + bwd_sum) / (2 * n)
+
+
+def _check_inputs(ids, mask, vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Validate ids (B, T) and a right-padding mask for a biLM of `vocab_size`; return (ids, bool mask)."""
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"ids must be a torch.LongTensor of shape (B, T), got {type(ids).__name__}")
+    if ids.dtype.is_floating_point or ids.dtype in (torch.bool, torch.complex64, torch.complex128):
+        raise TypeError(f"ids must hold integer token ids (torch.long), got dtype {ids.dtype}")
+    if ids.dim() != 2:
+        raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}"
+                         + ("; add a batch dimension with ids.unsqueeze(0)" if ids.dim() == 1 else ""))
+    if ids.numel() == 0:
+        raise ValueError(f"ids is empty (shape {tuple(ids.shape)})")
+    if ids.min() < 0 or ids.max() >= vocab_size:
+        raise IndexError(f"token ids must lie in 0..{vocab_size - 1}; got min "
+                         f"{int(ids.min())}, max {int(ids.max())}. Use the biLM's own vocabulary")
+    if mask is None:
+        return ids.long(), torch.ones_like(ids, dtype=torch.bool)
+    mask = torch.as_tensor(mask, device=ids.device)
+    if mask.shape != ids.shape:
+        raise ValueError(f"mask must have the shape of ids {tuple(ids.shape)}, got {tuple(mask.shape)}")
+    mask = mask.bool()
+    lengths = mask.sum(1, keepdim=True)
+    if not torch.equal(mask, torch.arange(ids.shape[1], device=ids.device) < lengths):
+        raise ValueError("mask must be 1 for a row's real tokens and 0 for the padding after "
+                         "them (right padding); got a mask with holes or left padding")
+    return ids.long(), mask
 
 
 # --------------------------------------------------------------------------------- scalar mix

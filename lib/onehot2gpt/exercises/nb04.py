@@ -1,12 +1,14 @@
-"""Checks for notebook 04 (ELMo)."""
+"""Checks for notebook 04 (ELMo), and the library's biLM layers that stand in for the student's
+own in the notebook's later cells until they are written."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import torch
+from torch import nn
 
-from .checking import check_function, rand_int
+from .checking import check_function, describe, rand_int
 
 
 def check_reverse_padded(fn: Callable) -> None:
@@ -21,6 +23,9 @@ def check_reverse_padded(fn: Callable) -> None:
         return ids, lengths
 
     check_function(fn, reverse_padded, make, name="reverse_padded",
+                   concept="a backward LM must start at a row's last real token, so only the real "
+                           "tokens of each row are put in reverse order; the padding after them stays "
+                           "where it is (reversing the whole row would put the padding first)",
                    hint="for row b, positions 0..lengths[b]-1 take the tokens in reverse order, "
                         "e.g. ids[b, :n].flip(0); positions from lengths[b] on keep their <pad>")
 
@@ -36,6 +41,9 @@ def check_scalar_mix(fn: Callable) -> None:
         return gamma * torch.einsum("btld,l->btd", layers, torch.softmax(s, 0))
 
     check_function(fn, reference, make, name="scalar_mix",
+                   concept="the raw weights become positive weights that sum to 1 (a softmax over the "
+                           "layers); each layer's vector is scaled by its weight, the layers are added "
+                           "up, and the sum is scaled by γ",
                    hint="w = torch.softmax(s, dim=0) has one weight per layer; multiply layer j by "
                         "w[j], sum over the layer dimension (dim -2), then scale by gamma")
 
@@ -52,6 +60,126 @@ def check_sense_score(fn: Callable) -> None:
     from ..probing import sense_grouping_score as reference
 
     check_function(fn, reference, make, name="sense_score",
+                   concept="cosine similarity compares directions, so the vectors' lengths must not "
+                           "matter; a vector compared with itself (cosine 1) is not a pair, and the "
+                           "score is the average similarity of same-sense pairs minus that of "
+                           "different-sense pairs",
                    hint="normalise the rows, take all pairwise cosines, average those of pairs with "
                         "the same label (leaving out each vector with itself) and subtract the "
                         "average over pairs with different labels")
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 2: the biLM's layers from a forward and a backward LSTM stack
+
+
+def library_bilm_layers(x, fwd_lstms, bwd_lstms, lengths):
+    """The library's biLM layers (:class:`~onehot2gpt.elmo.BiLM`, no dropout) over a token layer
+    x (B, T, H) with the given LSTM stacks: (B, T, L+1, 2H), padded positions 0. The reference of
+    :func:`check_bilm_layers`, and the stand-in for the student's function while it is unwritten."""
+    from ..elmo import BiLM, BiLMConfig
+
+    H, L = x.shape[-1], len(fwd_lstms)
+    bilm = BiLM(BiLMConfig(vocab_size=2, d_model=1, hidden=H, n_layers=L, dropout=0.0, softmax="full"))
+    bilm.fwd_layers, bilm.bwd_layers = nn.ModuleList(fwd_lstms), nn.ModuleList(bwd_lstms)
+    mask = torch.arange(x.shape[1], device=x.device) < lengths.to(x.device)[:, None]   # (B, T)
+    return bilm.eval()._layers(x, *bilm._directions(x, lengths), mask)
+
+
+def _bilm_layers_variant(x, fwd_lstms, bwd_lstms, lengths, *, whole_rows=False, back=True,
+                         residual=True, zero_pad=True, swap=False):
+    """The biLM layers with one typical mistake switched on (for the diagnosis)."""
+    from ..elmo import reverse_padded
+
+    rev = (lambda h: h.flip(1)) if whole_rows else (lambda h: reverse_padded(h, lengths))
+
+    def stack(lstms, h):
+        states = []
+        for j, lstm in enumerate(lstms):
+            out, _ = lstm(h)
+            h = out + h if j > 0 and residual else out
+            states.append(h)
+        return states
+
+    fwd = stack(fwd_lstms, x)
+    bwd = [rev(h) if back else h for h in stack(bwd_lstms, rev(x))]
+    pairs = [(b, f) if swap else (f, b) for f, b in zip(fwd, bwd)]
+    layers = torch.stack([torch.cat([x, x], -1)] + [torch.cat(p, -1) for p in pairs], dim=2)
+    mask = torch.arange(x.shape[1]) < lengths[:, None]
+    return layers * mask[:, :, None, None] if zero_pad else layers
+
+
+_BILM_MISTAKES = {
+    "the backward states are left in reading order: after the backward stack has read the reversed "
+    "rows, reverse its states back so that position k holds the state of token k":
+        {"back": False},
+    "whole rows are reversed, padding included: the backward LM then starts each short row by "
+    "reading padding; reverse only each row's real tokens": {"whole_rows": True},
+    "layers 2..L have no residual connection: each of them adds its input to its LSTM's output":
+        {"residual": False},
+    "the padded positions are not zero: multiply by the mask of real tokens": {"zero_pad": False},
+    "the halves are swapped: each layer is [forward; backward]": {"swap": True},
+}
+
+
+def _bilm_layers_diagnose(got, expected, x, fwd_lstms, bwd_lstms, lengths):
+    if not isinstance(got, torch.Tensor):
+        return None
+    B, T, L1, D2 = expected.shape
+    if got.shape == (B, T, L1 - 1, D2):
+        return "one layer is missing: the token layer [x; x] comes first, then one layer per LSTM"
+    if got.shape == (B, T, L1, D2 // 2):
+        return "each layer must hold both directions side by side: [forward; backward], 2H wide"
+    if got.shape != expected.shape:
+        return None
+    with torch.no_grad():
+        for mistake, kwargs in _BILM_MISTAKES.items():
+            wrong = _bilm_layers_variant(x, fwd_lstms, bwd_lstms, lengths, **kwargs)
+            if torch.allclose(got.double(), wrong.double(), atol=1e-5, rtol=1e-4):
+                return mistake
+    return None
+
+
+def check_bilm_layers(fn: Callable) -> None:
+    """Exercise: token layer x (B, T, H), the forward and backward stacks (lists of L one-layer
+    ``nn.LSTM(H, H, batch_first=True)``) and lengths (B,) → the biLM's layers (B, T, L+1, 2H), the
+    token layer [x; x] first, then [forward_j; backward_j], padded positions 0; compared with the
+    library's :class:`~onehot2gpt.elmo.BiLM` holding the same LSTMs."""
+    if not callable(fn):
+        raise TypeError(f"pass your function itself (without calling it), got {describe(fn)}")
+
+    def lstms(gen, H, L):
+        stack = []
+        for _ in range(L):
+            lstm = nn.LSTM(H, H, batch_first=True)
+            with torch.no_grad():
+                for p in lstm.parameters():
+                    p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
+            stack.append(lstm)
+        return stack
+
+    def make(gen):
+        B, T, H, L = rand_int(gen, 2, 5), rand_int(gen, 2, 8), rand_int(gen, 1, 5), rand_int(gen, 2, 4)
+        lengths = torch.randint(1, T + 1, (B,), generator=gen)
+        lengths[0] = T                                                       # one full row,
+        lengths[1] = rand_int(gen, 1, T)                                     # one padded row
+        return torch.randn(B, T, H, generator=gen), lstms(gen, H, L), lstms(gen, H, L), lengths
+
+    def no_grad(f):
+        def run(*args):
+            with torch.no_grad():
+                return f(*args)
+        return run
+
+    check_function(no_grad(fn), no_grad(library_bilm_layers), make, name="bilm_layers", trials=5,
+                   diagnose=_bilm_layers_diagnose,
+                   concept="the forward stack reads each row left to right; the backward stack is the "
+                           "same kind of stack reading each row's real tokens from last to first, and its "
+                           "states are put back in sentence order so that position k of both halves "
+                           "describes token k. Every layer after the first adds its input (a residual). "
+                           "Token k's layers are the token layer twice, then forward and backward side by "
+                           "side, one per LSTM layer; padding positions hold zeros",
+                   hint="fwd = lstm_stack(fwd_lstms, x); bwd = [reverse_padded(h, lengths) for h in "
+                        "lstm_stack(bwd_lstms, reverse_padded(x, lengths))]; layers = [cat([x, x], -1)] "
+                        "+ [cat([f, b], -1) for f, b in zip(fwd, bwd)]; stack them on dim 2 and multiply "
+                        "by the mask arange(T) < lengths[:, None], broadcast to (B, T, 1, 1)")

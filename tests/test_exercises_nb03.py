@@ -1,0 +1,59 @@
+"""The LSTM-cell check of notebook 03: an independent correct cell passes, typical mistakes are
+rejected with the concept first, and the stand-in equals one step of torch.nn.LSTM."""
+
+import pytest
+import torch
+from exercise_helpers import assert_rejects
+
+from onehot2gpt.exercises import check_lstm_cell
+from onehot2gpt.exercises.nb03 import torch_lstm_cell
+
+
+def cell_by_hand(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh, order="ifgo", g_act=torch.tanh,
+                 keep_old=True, tanh_out=True, bias_hh_on=True):
+    gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + (bias_hh if bias_hh_on else 0)
+    blocks = dict(zip(order, gates.chunk(4, dim=1)))
+    i, f, o = (torch.sigmoid(blocks[k]) for k in "ifo")
+    g = g_act(blocks["g"])
+    c_new = (f * c if keep_old else 0) + i * g
+    return (o * torch.tanh(c_new) if tanh_out else o * c_new), c_new
+
+
+def test_a_correct_cell_passes(capsys):
+    check_lstm_cell(cell_by_hand)
+    assert "✓ lstm_cell" in capsys.readouterr().out
+
+
+def test_stand_in_is_one_step_of_torch_lstm():
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(5, 3, batch_first=True)
+    x, h0, c0 = torch.randn(2, 1, 5), torch.randn(1, 2, 3), torch.randn(1, 2, 3)
+    _, (h1, c1) = lstm(x, (h0, c0))
+    p = dict(lstm.named_parameters())
+    args = (x[:, 0], h0[0], c0[0], p["weight_ih_l0"], p["weight_hh_l0"], p["bias_ih_l0"], p["bias_hh_l0"])
+    for cell in (torch_lstm_cell, cell_by_hand):
+        h, c = cell(*args)
+        torch.testing.assert_close(h, h1[0])
+        torch.testing.assert_close(c, c1[0])
+
+
+@pytest.mark.parametrize("wrong, match", [
+    (lambda *a: cell_by_hand(*a, order="ifog"), "order i, f, o, g"),
+    (lambda *a: cell_by_hand(*a, g_act=torch.sigmoid), "candidate g is squashed with a sigmoid"),
+    (lambda *a: cell_by_hand(*a, keep_old=False), "forgets the old one"),
+    (lambda *a: cell_by_hand(*a, tanh_out=False), "without tanh"),
+    (lambda *a: cell_by_hand(*a, bias_hh_on=False), "biases is missing"),
+    (lambda *a: cell_by_hand(*a)[::-1], "swapped"),
+    (lambda *a: cell_by_hand(*a, order="figo"), None),
+    (lambda *a: cell_by_hand(*a)[0], "return two tensors"),
+])
+def test_wrong_cells_are_rejected(wrong, match):
+    assert_rejects(check_lstm_cell, wrong, match)
+
+
+def test_unwritten_cell_gives_nothing_away():
+    def unwritten(*args):
+        raise NotImplementedError
+    with pytest.raises(AssertionError, match="not written yet") as info:
+        check_lstm_cell(unwritten)
+    assert "Think about" not in str(info.value) and "Hint" not in str(info.value)
