@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from onehot2gpt.vocab import Vocab
-from onehot2gpt.word2vec import (CBOW, MAX_ROW_STEP, SkipGram, WordVectors, _train_step, cbow_examples,
-                                 context_windows, keep_probabilities, negative_sampling_grads,
+from onehot2gpt.word2vec import (CBOW, MAX_ROW_STEP, NoiseSampler, SkipGram, WordVectors, cbow_examples,
+                                 context_windows, encode_corpus, epoch_batches, train_step, keep_probabilities, negative_sampling_grads,
                                  negative_sampling_loss, noise_distribution, skipgram_pairs, subsample,
                                  train_word2vec)
 
@@ -186,7 +186,7 @@ def test_one_fast_step_is_one_sgd_step_of_the_autograd_model(generator):
     expected_in = net.in_embed.weight.detach() - lr * net.in_embed.weight.grad
     expected_out = net.out_embed.weight.detach() - lr * net.out_embed.weight.grad
     in_w, out_w = net.in_embed.weight.detach().clone(), net.out_embed.weight.detach().clone()
-    fast_loss, n = _train_step(in_w, out_w, contexts, centres, negatives, lr, cbow=False)
+    fast_loss, n = train_step(in_w, out_w, contexts, centres, negatives, lr, cbow=False)
     assert n == len(pair_ctx) and math.isclose(fast_loss, loss.item(), rel_tol=1e-5)
     torch.testing.assert_close(in_w, expected_in)
     torch.testing.assert_close(out_w, expected_out)
@@ -201,7 +201,7 @@ def test_fast_cbow_step_uses_the_word2vec_c_convention(generator):
     centres, negatives = torch.tensor([0, 5]), torch.tensor([[2, 4], [0, 1]])
     (net(contexts, centres, negatives) * 2).backward()
     in_w, out_w = net.in_embed.weight.detach().clone(), net.out_embed.weight.detach().clone()
-    _train_step(in_w, out_w, contexts, centres, negatives, lr, cbow=True)
+    train_step(in_w, out_w, contexts, centres, negatives, lr, cbow=True)
     torch.testing.assert_close(out_w, net.out_embed.weight.detach() - lr * net.out_embed.weight.grad)
     # The true gradient reaches each of the C context words divided by C; word2vec.c (and so
     # the fast trainer) gives each the undivided error, i.e. C times the autograd step.
@@ -219,7 +219,7 @@ def test_a_word_repeated_in_a_batch_gets_a_damped_step(generator):
     centres, negatives = torch.ones(n, dtype=torch.long), torch.full((n, 1), 2)
     (net(contexts[:, 0], centres, negatives) * n).backward()
     in_w, out_w = net.in_embed.weight.detach().clone(), net.out_embed.weight.detach().clone()
-    _train_step(in_w, out_w, contexts, centres, negatives, lr, cbow=False)
+    train_step(in_w, out_w, contexts, centres, negatives, lr, cbow=False)
     # n summed steps of lr become MAX_ROW_STEP / n of each: a total step of MAX_ROW_STEP.
     expected = net.in_embed.weight.detach() - MAX_ROW_STEP / n * net.in_embed.weight.grad
     torch.testing.assert_close(in_w, expected)
@@ -248,6 +248,45 @@ def test_training_separates_words_that_never_meet(two_topic_corpus, model):
     assert min(within) > max(across)
     assert wv.most_similar("apple", k=4)[-1][0] in groups[0]
     assert wv.config["loss_per_epoch"][-1] < wv.config["loss_per_epoch"][0]
+
+
+@pytest.mark.parametrize("model", ["skipgram", "cbow"])
+def test_max_steps_and_on_step_replay_the_trainer_by_hand(two_topic_corpus, model):
+    """The trainer is: one generator → init, epoch_batches, a noise generator; then per batch
+    noise draws, a linearly decayed lr and train_step. Replaying that by hand gives its losses."""
+    _, sentences = two_topic_corpus
+    settings = dict(dim=8, window=3, negative=4, min_count=1, sample=1e-2, epochs=2, lr=0.02,
+                    min_lr=1e-4, batch_size=64)
+    recorded = []
+    wv = train_word2vec(sentences, model=model, seed=3, max_steps=7, progress=False,
+                        on_step=lambda step, loss: recorded.append((step, loss)), **settings)
+    assert [step for step, _ in recorded] == list(range(7))
+    vocab, ids, sentence_ids = encode_corpus(sentences, min_count=1)
+    counts = torch.bincount(ids, minlength=len(vocab))
+    generator = torch.Generator().manual_seed(3)
+    net = SkipGram(len(vocab), 8, generator)
+    in_w, out_w = net.in_embed.weight.detach().clone(), net.out_embed.weight.detach().clone()
+    batches = epoch_batches(ids, sentence_ids, keep_probabilities(counts, 1e-2), 3, 64, generator)
+    assert len(batches) > 7
+    noise_generator = torch.Generator().manual_seed(int(torch.randint(2**62, (1,), generator=generator)))
+    draw = NoiseSampler(noise_distribution(counts))
+    losses = []
+    for i, (contexts, centres) in enumerate(batches[:7]):
+        negatives = draw((len(centres), 4), noise_generator)
+        step_lr = 0.02 - (0.02 - 1e-4) * i / len(batches) / 2
+        loss, n = train_step(in_w, out_w, contexts, centres, negatives, step_lr, cbow=model == "cbow")
+        losses.append(loss / n)
+    torch.testing.assert_close(torch.tensor([loss for _, loss in recorded]), torch.tensor(losses))
+    torch.testing.assert_close(wv.vectors, in_w)
+
+
+def test_noise_sampler_draws_the_distribution(generator):
+    probs = torch.tensor([0.5, 0.25, 0.125, 0.125, 0.0])
+    draws = NoiseSampler(probs)((200_000,), generator)
+    freq = torch.bincount(draws, minlength=5).float() / len(draws)
+    torch.testing.assert_close(freq, probs, atol=5e-3, rtol=0)
+    with pytest.raises(ValueError, match="summing to 1"):
+        NoiseSampler(torch.tensor([0.5, 0.2]))
 
 
 def test_training_is_reproducible_and_hogwild_workers_also_learn(two_topic_corpus):

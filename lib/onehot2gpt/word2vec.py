@@ -7,13 +7,17 @@ with the details of their word2vec.c, which gensim copies: the reduced window, t
 sub-sampling formula, the unigram^0.75 noise, the initialisation and the linearly decaying
 learning rate.
 
-Two versions of the model live here:
+The module reads in the order the notebook builds things:
 
-* a teaching one: :func:`skipgram_pairs` / :func:`cbow_examples` make training examples,
-  :func:`negative_sampling_loss` is the loss, and :class:`SkipGram` / :class:`CBOW` are small
+* the settings (:class:`Word2VecConfig`) and the models: :class:`SkipGram` / :class:`CBOW`, two
+  embedding tables (input and output vectors) and :func:`negative_sampling_loss`, small
   ``nn.Module`` s trained with autograd;
-* a fast one, :func:`train_word2vec`, which trains the same model with hand-derived gradients
-  (:func:`negative_sampling_grads`) and sparse ``index_add_`` updates on big minibatches, in
+* the training examples: :func:`skipgram_pairs` / :func:`cbow_examples`, sub-sampling
+  (:func:`keep_probabilities`) and the noise distribution (:func:`noise_distribution`,
+  :class:`NoiseSampler`);
+* the fast trainer, :func:`train_word2vec`, which trains the same model with hand-derived gradients
+  (:func:`negative_sampling_grads`) and sparse ``index_add_`` updates on big minibatches
+  (:func:`epoch_batches`), in
   one or several lock-free ("Hogwild!") threads. It departs from word2vec.c twice: all context
   words of one centre share the same noise words (Ji et al. 2016, "Parallelizing Word2Vec in
   Shared and Distributed Memory"), which turns the inner loop into small matrix products; and
@@ -21,8 +25,9 @@ Two versions of the model live here:
   (:data:`MAX_ROW_STEP`), because a sum of n updates only acts like n SGD steps while it is
   small. bench/word2vec.py checks that the vectors are as good as gensim's, and as fast.
 
-Training returns :class:`WordVectors`: nearest neighbours, analogies, the Google analogy and
-WordSim-353 evaluations, and save/load (safetensors, float16). The course checkpoint is made with
+Training returns :class:`WordVectors` (defined in :mod:`onehot2gpt.word_vectors`, importable from
+here): nearest neighbours, analogies, the Google analogy and WordSim-353 evaluations, and
+save/load (safetensors, float16). The command line comes last. The course checkpoint is made with
 ``python -m onehot2gpt.word2vec train --out data/checkpoints/word2vec-wikitext2``.
 
 Example:
@@ -34,15 +39,13 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shlex
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -50,8 +53,100 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from onehot2gpt.vocab import Vocab
+from onehot2gpt.word_vectors import WordVectors
+
+__all__ = ["MODELS", "MAX_ROW_STEP", "Word2VecConfig", "SkipGram", "CBOW", "negative_sampling_loss",
+           "keep_probabilities", "subsample", "noise_distribution", "context_windows", "skipgram_pairs",
+           "cbow_examples", "negative_sampling_grads", "NoiseSampler", "encode_corpus", "epoch_batches",
+           "train_step", "train_word2vec", "WordVectors", "main"]
 
 MODELS = ("skipgram", "cbow")
+
+
+# --------------------------------------------------------------------------------- config and models
+
+
+@dataclass(frozen=True)
+class Word2VecConfig:
+    """Training settings; the defaults are the course checkpoint's (and gensim's, with sg=1)."""
+
+    model: str = "skipgram"     # "skipgram" or "cbow"
+    dim: int = 100              # vector size
+    window: int = 5             # max words on each side; each centre draws b in 1..window
+    negative: int = 5           # noise words per centre (shared by its context words)
+    min_count: int = 5          # rarer words are dropped from the corpus, like word2vec.c
+    sample: float = 1e-3        # sub-sampling threshold t (see keep_probabilities); 0 = off
+    epochs: int = 5
+    lr: float = 0.025           # SGD step size, decayed linearly to min_lr
+    min_lr: float = 1e-4
+    batch_size: int = 4096      # (context, centre) pairs per update: big enough to amortise Python,
+                                # small enough that a frequent word's summed updates stay stable
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.model not in MODELS:
+            raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
+        _check_positive(dim=self.dim, window=self.window, negative=self.negative,
+                        min_count=self.min_count, epochs=self.epochs, batch_size=self.batch_size)
+        if self.sample < 0:
+            raise ValueError(f"sample must be >= 0 (0 turns sub-sampling off), got {self.sample}")
+        if not 0 < self.min_lr <= self.lr:
+            raise ValueError(f"need 0 < min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
+
+
+def _check_positive(**values: int) -> None:
+    for name, value in values.items():
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer (1 or more), got {value!r}")
+
+
+class SkipGram(nn.Module):
+    """Skip-gram with negative sampling: predict each context word from the centre word.
+
+    ``in_embed`` holds the word vectors we keep, ``out_embed`` the vectors words have as
+    predictions. Initialised like word2vec.c: in uniform(−0.5/dim, 0.5/dim), out zeros.
+    """
+
+    def __init__(self, vocab_size: int, dim: int, generator: torch.Generator | None = None):
+        super().__init__()
+        _check_positive(vocab_size=vocab_size, dim=dim)
+        self.in_embed = nn.Embedding(vocab_size, dim)
+        self.out_embed = nn.Embedding(vocab_size, dim)
+        with torch.no_grad():
+            self.in_embed.weight.copy_((torch.rand(vocab_size, dim, generator=generator) - 0.5) / dim)
+            self.out_embed.weight.zero_()
+
+    def forward(self, centers: Tensor, contexts: Tensor, negatives: Tensor) -> Tensor:
+        """centers (B,), contexts (B,), negatives (B, K) ids → mean loss (scalar)."""
+        return negative_sampling_loss(self.in_embed(centers), self.out_embed(contexts),
+                                      self.out_embed(negatives))
+
+
+class CBOW(SkipGram):
+    """CBOW with negative sampling: predict the centre word from the mean of its context vectors."""
+
+    def forward(self, contexts: Tensor, centers: Tensor, negatives: Tensor) -> Tensor:
+        """contexts (B, C) ids padded with -1, centers (B,), negatives (B, K) → mean loss."""
+        found = (contexts >= 0).unsqueeze(-1)                                     # (B, C, 1)
+        summed = (self.in_embed(contexts.clamp_min(0)) * found).sum(1)            # (B, D)
+        mean = summed / found.sum(1).clamp_min(1)
+        return negative_sampling_loss(mean, self.out_embed(centers), self.out_embed(negatives))
+
+
+def negative_sampling_loss(center_vecs: Tensor, context_vecs: Tensor, negative_vecs: Tensor) -> Tensor:
+    """(B, D), (B, D), (B, K, D) → mean over B of −log σ(u_o·v_c) − Σ_k log σ(−u_k·v_c).
+
+    ``center_vecs`` are input vectors v_c, ``context_vecs`` the output vectors u_o of the words
+    really seen next to them, ``negative_vecs`` the output vectors u_k of K noise words.
+
+    Example:
+        >>> v = torch.zeros(1, 2); negative_sampling_loss(v, v, torch.zeros(1, 3, 2))  # 4 · ln 2
+        tensor(2.7726)
+    """
+    positive = (context_vecs * center_vecs).sum(-1)                               # (B,)
+    negative = torch.bmm(negative_vecs, center_vecs.unsqueeze(2)).squeeze(2)      # (B, K)
+    return (-F.logsigmoid(positive) - F.logsigmoid(-negative).sum(-1)).mean()
+
 
 
 # --------------------------------------------------------------------------------- examples
@@ -220,22 +315,7 @@ def cbow_examples(ids, window: int, generator: torch.Generator | None = None, sh
     return ctx[has_context], ids[has_context]
 
 
-# --------------------------------------------------------------------------------- loss and models
-
-
-def negative_sampling_loss(center_vecs: Tensor, context_vecs: Tensor, negative_vecs: Tensor) -> Tensor:
-    """(B, D), (B, D), (B, K, D) → mean over B of −log σ(u_o·v_c) − Σ_k log σ(−u_k·v_c).
-
-    ``center_vecs`` are input vectors v_c, ``context_vecs`` the output vectors u_o of the words
-    really seen next to them, ``negative_vecs`` the output vectors u_k of K noise words.
-
-    Example:
-        >>> v = torch.zeros(1, 2); negative_sampling_loss(v, v, torch.zeros(1, 3, 2))  # 4 · ln 2
-        tensor(2.7726)
-    """
-    positive = (context_vecs * center_vecs).sum(-1)                               # (B,)
-    negative = torch.bmm(negative_vecs, center_vecs.unsqueeze(2)).squeeze(2)      # (B, K)
-    return (-F.logsigmoid(positive) - F.logsigmoid(-negative).sum(-1)).mean()
+# --------------------------------------------------------------------------------- fast training
 
 
 def negative_sampling_grads(input_vecs: Tensor, output_vecs: Tensor, mask: Tensor | None = None,
@@ -274,76 +354,6 @@ def negative_sampling_grads(input_vecs: Tensor, output_vecs: Tensor, mask: Tenso
     return loss_terms.sum(), grad_inputs, grad_outputs
 
 
-class SkipGram(nn.Module):
-    """Skip-gram with negative sampling: predict each context word from the centre word.
-
-    ``in_embed`` holds the word vectors we keep, ``out_embed`` the vectors words have as
-    predictions. Initialised like word2vec.c: in uniform(−0.5/dim, 0.5/dim), out zeros.
-    """
-
-    def __init__(self, vocab_size: int, dim: int, generator: torch.Generator | None = None):
-        super().__init__()
-        _check_positive(vocab_size=vocab_size, dim=dim)
-        self.in_embed = nn.Embedding(vocab_size, dim)
-        self.out_embed = nn.Embedding(vocab_size, dim)
-        with torch.no_grad():
-            self.in_embed.weight.copy_((torch.rand(vocab_size, dim, generator=generator) - 0.5) / dim)
-            self.out_embed.weight.zero_()
-
-    def forward(self, centers: Tensor, contexts: Tensor, negatives: Tensor) -> Tensor:
-        """centers (B,), contexts (B,), negatives (B, K) ids → mean loss (scalar)."""
-        return negative_sampling_loss(self.in_embed(centers), self.out_embed(contexts),
-                                      self.out_embed(negatives))
-
-
-class CBOW(SkipGram):
-    """CBOW with negative sampling: predict the centre word from the mean of its context vectors."""
-
-    def forward(self, contexts: Tensor, centers: Tensor, negatives: Tensor) -> Tensor:
-        """contexts (B, C) ids padded with -1, centers (B,), negatives (B, K) → mean loss."""
-        found = (contexts >= 0).unsqueeze(-1)                                     # (B, C, 1)
-        summed = (self.in_embed(contexts.clamp_min(0)) * found).sum(1)            # (B, D)
-        mean = summed / found.sum(1).clamp_min(1)
-        return negative_sampling_loss(mean, self.out_embed(centers), self.out_embed(negatives))
-
-
-# --------------------------------------------------------------------------------- fast training
-
-
-@dataclass(frozen=True)
-class Word2VecConfig:
-    """Training settings; the defaults are the course checkpoint's (and gensim's, with sg=1)."""
-
-    model: str = "skipgram"     # "skipgram" or "cbow"
-    dim: int = 100              # vector size
-    window: int = 5             # max words on each side; each centre draws b in 1..window
-    negative: int = 5           # noise words per centre (shared by its context words)
-    min_count: int = 5          # rarer words are dropped from the corpus, like word2vec.c
-    sample: float = 1e-3        # sub-sampling threshold t (see keep_probabilities); 0 = off
-    epochs: int = 5
-    lr: float = 0.025           # SGD step size, decayed linearly to min_lr
-    min_lr: float = 1e-4
-    batch_size: int = 4096      # (context, centre) pairs per update: big enough to amortise Python,
-                                # small enough that a frequent word's summed updates stay stable
-    seed: int = 0
-
-    def __post_init__(self):
-        if self.model not in MODELS:
-            raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
-        _check_positive(dim=self.dim, window=self.window, negative=self.negative,
-                        min_count=self.min_count, epochs=self.epochs, batch_size=self.batch_size)
-        if self.sample < 0:
-            raise ValueError(f"sample must be >= 0 (0 turns sub-sampling off), got {self.sample}")
-        if not 0 < self.min_lr <= self.lr:
-            raise ValueError(f"need 0 < min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
-
-
-def _check_positive(**values: int) -> None:
-    for name, value in values.items():
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer (1 or more), got {value!r}")
-
-
 def _alias_table(probs: Tensor) -> tuple[Tensor, Tensor]:
     """Walker's alias method: probs (V,) → (accept (V,), alias (V,)) for O(1) exact draws.
 
@@ -368,8 +378,36 @@ def _draw(accept: Tensor, alias: Tensor, shape: tuple[int, ...], generator) -> T
     return torch.where(torch.rand(shape, generator=generator) < accept[i], i, alias[i])
 
 
-def _encode_corpus(sentences, vocab: Vocab | None, min_count: int) -> tuple[Vocab, Tensor, Tensor]:
-    """Sentences → (vocab, ids (N,), sentence_ids (N,)); words not in the vocab are dropped."""
+class NoiseSampler:
+    """Draws noise words from a distribution probs (V,), e.g. :func:`noise_distribution`.
+
+    ``sampler(shape, generator)`` → ids of that shape, each drawn independently with probability
+    ``probs[id]``: the same distribution as ``torch.multinomial(probs, n, replacement=True)``,
+    with the alias method (:func:`_alias_table`) doing each draw in O(1). The trainer uses it.
+
+    Example:
+        >>> NoiseSampler(torch.tensor([0.0, 1.0]))((2, 3))
+        tensor([[1, 1, 1],
+                [1, 1, 1]])
+    """
+
+    def __init__(self, probs: Tensor):
+        probs = torch.as_tensor(probs)
+        if probs.dim() != 1 or len(probs) == 0 or (probs < 0).any() or not math.isclose(float(probs.sum()), 1.0, abs_tol=1e-4):
+            raise ValueError("probs must be a non-empty 1-D tensor of probabilities summing to 1, "
+                             "e.g. noise_distribution(counts)")
+        self.accept, self.alias = _alias_table(probs)
+
+    def __call__(self, shape: tuple[int, ...], generator: torch.Generator | None = None) -> Tensor:
+        return _draw(self.accept, self.alias, tuple(shape), generator)
+
+
+def encode_corpus(sentences, vocab: Vocab | None = None, min_count: int = 5) -> tuple[Vocab, Tensor, Tensor]:
+    """Sentences → (vocab, ids (N,), sentence_ids (N,)); words not in the vocab are dropped.
+
+    Without ``vocab``, one is built from the words seen ``min_count`` times, most frequent first
+    and with no specials. ``sentence_ids`` numbers the sentences, so that windows never cross one.
+    """
     if isinstance(sentences, (str, Tensor)) or not isinstance(sentences, Sequence):
         raise TypeError("sentences must be a list of token lists (e.g. wikitext_sentences()) "
                         "or a list of 1-D id tensors")
@@ -405,12 +443,14 @@ def _encode_corpus(sentences, vocab: Vocab | None, min_count: int) -> tuple[Voca
     return vocab, ids, sentence_ids
 
 
-def _epoch_batches(ids: Tensor, sentence_ids: Tensor, keep: Tensor, window: int, batch_size: int,
-                   generator: torch.Generator) -> list[tuple[Tensor, Tensor]]:
+def epoch_batches(ids: Tensor, sentence_ids: Tensor, keep: Tensor, window: int, batch_size: int,
+                  generator: torch.Generator | None = None) -> list[tuple[Tensor, Tensor]]:
     """One epoch of examples → shuffled batches of (contexts (B, 2b) with -1 pads, centres (B,)).
 
-    Sub-sample, draw each centre's window b, then group the centres by b, so that a batch holds
-    windows of one width (little padding) and about ``batch_size`` (context, centre) pairs.
+    Sub-sample with ``keep`` (V,) (:func:`keep_probabilities`), draw each centre's window b, then
+    group the centres by b, so that a batch holds windows of one width (little padding) and about
+    ``batch_size`` (context, centre) pairs. :func:`train_word2vec` calls it once per epoch with
+    its generator, so the same generator gives the same batches here and there.
     """
     kept = _keep_mask(ids, keep, generator)
     ids = ids[kept]
@@ -443,12 +483,15 @@ def _damping(ids: Tensor, lr: float, vocab_size: int, weights: Tensor | None = N
     return (MAX_ROW_STEP / lr / counts.float().clamp_min(1.0)).clamp_(max=1.0)
 
 
-def _train_step(in_w: Tensor, out_w: Tensor, contexts: Tensor, centres: Tensor, negatives: Tensor,
-                lr: float, cbow: bool) -> tuple[float, int]:
+def train_step(in_w: Tensor, out_w: Tensor, contexts: Tensor, centres: Tensor, negatives: Tensor,
+               lr: float, cbow: bool = False) -> tuple[float, int]:
     """One SGD step in place on both tables; returns (summed loss, number of predictions).
 
     contexts (B, C) with -1 pads, centres (B,), negatives (B, K). As in word2vec.c, the context
-    words are the inputs and the centre is the word to predict, in both skip-gram and CBOW.
+    words are the inputs and the centre is the word to predict, in both skip-gram and CBOW. The
+    step is −lr times the hand-derived gradient of the summed loss (what autograd and SGD would
+    do), except that a word seen very often in one batch has its summed step damped
+    (:data:`MAX_ROW_STEP`) and CBOW gives every context word the whole error of their mean.
     """
     B, C = contexts.shape
     V, D = in_w.shape
@@ -482,7 +525,8 @@ def train_word2vec(sentences: Sequence[Sequence[str]] | Sequence[Tensor], *, voc
                    sample: float = 1e-3, epochs: int = 5, lr: float = 0.025, min_lr: float = 1e-4,
                    batch_size: int = 4096, model: str = "skipgram", seed: int = 0,
                    threads: int | None = None, progress: bool = True,
-                   corpus_name: str | None = None) -> "WordVectors":
+                   corpus_name: str | None = None, max_steps: int | None = None,
+                   on_step: Callable[[int, float], None] | None = None) -> WordVectors:
     """Train skip-gram or CBOW with negative sampling; sentences → :class:`WordVectors` (V, dim).
 
     ``sentences`` is a list of token lists (a vocabulary of the words seen ``min_count`` times is
@@ -496,21 +540,29 @@ def train_word2vec(sentences: Sequence[Sequence[str]] | Sequence[Tensor], *, voc
     of the minibatches, updating the shared tables without locks ("Hogwild!", as word2vec.c and
     gensim's ``workers`` do): faster, but not bit-reproducible. The config of the returned
     vectors records the settings, the training loss of each epoch and the seconds taken.
+
+    ``max_steps`` stops after that many minibatch updates (the learning rate still decays on the
+    schedule of the whole run); ``on_step(step, loss)`` is called after every update with the
+    step's number (0, 1, ...) and its mean loss per prediction. Together they let a hand-written
+    loop be compared with this one, step by step.
     """
     cfg = Word2VecConfig(model=model, dim=dim, window=window, negative=negative, min_count=min_count,
                          sample=sample, epochs=epochs, lr=lr, min_lr=min_lr, batch_size=batch_size,
                          seed=seed)
     if threads is not None:
         _check_positive(threads=threads)
+    if max_steps is not None:
+        _check_positive(max_steps=max_steps)
     start = time.perf_counter()
-    vocab, ids, sentence_ids = _encode_corpus(sentences, vocab, min_count)
+    vocab, ids, sentence_ids = encode_corpus(sentences, vocab, min_count)
     generator = torch.Generator().manual_seed(seed)
     counts = torch.bincount(ids, minlength=len(vocab))
     keep = keep_probabilities(counts, sample)
-    accept, alias = _alias_table(noise_distribution(counts))
+    draw_noise = NoiseSampler(noise_distribution(counts))
     net = (CBOW if model == "cbow" else SkipGram)(len(vocab), dim, generator)
     in_w, out_w = net.in_embed.weight.data, net.out_embed.weight.data
     history = []
+    steps = [0]                                                  # updates done, over all workers
     workers = threads or 1
     old_threads = torch.get_num_threads()
     if threads is not None:
@@ -522,7 +574,9 @@ def train_word2vec(sentences: Sequence[Sequence[str]] | Sequence[Tensor], *, voc
             # tables from values up to n − 1 steps old, so n steps of batch_size / n act like
             # one step of batch_size.
             for epoch in range(epochs):
-                batches = _epoch_batches(ids, sentence_ids, keep, window, max(1, batch_size // workers),
+                if max_steps is not None and steps[0] >= max_steps:
+                    break
+                batches = epoch_batches(ids, sentence_ids, keep, window, max(1, batch_size // workers),
                                          generator)
                 seeds = torch.randint(2**62, (workers,), generator=generator).tolist()
                 totals = [[0.0, 0] for _ in range(workers)]
@@ -530,13 +584,18 @@ def train_word2vec(sentences: Sequence[Sequence[str]] | Sequence[Tensor], *, voc
                 def work(worker: int) -> None:
                     noise_generator = torch.Generator().manual_seed(seeds[worker])
                     for i in range(worker, len(batches), workers):
+                        if max_steps is not None and steps[0] >= max_steps:
+                            break
                         contexts, centres = batches[i]
-                        negatives = _draw(accept, alias, (len(centres), negative), noise_generator)
+                        negatives = draw_noise((len(centres), negative), noise_generator)
                         step_lr = lr - (lr - min_lr) * (epoch + i / len(batches)) / epochs
-                        loss, n = _train_step(in_w, out_w, contexts, centres, negatives, step_lr,
+                        loss, n = train_step(in_w, out_w, contexts, centres, negatives, step_lr,
                                               cbow=model == "cbow")
                         totals[worker][0] += loss
                         totals[worker][1] += n
+                        steps[0] += 1
+                        if on_step is not None:
+                            on_step(steps[0] - 1, loss / max(n, 1))
                         if worker == 0 and i % 64 == 0:
                             bar.n = epoch + i / len(batches)
                             bar.set_postfix(loss=f"{totals[0][0] / max(totals[0][1], 1):.3f}",
@@ -560,184 +619,6 @@ def train_word2vec(sentences: Sequence[Sequence[str]] | Sequence[Tensor], *, voc
               "n_tokens": len(ids), "train_seconds": round(seconds, 1),
               "loss_per_epoch": [round(x, 4) for x in history]}
     return WordVectors(in_w.clone(), vocab, config)
-
-
-# --------------------------------------------------------------------------------- word vectors
-
-
-class WordVectors:
-    """Word vectors (V, D) with their vocabulary: look-up, neighbours, analogies, evaluation."""
-
-    def __init__(self, vectors: Tensor, vocab: Vocab, config: dict | None = None):
-        vectors = torch.as_tensor(vectors, dtype=torch.float32)
-        if vectors.dim() != 2 or vectors.shape[0] != len(vocab):
-            raise ValueError(f"vectors must have shape (vocab size, dim) = ({len(vocab)}, D), got "
-                             f"{tuple(vectors.shape)}; the vectors and vocabulary do not belong together")
-        self.vectors, self.vocab, self.config = vectors, vocab, dict(config or {})
-        self._unit: Tensor | None = None
-
-    def __len__(self) -> int:
-        return len(self.vocab)
-
-    def __repr__(self) -> str:
-        return f"WordVectors(words={len(self)}, dim={self.dim})"
-
-    def __contains__(self, word: str) -> bool:
-        return word in self.vocab.stoi
-
-    def __getitem__(self, word: str) -> Tensor:
-        return self.vectors[self._id(word)]
-
-    @property
-    def dim(self) -> int:
-        return self.vectors.shape[1]
-
-    @property
-    def unit_vectors(self) -> Tensor:
-        """(V, D) vectors scaled to length 1 (zero vectors stay zero), so dot product = cosine."""
-        if self._unit is None:
-            self._unit = self.vectors / self.vectors.norm(dim=1, keepdim=True).clamp_min(1e-12)
-        return self._unit
-
-    def _id(self, word: str) -> int:
-        if word in self.vocab.stoi:
-            return self.vocab.stoi[word]
-        hint = (f"; the vectors were trained on lower-cased text, try {word.lower()!r}"
-                if isinstance(word, str) and word.lower() in self.vocab.stoi else "")
-        raise KeyError(f"{word!r} is not in the vocabulary ({len(self)} words); "
-                       f"check with `{word!r} in wv` first{hint}")
-
-    def similarity(self, a: str, b: str) -> float:
-        """Cosine similarity of two words."""
-        return float(self.unit_vectors[self._id(a)] @ self.unit_vectors[self._id(b)])
-
-    def most_similar(self, word_or_vector: str | Tensor, k: int = 10,
-                     exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
-        """The k words with the highest cosine to a word (itself excluded) or to a vector (D,)."""
-        exclude = set(exclude)
-        if isinstance(word_or_vector, str):
-            query = self[word_or_vector]
-            exclude.add(word_or_vector)
-        else:
-            query = torch.as_tensor(word_or_vector, dtype=torch.float32)
-            if query.shape != (self.dim,):
-                raise ValueError(f"query vector must have shape ({self.dim},), got {tuple(query.shape)}")
-        sims = self.unit_vectors @ (query / query.norm().clamp_min(1e-12))         # (V,)
-        sims[[self._id(w) for w in exclude if w in self]] = -math.inf
-        top = sims.topk(max(0, min(k, len(self) - len(exclude))))
-        return [(self.vocab.itos[i], round(float(s), 4)) for s, i in zip(top.values, top.indices.tolist())]
-
-    def analogy(self, a: str, b: str, c: str, k: int = 1) -> list[tuple[str, float]]:
-        """"a is to b as c is to ?" by 3CosAdd: the words nearest unit(b) − unit(a) + unit(c),
-        leaving out a, b and c themselves (Mikolov et al. 2013a). Returns k (word, cosine) pairs."""
-        unit = self.unit_vectors
-        query = unit[self._id(b)] - unit[self._id(a)] + unit[self._id(c)]
-        return self.most_similar(query, k, exclude=(a, b, c))
-
-    def _case_map(self, restrict_vocab: int | None, case_insensitive: bool) -> dict[str, int]:
-        """Word → id over the first `restrict_vocab` words; lower-cased keys with the most frequent
-        spelling winning if `case_insensitive`, like gensim's evaluate_* functions."""
-        n = len(self) if restrict_vocab is None else min(restrict_vocab, len(self))
-        words = self.vocab.itos[:n]
-        if not case_insensitive:
-            return {w: i for i, w in enumerate(words)}
-        return {w.lower(): i for i, w in reversed(list(enumerate(words)))}
-
-    def evaluate_analogies(self, questions: Iterable[Sequence[str]], restrict_vocab: int | None = 30000,
-                           case_insensitive: bool = True) -> dict:
-        """Accuracy on (section, a, b, c, d) analogy questions, e.g. data.read_analogies().
-
-        Same conventions as gensim's ``KeyedVectors.evaluate_word_analogies``: only the
-        ``restrict_vocab`` first (most frequent) words are searched; a question with any word
-        outside them is skipped (``n_used`` of ``n_total`` are answered); the answer is the
-        3CosAdd nearest word other than a, b, c. Returns ``{"accuracy", "n_correct", "n_used",
-        "n_total", "coverage", "per_section": {section: accuracy}}``.
-        """
-        lookup = self._case_map(restrict_vocab, case_insensitive)
-        norm = str.lower if case_insensitive else str
-        sections, rows = [], []
-        questions = list(questions)
-        for q in questions:
-            if len(q) != 5:
-                raise ValueError(f"each question must be (section, a, b, c, d), got {q!r}")
-            words = [norm(w) for w in q[1:]]
-            if all(w in lookup for w in words):
-                sections.append(q[0])
-                rows.append([lookup[w] for w in words])
-        searched = len(self) if restrict_vocab is None else min(restrict_vocab, len(self))
-        unit = self.unit_vectors[:searched]                                       # (R, D)
-        correct = torch.zeros(len(rows), dtype=torch.bool)
-        ids = torch.tensor(rows, dtype=torch.long).view(-1, 4)                     # (Q, 4): a, b, c, d
-        for start in range(0, len(rows), 1024):
-            a, b, c, d = ids[start:start + 1024].T
-            sims = (unit[b] - unit[a] + unit[c]) @ unit.T                         # (q, R)
-            sims.scatter_(1, torch.stack([a, b, c], 1), -math.inf)
-            correct[start:start + 1024] = sims.argmax(1) == d
-        per_section: dict[str, list[int]] = {}
-        for section, ok in zip(sections, correct.tolist()):
-            per_section.setdefault(section, [0, 0])
-            per_section[section][0] += ok
-            per_section[section][1] += 1
-        n_used, n_correct = len(rows), int(correct.sum())
-        return {"accuracy": n_correct / n_used if n_used else float("nan"),
-                "n_correct": n_correct, "n_used": n_used, "n_total": len(questions),
-                "coverage": n_used / len(questions) if questions else float("nan"),
-                "per_section": {s: ok / n for s, (ok, n) in per_section.items()}}
-
-    def evaluate_wordsim(self, pairs: Iterable[Sequence], case_insensitive: bool = True) -> dict:
-        """Spearman correlation of cosines with human scores on (word1, word2, score) pairs,
-        e.g. data.read_wordsim353(); pairs with an unknown word are skipped, as gensim does.
-        Returns ``{"spearman", "pearson", "n_used", "n_total", "coverage"}``."""
-        from scipy.stats import pearsonr, spearmanr
-
-        lookup = self._case_map(None, case_insensitive)
-        norm = str.lower if case_insensitive else str
-        pairs = list(pairs)
-        human, model = [], []
-        for w1, w2, score in pairs:
-            if norm(w1) in lookup and norm(w2) in lookup:
-                human.append(float(score))
-                model.append(float(self.unit_vectors[lookup[norm(w1)]] @ self.unit_vectors[lookup[norm(w2)]]))
-        enough = len(human) >= 2
-        return {"spearman": float(spearmanr(human, model).statistic) if enough else float("nan"),
-                "pearson": float(pearsonr(human, model).statistic) if enough else float("nan"),
-                "n_used": len(human), "n_total": len(pairs),
-                "coverage": len(human) / len(pairs) if pairs else float("nan")}
-
-    def save(self, directory: str | Path) -> Path:
-        """Write vectors.safetensors (float16), vocab.json and config.json into `directory`."""
-        from safetensors.torch import save_file
-
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        half = self.vectors.to(torch.float16)
-        if not torch.isfinite(half).all():
-            raise ValueError("some vectors overflow float16 (|x| > 65504); the training diverged")
-        save_file({"vectors": half.contiguous()}, str(directory / "vectors.safetensors"))
-        self.vocab.save(directory / "vocab.json")
-        config = {**self.config, "vocab_size": len(self), "dim": self.dim, "stored_dtype": "float16"}
-        (directory / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        return directory
-
-    @classmethod
-    def load(cls, directory: str | Path) -> "WordVectors":
-        """Read a directory written by :meth:`save`; vectors come back as float32."""
-        from safetensors.torch import load_file
-
-        directory = Path(directory)
-        files = [directory / n for n in ("vectors.safetensors", "vocab.json", "config.json")]
-        missing = [f.name for f in files if not f.is_file()]
-        if missing:
-            raise FileNotFoundError(f"{directory} is not a word-vector checkpoint: missing "
-                                    f"{', '.join(missing)}. "
-                                    "Make one with WordVectors.save or `python -m onehot2gpt.word2vec train`")
-        vectors = load_file(str(files[0]))["vectors"].float()
-        vocab = Vocab.load(files[1])
-        if len(vocab) != vectors.shape[0]:
-            raise ValueError(f"{directory}: vocab.json has {len(vocab)} words but vectors.safetensors has "
-                             f"{vectors.shape[0]} rows; the files come from different checkpoints, "
-                             "save them again together")
-        return cls(vectors, vocab, json.loads(files[2].read_text(encoding="utf-8")))
 
 
 # --------------------------------------------------------------------------------- command line

@@ -8,11 +8,31 @@ import torch
 
 from .checking import check_function, rand_int
 
+# ---------------------------------------------------------------------------------------------
+# Exercise 1: skip-gram pairs
+
 
 def _reference_skipgram_pairs(ids, window):
     from ..word2vec import skipgram_pairs
-    centres, contexts = skipgram_pairs(torch.as_tensor(ids), window, shrink=False)
+    centres, contexts = skipgram_pairs(torch.as_tensor(ids, dtype=torch.long), window, shrink=False)
     return list(zip(centres.tolist(), contexts.tolist()))
+
+
+def _skipgram_pairs_diagnose(got, expected, ids, window):
+    if not isinstance(got, (list, tuple)):
+        return None
+    try:
+        got_set, expected_set = sorted(map(tuple, got)), sorted(expected)
+    except TypeError:
+        return None
+    if got_set == expected_set:
+        return "the right pairs in another order: centre by centre, each centre's contexts left to right"
+    if len(got) > len(expected) and all(p in got_set for p in expected_set):
+        return ("every expected pair is there, plus some more: a word is never its own context, and "
+                "the window reaches `window` words to each side, no further")
+    if len(got) < len(expected):
+        return "some pairs are missing: the window has `window` words on *each* side of the centre"
+    return None
 
 
 def check_skipgram_pairs(fn: Callable) -> None:
@@ -23,12 +43,34 @@ def check_skipgram_pairs(fn: Callable) -> None:
         return torch.randint(0, 50, (n,), generator=gen).tolist(), rand_int(gen, 1, 4)
 
     check_function(fn, _reference_skipgram_pairs, make, name="skipgram_pairs",
+                   concept="a pair joins a centre word with each word 1 to `window` positions to its left "
+                           "and right (never with itself, never past either end of the list); the pairs "
+                           "come centre by centre, and each centre's contexts from left to right",
                    hint="for each position i, for each j from i - window to i + window, skip j == i "
-                        "and j outside 0..len(ids)-1, and append (ids[i], ids[j]); return tuples of ints")
+                        "and j outside 0..len(ids)-1, and append (ids[i], ids[j]); return tuples of ints",
+                   diagnose=_skipgram_pairs_diagnose)
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 2: the negative-sampling loss
+
+
+def _loss_diagnose(got, expected, v, u, noise):
+    if not isinstance(got, torch.Tensor) or got.numel() != 1 or float(expected) == 0:
+        return None
+    ratio = float(got) / float(expected)
+    if len(v) > 1 and abs(ratio - len(v)) < 1e-3:
+        return "you summed over the batch: the loss is the mean over the B examples"
+    from ..word2vec import negative_sampling_loss
+    if torch.allclose(got.detach().double(), negative_sampling_loss(v, u, -noise).double(), rtol=1e-4):
+        return ("the noise words are scored with the wrong sign: a noise word's term is "
+                "−log σ(−u_k·v_c), small when its score is low")
+    return None
 
 
 def check_negative_sampling_loss(fn: Callable) -> None:
-    """Exercise: centre vectors (B, D), context vectors (B, D), noise vectors (B, K, D) → mean loss."""
+    """Exercise: centre vectors (B, D), context vectors (B, D), noise vectors (B, K, D) → mean loss,
+    a 0-d tensor."""
     from ..word2vec import negative_sampling_loss
 
     def make(gen):
@@ -36,11 +78,48 @@ def check_negative_sampling_loss(fn: Callable) -> None:
         return (torch.randn(b, d, generator=gen), torch.randn(b, d, generator=gen),
                 torch.randn(b, k, d, generator=gen))
 
-    check_function(fn, lambda v, u, n: float(negative_sampling_loss(v, u, n)), make,
-                   name="negative_sampling_loss",
+    check_function(fn, negative_sampling_loss, make, name="negative_sampling_loss",
+                   concept="the real context word should score high, so its term is −log σ of its score; "
+                           "each noise word should score low, so its term is −log σ of minus its score, "
+                           "summed over the K noise words; the loss is the mean of that over the batch, "
+                           "kept as a tensor (a single number autograd can differentiate)",
                    hint="per example: -log σ(u_o·v_c) - Σ_k log σ(-u_k·v_c); F.logsigmoid is the "
                         "stable log σ; torch.bmm(noise, centre.unsqueeze(2)) gives the K scores; "
-                        "then average over the batch")
+                        "then .mean() over the batch, without .item()",
+                   diagnose=_loss_diagnose)
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 3: the noise distribution
+
+
+def _noise_diagnose(got, expected, counts):
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        return None
+    got = got.double()
+    if torch.allclose(got, counts.double() / counts.double().sum(), rtol=1e-4):
+        return "this is the plain unigram distribution (count / total): the 0.75 power is missing"
+    if not torch.isclose(got.sum(), torch.tensor(1.0, dtype=torch.float64), atol=1e-4):
+        return f"your probabilities sum to {float(got.sum()):.4g}, not 1: divide by the total"
+    return None
+
+
+def check_noise_distribution(fn: Callable) -> None:
+    """Exercise: word counts (V,) → noise probabilities (V,) ∝ count^0.75, float32 like the counts."""
+    from ..word2vec import noise_distribution
+    check_function(fn, noise_distribution,
+                   lambda g: (torch.randint(1, 1000, (rand_int(g, 2, 20),),
+                                            generator=g).float(),),
+                   name="noise_distribution",
+                   concept="each word is drawn with probability proportional to its count raised to the "
+                           "power 0.75, so the probabilities are those weights divided by their sum "
+                           "(they add up to 1), one per word, in the counts' dtype",
+                   hint="raise the counts to the power 0.75, then divide by their sum",
+                   diagnose=_noise_diagnose)
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 4: analogies by 3CosAdd
 
 
 def _reference_analogy(unit_vectors, a, b, c):
@@ -50,24 +129,114 @@ def _reference_analogy(unit_vectors, a, b, c):
     return int(scores.argmax())
 
 
+def _analogy_diagnose(got, expected, unit_vectors, a, b, c):
+    if isinstance(got, int) and got in (a, b, c):
+        return "your answer is one of the three query words, which 3CosAdd never answers"
+    return None
+
+
 def check_analogy(fn: Callable) -> None:
-    """Exercise: unit-length vectors (V, D) and ids a, b, c → id of the best d (3CosAdd)."""
+    """Exercise: unit-length vectors (V, D) and ids a, b, c → id of the best d (3CosAdd), an int."""
     def make(gen):
         v = torch.randn(30, 8, generator=gen)
         a, b, c = torch.randperm(30, generator=gen)[:3].tolist()
         return v / v.norm(dim=1, keepdim=True), a, b, c
 
-    check_function(fn, _reference_analogy, make, name="analogy",
+    def as_int(*args):
+        got = fn(*args)
+        if isinstance(got, bool) or not isinstance(got, int):
+            raise TypeError(f"return the answer's id as a Python int, got {type(got).__name__} {got!r}")
+        return got
+
+    check_function(as_int, _reference_analogy, make, name="analogy",
+                   concept="3CosAdd: the answer is the word whose vector points most nearly the way of "
+                           "b − a + c (for unit vectors, the highest dot product), and a, b and c "
+                           "themselves are never answers; the answer is one word id, a Python int",
                    hint="score every word by its dot product with b - a + c (the vectors are unit "
                         "length, so that is cosine up to a constant), rule out a, b and c "
-                        "themselves, and return the id with the highest score as an int")
+                        "themselves, and return int(...) of the id with the highest score",
+                   diagnose=_analogy_diagnose)
 
 
-def check_noise_distribution(fn: Callable) -> None:
-    """Exercise: word counts (V,) → noise probabilities (V,) ∝ count^0.75."""
-    from ..word2vec import noise_distribution
-    check_function(fn, noise_distribution,
-                   lambda g: (torch.randint(1, 1000, (rand_int(g, 2, 20),),
-                                            generator=g).float(),),
-                   name="noise_distribution",
-                   hint="raise the counts to the power 0.75, then divide by their sum")
+# ---------------------------------------------------------------------------------------------
+# Exercise 5: one skip-gram training step by hand (the library's fast trainer's step)
+
+
+def _step_inputs(gen):
+    """Tables and one batch in the trainer's format, small enough that no row is damped."""
+    V, D, B, b, K = rand_int(gen, 6, 12), rand_int(gen, 2, 6), rand_int(gen, 1, 6), rand_int(gen, 1, 4), \
+        rand_int(gen, 1, 5)
+    in_w = torch.randn(V, D, generator=gen) * 0.5
+    out_w = torch.randn(V, D, generator=gen) * 0.5
+    contexts = torch.randint(0, V, (B, 2 * b), generator=gen)
+    pads = torch.rand(B, 2 * b, generator=gen) < 0.25                            # windows cut by a sentence end
+    pads[:, b - 1] = False                                                        # every centre keeps one word
+    contexts[pads] = -1
+    contexts[0, 0] = contexts[0, -1] = contexts[0, b - 1]                         # a word twice in one row
+    centres = torch.randint(0, V, (B,), generator=gen)
+    negatives = torch.randint(0, V, (B, K), generator=gen)
+    lr = 0.005 + 0.005 * float(torch.rand((), generator=gen))                    # lr · repeats < MAX_ROW_STEP
+    return in_w, out_w, contexts, centres, negatives, lr
+
+
+def _reference_step(in_w, out_w, contexts, centres, negatives, lr):
+    from ..word2vec import train_step
+    loss, n = train_step(in_w, out_w, contexts, centres, negatives, lr, cbow=False)
+    return {"loss": loss, "n": n, "in_w": in_w, "out_w": out_w}
+
+
+def _step_diagnose(got, expected, in_w, out_w, contexts, centres, negatives, lr):
+    if not isinstance(got, dict):
+        return None
+    if torch.equal(got["in_w"], in_w) and torch.equal(got["out_w"], out_w):
+        return "neither table changed: the step must update in_w and out_w themselves (in place)"
+    if torch.equal(got["in_w"], in_w):
+        return "out_w changed but in_w did not: the context words' input vectors also take a step"
+    if torch.equal(got["out_w"], out_w):
+        return "in_w changed but out_w did not: the centre's and the noise words' output vectors also take a step"
+    if (got["in_w"][-1] != expected["in_w"][-1]).any() and (contexts == -1).any() \
+            and not (contexts == in_w.shape[0] - 1).any():
+        return "the last row of in_w moved: the -1 pads are not words, they must be left out"
+    step_got, step_exp = got["in_w"] - in_w, expected["in_w"] - in_w
+    if torch.allclose(step_got, -step_exp, atol=1e-6):
+        return "the input vectors moved uphill: a step goes against the gradient (minus lr times it)"
+    n = expected["n"]
+    if n > 1 and torch.allclose(step_got * n, step_exp, atol=1e-6):
+        return "the steps are n times too small: they follow the summed loss, not the mean"
+    try:
+        if n > 1 and abs(float(got["loss"]) * n - float(expected["loss"])) < 1e-3 * abs(float(expected["loss"])):
+            return "the loss is the mean; return the sum over all (context, centre) predictions"
+    except (TypeError, ValueError):
+        return None
+    return ("some rows differ: if a word occurs more than once in the batch, are all its updates added "
+            "up, each computed from the vectors as they were before the step?")
+
+
+def check_sgns_step(fn: Callable) -> None:
+    """Exercise: one SGD step of skip-gram with negative sampling on a batch of windows, by hand.
+
+    ``fn(in_w (V, D), out_w (V, D), contexts (B, C) with -1 pads, centres (B,), negatives (B, K), lr)``
+    updates both tables in place and returns (summed loss, number of predictions); the reference is
+    the library's fast trainer's step, on batches where it damps nothing."""
+    def run(in_w, out_w, contexts, centres, negatives, lr):
+        result = fn(in_w, out_w, contexts, centres, negatives, lr)
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):
+            raise TypeError("return two things: the summed loss and the number of predictions, "
+                            f"got {type(result).__name__}")
+        loss, n = result
+        return {"loss": float(loss), "n": int(n), "in_w": in_w, "out_w": out_w}
+
+    check_function(run, _reference_step, _step_inputs, name="sgns_step",
+                   concept="each context word's input vector v is scored against the centre's output "
+                           "vector (label 1) and the K noise words' output vectors (label 0); σ(score) − "
+                           "label is the error, and error × the other vector is each vector's gradient of "
+                           "the loss summed over all predictions; both tables step by −lr × gradient, "
+                           "computed from the vectors before the step; pads (-1) are not words, and a word "
+                           "that appears several times gets the sum of its updates",
+                   hint="found = contexts >= 0; b, m = found.nonzero().T; v = in_w[contexts[b, m]] (P, D); "
+                        "u = out_w[targets[b]] with targets = cat(centres[:, None], negatives) (P, 1+K, D); "
+                        "scores = bmm(u, v[..., None]); g = sigmoid(scores) − label; the loss is "
+                        "softplus(−s) for the true word plus softplus(s) for the noise; then "
+                        "in_w.index_add_(0, words, −lr · Σ_j g_j u_j) and out_w.index_add_(0, "
+                        "targets, −lr · g v) so repeated rows add up",
+                   diagnose=_step_diagnose)

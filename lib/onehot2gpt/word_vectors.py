@@ -1,0 +1,192 @@
+"""Word vectors with their vocabulary: nearest neighbours, analogies, evaluation, save and load.
+
+Taught in notebook 02 (word vectors). :func:`onehot2gpt.word2vec.train_word2vec` returns them;
+:class:`WordVectors` is also importable from ``onehot2gpt.word2vec``. The evaluations follow
+gensim's conventions (``evaluate_word_analogies``, ``evaluate_word_pairs``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from onehot2gpt.vocab import Vocab
+
+class WordVectors:
+    """Word vectors (V, D) with their vocabulary: look-up, neighbours, analogies, evaluation."""
+
+    def __init__(self, vectors: Tensor, vocab: Vocab, config: dict | None = None):
+        vectors = torch.as_tensor(vectors, dtype=torch.float32)
+        if vectors.dim() != 2 or vectors.shape[0] != len(vocab):
+            raise ValueError(f"vectors must have shape (vocab size, dim) = ({len(vocab)}, D), got "
+                             f"{tuple(vectors.shape)}; the vectors and vocabulary do not belong together")
+        self.vectors, self.vocab, self.config = vectors, vocab, dict(config or {})
+        self._unit: Tensor | None = None
+
+    def __len__(self) -> int:
+        return len(self.vocab)
+
+    def __repr__(self) -> str:
+        return f"WordVectors(words={len(self)}, dim={self.dim})"
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.vocab.stoi
+
+    def __getitem__(self, word: str) -> Tensor:
+        return self.vectors[self._id(word)]
+
+    @property
+    def dim(self) -> int:
+        return self.vectors.shape[1]
+
+    @property
+    def unit_vectors(self) -> Tensor:
+        """(V, D) vectors scaled to length 1 (zero vectors stay zero), so dot product = cosine."""
+        if self._unit is None:
+            self._unit = self.vectors / self.vectors.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        return self._unit
+
+    def _id(self, word: str) -> int:
+        if word in self.vocab.stoi:
+            return self.vocab.stoi[word]
+        hint = (f"; the vectors were trained on lower-cased text, try {word.lower()!r}"
+                if isinstance(word, str) and word.lower() in self.vocab.stoi else "")
+        raise KeyError(f"{word!r} is not in the vocabulary ({len(self)} words); "
+                       f"check with `{word!r} in wv` first{hint}")
+
+    def similarity(self, a: str, b: str) -> float:
+        """Cosine similarity of two words."""
+        return float(self.unit_vectors[self._id(a)] @ self.unit_vectors[self._id(b)])
+
+    def most_similar(self, word_or_vector: str | Tensor, k: int = 10,
+                     exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
+        """The k words with the highest cosine to a word (itself excluded) or to a vector (D,)."""
+        exclude = set(exclude)
+        if isinstance(word_or_vector, str):
+            query = self[word_or_vector]
+            exclude.add(word_or_vector)
+        else:
+            query = torch.as_tensor(word_or_vector, dtype=torch.float32)
+            if query.shape != (self.dim,):
+                raise ValueError(f"query vector must have shape ({self.dim},), got {tuple(query.shape)}")
+        sims = self.unit_vectors @ (query / query.norm().clamp_min(1e-12))         # (V,)
+        sims[[self._id(w) for w in exclude if w in self]] = -math.inf
+        top = sims.topk(max(0, min(k, len(self) - len(exclude))))
+        return [(self.vocab.itos[i], round(float(s), 4)) for s, i in zip(top.values, top.indices.tolist())]
+
+    def analogy(self, a: str, b: str, c: str, k: int = 1) -> list[tuple[str, float]]:
+        """"a is to b as c is to ?" by 3CosAdd: the words nearest unit(b) − unit(a) + unit(c),
+        leaving out a, b and c themselves (Mikolov et al. 2013a). Returns k (word, cosine) pairs."""
+        unit = self.unit_vectors
+        query = unit[self._id(b)] - unit[self._id(a)] + unit[self._id(c)]
+        return self.most_similar(query, k, exclude=(a, b, c))
+
+    def _case_map(self, restrict_vocab: int | None, case_insensitive: bool) -> dict[str, int]:
+        """Word → id over the first `restrict_vocab` words; lower-cased keys with the most frequent
+        spelling winning if `case_insensitive`, like gensim's evaluate_* functions."""
+        n = len(self) if restrict_vocab is None else min(restrict_vocab, len(self))
+        words = self.vocab.itos[:n]
+        if not case_insensitive:
+            return {w: i for i, w in enumerate(words)}
+        return {w.lower(): i for i, w in reversed(list(enumerate(words)))}
+
+    def evaluate_analogies(self, questions: Iterable[Sequence[str]], restrict_vocab: int | None = 30000,
+                           case_insensitive: bool = True) -> dict:
+        """Accuracy on (section, a, b, c, d) analogy questions, e.g. data.read_analogies().
+
+        Same conventions as gensim's ``KeyedVectors.evaluate_word_analogies``: only the
+        ``restrict_vocab`` first (most frequent) words are searched; a question with any word
+        outside them is skipped (``n_used`` of ``n_total`` are answered); the answer is the
+        3CosAdd nearest word other than a, b, c. Returns ``{"accuracy", "n_correct", "n_used",
+        "n_total", "coverage", "per_section": {section: accuracy}}``.
+        """
+        lookup = self._case_map(restrict_vocab, case_insensitive)
+        norm = str.lower if case_insensitive else str
+        sections, rows = [], []
+        questions = list(questions)
+        for q in questions:
+            if len(q) != 5:
+                raise ValueError(f"each question must be (section, a, b, c, d), got {q!r}")
+            words = [norm(w) for w in q[1:]]
+            if all(w in lookup for w in words):
+                sections.append(q[0])
+                rows.append([lookup[w] for w in words])
+        searched = len(self) if restrict_vocab is None else min(restrict_vocab, len(self))
+        unit = self.unit_vectors[:searched]                                       # (R, D)
+        correct = torch.zeros(len(rows), dtype=torch.bool)
+        ids = torch.tensor(rows, dtype=torch.long).view(-1, 4)                     # (Q, 4): a, b, c, d
+        for start in range(0, len(rows), 1024):
+            a, b, c, d = ids[start:start + 1024].T
+            sims = (unit[b] - unit[a] + unit[c]) @ unit.T                         # (q, R)
+            sims.scatter_(1, torch.stack([a, b, c], 1), -math.inf)
+            correct[start:start + 1024] = sims.argmax(1) == d
+        per_section: dict[str, list[int]] = {}
+        for section, ok in zip(sections, correct.tolist()):
+            per_section.setdefault(section, [0, 0])
+            per_section[section][0] += ok
+            per_section[section][1] += 1
+        n_used, n_correct = len(rows), int(correct.sum())
+        return {"accuracy": n_correct / n_used if n_used else float("nan"),
+                "n_correct": n_correct, "n_used": n_used, "n_total": len(questions),
+                "coverage": n_used / len(questions) if questions else float("nan"),
+                "per_section": {s: ok / n for s, (ok, n) in per_section.items()}}
+
+    def evaluate_wordsim(self, pairs: Iterable[Sequence], case_insensitive: bool = True) -> dict:
+        """Spearman correlation of cosines with human scores on (word1, word2, score) pairs,
+        e.g. data.read_wordsim353(); pairs with an unknown word are skipped, as gensim does.
+        Returns ``{"spearman", "pearson", "n_used", "n_total", "coverage"}``."""
+        from scipy.stats import pearsonr, spearmanr
+
+        lookup = self._case_map(None, case_insensitive)
+        norm = str.lower if case_insensitive else str
+        pairs = list(pairs)
+        human, model = [], []
+        for w1, w2, score in pairs:
+            if norm(w1) in lookup and norm(w2) in lookup:
+                human.append(float(score))
+                model.append(float(self.unit_vectors[lookup[norm(w1)]] @ self.unit_vectors[lookup[norm(w2)]]))
+        enough = len(human) >= 2
+        return {"spearman": float(spearmanr(human, model).statistic) if enough else float("nan"),
+                "pearson": float(pearsonr(human, model).statistic) if enough else float("nan"),
+                "n_used": len(human), "n_total": len(pairs),
+                "coverage": len(human) / len(pairs) if pairs else float("nan")}
+
+    def save(self, directory: str | Path) -> Path:
+        """Write vectors.safetensors (float16), vocab.json and config.json into `directory`."""
+        from safetensors.torch import save_file
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        half = self.vectors.to(torch.float16)
+        if not torch.isfinite(half).all():
+            raise ValueError("some vectors overflow float16 (|x| > 65504); the training diverged")
+        save_file({"vectors": half.contiguous()}, str(directory / "vectors.safetensors"))
+        self.vocab.save(directory / "vocab.json")
+        config = {**self.config, "vocab_size": len(self), "dim": self.dim, "stored_dtype": "float16"}
+        (directory / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        return directory
+
+    @classmethod
+    def load(cls, directory: str | Path) -> "WordVectors":
+        """Read a directory written by :meth:`save`; vectors come back as float32."""
+        from safetensors.torch import load_file
+
+        directory = Path(directory)
+        files = [directory / n for n in ("vectors.safetensors", "vocab.json", "config.json")]
+        missing = [f.name for f in files if not f.is_file()]
+        if missing:
+            raise FileNotFoundError(f"{directory} is not a word-vector checkpoint: missing "
+                                    f"{', '.join(missing)}. "
+                                    "Make one with WordVectors.save or `python -m onehot2gpt.word2vec train`")
+        vectors = load_file(str(files[0]))["vectors"].float()
+        vocab = Vocab.load(files[1])
+        if len(vocab) != vectors.shape[0]:
+            raise ValueError(f"{directory}: vocab.json has {len(vocab)} words but vectors.safetensors has "
+                             f"{vectors.shape[0]} rows; the files come from different checkpoints, "
+                             "save them again together")
+        return cls(vectors, vocab, json.loads(files[2].read_text(encoding="utf-8")))
