@@ -3,7 +3,11 @@
 Taught in notebook 06; BERT (07–08) and GPT (09–10) reuse the blocks. Follows Vaswani et al.,
 "Attention Is All You Need" (2017): sinusoidal positions (§3.5), sub-layers wrapped as
 LayerNorm(x + Sublayer(x)) — *post-norm* — and the *pre-norm* variant x + Sublayer(LayerNorm(x))
-that GPT-2 uses because it trains deep stacks without a warm-up.
+that GPT-2 uses, which keeps the gradient evenly spread through deep stacks.
+
+Layout: the config, then the parts in the order the notebook builds them (positions, blocks,
+encoder, decoder), then the two models; the key maps to torch.nn's layers and the attention
+source for the explorer come last.
 
 Every model returns attention maps on request as one (B, H, T_q, T_k) tensor per layer, the
 layout Hugging Face uses, so the same plots, explorer and bertviz views serve all models.
@@ -18,6 +22,47 @@ import torch
 from torch import nn
 
 from .attention import TORCH_MHA_KEYS, MultiHeadAttention, causal_mask, padding_mask
+
+
+# ---------------------------------------------------------------------------------------------
+# Config
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Sizes of a small Transformer. Teaching-sized defaults; presets below."""
+
+    vocab_size: int = 64          # source vocabulary (and target, unless tgt_vocab_size is set)
+    tgt_vocab_size: int | None = None
+    d_model: int = 64
+    n_heads: int = 4              # d_model / n_heads = 16 features per head
+    n_layers: int = 2
+    d_ff: int = 256               # the paper's 4 × d_model
+    max_len: int = 64
+    dropout: float = 0.1
+    norm_first: bool = False      # post-norm as in the paper; True = pre-norm as in GPT-2
+    positions: str = "sinusoidal"  # or "learned"
+    activation: str = "relu"
+    pad_id: int = 0               # the course's Vocab puts <pad> at 0
+
+    def __post_init__(self):
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
+        if self.positions not in ("sinusoidal", "learned"):
+            raise ValueError(f"positions must be 'sinusoidal' or 'learned', got {self.positions!r}")
+
+    @classmethod
+    def tiny(cls, **overrides) -> "TransformerConfig":
+        """Tests and toy tasks: 2 layers, 32 wide, 2 heads."""
+        return cls(**{**dict(d_model=32, n_heads=2, n_layers=2, d_ff=64, max_len=32), **overrides})
+
+    @classmethod
+    def base(cls, **overrides) -> "TransformerConfig":
+        """The paper's Transformer-base sizes (for scale; too big to train here)."""
+        return cls(**{**dict(vocab_size=37000, d_model=512, n_heads=8, n_layers=6, d_ff=2048,
+                             max_len=512), **overrides})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,36 +206,6 @@ class DecoderBlock(nn.Module):
         return x, w_self, w_cross
 
 
-# Our EncoderBlock / DecoderBlock parameter names → torch.nn.TransformerEncoderLayer /
-# TransformerDecoderLayer's. The loaders below and the parity tests use these maps.
-def _prefixed(ours: str, theirs: str) -> dict[str, str]:
-    return {f"{ours}.{k}": f"{theirs}.{v}" for k, v in TORCH_MHA_KEYS.items()}
-
-
-TORCH_ENCODER_LAYER_KEYS = {
-    **_prefixed("self_attn", "self_attn"),
-    **{f"ff.{n}.{p}": f"{n}.{p}" for n in ("linear1", "linear2") for p in ("weight", "bias")},
-    **{f"norm{i}.{p}": f"norm{i}.{p}" for i in (1, 2) for p in ("weight", "bias")},
-}
-TORCH_DECODER_LAYER_KEYS = {
-    **TORCH_ENCODER_LAYER_KEYS,
-    **_prefixed("cross_attn", "multihead_attn"),
-    "norm3.weight": "norm3.weight", "norm3.bias": "norm3.bias",
-}
-
-
-def load_torch_layer(ours: nn.Module, theirs: nn.Module) -> nn.Module:
-    """Copy a torch.nn.TransformerEncoderLayer (or DecoderLayer) into our EncoderBlock (DecoderBlock)."""
-    keys = TORCH_DECODER_LAYER_KEYS if isinstance(ours, DecoderBlock) else TORCH_ENCODER_LAYER_KEYS
-    source = theirs.state_dict()
-    missing = [v for v in keys.values() if v not in source]
-    if missing:
-        raise ValueError(f"{type(theirs).__name__} lacks {missing}; pass the torch layer that "
-                         f"matches {type(ours).__name__}")
-    ours.load_state_dict({k: source[v] for k, v in keys.items()}, strict=True)
-    return ours
-
-
 class Encoder(nn.Module):
     """n_layers EncoderBlocks (+ a final LayerNorm when pre-norm, whose last residual is raw).
 
@@ -236,44 +251,6 @@ class Decoder(nn.Module):
 
 # ---------------------------------------------------------------------------------------------
 # Models
-
-@dataclass(frozen=True)
-class TransformerConfig:
-    """Sizes of a small Transformer. Teaching-sized defaults; presets below."""
-
-    vocab_size: int = 64          # source vocabulary (and target, unless tgt_vocab_size is set)
-    tgt_vocab_size: int | None = None
-    d_model: int = 64
-    n_heads: int = 4              # d_model / n_heads = 16 features per head
-    n_layers: int = 2
-    d_ff: int = 256               # the paper's 4 × d_model
-    max_len: int = 64
-    dropout: float = 0.1
-    norm_first: bool = False      # post-norm as in the paper; True = pre-norm as in GPT-2
-    positions: str = "sinusoidal"  # or "learned"
-    activation: str = "relu"
-    pad_id: int = 0               # the course's Vocab puts <pad> at 0
-
-    def __post_init__(self):
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
-        if self.positions not in ("sinusoidal", "learned"):
-            raise ValueError(f"positions must be 'sinusoidal' or 'learned', got {self.positions!r}")
-
-    @classmethod
-    def tiny(cls, **overrides) -> "TransformerConfig":
-        """Tests and toy tasks: 2 layers, 32 wide, 2 heads."""
-        return cls(**{**dict(d_model=32, n_heads=2, n_layers=2, d_ff=64, max_len=32), **overrides})
-
-    @classmethod
-    def base(cls, **overrides) -> "TransformerConfig":
-        """The paper's Transformer-base sizes (for scale; too big to train here)."""
-        return cls(**{**dict(vocab_size=37000, d_model=512, n_heads=8, n_layers=6, d_ff=2048,
-                             max_len=512), **overrides})
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 def _positions(config: TransformerConfig) -> nn.Module:
     cls = SinusoidalPositions if config.positions == "sinusoidal" else LearnedPositions
@@ -387,6 +364,40 @@ class Seq2SeqTransformer(nn.Module):
                 break
         self.train(was_training)
         return out[:, 1:]
+
+
+# ---------------------------------------------------------------------------------------------
+# torch.nn interop: key maps and loaders
+
+# Our EncoderBlock / DecoderBlock parameter names → torch.nn.TransformerEncoderLayer /
+# TransformerDecoderLayer's. The loaders below and the parity tests use these maps.
+def _prefixed(ours: str, theirs: str) -> dict[str, str]:
+    return {f"{ours}.{k}": f"{theirs}.{v}" for k, v in TORCH_MHA_KEYS.items()}
+
+
+TORCH_ENCODER_LAYER_KEYS = {
+    **_prefixed("self_attn", "self_attn"),
+    **{f"ff.{n}.{p}": f"{n}.{p}" for n in ("linear1", "linear2") for p in ("weight", "bias")},
+    **{f"norm{i}.{p}": f"norm{i}.{p}" for i in (1, 2) for p in ("weight", "bias")},
+}
+TORCH_DECODER_LAYER_KEYS = {
+    **TORCH_ENCODER_LAYER_KEYS,
+    **_prefixed("cross_attn", "multihead_attn"),
+    "norm3.weight": "norm3.weight", "norm3.bias": "norm3.bias",
+}
+
+
+def load_torch_layer(ours: nn.Module, theirs: nn.Module) -> nn.Module:
+    """Copy a torch.nn.TransformerEncoderLayer (or DecoderLayer) into our EncoderBlock (DecoderBlock)."""
+    keys = TORCH_DECODER_LAYER_KEYS if isinstance(ours, DecoderBlock) else TORCH_ENCODER_LAYER_KEYS
+    source = theirs.state_dict()
+    missing = [v for v in keys.values() if v not in source]
+    if missing:
+        raise ValueError(f"{type(theirs).__name__} lacks {missing}; pass the torch layer that "
+                         f"matches {type(ours).__name__}")
+    ours.load_state_dict({k: source[v] for k, v in keys.items()}, strict=True)
+    return ours
+
 
 
 def attention_source(model, vocab, tokenize):
