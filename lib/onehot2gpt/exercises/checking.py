@@ -4,7 +4,9 @@ the concept first and gives a code-level hint only after a second wrong attempt.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import math
 from collections.abc import Callable
 
@@ -165,3 +167,52 @@ def random_ids(gen: torch.Generator, max_len: int = 12, max_vocab: int = 20):
     vocab_size = rand_int(gen, 2, max_vocab)
     length = rand_int(gen, 1, max_len)
     return torch.randint(0, vocab_size, (length,), generator=gen), vocab_size
+
+
+# --------------------------------------------------------------------------------------------
+# Using the student's solution in the cells after its check: solving an exercise changes what
+# the notebook shows, and an unsolved one leaves the rest of the notebook (and the student
+# version) running on the library's version.
+# --------------------------------------------------------------------------------------------
+
+def yours_or(student_fn: Callable, stand_in: Callable, name: str | None = None) -> Callable:
+    """`student_fn` wrapped so that later cells can use it: while it is still unwritten (raises
+    NotImplementedError) `stand_in` (the library's version) answers instead, with a one-line note.
+    A written solution is always used, right or wrong, so solving the exercise changes what the
+    notebook shows."""
+    name = name or getattr(student_fn, "__name__", "your function")
+    noted = []
+
+    def use(*args, **kwargs):
+        try:
+            return student_fn(*args, **kwargs)
+        except NotImplementedError:
+            if not noted:
+                noted.append(True)
+                print(f"({name} is not written yet: the library's version stands in for it here)")
+            return stand_in(*args, **kwargs)
+
+    use.__name__ = name
+    return use
+
+
+def yours_if_solved(fn: Callable, check: Callable, fallback: Callable, name: str | None = None) -> Callable:
+    """`fn` if it passes `check` (run quietly), else `fallback`; prints one line saying which.
+
+    Later cells call what this returns, so solving an exercise changes what the notebook shows,
+    while an unsolved (or still wrong) exercise leaves the rest of the notebook running. A failed
+    quiet run does not count as a wrong attempt.
+    """
+    name = name or getattr(fn, "__name__", "your function")
+    attempts = dict(_WRONG_ATTEMPTS)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            check(fn)
+    except Exception:  # not written yet, wrong, or not a function: the cells below use the fallback
+        _WRONG_ATTEMPTS.clear()
+        _WRONG_ATTEMPTS.update(attempts)
+        print(f"{name} does not pass its check yet: the cells below use "
+              f"{getattr(fallback, '__name__', 'the reference')} instead")
+        return fallback
+    print(f"the cells below use your {name}")
+    return fn

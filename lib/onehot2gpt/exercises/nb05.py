@@ -1,5 +1,4 @@
-"""Checks for notebook 05 (attention), and the helpers that let the notebook's later cells run on
-the student's own solutions."""
+"""Checks for notebook 05 (attention)."""
 
 from __future__ import annotations
 
@@ -9,27 +8,6 @@ from collections.abc import Callable
 import torch
 
 from .checking import check_function, rand_int
-
-
-def yours_or(student_fn: Callable, stand_in: Callable, name: str | None = None) -> Callable:
-    """`student_fn` wrapped so that later cells can use it: while it is still unwritten (raises
-    NotImplementedError) `stand_in` (the library's version) answers instead, with a one-line note.
-    A written solution is always used, right or wrong, so solving the exercise changes what the
-    notebook shows."""
-    name = name or getattr(student_fn, "__name__", "your function")
-    noted = []
-
-    def use(*args, **kwargs):
-        try:
-            return student_fn(*args, **kwargs)
-        except NotImplementedError:
-            if not noted:
-                noted.append(True)
-                print(f"({name} is not written yet: the library's version stands in for it here)")
-            return stand_in(*args, **kwargs)
-
-    use.__name__ = name
-    return use
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,41 +1,15 @@
 """Checks for notebook 09 (GPT and decoding): a GPT block's forward from its weights, top-k and
-top-p filters, one key/value-cache step; and :func:`yours_if_solved`, which lets later cells run
-on the student's solution once it passes."""
+top-p filters, one key/value-cache step."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
-from . import checking
 from .checking import check_function, describe, rand_int
-
-
-def yours_if_solved(fn: Callable, check: Callable, fallback: Callable, name: str | None = None) -> Callable:
-    """`fn` if it passes `check` (run quietly), else `fallback`; prints one line saying which.
-
-    Later cells call what this returns, so solving an exercise changes what the notebook shows,
-    while an unsolved (or still wrong) exercise leaves the rest of the notebook running. A failed
-    quiet run does not count as a wrong attempt.
-    """
-    name = name or getattr(fn, "__name__", "your function")
-    attempts = dict(checking._WRONG_ATTEMPTS)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            check(fn)
-    except Exception:  # not written yet, wrong, or not a function: the cells below use the fallback
-        checking._WRONG_ATTEMPTS.clear()
-        checking._WRONG_ATTEMPTS.update(attempts)
-        print(f"{name} does not pass its check yet: the cells below use "
-              f"{getattr(fallback, '__name__', 'the reference')} instead")
-        return fallback
-    print(f"the cells below use your {name}")
-    return fn
 
 
 # ---------------------------------------------------------------------------------------------
