@@ -374,8 +374,9 @@ def _top_k_by_sorting(logits, k):
     out = logits.clone()
     rows = out.view(-1, out.shape[-1])
     for row in rows:
-        threshold = sorted(row.tolist(), reverse=True)[min(k, len(row)) - 1]
-        row[row < threshold] = float("-inf")
+        ranked = sorted(range(len(row)), key=lambda i: (-float(row[i]), i))   # a tie: lower id first
+        for i in ranked[k:]:
+            row[i] = float("-inf")
     return out
 
 

@@ -381,3 +381,26 @@ def test_finetune_respects_max_steps_and_frozen_encoder(tiny_tok):
         finetune(model, enc, task="ner")
     with pytest.raises(KeyError, match="labels"):
         finetune(model, encode_sentences(tiny_tok, ["x"]), task="sequence")
+
+
+def test_qa_loss_is_the_mean_of_start_and_end_cross_entropies_over_context_and_cls():
+    from onehot2gpt.tasks import qa_loss
+    torch.manual_seed(0)
+    model = BertForQuestionAnswering(BertConfig(vocab_size=30, d_model=16, n_layers=1, n_heads=2, d_ff=32,
+                                                max_len=16, dropout=0.0)).eval()
+    ids = torch.randint(5, 30, (2, 10))
+    ids[:, 0], ids[:, 3], ids[:, 9] = 2, 3, 3
+    context = torch.zeros(2, 10, dtype=torch.bool)
+    context[:, 4:9] = True
+    batch = {"input_ids": ids, "token_type_ids": context.long(), "attention_mask": torch.ones(2, 10, dtype=torch.long),
+             "context_mask": context, "start_positions": torch.tensor([5, 0]), "end_positions": torch.tensor([6, 0])}
+    hidden = model.bert(ids, batch["token_type_ids"], batch["attention_mask"]).last_hidden_state
+    scores = hidden @ model.qa.weight.T + model.qa.bias                  # (B, T, 2)
+    allowed = [0, 4, 5, 6, 7, 8]                                          # [CLS] and the context
+    expected = 0.0
+    for b, (s, e) in enumerate([(5, 6), (0, 0)]):
+        for k, gold in ((0, s), (1, e)):
+            log_p = scores[b, allowed, k].log_softmax(-1)
+            expected = expected - log_p[allowed.index(gold)] / 4          # mean over 2 rows and 2 ends
+    torch.testing.assert_close(qa_loss(model, batch), expected)
+    assert torch.equal(batch["context_mask"], context)                    # the batch is not changed

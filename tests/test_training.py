@@ -202,3 +202,60 @@ def test_wikitext_articles_hold_sentences():
     assert all(s.strip() for s in sentences)
     assert not any("<unk>" in s or "@-@" in s or "@,@" in s for s in sentences)
     assert sum(s.endswith(" .") for s in sentences) > 0.9 * len(sentences)
+
+
+def test_apply_masking_is_the_80_10_10_rule_given_the_draws():
+    from onehot2gpt.training import apply_masking
+    ids = torch.tensor([[10, 11, 12, 13, 14]])
+    chosen = torch.tensor([[True, True, True, False, True]])
+    action = torch.tensor([[0.1, 0.85, 0.95, 0.1, 0.8]])
+    random_ids = torch.tensor([[50, 51, 52, 53, 54]])
+    inputs, labels = apply_masking(ids, chosen, action, random_ids, MASK)
+    assert inputs.tolist() == [[MASK, 51, 12, 13, 54]]
+    assert labels.tolist() == [[10, 11, 12, IGNORE_INDEX, 14]]
+    assert ids.tolist() == [[10, 11, 12, 13, 14]]                    # not changed in place
+
+
+class _Tok:  # the ids a WordPieceTokenizer exposes, on a made-up vocabulary
+    pad_id, unk_id, cls_id, sep_id, mask_id = 0, 1, 2, 3, 4
+
+    def __len__(self):
+        return VOCAB
+
+
+def _articles(n=12, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [[torch.randint(5, VOCAB, (int(torch.randint(2, 9, (1,), generator=g)),), generator=g).tolist()
+             for _ in range(4)] for _ in range(n)]
+
+
+def test_pretraining_batch_is_pretraining_pairs_then_mask_tokens():
+    from onehot2gpt.training import pretraining_batch, pretraining_pairs
+    articles = _articles()
+    batch = pretraining_batch(articles, 16, 20, _Tok(), torch.Generator().manual_seed(3))
+    g = torch.Generator().manual_seed(3)
+    pairs = pretraining_pairs(articles, 16, 20, _Tok(), g)
+    inputs, labels = mask_tokens(pairs["input_ids"], mask_id=MASK, vocab_size=VOCAB, special_ids=SPECIALS, generator=g)
+    assert torch.equal(batch["input_ids"], inputs) and torch.equal(batch["mlm_labels"], labels)
+    for key in ("token_type_ids", "attention_mask", "nsp_labels"):
+        assert torch.equal(batch[key], pairs[key])
+    ids = pairs["input_ids"]
+    assert (ids[:, 0] == _Tok.cls_id).all() and ((ids == _Tok.sep_id).sum(1) == 2).all()
+    assert not torch.isin(ids, torch.tensor([MASK])).any()            # the pairs are not masked yet
+
+
+def test_masked_lm_loss_equals_the_pretraining_loss_of_the_model():
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    from onehot2gpt.training import masked_lm_loss, pretraining_batch, pretraining_loss
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32,
+                                          max_len=32, dropout=0.0)).eval()
+    with torch.no_grad():
+        model.mlm.decoder.bias.normal_()
+    batch = pretraining_batch(_articles(), 8, 24, _Tok(), torch.Generator().manual_seed(0))
+    _, mlm_loss, _, _, _ = pretraining_loss(model, batch)
+    hidden = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).last_hidden_state
+    mine = masked_lm_loss(hidden, batch["mlm_labels"], model.mlm.dense, model.mlm.norm,
+                          model.bert.embeddings.tok_emb.weight, model.mlm.decoder.bias)
+    torch.testing.assert_close(mine, mlm_loss)
+    assert mine.requires_grad                                         # usable in a training step

@@ -6,6 +6,11 @@ et al., "BERT: Pre-training of Deep Bidirectional Transformers for Language Unde
 (2018): token + segment + learned position embeddings, LayerNorm, then the post-norm encoder of
 notebook 06 with GELU (the same :class:`~onehot2gpt.transformer.Encoder`, eps 1e-12).
 
+Layout: the config, then the model (embeddings, :class:`BertModel`, the MLM head and
+:class:`BertForPreTraining`, which notebook 07 assembles in its cells as ``MyBert`` and proves equal
+on the course checkpoint), then the fine-tuning heads; after them the Hugging Face key map and
+loaders, the masked-LM utilities (``fill_mask`` …) and our own checkpoint I/O.
+
 Our weights have readable names (``tok_emb``, ``self_attn.in_proj``); :data:`HF_BERT_KEYS` and
 :data:`HF_PRETRAINING_HEAD_KEYS` map them to Hugging Face's. That one key map is used by the
 loaders (:func:`load_hf_bert`, :func:`load_hf_pretraining`) and by the parity tests. Downloads

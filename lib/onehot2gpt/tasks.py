@@ -427,6 +427,13 @@ def _forward(model, batch: dict, task: str):
     return loss, logits
 
 
+def qa_loss(model, batch: dict) -> torch.Tensor:
+    """The fine-tuning loss of extractive QA for a BertForQuestionAnswering on one encode_squad
+    batch: the mean of the start and end cross-entropies, each a softmax over the context and
+    [CLS] (position 0: "the answer is not in this window")."""
+    return _forward(model, batch, "qa")[0]
+
+
 def fine_tuning_optimizer(model, n_rows: int, *, epochs: int, batch_size: int, max_steps: int | None,
                           lr: float, warmup: float, weight_decay: float):
     """The fine-tuning recipe shared by BERT (:func:`finetune`) and GPT-1

@@ -153,16 +153,23 @@ def mask_tokens(input_ids, *, mask_id: int, vocab_size: int, special_ids, prob: 
         n_words = int(word_ids.max()) + 1 if word_ids.numel() else 0
         pick = torch.rand(input_ids.size(0), max(n_words, 1), generator=generator) < prob  # (B, W)
         chosen = pick.gather(1, word_ids.clamp(min=0)) & (word_ids >= 0) & candidates
-    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
     action = torch.rand(input_ids.shape, generator=generator)
-    inputs = input_ids.clone()
-    inputs[chosen & (action < 0.8)] = mask_id
-    to_random = chosen & (action >= 0.8) & (action < 0.9)
     allowed = torch.ones(vocab_size, dtype=torch.bool)
     allowed[specials[specials < vocab_size]] = False
     pool = allowed.nonzero().squeeze(1)                                  # non-special ids
     draws = pool[torch.randint(len(pool), input_ids.shape, generator=generator)]
-    inputs[to_random] = draws[to_random]
+    return apply_masking(input_ids, chosen, action, draws, mask_id)
+
+
+def apply_masking(input_ids, chosen, action, random_ids, mask_id: int):
+    """The 80/10/10 rule, given the draws: (B, T) ids, chosen (bool), action (uniform in [0, 1)),
+    random_ids → (inputs, labels). At chosen positions action < 0.8 → `mask_id`, < 0.9 → the
+    random id, else unchanged; labels hold the original id there and -100 elsewhere."""
+    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
+    inputs = input_ids.clone()
+    inputs[chosen & (action < 0.8)] = mask_id
+    to_random = chosen & (action >= 0.8) & (action < 0.9)
+    inputs[to_random] = random_ids[to_random]
     return inputs, labels
 
 
@@ -202,11 +209,11 @@ def _nsp_example(a: list[int], b: list[int], cls_id: int, sep_id: int, max_len: 
     return ids, [0] * (len(a) + 2) + [1] * (len(b) + 1)
 
 
-def pretraining_batch(articles: Sequence[Sequence[Sequence[int]]], batch_size: int, max_len: int,
-                      tokenizer, generator: torch.Generator, whole_word: bool = False):
-    """One BERT pre-training batch from articles of tokenised sentences (lists of ids): half
-    IsNext pairs, half NotNext, masked by :func:`mask_tokens`. Returns a dict of (B, T) tensors
-    input_ids, token_type_ids, attention_mask, mlm_labels and (B,) nsp_labels."""
+def pretraining_pairs(articles: Sequence[Sequence[Sequence[int]]], batch_size: int, max_len: int,
+                      tokenizer, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """`batch_size` next-sentence-prediction pairs [CLS] A [SEP] B [SEP], not yet masked: half
+    IsNext (label 0), half NotNext (1), drawn from articles of tokenised sentences with
+    `generator`. Returns (B, T) input_ids, token_type_ids, attention_mask and (B,) nsp_labels."""
     usable = [i for i, a in enumerate(articles) if len(a) >= 2]
     if len(usable) < 2:
         raise ValueError("need at least two articles with two or more sentences each")
@@ -231,6 +238,17 @@ def pretraining_batch(articles: Sequence[Sequence[Sequence[int]]], batch_size: i
         segs.append(seg)
         nsp.append(0 if is_next else 1)
     input_ids = pad_batch(rows, tokenizer.pad_id)
+    return {"input_ids": input_ids, "token_type_ids": pad_batch(segs, 0),
+            "attention_mask": (input_ids != tokenizer.pad_id).long(), "nsp_labels": torch.tensor(nsp)}
+
+
+def pretraining_batch(articles: Sequence[Sequence[Sequence[int]]], batch_size: int, max_len: int,
+                      tokenizer, generator: torch.Generator, whole_word: bool = False):
+    """One BERT pre-training batch from articles of tokenised sentences (lists of ids): the pairs
+    of :func:`pretraining_pairs`, masked by :func:`mask_tokens` (same `generator`). Returns a dict
+    of (B, T) tensors input_ids, token_type_ids, attention_mask, mlm_labels and (B,) nsp_labels."""
+    batch = pretraining_pairs(articles, batch_size, max_len, tokenizer, generator)
+    input_ids = batch["input_ids"]
     specials = [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
     word_ids = None
     if whole_word:  # a piece starting with "##" continues the word before it
@@ -239,9 +257,17 @@ def pretraining_batch(articles: Sequence[Sequence[Sequence[int]]], batch_size: i
         word_ids = starts.long().cumsum(1) - 1
     inputs, labels = mask_tokens(input_ids, mask_id=tokenizer.mask_id, vocab_size=len(tokenizer),
                                  special_ids=specials, word_ids=word_ids, generator=generator)
-    return {"input_ids": inputs, "token_type_ids": pad_batch(segs, 0),
-            "attention_mask": (input_ids != tokenizer.pad_id).long(), "mlm_labels": labels,
-            "nsp_labels": torch.tensor(nsp)}
+    return {**batch, "input_ids": inputs, "mlm_labels": labels}
+
+
+def masked_lm_loss(hidden, labels, dense, norm, embedding, bias):
+    """The masked-LM loss at the chosen positions only: hidden (B, T, D), labels (B, T) with -100
+    where nothing is predicted → mean cross-entropy. At each chosen position the MLM head's
+    transform (`dense`, GELU, LayerNorm `norm`) is scored against every token's input embedding
+    (`embedding` (V, D), the tied output layer) plus `bias` (V,), as :class:`~onehot2gpt.bert.BertMLMHead`."""
+    chosen = labels != IGNORE_INDEX
+    h = norm(F.gelu(dense(hidden[chosen])))                              # (N, D)
+    return F.cross_entropy(F.linear(h, embedding, bias), labels[chosen])
 
 
 def pretraining_loss(model, batch):

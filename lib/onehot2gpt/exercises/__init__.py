@@ -12,16 +12,19 @@ the concept to revisit, and from the second wrong attempt on also a code-level h
 - ``student``: student versions, ``python -m onehot2gpt.exercises NOTEBOOK… --out DIR``.
 """
 
-from .checking import HINT_AFTER, assert_same, check_function, reset_attempts
+from .checking import (HINT_AFTER, assert_same, check_function, reset_attempts, yours_if_solved,
+                       yours_or)
 from .nb01 import check_one_hot, check_bag_of_words, check_encode, check_cosine_similarity
-from .nb02 import check_skipgram_pairs, check_negative_sampling_loss, check_analogy, check_noise_distribution
-from .nb03 import check_next_token_pairs, check_perplexity, check_bigram_prob
-from .nb04 import check_reverse_padded, check_scalar_mix, check_sense_score
-from .nb05 import check_attention_with_loops, check_causal_mask, check_split_heads
-from .nb06 import check_positional_encoding, check_layer_norm, check_greedy_decode
-from .nb07 import check_wordpiece, check_segment_ids, check_apply_masking
-from .nb08 import check_first_piece_labels, check_best_span, check_token_f1
-from .nb09 import check_top_k_filter, check_top_p_filter, check_kv_cache_step
+from .nb02 import (check_skipgram_pairs, check_negative_sampling_loss, check_analogy, check_noise_distribution,
+                   check_sgns_step)
+from .nb03 import check_next_token_pairs, check_perplexity, check_bigram_prob, check_lstm_cell
+from .nb04 import check_reverse_padded, check_scalar_mix, check_sense_score, check_bilm_layers
+from .nb05 import (check_attention_with_loops, check_causal_mask, check_multi_head_attention,
+                   check_split_heads)
+from .nb06 import check_positional_encoding, check_layer_norm, check_encoder_block, check_greedy_decode
+from .nb07 import check_wordpiece, check_segment_ids, check_apply_masking, check_mlm_loss
+from .nb08 import check_first_piece_labels, check_best_span, check_token_f1, check_qa_loss
+from .nb09 import check_gpt_block, check_top_k_filter, check_top_p_filter, check_kv_cache_step
 from .nb10 import check_qa_prompt, check_greedy_until_newline, check_answer_matches
 from .nb11 import check_permutation_mask, check_chain_rule_log_prob, check_independent_masks
 from .student import (BEGIN, END, GENERATED_NOTE, STUB, cell_tags, main, make_student_notebook,

@@ -29,6 +29,10 @@ def check_wordpiece(fn: Callable) -> None:
         return WordPieceTokenizer(sorted(vocab)).wordpiece(word)
 
     check_function(fn, reference, make, name="wordpiece", trials=30,
+                   concept="WordPiece is greedy longest-match-first: at each position it takes the "
+                           "longest piece the vocabulary holds (a piece inside a word carries the "
+                           "'##' mark), moves past it and repeats; a word that cannot be covered "
+                           "completely becomes the single unknown token, not a partial split",
                    hint="start at position 0; take the LONGEST piece word[start:end] that is in the "
                         "vocabulary (prefix '##' unless start == 0), then continue from `end`; if no "
                         "piece fits at some position the whole word becomes ['[UNK]']")
@@ -47,8 +51,27 @@ def check_segment_ids(fn: Callable) -> None:
         return [0] * (first + 1) + [1] * (len(tokens) - first - 1)
 
     check_function(fn, reference, make, name="segment_ids", trials=12,
+                   concept="segment A is [CLS], the first sentence and the [SEP] that closes it; "
+                           "segment B is everything after that first [SEP] (the second sentence and "
+                           "its own [SEP]); a single sentence is all segment A. One id per token",
                    hint="everything up to and including the FIRST [SEP] is segment 0 ([CLS] too); "
                         "everything after it (sentence B and its [SEP]) is segment 1. Return a list")
+
+
+def _masking_diagnose(got, expected, ids, chosen, action, random_ids, mask_id):
+    if not (isinstance(got, (tuple, list)) and len(got) == 2):
+        return "return a pair (inputs, labels)"
+    inputs, labels = got
+    if isinstance(labels, torch.Tensor) and labels.shape == ids.shape and torch.equal(labels, expected[1]):
+        if isinstance(inputs, torch.Tensor) and inputs.shape == ids.shape:
+            if torch.equal(inputs[~chosen], ids[~chosen]) and torch.equal(inputs[chosen], torch.full_like(ids, mask_id)[chosen]):
+                return "every chosen token became [MASK]: the 10% random and 10% unchanged are missing"
+            if not torch.equal(inputs[~chosen], ids[~chosen]):
+                return "positions that were not chosen changed"
+        return None
+    if isinstance(labels, torch.Tensor) and labels.shape == ids.shape and torch.equal(labels[chosen], inputs[chosen]):
+        return "the labels hold the corrupted inputs; they must hold the original tokens"
+    return None
 
 
 def check_apply_masking(fn: Callable) -> None:
@@ -60,14 +83,96 @@ def check_apply_masking(fn: Callable) -> None:
         return (ids, chosen, torch.rand(b, t, generator=gen),
                 torch.randint(5, 50, (b, t), generator=gen), 4)
 
-    def reference(ids, chosen, action, random_ids, mask_id):
-        inputs = ids.clone()
-        inputs[chosen & (action < 0.8)] = mask_id
-        swap = chosen & (action >= 0.8) & (action < 0.9)
-        inputs[swap] = random_ids[swap]
-        return inputs, torch.where(chosen, ids, torch.full_like(ids, -100))
+    from ..training import apply_masking
 
-    check_function(fn, reference, make, name="apply_masking",
+    check_function(fn, apply_masking, make, name="apply_masking", diagnose=_masking_diagnose,
+                   concept="only the chosen positions change, and each chosen position does exactly "
+                           "one of three things (80% [MASK], 10% a random token, 10% left as it "
+                           "was); the labels keep the ORIGINAL token where the model must predict "
+                           "and the ignore value -100 everywhere else; the input ids stay untouched",
                    hint="at chosen positions: action < 0.8 → mask_id; 0.8 ≤ action < 0.9 → the id from "
                         "random_ids; otherwise keep the token. labels = the ORIGINAL id at chosen "
                         "positions and -100 everywhere else. Don't modify ids in place (clone it)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 4: the masked-LM loss on the chosen positions, with the output layer tied to the input
+
+def _mlm_inputs(gen):
+    """hidden (B, T, D), labels (B, T) with -100 where nothing is predicted, and the MLM head's
+    weights: dense (Linear D→D), norm (LayerNorm D), the token embedding (V, D), the bias (V,)."""
+    from torch import nn
+
+    B, T, D, V = rand_int(gen, 1, 4), rand_int(gen, 2, 9), 2 * rand_int(gen, 3, 9), rand_int(gen, 10, 40)
+    hidden = torch.randn(B, T, D, generator=gen)
+    labels = torch.randint(0, V, (B, T), generator=gen)
+    chosen = torch.rand(B, T, generator=gen) < 0.3
+    chosen[rand_int(gen, 0, B), rand_int(gen, 0, T)] = True          # at least one position
+    labels = labels.masked_fill(~chosen, -100)
+    dense, norm = nn.Linear(D, D), nn.LayerNorm(D)
+    with torch.no_grad():
+        dense.weight.copy_(torch.randn(D, D, generator=gen) / D ** 0.5)
+        dense.bias.copy_(torch.randn(D, generator=gen))
+        norm.weight.copy_(1 + 0.3 * torch.randn(D, generator=gen))
+        norm.bias.copy_(0.3 * torch.randn(D, generator=gen))
+    embedding, bias = torch.randn(V, D, generator=gen), torch.randn(V, generator=gen)
+    return hidden, labels, dense, norm, embedding, bias
+
+
+def _mlm_reference(hidden, labels, dense, norm, embedding, bias):
+    """The library's BertMLMHead with these weights, run on the chosen positions only (as in
+    :func:`onehot2gpt.training.pretraining_loss`)."""
+    import torch.nn.functional as F
+
+    from ..bert import BertConfig, BertMLMHead
+
+    V, D = embedding.shape
+    config = BertConfig(vocab_size=V, d_model=D, n_heads=1, eps=norm.eps)
+    tok_emb = torch.nn.Embedding(V, D)
+    head = BertMLMHead(config, tok_emb)
+    with torch.no_grad():
+        tok_emb.weight.copy_(embedding)
+        head.dense.load_state_dict(dense.state_dict())
+        head.norm.load_state_dict(norm.state_dict())
+        head.decoder.bias.copy_(bias)
+    chosen = labels != -100
+    with torch.no_grad():
+        return F.cross_entropy(head(hidden[chosen]), labels[chosen])
+
+
+def _mlm_diagnose(got, expected, hidden, labels, dense, norm, embedding, bias):
+    import torch.nn.functional as F
+
+    if not isinstance(got, torch.Tensor) or got.shape != ():
+        return "return the loss as one number in a 0-dimensional tensor (the mean over the chosen positions)"
+    chosen = labels != -100
+    h, y = hidden[chosen], labels[chosen]
+    with torch.no_grad():
+        variants = {
+            "the output layer's bias is missing": norm(F.gelu(dense(h))) @ embedding.T,
+            "the GELU between the dense layer and the LayerNorm is missing": norm(dense(h)) @ embedding.T + bias,
+            "the LayerNorm after the GELU is missing": F.gelu(dense(h)) @ embedding.T + bias,
+            "the transform (dense, GELU, LayerNorm) is skipped: the hidden states go straight to the output layer": h @ embedding.T + bias,
+        }
+        for problem, logits in variants.items():
+            if torch.allclose(got.double(), F.cross_entropy(logits, y).double(), rtol=1e-4, atol=1e-5):
+                return problem
+        if torch.allclose(got.double(), F.cross_entropy(norm(F.gelu(dense(h))) @ embedding.T + bias, y,
+                                                         reduction="sum").double(), rtol=1e-4, atol=1e-5):
+            return "that is the sum over the chosen positions; the loss is their mean"
+    return None
+
+
+def check_mlm_loss(fn: Callable) -> None:
+    """Exercise (assembles the MLM head and its loss): (hidden (B, T, D), labels (B, T) with -100,
+    dense, norm, embedding (V, D), bias (V,)) → the mean cross-entropy over the chosen positions,
+    equal to the library's BertMLMHead with the same weights."""
+    check_function(fn, _mlm_reference, _mlm_inputs, name="mlm_loss", trials=8, diagnose=_mlm_diagnose,
+                   concept="the masked-LM loss is a cross-entropy at the chosen positions only (label "
+                           "≠ -100), averaged over them; at each, the hidden vector goes through the "
+                           "head's transform (dense, then GELU, then LayerNorm) and is scored against "
+                           "EVERY token's input embedding (the output layer is the embedding matrix, "
+                           "tied) plus one bias per token",
+                   hint="chosen = labels != -100; h = hidden[chosen] is (N, D); "
+                        "h = norm(F.gelu(dense(h))); logits = h @ embedding.T + bias is (N, V); "
+                        "return F.cross_entropy(logits, labels[chosen])")
