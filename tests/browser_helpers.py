@@ -265,6 +265,16 @@ class Notebook:
                    lambda: f"the kernel of {self.path} to be idle (state {self.kernel_state_or_none()!r})")
         self.wait_frontend_idle(timeout)
 
+    # -- figures -----------------------------------------------------------------------------
+
+    def figures_shown(self) -> dict[str, bool]:
+        """alt text → whether that figure's image in a rendered markdown cell decoded (has a
+        natural width), for every embedded PNG figure (``onehot2gpt.figures``) on the page."""
+        return self.page.evaluate("""() => Object.fromEntries(
+            Array.from(document.querySelectorAll('.jp-MarkdownOutput img'))
+                 .filter(img => img.src.startsWith('data:image/png'))
+                 .map(img => [img.alt, img.complete && img.naturalWidth > 0]))""")
+
     # -- cells -------------------------------------------------------------------------------
 
     def prompts(self) -> list[str]:

@@ -422,3 +422,33 @@ def test_widgets_answer_in_the_browser(lab, browser_context, stem):
         raise
     finally:
         nb.close()
+
+
+def figure_alts(path: Path) -> list[str]:
+    """The alt texts of the architecture figures embedded in a notebook's markdown."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return [re.search(r'alt="([^"]*)"', "".join(c["source"])).group(1) for c in cells
+            if c.get("metadata", {}).get("onehot2gpt", {}).get("figure")]
+
+
+WITH_FIGURES = sorted(stem for stem, path in NOTEBOOKS.items() if figure_alts(path))
+
+
+def test_model_notebooks_have_figures():
+    assert {s[:2] for s in WITH_FIGURES} >= {"02", "03", "04", "05", "06", "07", "08", "09"}
+
+
+@pytest.mark.parametrize("stem", WITH_FIGURES)
+def test_architecture_figures_render_in_jupyterlab_offline(lab, browser_context, stem):
+    """Opened in JupyterLab with every request outside 127.0.0.1 blocked, each figure's image
+    decodes: it is inside the notebook, not fetched from anywhere."""
+    path = NOTEBOOKS[stem]
+    expected = {alt: True for alt in figure_alts(path)}
+    nb = Notebook(browser_context, lab, f"notebooks/{path.name}")
+    try:
+        nb.open()
+        wait_until(lambda: nb.figures_shown() == expected, 30,
+                   lambda: f"the figures of {path.name} to render: {nb.figures_shown()} != {expected}")
+        nb.screenshot(nb.page.locator(".jp-MarkdownOutput img").first, "figure")
+    finally:
+        nb.close()

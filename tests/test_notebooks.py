@@ -160,3 +160,14 @@ def test_no_check_is_asked_twice_in_the_course():
                     assert name not in asked or asked[name] == path.name, \
                         f"{name} is an exercise in both {asked[name]} and {path.name}"
                     asked[name] = path.name
+
+
+# -- architecture figures (issue 15) ------------------------------------------------------------
+
+@pytest.mark.parametrize("number", ["02", "03", "04", "05", "06", "07", "08", "09"])
+def test_model_notebooks_show_an_architecture_figure_that_is_up_to_date(number):
+    from onehot2gpt.figures import embedded_figures, stale_figures
+    nb = load(notebook(number))
+    assert embedded_figures(nb), f"notebook {number} shows no architecture figure"
+    assert stale_figures(nb) == [], (f"notebook {number} embeds an old copy of {stale_figures(nb)}: "
+                                     f"embed it again with onehot2gpt.figures.embed_figure")
