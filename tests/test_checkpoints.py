@@ -1,9 +1,59 @@
+"""One checkpoint format for every model: found by name, checked on load, never half-used."""
+
 import json
+import shutil
 
 import pytest
+import torch
+from safetensors.torch import load_file, save_file
 
 from onehot2gpt import checkpoints
+from onehot2gpt.bert import BertConfig, BertForPreTraining, BertModel, load_bert, save_bert
+from onehot2gpt.checkpoints import CheckpointError, load, sha256_file
+from onehot2gpt.elmo import BiLM, BiLMConfig, load_bilm, save_bilm
+from onehot2gpt.gpt import GPT, GPTConfig, load_gpt, save_gpt
+from onehot2gpt.subword import SPECIALS as WORDPIECE_SPECIALS, WordPieceTokenizer
+from onehot2gpt.vocab import Vocab
+from onehot2gpt.word_vectors import WordVectors
+from onehot2gpt import zero_shot as zs
 
+# every committed checkpoint → (model class, tokenizer class)
+COMMITTED = {
+    "bert-wikitext2": ("BertForPreTraining", "WordPieceTokenizer"),
+    "bilm-wikitext2": ("BiLM", "Vocab"),
+    "gpt-char-shakespeare": ("GPT", "Vocab"),
+    "gpt-wikitext2": ("GPT", "WordPieceTokenizer"),
+    "word2vec-wikitext2": ("WordVectors", "Vocab"),
+    **{f"zero-shot-qa{s}": ("GPT", "WorldTokenizer") for s in ("000", "005", "020", "100")},
+}
+WORDS = [f"w{i}" for i in range(46)]
+
+
+def char_vocab(n=50):
+    return Vocab([chr(ord("a") + i) if i < 26 else f"t{i}" for i in range(n - 4)])
+
+
+def write_record(folder, change):
+    """Edit a folder's config.json with `change(record)`."""
+    path = folder / "config.json"
+    record = json.loads(path.read_text())
+    change(record)
+    path.write_text(json.dumps(record, indent=2))
+
+
+def rehash(folder, name):
+    """Record a file's current sha256, as if it had been saved so (to reach the checks after it)."""
+    write_record(folder, lambda r: r["files"].__setitem__(name, sha256_file(folder / name)))
+
+
+@pytest.fixture
+def tiny_gpt(tmp_path):
+    torch.manual_seed(0)
+    model = GPT(GPTConfig.tiny(vocab_size=50)).eval()
+    return model, save_gpt(model, tmp_path / "gpt", info={"note": "test"}, tokenizer=char_vocab())
+
+
+# ------------------------------------------------------------------ finding checkpoints by name
 
 def test_finds_a_checkpoint_by_name(tmp_path, monkeypatch):
     (tmp_path / "tiny").mkdir()
@@ -19,10 +69,271 @@ def test_missing_checkpoint_says_what_exists(tmp_path, monkeypatch):
     monkeypatch.setenv("ONEHOT2GPT_CHECKPOINTS", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="ONEHOT2GPT_CHECKPOINTS"):
         checkpoints.checkpoint_path("gpt-5")
+    with pytest.raises(FileNotFoundError, match="gpt-5"):
+        load("gpt-5")
 
 
-def test_committed_checkpoints_have_configs():
-    names = checkpoints.list_checkpoints()
-    assert "word2vec-wikitext2" in names
-    for name in names:
-        assert checkpoints.checkpoint_config(name), f"{name}: empty config.json"
+# ------------------------------------------------------------------ the committed checkpoints
+
+def test_the_committed_checkpoints_are_the_expected_ones():
+    assert checkpoints.list_checkpoints() == sorted(COMMITTED)
+
+
+@pytest.mark.parametrize("name", sorted(COMMITTED))
+def test_every_committed_checkpoint_loads_by_name_with_its_checksums(name):
+    folder = checkpoints.checkpoint_path(name)
+    record = checkpoints.checkpoint_config(name)
+    assert (record["format"], record["version"]) == (checkpoints.FORMAT, checkpoints.VERSION)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["config.json", *record["files"]])
+    for file, digest in record["files"].items():
+        assert sha256_file(folder / file) == digest, file
+    assert checkpoints.config_sha256(record["config"]) == record["config_sha256"]
+    model, tokenizer = load(name)
+    assert (type(model).__name__, type(tokenizer).__name__) == COMMITTED[name]
+    assert len(tokenizer) == record["config"]["vocab_size"]
+    if isinstance(model, torch.nn.Module):
+        assert not model.training
+        stored = load_file(str(folder / "weights.safetensors"))
+        params = dict(model.named_parameters())
+        assert all(torch.equal(stored[k].float(), params[k]) for k in stored)   # bit-identical
+
+
+def test_load_takes_a_path_as_well_as_a_name():
+    folder = checkpoints.checkpoint_path("gpt-char-shakespeare")
+    for where in (folder, str(folder)):
+        model, vocab = load(where)
+        assert isinstance(model, GPT) and isinstance(vocab, Vocab)
+
+
+def test_the_verify_command_checks_the_named_checkpoints(capsys):
+    checkpoints.main(["verify", "gpt-char-shakespeare", "word2vec-wikitext2"])
+    out = capsys.readouterr().out
+    assert "ok      gpt-char-shakespeare: GPT, Vocab" in out and "ok      word2vec-wikitext2" in out
+
+
+# ------------------------------------------------------------------ round trips, one per kind
+
+def test_gpt_round_trip_gives_identical_outputs(tiny_gpt):
+    model, folder = tiny_gpt
+    back, vocab = load(folder)
+    assert back.config == model.config and vocab.itos == char_vocab().itos
+    assert back.lm_head.weight is back.tok_emb.weight                     # still tied
+    ids = torch.randint(50, (2, 12), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        torch.testing.assert_close(back(ids).logits, model(ids).logits, atol=0, rtol=0)
+    assert json.loads((folder / "config.json").read_text())["info"] == {"note": "test"}
+
+
+@pytest.mark.parametrize("cls", [BertForPreTraining, BertModel])
+def test_bert_round_trip_gives_identical_outputs(tmp_path, cls):
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=50, d_model=32, n_layers=2, n_heads=4, d_ff=64, max_len=16, dropout=0.0)
+    model = cls(config).eval()
+    tokenizer = WordPieceTokenizer(list(WORDPIECE_SPECIALS) + WORDS[:45])
+    back, tok = load(save_bert(model, tmp_path / "bert", tokenizer=tokenizer))
+    assert type(back) is cls and tok.itos == tokenizer.itos
+    ids = torch.randint(1, 50, (2, 10), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        a, b = model(ids), back(ids)
+    for x, y in zip(a, b):
+        if isinstance(x, torch.Tensor):
+            torch.testing.assert_close(y, x, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("softmax", ["full", "adaptive"])
+def test_bilm_round_trip_gives_identical_outputs(tmp_path, softmax):
+    torch.manual_seed(0)
+    vocab = Vocab(WORDS)
+    config = BiLMConfig(vocab_size=len(vocab), d_model=8, hidden=12, dropout=0.0, max_len=32,
+                        softmax=softmax, cutoffs=(10,))
+    model = BiLM(config).eval()
+    back, back_vocab = load(save_bilm(model, vocab, tmp_path / "bilm", half=False))
+    assert back.config == config and back_vocab.itos == vocab.itos
+    ids = torch.tensor([vocab.encode(["w1", "w2", "w3"])])
+    for key, value in model(ids).items():
+        torch.testing.assert_close(back(ids)[key], value, atol=0, rtol=0)
+
+
+def test_word_vectors_round_trip_keeps_the_float16_values(tmp_path):
+    vectors = torch.randn(len(WORDS), 6, generator=torch.Generator().manual_seed(0))
+    wv = WordVectors(vectors, Vocab(WORDS, specials=()), {"model": "skipgram", "epochs": 1})
+    back, vocab = load(wv.save(tmp_path / "wv"))
+    assert isinstance(back, WordVectors) and vocab is back.vocab and vocab.itos == WORDS
+    assert torch.equal(back.vectors, vectors.half().float())
+    assert back.config == {"model": "skipgram", "epochs": 1, "vocab_size": len(WORDS), "dim": 6,
+                           "stored_dtype": "float16"}
+    assert back.most_similar("w3", 3) == wv.__class__(vectors.half().float(), vocab).most_similar("w3", 3)
+
+
+def test_zero_shot_round_trip_keeps_the_world_tokenizer(tmp_path):
+    tokenizer = zs.WorldTokenizer(Vocab(WORDS, specials=zs.SPECIALS))
+    torch.manual_seed(0)
+    model = GPT(GPTConfig.tiny(vocab_size=len(tokenizer))).eval()
+    folder = save_gpt(model, tmp_path / "zs", tokenizer=tokenizer)
+    back, tok = zs.load_variant(folder)
+    assert isinstance(tok, zs.WorldTokenizer) and tok.vocab.itos == tokenizer.vocab.itos
+    ids = torch.tensor([tok.encode("w1 w2\nw3")])
+    with torch.no_grad():
+        torch.testing.assert_close(back(ids).logits, model(ids).logits, atol=0, rtol=0)
+
+
+def test_saving_refuses_non_finite_weights_and_a_tokenizer_of_another_size(tmp_path):
+    model = GPT(GPTConfig.tiny(vocab_size=50))
+    with pytest.raises(ValueError, match="vocab_size"):
+        save_gpt(model, tmp_path / "a", tokenizer=char_vocab(49))
+    with torch.no_grad():
+        model.tok_emb.weight[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="tok_emb.weight.*NaN"):
+        save_gpt(model, tmp_path / "b")
+    assert not (tmp_path / "b").exists()                         # nothing written
+
+
+# ------------------------------------------------------------------ corrupt folders fail clearly
+
+def test_an_edited_shape_free_field_is_caught_by_the_config_checksum(tmp_path):
+    folder = shutil.copytree(checkpoints.checkpoint_path("gpt-char-shakespeare"), tmp_path / "copy")
+    write_record(folder, lambda r: r["config"].__setitem__("n_heads", 8))   # same weight shapes
+    with pytest.raises(CheckpointError, match=r"edited after saving.*n_heads=8"):
+        load(folder)
+    with pytest.raises(CheckpointError, match="n_heads"):
+        load_gpt(folder)
+
+
+def test_an_edited_shape_field_names_the_tensors_and_the_edit(tiny_gpt):
+    _, folder = tiny_gpt
+    write_record(folder, lambda r: r["config"].__setitem__("d_ff", 64))
+    with pytest.raises(CheckpointError, match=r"ff\.linear1\.weight.*edited after saving"):
+        load(folder)
+
+
+def test_an_unknown_or_invalid_config_field_is_named(tiny_gpt):
+    _, folder = tiny_gpt
+    write_record(folder, lambda r: r["config"].__setitem__("n_head", 4))
+    with pytest.raises(CheckpointError, match="n_head"):
+        load(folder)
+    write_record(folder, lambda r: (r["config"].pop("n_head"), r["config"].__setitem__("n_heads", 5)))
+    with pytest.raises(CheckpointError, match="n_heads=5"):
+        load(folder)
+
+
+def test_non_finite_weights_are_refused(tiny_gpt):
+    _, folder = tiny_gpt
+    weights = load_file(str(folder / "weights.safetensors"))
+    weights["blocks.1.ff.linear2.weight"][0, 0] = float("inf")
+    save_file(weights, str(folder / "weights.safetensors"))
+    with pytest.raises(CheckpointError, match="weights.safetensors.*sha256"):   # changed after saving
+        load(folder)
+    rehash(folder, "weights.safetensors")                                         # saved so on purpose
+    with pytest.raises(CheckpointError, match=r"blocks\.1\.ff\.linear2\.weight hold NaN or infinite"):
+        load(folder)
+
+
+def test_a_reordered_vocab_json_fails_its_checksum(tmp_path):
+    folder = shutil.copytree(checkpoints.checkpoint_path("gpt-char-shakespeare"), tmp_path / "copy")
+    data = json.loads((folder / "vocab.json").read_text())
+    data["itos"][10], data["itos"][11] = data["itos"][11], data["itos"][10]
+    (folder / "vocab.json").write_text(json.dumps(data, ensure_ascii=False))
+    with pytest.raises(CheckpointError, match=r"vocab\.json has sha256 .* changed after saving"):
+        load(folder)
+
+
+def test_a_reordered_vocab_txt_fails_its_checksum(tmp_path):
+    tokenizer = WordPieceTokenizer(list(WORDPIECE_SPECIALS) + WORDS[:45])
+    folder = save_bert(BertModel(BertConfig(vocab_size=50, d_model=32, n_layers=1, n_heads=4, d_ff=64,
+                                            max_len=16)), tmp_path / "bert", tokenizer=tokenizer)
+    lines = (folder / "vocab.txt").read_text().splitlines()
+    lines[7], lines[8] = lines[8], lines[7]
+    (folder / "vocab.txt").write_text("\n".join(lines) + "\n")
+    with pytest.raises(CheckpointError, match=r"vocab\.txt has sha256"):
+        load_bert(folder)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "renamed"])
+def test_a_broken_safetensors_file_is_named_with_what_to_do(tiny_gpt, damage):
+    _, folder = tiny_gpt
+    path = folder / "weights.safetensors"
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[:1000])
+    else:                                          # another file given the name
+        path.unlink()
+        torch.save(GPT(GPTConfig.tiny()).state_dict(), path)
+    with pytest.raises(CheckpointError, match=r"weights\.safetensors has sha256 .*Restore it"):
+        load(folder)
+    rehash(folder, "weights.safetensors")          # even when the checksum was recorded so
+    with pytest.raises(CheckpointError, match=r"weights\.safetensors is not a readable safetensors "
+                                              r"file .*truncated, or another file renamed.*Restore it"):
+        load(folder)
+
+
+@pytest.mark.parametrize("name", ["weights.safetensors", "vocab.json", "config.json"])
+def test_a_missing_file_is_named(tiny_gpt, name):
+    _, folder = tiny_gpt
+    (folder / name).rename(folder / (name + ".bak"))
+    with pytest.raises(FileNotFoundError, match=name.replace(".", r"\.")):
+        load(folder)
+
+
+def test_a_folder_of_another_kind_names_both_kinds():
+    bert_dir = checkpoints.checkpoint_path("bert-wikitext2")
+    with pytest.raises(CheckpointError, match="holds a bert checkpoint .*not a gpt one"):
+        load_gpt(bert_dir)
+    with pytest.raises(CheckpointError, match="holds a gpt checkpoint .*not a word2vec one"):
+        WordVectors.load(checkpoints.checkpoint_path("gpt-char-shakespeare"))
+    with pytest.raises(CheckpointError, match="holds a word2vec checkpoint .*not a bilm one"):
+        load_bilm(checkpoints.checkpoint_path("word2vec-wikitext2"))
+    with pytest.raises(CheckpointError, match="holds a bilm checkpoint .*not a bert one"):
+        load_bert(checkpoints.checkpoint_path("bilm-wikitext2"))
+
+
+def test_cuda_on_a_torch_without_cuda_says_to_use_the_cpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    path = checkpoints.checkpoint_path
+    loaders = [lambda: load("gpt-char-shakespeare", device="cuda"),
+               lambda: load_gpt(path("gpt-char-shakespeare"), device="cuda"),
+               lambda: load_bert(path("bert-wikitext2"), device="cuda"),
+               lambda: load_bilm(path("bilm-wikitext2"), device="cuda"),
+               lambda: WordVectors.load(path("word2vec-wikitext2"), device="cuda"),
+               lambda: zs.load_variant(path("zero-shot-qa000"), device="cuda"),
+               lambda: checkpoints.fill_weights(GPT(GPTConfig.char()), "gpt-char-shakespeare", "cuda:0")]
+    for loader in loaders:
+        with pytest.raises(ValueError, match=r"this torch has no CUDA.*use device='cpu'"):
+            loader()
+    with pytest.raises(ValueError, match="not a torch device"):
+        load("gpt-char-shakespeare", device="gpu")
+
+
+def test_nothing_is_half_filled_when_a_file_is_wrong(tiny_gpt):
+    model, folder = tiny_gpt
+    target = GPT(GPTConfig.tiny(vocab_size=50, d_ff=64))        # the file does not fit it
+    before = {k: v.clone() for k, v in target.state_dict().items()}
+    with pytest.raises(CheckpointError, match="ff.linear1.weight"):
+        checkpoints.fill_weights(target, folder)
+    assert all(torch.equal(before[k], v) for k, v in target.state_dict().items())
+    same = checkpoints.fill_weights(GPT(GPTConfig.tiny(vocab_size=50)), folder)   # one that fits
+    assert all(torch.equal(a, b) for a, b in zip(same.parameters(), model.parameters()))
+
+
+# ------------------------------------------------------------------ older folders
+
+def test_an_older_folder_is_refused_until_upgraded(tiny_gpt):
+    model, folder = tiny_gpt
+    record = json.loads((folder / "config.json").read_text())
+    old = {"format": "onehot2gpt-gpt/1", "model": "GPT", "config": record["config"], "info": record["info"]}
+    (folder / "config.json").write_text(json.dumps(old))
+    with pytest.raises(CheckpointError, match="upgrade"):
+        load_gpt(folder)
+    checkpoints.upgrade(folder)
+    back, vocab = load(folder)
+    assert json.loads((folder / "config.json").read_text()) == record
+    assert all(torch.equal(a, b) for a, b in zip(back.parameters(), model.parameters()))
+
+
+def test_an_older_word2vec_folder_is_upgraded_with_its_file_renamed(tmp_path):
+    wv = WordVectors(torch.randn(len(WORDS), 4), Vocab(WORDS, specials=()), {"model": "cbow"})
+    folder = wv.save(tmp_path / "wv")
+    (folder / "weights.safetensors").rename(folder / "vectors.safetensors")
+    (folder / "config.json").write_text(json.dumps({"model": "cbow", "vocab_size": len(WORDS), "dim": 4,
+                                                    "stored_dtype": "float16"}))
+    checkpoints.upgrade(folder)
+    back, _ = load(folder)
+    assert back.config["model"] == "cbow" and torch.equal(back.vectors, wv.vectors.half().float())

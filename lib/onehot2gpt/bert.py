@@ -19,7 +19,6 @@ loaders (:func:`load_hf_bert`, :func:`load_hf_pretraining`) and by the parity te
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -29,8 +28,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import padding_mask
-from .checkpoints import fill_weights, read_model_folder
+from .checkpoints import (CheckpointError, config_from_record, fill_module, load as load_checkpoint,
+                          save_checkpoint)
 from .transformer import Encoder
+from .utils import as_ids
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,7 +140,7 @@ class BertEmbeddings(nn.Module):
 
     def forward(self, input_ids, token_type_ids=None):
         c = self.config
-        _check_ids(input_ids, c.vocab_size, "input_ids")
+        input_ids = as_ids(input_ids, c.vocab_size, dims=2, name="input_ids")
         T = input_ids.size(1)
         if T > c.max_len:
             raise ValueError(f"the input has {T} tokens but this BERT reads at most max_len={c.max_len} "
@@ -147,26 +148,15 @@ class BertEmbeddings(nn.Module):
                              f"tokenizer(text, truncation=True, max_length={c.max_len})")
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)  # one segment: all "A"
-        elif token_type_ids.shape != input_ids.shape:
-            raise ValueError(f"token_type_ids must have the shape of input_ids {tuple(input_ids.shape)}; "
-                             f"got {tuple(token_type_ids.shape)}")
         else:
-            _check_ids(token_type_ids, c.type_vocab_size, "token_type_ids")
+            token_type_ids = as_ids(token_type_ids, c.type_vocab_size, name="token_type_ids",
+                                    allow_empty=True)
+            if token_type_ids.shape != input_ids.shape:
+                raise ValueError(f"token_type_ids must have the shape of input_ids "
+                                 f"{tuple(input_ids.shape)}; got {tuple(token_type_ids.shape)}")
         positions = torch.arange(T, device=input_ids.device)                             # (T,)
         x = self.tok_emb(input_ids) + self.seg_emb(token_type_ids) + self.pos_emb(positions)  # (B, T, D)
         return self.dropout(self.norm(x))
-
-
-def _check_ids(ids, n: int, name: str):
-    if ids.dim() != 2 or ids.dtype != torch.long:
-        raise ValueError(f"{name} must be a (B, T) tensor of torch.long ids; got "
-                         f"{tuple(ids.shape)} {ids.dtype}")
-    if ids.size(1) == 0:
-        raise ValueError(f"{name} is empty: give at least one token")
-    lo, hi = int(ids.min()), int(ids.max())
-    if lo < 0 or hi >= n:
-        raise ValueError(f"{name} holds ids from {lo} to {hi}, outside 0…{n - 1}; encode the text with "
-                         f"the tokenizer the model was built for")
 
 
 class BertOutput(NamedTuple):
@@ -500,6 +490,17 @@ def load_hf_pretraining(hf_model, config: BertConfig | None = None) -> BertForPr
     return _copy_hf_weights(ours, hf_model, hf_key_map(config.n_layers, pretraining=True)).eval()
 
 
+def _require_mlm_head(model, what: str, parts: tuple[str, ...] = ()) -> None:
+    """The masked-LM utilities need the MLM head: a BertModel (an encoder alone) has none. Other
+    models pass if they have the attributes `parts` that `what` reads (duck typing)."""
+    if isinstance(model, BertModel) or not all(hasattr(model, p) for p in parts):
+        hint = (" (an encoder without the pre-training heads, as minilm_bert() gives: it cannot "
+                "score words). Use one with its heads: the course BERT (load_bert), or a Hugging "
+                "Face BertForPreTraining through load_hf_pretraining" if isinstance(model, BertModel) else "")
+        raise TypeError(f"{what} needs a model with an MLM head (a BertForPreTraining); got a "
+                        f"{type(model).__name__}{hint}")
+
+
 @torch.no_grad()
 def fill_mask(model: BertForPreTraining, tokenizer, text: str, top_k: int = 5):
     """Predict every ``[MASK]`` in `text` → list of (position, [(token, probability), …] best
@@ -510,6 +511,7 @@ def fill_mask(model: BertForPreTraining, tokenizer, text: str, top_k: int = 5):
         >>> fill_mask(model, tokenizer, "the [MASK] of france is paris .")   # doctest: +SKIP
         [(2, [('capital', 0.41), ...])]
     """
+    _require_mlm_head(model, "fill_mask", ("bert", "mlm"))
     if not isinstance(text, str) or not text.strip():
         raise ValueError("type a sentence with [MASK] where a word is missing, e.g. "
                          "'the cat sat on the [MASK] .'")
@@ -541,8 +543,9 @@ def pseudo_log_likelihood(model: BertForPreTraining, ids, mask_id: int) -> torch
     """Σ_t log P(x_t | every other token), masking one position at a time with `mask_id` (Salazar
     et al., 2020) for ids (T,) = [CLS] … [SEP]; the special tokens are not scored. A masked LM's nearest thing to
     a sentence probability, but *not* a probability: the terms condition on each other's answers."""
-    ids = torch.as_tensor(ids, dtype=torch.long)
-    if ids.dim() != 1 or ids.numel() < 3:
+    _require_mlm_head(model, "pseudo_log_likelihood")
+    ids = as_ids(ids, model.config.vocab_size, dims=1)
+    if ids.numel() < 3:
         raise ValueError(f"need one encoded sentence (T,) with [CLS], at least one token and [SEP]; "
                          f"got shape {tuple(ids.shape)}")
     if ids.numel() > model.config.max_len:
@@ -564,6 +567,7 @@ def mlm_continue(model: BertForPreTraining, tokenizer, text: str, n_new: int = 1
     """Make a masked LM write: append ``[MASK]`` before the final ``[SEP]``, fill it with the most
     likely token, repeat `n_new` times. BERT was never trained to predict the *last* word with
     nothing after it, which is why this works badly; see notebook 11."""
+    _require_mlm_head(model, "mlm_continue")
     if not isinstance(text, str) or not text.strip():
         raise ValueError("give some text for the model to continue")
     if n_new < 1:
@@ -585,43 +589,40 @@ def mlm_continue(model: BertForPreTraining, tokenizer, text: str, n_new: int = 1
 # ---------------------------------------------------------------------------------------------
 # Saving our own checkpoints
 
-_WEIGHTS, _CONFIG, _FORMAT = "weights.safetensors", "config.json", "onehot2gpt-bert/1"
 _MODELS = {"BertModel": BertModel, "BertForPreTraining": BertForPreTraining}
 
 
-def save_bert(model: BertModel | BertForPreTraining, directory: str | Path, info: dict | None = None) -> Path:
-    """Write ``config.json`` and ``weights.safetensors`` (float32, tied weights once) into `directory`."""
-    from safetensors.torch import save_file
-
+def save_bert(model: BertModel | BertForPreTraining, directory: str | Path, info: dict | None = None,
+              tokenizer=None) -> Path:
+    """Write a checkpoint folder (:mod:`onehot2gpt.checkpoints`): ``weights.safetensors`` (float32,
+    tied weights once), the `tokenizer`'s ``vocab.txt`` if given, and ``config.json`` with the
+    config, `info` and the files' sha256."""
     kind = type(model).__name__
     if kind not in _MODELS:
         raise TypeError(f"save_bert saves a BertModel or BertForPreTraining; got {kind}. For a "
                         f"fine-tuned head, save its .bert and the head's state_dict separately")
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    # named_parameters lists a tied tensor once (safetensors refuses shared storage anyway).
-    tensors = {k: p.detach().to("cpu", torch.float32).contiguous().clone()
-               for k, p in model.named_parameters()}
-    save_file(tensors, str(directory / _WEIGHTS), metadata={"format": "pt"})
     bert = model if isinstance(model, BertModel) else model.bert
-    config = {"format": _FORMAT, "model": kind, "config": model.config.to_dict(),
-              "pooler": bert.pooler is not None, "info": info or {}}
-    (directory / _CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    return directory
+    # named_parameters lists a tied tensor once (safetensors refuses shared storage anyway).
+    return save_checkpoint(directory, "bert", kind, model.config.to_dict(), dict(model.named_parameters()),
+                           tokenizer=tokenizer, info=info, extra={"pooler": bert.pooler is not None})
+
+
+def bert_from_checkpoint(record: dict, weights: dict, tokenizer=None) -> BertModel | BertForPreTraining:
+    """A BertModel or BertForPreTraining (``record["model"]``) built from a checkpoint's config.json
+    `record`, filled with its checked `weights` (what :func:`onehot2gpt.checkpoints.load` calls)."""
+    if record.get("model") not in _MODELS:
+        raise CheckpointError(f"config.json names model {record.get('model')!r}; a BERT checkpoint holds "
+                              f"one of {sorted(_MODELS)}")
+    config = config_from_record(BertConfig, record)
+    model = BertForPreTraining(config) if record["model"] == "BertForPreTraining" else \
+        BertModel(config, add_pooler=record.get("pooler", True))
+    return fill_module(model, weights)
 
 
 def load_bert(directory: str | Path, device: str | torch.device = "cpu") -> BertModel | BertForPreTraining:
-    """Read a folder written by :func:`save_bert` → the model, in eval mode. ValueError, naming the
-    tensors, when the weights do not fit the stored config."""
-
-    directory = Path(directory)
-    data, config = read_model_folder(directory, _FORMAT, BertConfig, "save_bert", "BERT")
-    if data.get("model") not in _MODELS:
-        raise ValueError(f"{directory / _CONFIG} is not a BERT checkpoint of this library "
-                         f"(model {data.get('model')!r}, expected one of {sorted(_MODELS)})")
-    model = BertForPreTraining(config) if data["model"] == "BertForPreTraining" else \
-        BertModel(config, add_pooler=data.get("pooler", True))
-    return fill_weights(model, directory, device)
+    """Read a folder written by :func:`save_bert` → the model, in eval mode, after every check of
+    :func:`onehot2gpt.checkpoints.load` (which also returns the WordPiece tokenizer)."""
+    return load_checkpoint(directory, device, kind="bert")[0]
 
 
 def attention_source(model, tokenizer):

@@ -1,19 +1,96 @@
-"""Where the course's small trained checkpoints live, and how to find them.
+"""The course's checkpoints: one folder format for every model, checked on load, and one ``load``.
 
-Each checkpoint is a folder in ``data/checkpoints/<name>/`` holding safetensors weights, a
-``config.json`` (with the command that reproduces it) and, where the model has one, a vocabulary.
-Models load them with their own ``load`` functions; this module only resolves names to folders,
-so notebooks work from any working directory.
+Every model the course trains (the GPTs of notebooks 09 and 10, the BERT of 07, the biLM of 03
+and 04, the word vectors of 02) is kept the same way, in ``data/checkpoints/<name>/``:
+
+* ``weights.safetensors``: the tensors under the model's own parameter names (a tied weight once);
+* the tokenizer's file, if the model has one: ``vocab.json`` (:class:`~onehot2gpt.vocab.Vocab`,
+  :class:`~onehot2gpt.zero_shot.WorldTokenizer`) or ``vocab.txt``
+  (:class:`~onehot2gpt.subword.WordPieceTokenizer`);
+* ``config.json``::
+
+      {"format": "onehot2gpt-checkpoint", "version": 2,
+       "kind": "gpt",                   # gpt | bert | bilm | word2vec: which module builds it
+       "model": "GPT",                  # the class
+       "config": {...},                 # the model's config dataclass: what it is built from
+       "tokenizer": "Vocab",            # the tokenizer's class, or null
+       "dtype": "float32",              # how the weights are stored (they load as float32)
+       "files": {"weights.safetensors": "<sha256>", "vocab.json": "<sha256>"},
+       "config_sha256": "<sha256 of the config, as canonical JSON>",
+       "info": {...}}                   # how it was made: data, recipe, command, scores
+
+:func:`load` checks, before anything is built: the format and the kind; the device; that every
+listed file exists and has its recorded sha256 (a reordered vocabulary or a truncated weights file
+fails here, naming the file); that the weights parse, are finite and have the names and shapes
+the config gives; that the tokenizer has ``vocab_size`` tokens; and that the config still has its
+recorded sha256. That last check is what catches an edited field no weight shape depends on
+(``n_heads``, ``dropout``, ``eps``): the weights load into such a model without complaint and it
+computes something else. Any failure raises before a model is returned: a checkpoint is never
+half-used. :class:`CheckpointError` (a ValueError) for a file that is wrong, FileNotFoundError for
+one that is missing.
+
+Commands: ``python -m onehot2gpt.checkpoints verify [NAME ...]`` checks the committed checkpoints
+(all by default); ``python -m onehot2gpt.checkpoints upgrade DIR ... [--tokenizer CLASS]`` turns a
+folder of the older per-model formats (no checksums) into this one after checking its weights.
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+import importlib
 import json
 import os
+from dataclasses import dataclass, fields
 from pathlib import Path
 
-_REPO = Path(__file__).resolve().parents[2]
+import torch
 
+__all__ = ["CheckpointError", "checkpoints_dir", "list_checkpoints", "checkpoint_path", "checkpoint_config",
+           "load", "save_checkpoint", "read_record", "read_checkpoint", "fill_weights", "fill_module",
+           "config_from_record", "check_device", "sha256_file", "config_sha256", "upgrade", "main"]
+
+_REPO = Path(__file__).resolve().parents[2]
+FORMAT, VERSION = "onehot2gpt-checkpoint", 2
+CONFIG, WEIGHTS = "config.json", "weights.safetensors"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file is damaged, edited or does not fit the rest of its folder."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How to build one kind of model from its folder."""
+
+    module: str                   # the module that holds the model and `build`
+    build: str                    # (record, weights, tokenizer) → the model on the CPU, weights checked
+    made_by: str                  # what writes such a folder, for messages
+    shape_free: tuple[str, ...]   # config fields no weight shape depends on: only config_sha256 guards them
+
+
+# Imported only when a checkpoint is loaded: the model modules import this one, never the reverse
+# at import time, so the import order utils → models → the rest stays one way.
+KINDS = {
+    "gpt": Kind("onehot2gpt.gpt", "gpt_from_checkpoint", "onehot2gpt.gpt.save_gpt",
+                ("n_heads", "dropout", "eps")),
+    "bert": Kind("onehot2gpt.bert", "bert_from_checkpoint", "onehot2gpt.bert.save_bert",
+                 ("n_heads", "dropout", "eps", "pad_id")),
+    "bilm": Kind("onehot2gpt.elmo", "bilm_from_checkpoint",
+                 "onehot2gpt.elmo.save_bilm or `python -m onehot2gpt.elmo train`", ("dropout", "max_len")),
+    "word2vec": Kind("onehot2gpt.word_vectors", "word_vectors_from_checkpoint",
+                     "WordVectors.save or `python -m onehot2gpt.word2vec train`", ()),
+}
+# tokenizer class → (its module, the file it saves to and loads from)
+TOKENIZERS = {
+    "Vocab": ("onehot2gpt.vocab", "vocab.json"),
+    "WorldTokenizer": ("onehot2gpt.zero_shot", "vocab.json"),
+    "WordPieceTokenizer": ("onehot2gpt.subword", "vocab.txt"),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding the course checkpoints
 
 def checkpoints_dir() -> Path:
     """The folder of course checkpoints (env ONEHOT2GPT_CHECKPOINTS, else <repo>/data/checkpoints)."""
@@ -21,15 +98,15 @@ def checkpoints_dir() -> Path:
 
 
 def list_checkpoints() -> list[str]:
-    """Names of the checkpoints that exist."""
+    """Names of the checkpoints that exist, e.g. ``["bert-wikitext2", "bilm-wikitext2", …]``."""
     root = checkpoints_dir()
-    return sorted(p.name for p in root.iterdir() if (p / "config.json").exists()) if root.exists() else []
+    return sorted(p.name for p in root.iterdir() if (p / CONFIG).exists()) if root.exists() else []
 
 
 def checkpoint_path(name: str) -> Path:
     """Folder of the course checkpoint `name`, e.g. ``"word2vec-wikitext2"``."""
     path = checkpoints_dir() / name
-    if not (path / "config.json").exists():
+    if not (path / CONFIG).exists():
         raise FileNotFoundError(
             f"no course checkpoint {name!r} in {checkpoints_dir()} (have: {list_checkpoints()}). "
             "Use a clone of the course repository with `pip install -e .`, or set "
@@ -38,55 +115,397 @@ def checkpoint_path(name: str) -> Path:
 
 
 def checkpoint_config(name: str) -> dict:
-    """The ``config.json`` of a course checkpoint."""
-    return json.loads((checkpoint_path(name) / "config.json").read_text(encoding="utf-8"))
+    """The ``config.json`` of a course checkpoint, parsed."""
+    return json.loads((checkpoint_path(name) / CONFIG).read_text(encoding="utf-8"))
 
 
-def load_matching_weights(weights_path: Path, expected: dict, config_path: Path) -> dict:
-    """Read a safetensors file and check it against the tensors a model built from its config
-    expects ({name: tensor}); raise a ValueError listing missing, unexpected and mis-shaped
-    tensors (a checkpoint that does not match its config is never half-loaded)."""
+def _folder(name_or_path: str | Path) -> Path:
+    """A course checkpoint's name or a folder → the folder."""
+    if isinstance(name_or_path, str) and "/" not in name_or_path and os.sep not in name_or_path \
+            and not Path(name_or_path).is_dir():
+        return checkpoint_path(name_or_path)
+    return Path(name_or_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checksums and devices
+
+def sha256_file(path: str | Path) -> str:
+    """The sha256 of a file's bytes, as 64 hex digits."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def config_sha256(config: dict) -> str:
+    """The sha256 of a config as canonical JSON (sorted keys, no spaces): the same for the dict a
+    model saves and the one read back from config.json."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_device(device: str | torch.device) -> torch.device:
+    """`device` as a torch.device, or a ValueError saying what to use when this torch cannot reach it."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device={device!r} is not a torch device: use 'cpu' (or 'cuda' on a "
+                         f"machine with an NVIDIA GPU)") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={str(device)!r}, but this torch has no CUDA "
+                             f"(torch.cuda.is_available() is False): use device='cpu', or install "
+                             f"a CUDA build of torch on a machine with an NVIDIA GPU")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(f"device={str(device)!r}, but this machine has "
+                             f"{torch.cuda.device_count()} GPU(s): use 'cuda:0' … or 'cpu'")
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device={str(device)!r}, but this torch has no Apple GPU (MPS): use device='cpu'")
+    elif dev.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device={str(device)!r}: the course's models run on 'cpu' or 'cuda'")
+    return dev
+
+
+# ---------------------------------------------------------------------------------------------
+# Saving
+
+def save_checkpoint(directory: str | Path, kind: str, model: str, config: dict, tensors: dict,
+                    *, tokenizer=None, info: dict | None = None, dtype: torch.dtype = torch.float32,
+                    extra: dict | None = None) -> Path:
+    """Write a checkpoint folder: ``weights.safetensors`` (`tensors` in `dtype`), the tokenizer's
+    file, then ``config.json`` with both files' sha256 and the config's. The save_* functions
+    of the model modules call it. ValueError for non-finite tensors or a tokenizer whose size is
+    not ``config["vocab_size"]``, before anything is written."""
+    from safetensors.torch import save_file
+
+    if kind not in KINDS:
+        raise ValueError(f"unknown checkpoint kind {kind!r}; one of {sorted(KINDS)}")
+    stored = {k: v.detach().to("cpu", dtype).contiguous().clone() for k, v in tensors.items()}
+    broken = [k for k, v in stored.items() if not torch.isfinite(v).all()]
+    if broken:
+        raise ValueError(f"not saving: {', '.join(broken[:5])} hold NaN or infinite values"
+                         f"{' in ' + str(dtype).removeprefix('torch.') if dtype != torch.float32 else ''}"
+                         f" (the training diverged, or a value overflows {dtype})")
+    tok_type = None
+    if tokenizer is not None:
+        tok_type = type(tokenizer).__name__
+        if tok_type not in TOKENIZERS:
+            raise TypeError(f"cannot save a {tok_type} as a checkpoint's tokenizer; one of "
+                            f"{sorted(TOKENIZERS)}")
+        if "vocab_size" in config and len(tokenizer) != config["vocab_size"]:
+            raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but config vocab_size is "
+                             f"{config['vocab_size']}: they do not belong together")
+    config = json.loads(json.dumps(config))            # tuples → lists, as config.json will hold them
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    save_file(stored, str(directory / WEIGHTS), metadata={"format": "pt"})
+    files = {WEIGHTS: sha256_file(directory / WEIGHTS)}
+    if tokenizer is not None:
+        name = TOKENIZERS[tok_type][1]
+        tokenizer.save(directory / name)
+        files[name] = sha256_file(directory / name)
+    record = {"format": FORMAT, "version": VERSION, "kind": kind, "model": model, "config": config,
+              **(extra or {}), "tokenizer": tok_type, "dtype": str(dtype).removeprefix("torch."),
+              "files": files, "config_sha256": config_sha256(config), "info": info or {}}
+    (directory / CONFIG).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return directory
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+def _made_by(kind: str | None) -> str:
+    """What writes a folder of `kind` (of any kind if None), for messages."""
+    if kind in KINDS:
+        return KINDS[kind].made_by
+    return ", ".join(k.made_by.split(" or ")[0] for k in KINDS.values())
+
+
+def read_record(directory: str | Path, kind: str | None = None) -> dict:
+    """The parsed config.json of a checkpoint folder, checked for format, version and (if given)
+    kind; its files are not read (:func:`read_checkpoint` checks them)."""
+    directory = Path(directory)
+    if not (directory / CONFIG).is_file():
+        what = f"a {kind} checkpoint" if kind else "a checkpoint"
+        raise FileNotFoundError(f"{directory} is missing {CONFIG}: it is not {what} folder (one is "
+                                f"written by {_made_by(kind)}; course checkpoints: {list_checkpoints()})")
+    try:
+        record = json.loads((directory / CONFIG).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{directory / CONFIG} is not valid JSON ({e}): restore it "
+                              f"(git checkout -- {directory / CONFIG}) or save the model again") from None
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        old = record.get("format", "no format field") if isinstance(record, dict) else "not a JSON object"
+        raise CheckpointError(
+            f"{directory / CONFIG} is not a checkpoint of this library's format {FORMAT!r} ({old}). "
+            f"A folder saved by an older onehot2gpt (no checksums) can be converted with "
+            f"`python -m onehot2gpt.checkpoints upgrade {directory}`")
+    if record.get("version") != VERSION:
+        raise CheckpointError(f"{directory / CONFIG} has format version {record.get('version')!r}; this "
+                              f"onehot2gpt reads version {VERSION}: update the library or save the model "
+                              f"again")
+    if record.get("kind") not in KINDS:
+        raise CheckpointError(f"{directory / CONFIG} holds an unknown kind of model {record.get('kind')!r}; "
+                              f"this library builds {sorted(KINDS)}")
+    if kind is not None and record["kind"] != kind:
+        raise CheckpointError(f"{directory} holds a {record['kind']} checkpoint ({record.get('model')}), not "
+                              f"a {kind} one: load it with onehot2gpt.checkpoints.load({str(directory)!r}), "
+                              f"which builds whatever kind a folder holds")
+    for field in ("config", "files", "config_sha256"):
+        if field not in record:
+            raise CheckpointError(f"{directory / CONFIG} lacks its {field!r} field: restore the file "
+                                  f"or save the model again")
+    return record
+
+
+def _verify_files(directory: Path, record: dict) -> None:
+    """Every file config.json lists exists and has its recorded sha256."""
+    tokenizer_file = TOKENIZERS[record["tokenizer"]][1] if record.get("tokenizer") else None
+    needed = [WEIGHTS] + ([tokenizer_file] if tokenizer_file else [])
+    unlisted = [n for n in needed if n not in record["files"]]
+    if unlisted:
+        raise CheckpointError(f"{directory / CONFIG} records no sha256 for {', '.join(unlisted)}: restore "
+                              f"config.json or save the model again")
+    missing = [n for n in record["files"] if not (directory / n).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"{directory} is missing {', '.join(missing)}: a {record['kind']} checkpoint folder holds "
+            f"{', '.join([CONFIG, *record['files']])}. Restore the file (git checkout, or copy the folder "
+            f"again) or save the model again with {_made_by(record['kind'])}")
+    for name, recorded in record["files"].items():
+        actual = sha256_file(directory / name)
+        if actual != recorded:
+            size = (directory / name).stat().st_size
+            raise CheckpointError(
+                f"{directory / name} has sha256 {actual[:12]}… but {CONFIG} records {recorded[:12]}…: "
+                f"the file ({size:,} bytes) was changed after saving (edited, reordered, truncated or "
+                f"copied from another checkpoint). Restore it (git checkout -- {directory / name}, or "
+                f"copy the folder again) or save the model again; it is not loaded")
+
+
+def _read_weights(path: Path) -> dict:
+    """The tensors of a safetensors file, all finite; CheckpointError naming the file otherwise."""
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    weights = load_file(str(weights_path))
+    try:
+        weights = load_file(str(path))
+    except (SafetensorError, OSError, ValueError, RuntimeError) as e:
+        raise CheckpointError(
+            f"{path} is not a readable safetensors file ({e}): it is truncated, or another file renamed "
+            f"to {path.name}. Restore it (git checkout -- {path}, or copy the folder again) or save the "
+            f"model again with its save_* function") from None
+    broken = [k for k, v in weights.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if broken:
+        raise CheckpointError(f"{path}: {', '.join(broken[:5])}{' and more' if len(broken) > 5 else ''} "
+                              f"hold NaN or infinite values: the weights are unusable; restore the file "
+                              f"or train the model again")
+    return weights
+
+
+def _read_tokenizer(directory: Path, record: dict):
+    if not record.get("tokenizer"):
+        return None
+    module, name = TOKENIZERS[record["tokenizer"]]
+    cls = getattr(importlib.import_module(module), record["tokenizer"])
+    try:
+        tokenizer = cls.load(directory / name)
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{directory / name} is not a {record['tokenizer']} file ({e}): "
+                              f"restore it or save the model again") from None
+    vocab_size = record["config"].get("vocab_size")
+    if vocab_size is not None and len(tokenizer) != vocab_size:
+        raise CheckpointError(f"{directory / name} has {len(tokenizer)} tokens but {CONFIG} says "
+                              f"vocab_size={vocab_size}: they come from different runs")
+    return tokenizer
+
+
+def config_from_record(cls, record: dict):
+    """``cls(**record["config"])`` for a config dataclass, or CheckpointError naming the fields."""
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(record["config"]) - known)
+    if unknown:
+        raise CheckpointError(f"{CONFIG} has config fields {unknown} that {cls.__name__} does not know "
+                              f"(it has {sorted(known)})")
+    try:
+        return cls(**record["config"])
+    except (TypeError, ValueError, AssertionError) as e:
+        raise CheckpointError(f"{CONFIG}'s config is not a valid {cls.__name__}: {e}") from None
+
+
+def fill_module(model: torch.nn.Module, weights: dict) -> torch.nn.Module:
+    """Copy `weights` ({name: tensor}) into `model`'s parameters (a tied one is listed once), after
+    checking that the names and shapes agree exactly → the model. CheckpointError listing missing,
+    unexpected and mis-shaped tensors, before anything is copied."""
+    expected = dict(model.named_parameters())
     problems = [f"missing {k}" for k in expected if k not in weights]
     problems += [f"unexpected {k}" for k in weights if k not in expected]
     problems += [f"{k}: shape {tuple(weights[k].shape)} in the file, {tuple(v.shape)} in the config"
                  for k, v in expected.items() if k in weights and weights[k].shape != v.shape]
     if problems:
         shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
-        raise ValueError(f"the weights in {weights_path} do not match {config_path}: {shown}")
-    return weights
-
-
-def read_model_folder(directory: Path, fmt: str, config_cls, saver: str, what: str) -> tuple[dict, object]:
-    """Check a folder written by one of our ``save_*`` functions (``config.json`` +
-    ``weights.safetensors``) → (the parsed config.json, ``config_cls(**its "config")``).
-    FileNotFoundError for a missing file, ValueError for another format or unknown fields."""
-    from dataclasses import fields
-
-    missing = [n for n in ("config.json", "weights.safetensors") if not (directory / n).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{directory} lacks {', '.join(missing)}; a {what} checkpoint folder holds "
-                                f"config.json and weights.safetensors, written by {saver}")
-    data = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    if data.get("format") != fmt:
-        raise ValueError(f"{directory / 'config.json'} is not a {what} checkpoint of this library "
-                         f"(format {fmt!r})")
-    unknown = set(data["config"]) - {f.name for f in fields(config_cls)}
-    if unknown:
-        raise ValueError(f"{directory / 'config.json'} has unknown config fields {sorted(unknown)}")
-    return data, config_cls(**data["config"])
-
-
-def fill_weights(model, directory: Path, device="cpu"):
-    """Copy ``directory/weights.safetensors`` into `model` after :func:`load_matching_weights`
-    checked every name and shape → the model on `device`, in eval mode."""
-    import torch
-
-    expected = dict(model.named_parameters())
-    weights = load_matching_weights(directory / "weights.safetensors", expected, directory / "config.json")
+        raise CheckpointError(f"the weights in {WEIGHTS} do not match {CONFIG}: {shown}")
     with torch.no_grad():
         for k, p in expected.items():
             p.copy_(weights[k])
-    return model.to(device).eval()
+    return model
+
+
+def read_checkpoint(name_or_path: str | Path, kind: str | None = None) -> tuple[dict, dict, object]:
+    """Check a checkpoint folder → (its config.json record, the weights {name: tensor}, the
+    tokenizer or None); every check of :func:`load` except the model's own shapes."""
+    directory = _folder(name_or_path)
+    record = read_record(directory, kind)
+    _verify_files(directory, record)
+    try:
+        return record, _read_weights(directory / WEIGHTS), _read_tokenizer(directory, record)
+    except CheckpointError as e:
+        raise CheckpointError(_with_config_note(str(e), directory, record)) from None
+
+
+def _config_edited(record: dict) -> bool:
+    return config_sha256(record["config"]) != record["config_sha256"]
+
+
+def _with_config_note(message: str, directory: Path, record: dict) -> str:
+    if not _config_edited(record):
+        return message
+    return (f"{message}. Note: the config in {directory / CONFIG} was edited after saving (its sha256 no "
+            f"longer matches config_sha256); restore it (git checkout -- {directory / CONFIG})")
+
+
+def load(name_or_path: str | Path, device: str | torch.device = "cpu", *, kind: str | None = None):
+    """A checkpoint (a course checkpoint's name, e.g. ``"gpt-char-shakespeare"``, or a folder) →
+    (model in eval mode on `device`, tokenizer), after every check in this module's docstring.
+
+    The tokenizer is the folder's Vocab, WordPieceTokenizer or WorldTokenizer (None if it has
+    none); for word vectors the model is the :class:`~onehot2gpt.word_vectors.WordVectors` and the
+    tokenizer its vocabulary. `kind` ("gpt", "bert", "bilm", "word2vec") refuses a folder of
+    another kind.
+
+    Example:
+        >>> gpt, vocab = load("gpt-char-shakespeare")                   # doctest: +SKIP
+    """
+    directory = _folder(name_or_path)
+    record = read_record(directory, kind)
+    dev = check_device(device)
+    spec = KINDS[record["kind"]]
+    if record["kind"] == "word2vec" and dev.type != "cpu":
+        raise ValueError(f"word vectors load on the CPU only (device={str(device)!r}): use device='cpu'")
+    record, weights, tokenizer = read_checkpoint(directory, record["kind"])
+    build = getattr(importlib.import_module(spec.module), spec.build)
+    try:
+        model = build(record, weights, tokenizer)
+    except CheckpointError as e:
+        raise CheckpointError(_with_config_note(f"{directory}: {e}", directory, record)) from None
+    if _config_edited(record):
+        now = ", ".join(f"{f}={record['config'][f]!r}" for f in spec.shape_free if f in record["config"])
+        raise CheckpointError(
+            f"the config in {directory / CONFIG} was edited after saving: its sha256 no longer matches "
+            f"config_sha256. The weights still fit its shapes, so a field no weight shape depends on "
+            f"changed ({now}): a model built from it would compute something other than what was "
+            f"trained. Restore the file (git checkout -- {directory / CONFIG}) or save the model again")
+    if isinstance(model, torch.nn.Module):
+        model = model.to(dev).eval()
+    return model, (model.vocab if record["kind"] == "word2vec" else tokenizer)
+
+
+def fill_weights(model: torch.nn.Module, name_or_path: str | Path, device: str | torch.device = "cpu"):
+    """Copy a checked checkpoint's weights into `model` (e.g. a model built in a notebook with the
+    library's parameter names) → the model on `device`, in eval mode. Same checks as :func:`load`,
+    then the names and shapes of `model` against the file."""
+    dev = check_device(device)
+    directory = _folder(name_or_path)
+    record, weights, _ = read_checkpoint(directory)
+    try:
+        fill_module(model, weights)
+    except CheckpointError as e:
+        raise CheckpointError(f"{directory}: {e}") from None
+    return model.to(dev).eval()
+
+
+# ---------------------------------------------------------------------------------------------
+# Converting the older formats, verifying the committed checkpoints
+
+_OLD_FORMATS = {"onehot2gpt-gpt/1": "gpt", "onehot2gpt-bert/1": "bert", "onehot2gpt-bilm": "bilm"}
+
+
+def upgrade(directory: str | Path, tokenizer: str | None = None) -> Path:
+    """Convert a folder written by an older onehot2gpt (per-model formats, no checksums) into this
+    format in place: the weights are checked (parse, finite, names and shapes through the model's
+    builder), then config.json is rewritten with the sha256 of each file. The weights file is
+    never rewritten (word2vec's ``vectors.safetensors`` is only renamed), so the model loads
+    bit-identically. `tokenizer` names the class of ``vocab.json`` where it is not a Vocab
+    (``"WorldTokenizer"`` for the zero-shot models)."""
+    directory = Path(directory)
+    old = json.loads((directory / CONFIG).read_text(encoding="utf-8"))
+    if old.get("format") == FORMAT:
+        raise ValueError(f"{directory} is already in format {FORMAT} version {old.get('version')}")
+    if old.get("format") in _OLD_FORMATS:
+        kind = _OLD_FORMATS[old["format"]]
+        model = old.get("model", "BiLM" if kind == "bilm" else None)
+        info = old.get("info", old.get("training", {}))
+        extra = {"pooler": old["pooler"]} if "pooler" in old else {}
+        config = old["config"]
+        dtype = old.get("dtype", "float32")
+    elif "format" not in old and (directory / "vectors.safetensors").is_file():
+        kind, model, extra, dtype = "word2vec", "WordVectors", {}, old.get("stored_dtype", "float16")
+        config = {"vocab_size": old["vocab_size"], "dim": old["dim"]}
+        info = {k: v for k, v in old.items() if k not in ("vocab_size", "dim", "stored_dtype")}
+        (directory / "vectors.safetensors").rename(directory / WEIGHTS)     # the same bytes
+    else:
+        raise ValueError(f"{directory / CONFIG}: format {old.get('format')!r} is not one this library wrote")
+    if tokenizer is None:
+        tokenizer = next((t for t, (_, f) in TOKENIZERS.items()
+                          if t != "WorldTokenizer" and (directory / f).is_file()), None)
+    files = {WEIGHTS: sha256_file(directory / WEIGHTS)}
+    if tokenizer:
+        files[TOKENIZERS[tokenizer][1]] = sha256_file(directory / TOKENIZERS[tokenizer][1])
+    record = {"format": FORMAT, "version": VERSION, "kind": kind, "model": model, "config": config,
+              **extra, "tokenizer": tokenizer, "dtype": dtype, "files": files,
+              "config_sha256": config_sha256(config), "info": info}
+    previous = (directory / CONFIG).read_text(encoding="utf-8")
+    (directory / CONFIG).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    try:
+        load(directory)                           # every check, the model's shapes included
+    except Exception:
+        (directory / CONFIG).write_text(previous, encoding="utf-8")
+        if kind == "word2vec":
+            (directory / WEIGHTS).rename(directory / "vectors.safetensors")
+        raise
+    return directory
+
+
+def main(argv=None) -> None:
+    """``python -m onehot2gpt.checkpoints verify [NAME ...]`` or
+    ``python -m onehot2gpt.checkpoints upgrade DIR ... [--tokenizer CLASS]``."""
+    p = argparse.ArgumentParser(prog="python -m onehot2gpt.checkpoints",
+                                description="Verify the course checkpoints, or convert older folders.")
+    sub = p.add_subparsers(dest="command", required=True)
+    verify = sub.add_parser("verify", help="load every (or each named) course checkpoint with all checks")
+    verify.add_argument("names", nargs="*")
+    up = sub.add_parser("upgrade", help="convert folders of the older formats in place (adds checksums)")
+    up.add_argument("directories", nargs="+", type=Path)
+    up.add_argument("--tokenizer", choices=sorted(TOKENIZERS), help="class of the folder's tokenizer file")
+    args = p.parse_args(argv)
+    if args.command == "upgrade":
+        for directory in args.directories:
+            upgrade(directory, args.tokenizer)
+            print(f"{directory}: upgraded to {FORMAT} version {VERSION}")
+        return
+    failed = 0
+    for name in args.names or list_checkpoints():
+        try:
+            model, tokenizer = load(name)
+            print(f"ok      {name}: {type(model).__name__}, {type(tokenizer).__name__}")
+        except (CheckpointError, FileNotFoundError, ValueError) as e:
+            failed += 1
+            print(f"FAILED  {name}: {e}")
+    if failed:
+        raise SystemExit(f"{failed} checkpoint(s) failed")
+
+
+if __name__ == "__main__":
+    main()

@@ -43,14 +43,13 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import platform
 import random
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -58,14 +57,15 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from onehot2gpt.checkpoints import load_matching_weights
+from onehot2gpt.checkpoints import (WEIGHTS, config_from_record, fill_module, load as load_checkpoint,
+                                    read_record, save_checkpoint)
+from onehot2gpt.utils import as_ids, check_finite_loss
 from onehot2gpt.vocab import BOS, EOS, PAD, Vocab
 
 __all__ = ["BiLMConfig", "BiLM", "ScalarMix", "ElmoFeatures", "reverse_padded", "save_bilm",
            "load_bilm", "bilm_info", "bilm_perplexity", "split_sentences", "train_bilm"]
 
-_WEIGHTS, _CONFIG, _VOCAB = "weights.safetensors", "config.json", "vocab.json"
-_FORMAT = "onehot2gpt-bilm"
+_WEIGHTS = WEIGHTS
 
 
 @dataclass(frozen=True)
@@ -249,20 +249,9 @@ class BiLM(nn.Module):
 
 def _check_inputs(ids, mask, vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Validate ids (B, T) and a right-padding mask for a biLM of `vocab_size`; return (ids, bool mask)."""
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"ids must be a torch.LongTensor of shape (B, T), got {type(ids).__name__}")
-    if ids.dtype.is_floating_point or ids.dtype in (torch.bool, torch.complex64, torch.complex128):
-        raise TypeError(f"ids must hold integer token ids (torch.long), got dtype {ids.dtype}")
-    if ids.dim() != 2:
-        raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}"
-                         + ("; add a batch dimension with ids.unsqueeze(0)" if ids.dim() == 1 else ""))
-    if ids.numel() == 0:
-        raise ValueError(f"ids is empty (shape {tuple(ids.shape)})")
-    if ids.min() < 0 or ids.max() >= vocab_size:
-        raise IndexError(f"token ids must lie in 0..{vocab_size - 1}; got min "
-                         f"{int(ids.min())}, max {int(ids.max())}. Use the biLM's own vocabulary")
+    ids = as_ids(ids, vocab_size, dims=2)
     if mask is None:
-        return ids.long(), torch.ones_like(ids, dtype=torch.bool)
+        return ids, torch.ones_like(ids, dtype=torch.bool)
     mask = torch.as_tensor(mask, device=ids.device)
     if mask.shape != ids.shape:
         raise ValueError(f"mask must have the shape of ids {tuple(ids.shape)}, got {tuple(mask.shape)}")
@@ -271,7 +260,7 @@ def _check_inputs(ids, mask, vocab_size: int) -> tuple[torch.Tensor, torch.Tenso
     if not torch.equal(mask, torch.arange(ids.shape[1], device=ids.device) < lengths):
         raise ValueError("mask must be 1 for a row's real tokens and 0 for the padding after "
                          "them (right padding); got a mask with holes or left padding")
-    return ids.long(), mask
+    return ids, mask
 
 
 # --------------------------------------------------------------------------------- scalar mix
@@ -404,62 +393,29 @@ class ElmoFeatures:
 
 def save_bilm(bilm: BiLM, vocab: Vocab, directory: str | Path, *, half: bool = True,
               info: dict | None = None) -> Path:
-    """Write ``config.json``, ``vocab.json`` and ``weights.safetensors`` (float16 if `half`)."""
-    from safetensors.torch import save_file
-
+    """Write a checkpoint folder (:mod:`onehot2gpt.checkpoints`): ``weights.safetensors`` (float16
+    if `half`), ``vocab.json``, and ``config.json`` with the config, `info` and the files' sha256."""
     if len(vocab) != bilm.config.vocab_size:
         raise ValueError(f"vocabulary size {len(vocab)} != config.vocab_size {bilm.config.vocab_size}")
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    dtype = torch.float16 if half else torch.float32
-    tensors = {k: v.detach().to("cpu", dtype).contiguous().clone() for k, v in bilm.state_dict().items()}
-    save_file(tensors, str(directory / _WEIGHTS), metadata={"format": "pt"})
-    config = {"format": _FORMAT, "config": asdict(bilm.config), "dtype": str(dtype).removeprefix("torch."),
-              "training": info or {}}
-    (directory / _CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    vocab.save(directory / _VOCAB)
-    return directory
-
-
-def _read_config(directory: Path) -> dict:
-    missing = [name for name in (_CONFIG, _VOCAB, _WEIGHTS) if not (directory / name).is_file()]
-    if missing:
-        raise FileNotFoundError(
-            f"{directory} lacks {', '.join(missing)}; a biLM checkpoint folder holds {_CONFIG}, "
-            f"{_VOCAB} and {_WEIGHTS}. Make one with: python -m onehot2gpt.elmo train --out {directory}")
-    data = json.loads((directory / _CONFIG).read_text(encoding="utf-8"))
-    if data.get("format") != _FORMAT or "config" not in data:
-        raise ValueError(f"{directory / _CONFIG} is not a biLM config (expected format {_FORMAT!r})")
-    return data
+    return save_checkpoint(directory, "bilm", "BiLM", asdict(bilm.config), dict(bilm.named_parameters()),
+                           tokenizer=vocab, info=info, dtype=torch.float16 if half else torch.float32)
 
 
 def bilm_info(directory: str | Path) -> dict:
     """The training record stored in a checkpoint's config.json (perplexities, wall time, ...)."""
-    return _read_config(Path(directory)).get("training", {})
+    return read_record(directory, "bilm")["info"]
+
+
+def bilm_from_checkpoint(record: dict, weights: dict, tokenizer=None) -> BiLM:
+    """A BiLM built from a checkpoint's config.json `record`, filled (as float32) with its checked
+    `weights` (what :func:`onehot2gpt.checkpoints.load` calls for kind "bilm")."""
+    return fill_module(BiLM(config_from_record(BiLMConfig, record)), weights)
 
 
 def load_bilm(directory: str | Path, device: str | torch.device = "cpu") -> tuple[BiLM, Vocab]:
-    """Read a folder written by :func:`save_bilm` → (biLM in eval mode, float32; vocabulary).
-
-    Raises ValueError, naming the tensors, if the weights do not fit the stored config.
-    """
-
-    directory = Path(directory)
-    data = _read_config(directory)
-    known = {f.name for f in fields(BiLMConfig)}
-    unknown = set(data["config"]) - known
-    if unknown:
-        raise ValueError(f"{directory / _CONFIG} has unknown config fields {sorted(unknown)}")
-    config = BiLMConfig(**data["config"])
-    vocab = Vocab.load(directory / _VOCAB)
-    if len(vocab) != config.vocab_size:
-        raise ValueError(f"{directory / _VOCAB} has {len(vocab)} tokens but the config says "
-                         f"vocab_size={config.vocab_size}")
-    bilm = BiLM(config)
-    expected = bilm.state_dict()
-    weights = load_matching_weights(directory / _WEIGHTS, expected, directory / _CONFIG)
-    bilm.load_state_dict({k: v.float() for k, v in weights.items()})
-    return bilm.to(device).eval(), vocab
+    """Read a folder written by :func:`save_bilm` → (biLM in eval mode, float32; vocabulary), after
+    every check of :func:`onehot2gpt.checkpoints.load`."""
+    return load_checkpoint(directory, device, kind="bilm")
 
 
 # --------------------------------------------------------------------------------- training
@@ -557,7 +513,7 @@ def train_bilm(bilm: BiLM, seqs: list[list[int]], *, epochs: int = 2, batch_size
                 nn.utils.clip_grad_norm_(bilm.parameters(), clip)
                 opt.step()
                 sched.step()
-                history.append(loss.item())
+                history.append(check_finite_loss(loss, len(history), lr=lr, what="biLM training"))
                 bar.update()
                 if len(history) % 20 == 0:
                     bar.set_postfix(ppl=f"{math.exp(sum(history[-20:]) / 20):.0f}")

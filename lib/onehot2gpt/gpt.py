@@ -20,7 +20,6 @@ the transformers model to :func:`load_hf_gpt2`. Sampling and generation live in
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,7 +30,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention, causal_mask, merge_heads, scaled_dot_product_attention
-from .checkpoints import fill_weights, read_model_folder
+from .checkpoints import config_from_record, fill_module, load as load_checkpoint, save_checkpoint
+from .utils import InvalidIds, as_ids
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,10 +254,10 @@ def sequence_log_prob(model: GPT, ids) -> torch.Tensor:
     """The chain rule: log P(ids[1:] | ids[0]) = Σ_t log P(ids[t] | ids[:t]) for a (T,) or (B, T)
     sequence → () or (B,) natural-log probabilities. Exact, because an autoregressive model
     factorises the probability of a sequence; a masked LM cannot give this number."""
-    ids = torch.as_tensor(ids)
+    ids = as_ids(ids, model.config.vocab_size, dims=(1, 2))
     single = ids.dim() == 1
     ids = ids[None] if single else ids
-    if ids.dim() != 2 or ids.size(1) < 2:
+    if ids.size(1) < 2:
         raise ValueError(f"need ids shaped (T,) or (B, T) with T ≥ 2 (a first token and what follows); "
                          f"got {tuple(ids.shape)}")
     if ids.size(1) > model.config.max_len:
@@ -270,7 +270,8 @@ def sequence_log_prob(model: GPT, ids) -> torch.Tensor:
 
 def lm_loss(model: GPT, ids):
     """ids (B, T) → mean next-token cross-entropy of ids[:, 1:] given ids[:, :-1] (a scalar)."""
-    if ids.dim() != 2 or ids.size(1) < 2:
+    ids = as_ids(ids, model.config.vocab_size, dims=2)
+    if ids.size(1) < 2:
         raise ValueError(f"lm_loss needs ids shaped (B, T) with T ≥ 2 (an input and its next token); "
                          f"got {tuple(ids.shape)}")
     logits = model(ids[:, :-1]).logits                                           # (B, T − 1, V)
@@ -382,51 +383,41 @@ def load_hf_gpt2(hf_model, config: GPTConfig | None = None) -> GPT:
 
 
 # ---------------------------------------------------------------------------------------------
-# Saving our own checkpoints
+# Saving our own checkpoints (the format and its checks: onehot2gpt.checkpoints)
 
-_WEIGHTS, _CONFIG, _FORMAT = "weights.safetensors", "config.json", "onehot2gpt-gpt/1"
-
-
-def save_gpt(model: GPT, directory: str | Path, info: dict | None = None) -> Path:
-    """Write ``config.json`` and ``weights.safetensors`` (float32, the tied weight once) into `directory`.
-    `info` (JSON-serialisable: data, steps, the command that made it) is stored with the config."""
-    from safetensors.torch import save_file
-
+def save_gpt(model: GPT, directory: str | Path, info: dict | None = None, tokenizer=None) -> Path:
+    """Write a checkpoint folder (:mod:`onehot2gpt.checkpoints`): ``weights.safetensors`` (float32,
+    the tied weight once), the `tokenizer`'s file if given, and ``config.json`` with the config,
+    `info` (JSON-serialisable: data, steps, the command that made it) and the files' sha256."""
     if not isinstance(model, GPT):
         raise TypeError(f"save_gpt saves a GPT; got {type(model).__name__}")
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     # named_parameters lists the tied tensor once (safetensors refuses shared storage anyway).
-    tensors = {k: p.detach().to("cpu", torch.float32).contiguous().clone()
-               for k, p in model.named_parameters()}
-    save_file(tensors, str(directory / _WEIGHTS), metadata={"format": "pt"})
-    config = {"format": _FORMAT, "model": "GPT", "config": model.config.to_dict(), "info": info or {}}
-    (directory / _CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    return directory
+    return save_checkpoint(directory, "gpt", "GPT", model.config.to_dict(), dict(model.named_parameters()),
+                           tokenizer=tokenizer, info=info)
+
+
+def gpt_from_checkpoint(record: dict, weights: dict, tokenizer=None) -> GPT:
+    """A GPT built from a checkpoint's config.json `record`, filled with its checked `weights`
+    (what :func:`onehot2gpt.checkpoints.load` calls for kind "gpt")."""
+    return fill_module(GPT(config_from_record(GPTConfig, record)), weights)
 
 
 def load_gpt(directory: str | Path, device: str | torch.device = "cpu") -> GPT:
-    """Read a folder written by :func:`save_gpt` → the GPT, in eval mode. ValueError, naming the
-    tensors, when the weights do not fit the stored config."""
-    directory = Path(directory)
-    _, config = read_model_folder(directory, _FORMAT, GPTConfig, "save_gpt", "GPT")
-    return fill_weights(GPT(config), directory, device)
+    """Read a folder written by :func:`save_gpt` → the GPT, in eval mode, after every check of
+    :func:`onehot2gpt.checkpoints.load` (which also returns the tokenizer)."""
+    return load_checkpoint(directory, device, kind="gpt")[0]
 
 
 # ---------------------------------------------------------------------------------------------
 # Checking the inputs (messages that say what to do)
 
-def _check_ids(ids, vocab_size: int):
-    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype != torch.long:
-        got = f"{tuple(ids.shape)} {ids.dtype}" if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise ValueError(f"ids must be a (B, T) tensor of token ids (torch.long); got {got}. "
-                         f"For one sequence use ids[None]")
-    if ids.size(0) == 0 or ids.size(1) == 0:
-        raise ValueError(f"ids is empty {tuple(ids.shape)}: give at least one token")
-    lo, hi = int(ids.min()), int(ids.max())
-    if lo < 0 or hi >= vocab_size:
-        raise ValueError(f"ids holds ids from {lo} to {hi}, outside 0…{vocab_size - 1}; encode the text "
-                         f"with the tokenizer the model was built for")
+def _check_ids(ids, vocab_size: int) -> None:
+    """GPT.forward's check: :func:`~onehot2gpt.utils.as_ids` ((B, T), whole numbers, in range), and
+    a tensor, since forward goes on with `ids` itself (its source, shown in notebook 09, stays as is)."""
+    as_ids(ids, vocab_size, dims=2)
+    if not isinstance(ids, torch.Tensor):
+        raise InvalidIds(f"a GPT takes its ids as a tensor, got a {type(ids).__name__}: call "
+                         f"model(torch.tensor(ids)); lm_loss, sequence_log_prob and generate take lists too")
 
 
 def _check_past(past_key_values, c: GPTConfig, B: int) -> int:

@@ -7,7 +7,6 @@ gensim's conventions (``evaluate_word_analogies``, ``evaluate_word_pairs``).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from onehot2gpt.checkpoints import CheckpointError, load as load_checkpoint, save_checkpoint
 from onehot2gpt.vocab import Vocab
 
 class WordVectors:
@@ -65,8 +65,9 @@ class WordVectors:
 
     def most_similar(self, word_or_vector: str | Tensor, k: int = 10,
                      exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
-        """The k words with the highest cosine to a word (itself excluded) or to a vector (D,)."""
-        exclude = set(exclude)
+        """The k words with the highest cosine to a word (itself excluded) or to a vector (D,),
+        leaving out the words in `exclude` (a list of words, or one word as a string)."""
+        exclude = {exclude} if isinstance(exclude, str) else set(exclude)
         if isinstance(word_or_vector, str):
             query = self[word_or_vector]
             exclude.add(word_or_vector)
@@ -75,13 +76,22 @@ class WordVectors:
             if query.shape != (self.dim,):
                 raise ValueError(f"query vector must have shape ({self.dim},), got {tuple(query.shape)}")
         sims = self.unit_vectors @ (query / query.norm().clamp_min(1e-12))         # (V,)
-        sims[[self._id(w) for w in exclude if w in self]] = -math.inf
-        top = sims.topk(max(0, min(k, len(self) - len(exclude))))
+        banned = sorted({self._id(w) for w in exclude if w in self})
+        sims[banned] = -math.inf
+        top = sims.topk(max(0, min(k, len(self) - len(banned))))
         return [(self.vocab.itos[i], round(float(s), 4)) for s, i in zip(top.values, top.indices.tolist())]
 
     def analogy(self, a: str, b: str, c: str, k: int = 1) -> list[tuple[str, float]]:
         """"a is to b as c is to ?" by 3CosAdd: the words nearest unit(b) − unit(a) + unit(c),
-        leaving out a, b and c themselves (Mikolov et al. 2013a). Returns k (word, cosine) pairs."""
+        leaving out a, b and c themselves (Mikolov et al. 2013a). Returns k (word, cosine) pairs.
+
+        A ValueError when a = b or a = c: the answer is then c (or b) itself, a word the method
+        leaves out, so any word it returned would be a wrong answer given silently."""
+        for same, other in ((b, c), (c, b)):
+            if a == same:
+                raise ValueError(f"analogy({a!r}, {b!r}, {c!r}): a is {same!r} too, so the answer is "
+                                 f"{other!r}, a query word, which 3CosAdd leaves out. Ask with a "
+                                 f"different from b and from c, e.g. analogy('man', 'king', 'woman')")
         unit = self.unit_vectors
         query = unit[self._id(b)] - unit[self._id(a)] + unit[self._id(c)]
         return self.most_similar(query, k, exclude=(a, b, c))
@@ -156,37 +166,36 @@ class WordVectors:
                 "n_used": len(human), "n_total": len(pairs),
                 "coverage": len(human) / len(pairs) if pairs else float("nan")}
 
-    def save(self, directory: str | Path) -> Path:
-        """Write vectors.safetensors (float16), vocab.json and config.json into `directory`."""
-        from safetensors.torch import save_file
+    # self.config fields stored outside the training record ("info") of config.json
+    _SHAPE_FIELDS = ("vocab_size", "dim", "stored_dtype")
 
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
+    def save(self, directory: str | Path) -> Path:
+        """Write a checkpoint folder (:mod:`onehot2gpt.checkpoints`): ``weights.safetensors`` (the
+        (V, D) matrix "vectors" in float16), ``vocab.json``, and ``config.json`` with the training
+        record (self.config) and the files' sha256."""
         half = self.vectors.to(torch.float16)
         if not torch.isfinite(half).all():
             raise ValueError("some vectors overflow float16 (|x| > 65504); the training diverged")
-        save_file({"vectors": half.contiguous()}, str(directory / "vectors.safetensors"))
-        self.vocab.save(directory / "vocab.json")
-        config = {**self.config, "vocab_size": len(self), "dim": self.dim, "stored_dtype": "float16"}
-        (directory / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        return directory
+        info = {k: v for k, v in self.config.items() if k not in self._SHAPE_FIELDS}
+        config = {"vocab_size": len(self), "dim": self.dim}
+        return save_checkpoint(directory, "word2vec", "WordVectors", config, {"vectors": half},
+                               tokenizer=self.vocab, info=info, dtype=torch.float16)
 
     @classmethod
-    def load(cls, directory: str | Path) -> "WordVectors":
-        """Read a directory written by :meth:`save`; vectors come back as float32."""
-        from safetensors.torch import load_file
+    def load(cls, directory: str | Path, device: str | torch.device = "cpu") -> "WordVectors":
+        """Read a folder written by :meth:`save`, after every check of
+        :func:`onehot2gpt.checkpoints.load`; vectors come back as float32."""
+        return load_checkpoint(directory, device, kind="word2vec")[0]
 
-        directory = Path(directory)
-        files = [directory / n for n in ("vectors.safetensors", "vocab.json", "config.json")]
-        missing = [f.name for f in files if not f.is_file()]
-        if missing:
-            raise FileNotFoundError(f"{directory} is not a word-vector checkpoint: missing "
-                                    f"{', '.join(missing)}. "
-                                    "Make one with WordVectors.save or `python -m onehot2gpt.word2vec train`")
-        vectors = load_file(str(files[0]))["vectors"].float()
-        vocab = Vocab.load(files[1])
-        if len(vocab) != vectors.shape[0]:
-            raise ValueError(f"{directory}: vocab.json has {len(vocab)} words but vectors.safetensors has "
-                             f"{vectors.shape[0]} rows; the files come from different checkpoints, "
-                             "save them again together")
-        return cls(vectors, vocab, json.loads(files[2].read_text(encoding="utf-8")))
+
+def word_vectors_from_checkpoint(record: dict, weights: dict, vocab: Vocab) -> WordVectors:
+    """WordVectors from a checkpoint's config.json `record`, its checked `weights` ({"vectors": (V, D)})
+    and its vocabulary (what :func:`onehot2gpt.checkpoints.load` calls for kind "word2vec")."""
+    config = record["config"]
+    shape = (config.get("vocab_size"), config.get("dim"))
+    if set(weights) != {"vectors"} or tuple(weights["vectors"].shape) != shape:
+        found = {k: tuple(v.shape) for k, v in weights.items()}
+        raise CheckpointError(f"the weights in weights.safetensors do not match config.json: expected one "
+                              f"tensor 'vectors' of shape (vocab_size, dim) = {shape}, found {found}")
+    return WordVectors(weights["vectors"].float(), vocab,
+                       {**record["info"], **config, "stored_dtype": record.get("dtype", "float16")})
