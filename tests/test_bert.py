@@ -460,3 +460,14 @@ def test_mlm_continue_writes_with_the_course_bert():
     assert text.startswith(tok.decode([first]))
     with pytest.raises(ValueError, match="continue"):
         mlm_continue(model, tok, "  ", 3)
+
+
+def test_masked_lm_utilities_need_a_model_with_an_mlm_head():
+    from onehot2gpt.bert import fill_mask, mlm_continue, pseudo_log_likelihood
+    encoder = BertModel(small(max_len=16))                    # what minilm_bert() gives: no MLM head
+    for call in (lambda: fill_mask(encoder, None, "the [MASK] sat"),
+                 lambda: pseudo_log_likelihood(encoder, [2, 5, 3], mask_id=4),
+                 lambda: mlm_continue(encoder, None, "the cat", 2)):
+        with pytest.raises(TypeError, match=r"needs a model with an MLM head \(a BertForPreTraining\).*"
+                                            r"minilm_bert"):
+            call()

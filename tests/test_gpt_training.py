@@ -253,3 +253,12 @@ def test_gpt_wikitext_command_writes_a_checkpoint_with_the_bert_vocabulary(tmp_p
     assert model.config.vocab_size == len(tok) and model.config.max_len == 64
     info = json.loads((out / "config.json").read_text())["info"]
     assert info["iters"] == 3 and "gpt-wikitext" in info["command"]
+
+
+def test_a_diverging_run_stops_with_the_step_the_loss_and_the_fix():
+    from onehot2gpt.utils import TrainingDiverged
+    ids, vocab = char_dataset(REPETITIVE)
+    model = tiny_model(len(vocab))
+    with pytest.raises(TrainingDiverged, match=r"diverged at step \d+: the loss is nan\. Lower the "
+                                               r"learning rate \(now 100\), or check the data"):
+        train_gpt(model, ids, iters=30, batch_size=4, block_size=8, lr=100, warmup=0, progress=False)

@@ -216,7 +216,7 @@ def test_encode_corpus_appends_eos(vocab):
     (lambda m: m(torch.tensor([1, 2, 3])), ValueError),
     (lambda m: m(torch.zeros(2, 0, dtype=torch.long)), ValueError),
     (lambda m: m(torch.tensor([[1, 40]])), IndexError),
-    (lambda m: m([[1, 2]]), TypeError),
+    (lambda m: m([[1, 2.0]]), TypeError),                   # a float id is refused, never truncated
     (lambda m: lm_batches(torch.arange(5), 4, 3), ValueError),
     (lambda m: lm_batches(torch.rand(50), 2, 3), TypeError),
     (lambda m: lm_batches(torch.arange(50).view(5, 10), 2, 3), ValueError),
@@ -233,3 +233,22 @@ def test_encode_corpus_rejects_text(vocab):
         encode_corpus("the cat", vocab)
     with pytest.raises(ValueError):
         encode_corpus([], vocab)
+
+
+def test_train_lm_stops_at_the_first_non_finite_loss():
+    from onehot2gpt.utils import TrainingDiverged
+    torch.manual_seed(0)
+    lm = LSTMLM(10, d_model=8, n_layers=1, dropout=0.0)
+    with torch.no_grad():
+        lm.lm_head.bias.fill_(float("nan"))                    # what a diverged update leaves behind
+    with pytest.raises(TrainingDiverged, match=r"step 0: the loss is nan.*learning rate \(now 0\.002\)"):
+        train_lm(lm, torch.arange(200) % 10, batch_size=4, seq_len=8, progress=False)
+
+
+def test_generate_from_a_nan_model_says_so():
+    torch.manual_seed(0)
+    lm = LSTMLM(10, d_model=8, n_layers=1, dropout=0.0)
+    with torch.no_grad():
+        lm.lm_head.bias.fill_(float("nan"))
+    with pytest.raises(ValueError, match="NaN or infinite.*learning rate"):
+        lm.generate([1, 2], 3)

@@ -256,3 +256,23 @@ def test_bad_generate_arguments_raise_clear_errors(model, kwargs, message):
     args = {"ids": prompt(), "max_new_tokens": 3, **kwargs}
     with pytest.raises(ValueError, match=message):
         generate(model, **args)
+
+
+def test_a_model_with_nan_scores_raises_a_clear_error_instead_of_token_0_forever(model):
+    import copy
+    broken = copy.deepcopy(model)
+    with torch.no_grad():
+        broken.final_norm.weight.fill_(float("nan"))          # what lr=100 leaves behind
+    for kwargs in (dict(greedy=True), dict(temperature=1.0, generator=seeded(0)), dict(top_k=5)):
+        with pytest.raises(ValueError, match="NaN or infinite.*lower learning rate"):
+            generate(broken, prompt(), 3, **kwargs)
+
+
+def test_the_prompt_must_be_ids_not_text_or_floats(model):
+    from onehot2gpt.utils import InvalidIds
+    with pytest.raises(InvalidIds, match="encode the text"):
+        generate(model, "ROMEO:", 3)
+    with pytest.raises(InvalidIds, match="never rounded"):
+        generate(model, [1, 2.9], 3)
+    assert torch.equal(generate(model, [1, 2], 3, temperature=0), generate(model, torch.tensor([1, 2]), 3,
+                                                                           temperature=0))

@@ -404,3 +404,16 @@ def test_qa_loss_is_the_mean_of_start_and_end_cross_entropies_over_context_and_c
             expected = expected - log_p[allowed.index(gold)] / 4          # mean over 2 rows and 2 ends
     torch.testing.assert_close(qa_loss(model, batch), expected)
     assert torch.equal(batch["context_mask"], context)                    # the batch is not changed
+
+
+def test_encode_squad_refuses_an_answer_that_is_not_at_answer_start(bert_tok):
+    example = {"id": "q7", "question": "Who won?", "context": "The Denver Broncos won Super Bowl 50.",
+               "answers": [{"text": "Denver Broncos", "answer_start": 4}]}
+    assert encode_squad(bert_tok, [example])["answerable"].tolist() == [True]
+    moved = {**example, "answers": [{"text": "Denver Broncos", "answer_start": 8}]}
+    with pytest.raises(ValueError, match=r"question 'q7'.*'Denver Broncos' should start at character 8.*"
+                                         r"'er Broncos won' stands there.*occur at character 4"):
+        encode_squad(bert_tok, [moved])
+    missing = {**example, "answers": [{"text": "Carolina Panthers", "answer_start": 4}]}
+    with pytest.raises(ValueError, match="does not occur in the context"):
+        encode_squad(bert_tok, [missing])

@@ -1,5 +1,6 @@
 """The seq2seq training helpers and the date dataset of notebook 06."""
 
+import copy
 import datetime
 import math
 
@@ -259,3 +260,27 @@ def test_masked_lm_loss_equals_the_pretraining_loss_of_the_model():
                           model.bert.embeddings.tok_emb.weight, model.mlm.decoder.bias)
     torch.testing.assert_close(mine, mlm_loss)
     assert mine.requires_grad                                         # usable in a training step
+
+
+def test_pretrain_bert_stops_at_the_first_non_finite_loss():
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    from onehot2gpt.training import pretrain_bert
+    from onehot2gpt.utils import TrainingDiverged
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32,
+                                          max_len=32, dropout=0.0))
+    with torch.no_grad():
+        model.nsp.weight.fill_(float("nan"))                  # what a diverged update leaves behind
+    with pytest.raises(TrainingDiverged, match=r"BERT diverged at step 0: the loss is nan.*\(now 0\.001\)"):
+        pretrain_bert(model, _Tok(), _articles(), steps=3, batch_size=4, max_len=24, progress=False)
+
+
+def test_train_seq2seq_stops_at_the_first_non_finite_loss(date_setup):
+    from onehot2gpt.utils import TrainingDiverged
+    pairs, src_vocab, tgt_vocab, model = date_setup
+    src, tgt = encode_pairs(pairs[:8], src_vocab, tgt_vocab)
+    broken = copy.deepcopy(model)
+    with torch.no_grad():
+        next(broken.parameters()).fill_(float("nan"))
+    with pytest.raises(TrainingDiverged, match="step 0"):
+        train_seq2seq(broken, src, tgt, steps=2, batch_size=4, progress=False)

@@ -63,3 +63,175 @@ def test_invalid_ids_are_caught_by_the_old_exception_types():
 def test_library_functions_refuse_float_ids_instead_of_truncating(call):
     with pytest.raises(InvalidIds):
         call()
+
+
+# ------------------------------------------------------------------ every function that takes ids
+
+def _tiny_models():
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    from onehot2gpt.gpt import GPT, GPTConfig
+    from onehot2gpt.rnn_lm import LSTMLM
+    torch.manual_seed(0)
+    return (GPT(GPTConfig.tiny(vocab_size=10)).eval(),
+            BertForPreTraining(BertConfig(vocab_size=10, d_model=8, n_layers=1, n_heads=2, d_ff=16,
+                                          max_len=16, dropout=0.0)).eval(),
+            LSTMLM(10, d_model=8, n_layers=1, dropout=0.0))
+
+
+def test_every_function_that_takes_ids_refuses_float_ids_and_text_with_what_to_do():
+    from onehot2gpt import gpt, sampling, training, word2vec
+    from onehot2gpt.bert import pseudo_log_likelihood
+    gpt_model, bert_model, lstm = _tiny_models()
+    calls = [lambda ids: sampling.generate(gpt_model, ids, 2),
+             lambda ids: gpt.lm_loss(gpt_model, [ids]),
+             lambda ids: gpt.sequence_log_prob(gpt_model, ids),
+             lambda ids: bert_model.bert([ids]),
+             lambda ids: pseudo_log_likelihood(bert_model, ids, mask_id=4),
+             lambda ids: lstm.generate(ids, 2),
+             lambda ids: word2vec.skipgram_pairs(ids, 1),
+             lambda ids: word2vec.cbow_examples(ids, 1),
+             lambda ids: word2vec.context_windows(ids, 1),
+             lambda ids: training.mask_tokens([ids], mask_id=4, vocab_size=10, special_ids=[0, 4])]
+    for call in calls:
+        with pytest.raises(InvalidIds, match="never rounded"):
+            call([2, 5.7, 3])                                 # not cut to 5
+        with pytest.raises(InvalidIds, match="encode"):
+            call("ROMEO:")
+
+
+def test_lists_of_ids_work_where_tensors_do():
+    from onehot2gpt.gpt import lm_loss
+    from onehot2gpt.sampling import generate
+    gpt_model, bert_model, _ = _tiny_models()
+    assert torch.equal(lm_loss(gpt_model, [[1, 2, 3]]), lm_loss(gpt_model, torch.tensor([[1, 2, 3]])))
+    assert generate(gpt_model, [1, 2], 3, temperature=0).tolist()[:2] == [1, 2]
+    torch.testing.assert_close(bert_model.bert([[2, 5, 3]]).last_hidden_state,
+                               bert_model.bert(torch.tensor([[2, 5, 3]])).last_hidden_state)
+    with pytest.raises(InvalidIds, match=r"torch.tensor\(ids\)"):
+        gpt_model([[1, 2]])                                   # the model itself: a clear error
+
+
+def test_generate_refuses_a_prompt_of_text_and_ids_outside_the_vocabulary():
+    from onehot2gpt.sampling import generate
+    gpt_model, _, _ = _tiny_models()
+    with pytest.raises(InvalidIds, match="the prompt is a string.*encode"):
+        generate(gpt_model, "ROMEO:", 3)
+    with pytest.raises(InvalidIds, match="outside 0…9"):
+        generate(gpt_model, [1, 12], 3)
+
+
+def test_mask_tokens_refuses_ids_outside_the_vocabulary():
+    from onehot2gpt.training import mask_tokens
+    with pytest.raises(InvalidIds, match="outside 0…9"):
+        mask_tokens(torch.tensor([[2, 7, 10]]), mask_id=4, vocab_size=10, special_ids=[0, 2, 4])
+
+
+# ------------------------------------------------------------------ a finite loss, finite scores
+
+def test_check_finite_loss_names_the_step_the_loss_and_the_fix():
+    from onehot2gpt.utils import TrainingDiverged, check_finite_loss
+    assert check_finite_loss(torch.tensor(2.5), 0) == 2.5 and check_finite_loss(1.0, 3) == 1.0
+    for bad in (float("nan"), float("inf"), torch.tensor(float("-inf"))):
+        with pytest.raises(TrainingDiverged, match=r"GPT diverged at step 7: the loss is .*learning "
+                                                   r"rate \(now 100\), or check the data"):
+            check_finite_loss(bad, 7, lr=100, what="GPT")
+    assert issubclass(TrainingDiverged, FloatingPointError)
+
+
+def test_check_finite_logits_allows_banned_tokens_but_not_nan():
+    from onehot2gpt.utils import check_finite_logits
+    check_finite_logits(torch.tensor([[0.0, float("-inf"), 1.0]]))        # a filtered row is fine
+    for bad in ([[0.0, float("nan")]], [[float("inf"), 0.0]], [[float("-inf")] * 2]):
+        with pytest.raises(ValueError, match="NaN or infinite.*lower learning rate"):
+            check_finite_logits(torch.tensor(bad))
+
+
+# ------------------------------------------------------------------ shared pieces, written once
+
+def test_ignore_index_is_defined_once():
+    import onehot2gpt.gpt_tasks
+    import onehot2gpt.tasks
+    import onehot2gpt.training
+    from onehot2gpt.utils import IGNORE_INDEX
+    assert IGNORE_INDEX == -100
+    assert (onehot2gpt.training.IGNORE_INDEX is onehot2gpt.tasks.IGNORE_INDEX
+            is onehot2gpt.gpt_tasks.IGNORE_INDEX is IGNORE_INDEX)
+
+
+def test_no_module_imports_another_modules_private_names():
+    import ast
+    from pathlib import Path
+
+    import onehot2gpt
+    root = Path(onehot2gpt.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                found += [f"{path.relative_to(root)}:{node.lineno} {alias.name}" for alias in node.names
+                          if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert not found, f"private names imported across modules: {found}"
+
+
+# -- library code never reseeds the caller's random numbers ------------------------------------
+
+def test_seeded_repeats_a_block_and_gives_the_callers_state_back():
+    from onehot2gpt.utils import seeded
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    with seeded(0):
+        inside = torch.rand(2)
+    with seeded(0):
+        assert torch.equal(torch.rand(2), inside)
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_a_probe_and_a_check_leave_the_callers_randomness_alone(capsys):
+    from onehot2gpt import exercises
+    from onehot2gpt.probing import train_probe
+    torch.manual_seed(7)
+    expected = torch.rand(4)
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(40, 2, 4, generator=g), torch.randint(0, 3, (40,), generator=g)
+    torch.manual_seed(7)
+    train_probe(x, y, x, y, epochs=1, seed=3)
+    assert torch.equal(torch.rand(4), expected), "train_probe reseeded torch's global RNG"
+
+    def greedy(model, ids, newline_id, max_new):
+        ids, new = list(ids), []
+        with torch.no_grad():
+            for _ in range(max_new):
+                nxt = int(model(torch.tensor([ids])).logits[0, -1].argmax())
+                new.append(nxt)
+                ids.append(nxt)
+                if nxt == newline_id:
+                    break
+        return new
+    torch.manual_seed(7)
+    exercises.check_greedy_until_newline(greedy)
+    assert torch.equal(torch.rand(4), expected), "a check cell reseeded torch's global RNG"
+
+
+def test_library_code_seeds_only_inside_seeded_or_fork_rng():
+    """A bare torch.manual_seed in library code would change the next notebook cell's randomness;
+    only utils.set_seed (asked for by name) and the command-line entry points may seed globally."""
+    import re
+    from pathlib import Path
+
+    import onehot2gpt
+    root = Path(onehot2gpt.__file__).parent
+    bare = []
+    for path in sorted(root.rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            if re.search(r"\btorch\.manual_seed\(", line):
+                before = "\n".join(lines[max(0, i - 3):i])
+                in_command = any(re.match(r"def (_\w*command|main)\b", l.strip())
+                                 for l in reversed(lines[:i]) if l.startswith("def "))
+                first_def = next((l for l in reversed(lines[:i]) if l.startswith("def ")), "")
+                if ("fork_rng" in before or first_def.startswith(("def set_seed", "def seeded"))
+                        or re.match(r"def (_\w*command|main)\b", first_def)):
+                    continue
+                bare.append(f"{path.relative_to(root)}:{i + 1}: {line.strip()}")
+    assert not bare, "global reseeding in library code:\n" + "\n".join(bare)

@@ -387,14 +387,14 @@ def test_save_load_round_trip(tmp_path, royal_vectors):
     assert loaded.config["corpus"] == "hand-built" and loaded.config["dim"] == 4
     assert loaded.analogy("man", "king", "woman")[0][0] == "queen"
     from safetensors.torch import load_file
-    assert load_file(str(tmp_path / "ckpt" / "vectors.safetensors"))["vectors"].dtype == torch.float16
+    assert load_file(str(tmp_path / "ckpt" / "weights.safetensors"))["vectors"].dtype == torch.float16
 
 
 def test_loading_mismatched_files_raises(tmp_path, royal_vectors):
     royal_vectors.save(tmp_path / "a")
     WordVectors(torch.ones(2, 4), Vocab(["x", "y"], specials=())).save(tmp_path / "b")
     shutil.copy(tmp_path / "b" / "vocab.json", tmp_path / "a" / "vocab.json")
-    with pytest.raises(ValueError, match="different checkpoints"):
+    with pytest.raises(ValueError, match=r"vocab\.json has sha256 .*another checkpoint"):
         WordVectors.load(tmp_path / "a")
     with pytest.raises(FileNotFoundError, match="missing"):
         WordVectors.load(tmp_path / "nowhere")
@@ -403,8 +403,8 @@ def test_loading_mismatched_files_raises(tmp_path, royal_vectors):
 def test_course_checkpoint_loads():
     wv = WordVectors.load(CHECKPOINT)
     config = json.loads((CHECKPOINT / "config.json").read_text())
-    assert config["dim"] == 100 and wv.dim == 100 and config["model"] == "skipgram"
-    assert len(wv) == config["vocab_size"] and torch.isfinite(wv.vectors).all()
+    assert config["config"]["dim"] == 100 and wv.dim == 100 and config["info"]["model"] == "skipgram"
+    assert len(wv) == config["config"]["vocab_size"] and torch.isfinite(wv.vectors).all()
     assert {"the", "king", "queen"} <= set(wv.vocab.itos)
 
 
@@ -440,3 +440,23 @@ def test_evaluation_matches_gensim_conventions(tmp_path, generator):
     result = wv.evaluate_wordsim(pairs)
     assert math.isclose(result["spearman"], spearman.statistic, abs_tol=1e-6)
     assert math.isclose(100 * (1 - result["coverage"]), oov_percent, abs_tol=1e-9)
+
+
+def test_most_similar_excludes_one_word_given_as_a_string(royal_vectors):
+    # "prince" as a string is one word, not the letters p, r, i, n, c, e
+    assert royal_vectors.most_similar("king", k=1, exclude="prince")[0][0] != "prince"
+    assert len(royal_vectors.most_similar("king", k=10, exclude="prince")) == 4
+    assert len(royal_vectors.most_similar("king", k=10, exclude=["not-a-word"])) == 5
+
+
+def test_analogy_refuses_a_question_whose_answer_is_a_query_word(royal_vectors):
+    for a, b, c in [("king", "king", "king"), ("man", "man", "woman"), ("man", "king", "man")]:
+        with pytest.raises(ValueError, match="3CosAdd leaves out"):
+            royal_vectors.analogy(a, b, c)
+    assert royal_vectors.analogy("man", "king", "king")[0][0] not in {"man", "king"}   # b = c is a question
+
+
+def test_word2vec_training_stops_with_the_shared_divergence_error():
+    from onehot2gpt.utils import TrainingDiverged
+    with pytest.raises(TrainingDiverged, match=r"word2vec \(epoch 1.*the loss is nan.*\(now 1e\+300\)"):
+        train_word2vec([["a", "b", "c", "d"]] * 20, dim=4, min_count=1, epochs=2, lr=1e300, progress=False)

@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .utils import as_ids
+
 
 def scaled_dot_product_attention(q, k, v, mask=None, dropout: float = 0.0, training: bool = False):
     """(…, T_q, d_k), (…, T_k, d_k), (…, T_k, d_v) → output (…, T_q, d_v), weights (…, T_q, T_k).
@@ -103,8 +105,7 @@ def permutation_mask(order, include_self: bool = False):
 def padding_mask(ids, pad_id: int = 0):
     """(B, T) token ids → (B, 1, 1, T) bool, False at padding keys, ready to broadcast over heads
     and queries."""
-    if ids.dim() != 2:
-        raise ValueError(f"padding_mask expects ids shaped (B, T); got {tuple(ids.shape)}")
+    ids = as_ids(ids, dims=2, allow_empty=True)
     return (ids != pad_id)[:, None, None, :]
 
 

@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from numbers import Integral
 from typing import NamedTuple
@@ -35,14 +34,13 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .attention import causal_mask
-from .gpt import GPT, _check_ids
-from .subword import _longest_first
-from .tasks import fine_tuning_optimizer
-from .training import optimizer_step
+from .gpt import GPT
+from .optim import fine_tuning_optimizer, optimizer_step
+from .subword import longest_first
+from .utils import IGNORE_INDEX, as_ids, check_finite_loss
 
 GPT1_SPECIALS = ("<start>", "<delim>", "<extract>")
 START, DELIM, EXTRACT = GPT1_SPECIALS
-IGNORE_INDEX = -100  # a next-token target that cross_entropy skips: padding
 
 
 # ------------------------------------------------------------------ input transformations
@@ -136,7 +134,7 @@ def gpt_hidden_states(gpt: GPT, ids) -> torch.Tensor:
     ``GPT.forward`` (without a cache): embeddings and dropout, the causal blocks, the final norm.
     """
     c = gpt.config
-    _check_ids(ids, c.vocab_size)
+    ids = as_ids(ids, c.vocab_size, dims=2)
     T = ids.size(1)
     if T > c.max_len:
         raise ValueError(f"the rows have {T} positions but the model has learned positions for "
@@ -157,6 +155,7 @@ def last_positions(ids, lengths=None, attention_mask=None) -> torch.Tensor:
         >>> last_positions(torch.zeros(2, 4, dtype=torch.long), lengths=torch.tensor([4, 2]))
         tensor([3, 1])
     """
+    ids = as_ids(ids, dims=2, allow_empty=True)
     B, T = ids.shape
     if lengths is not None and attention_mask is not None:
         raise ValueError("give lengths or attention_mask, not both")
@@ -343,7 +342,7 @@ def encode_for_gpt(encode: Callable[[str], Sequence[int]], texts: Sequence, labe
             if not truncation:
                 raise ValueError(f"text {i} needs {sum(map(len, parts)) + len(parts) + 1} tokens with its "
                                  f"specials but max_len={max_len}; raise max_len or pass truncation=True")
-            keep = _longest_first(len(parts[0]), len(parts[1]), budget) if pair else (budget,)
+            keep = longest_first(len(parts[0]), len(parts[1]), budget) if pair else (budget,)
             parts = [p[:k] for p, k in zip(parts, keep)]
         if pair:
             rows.append(entailment_input(*parts, specials[START], specials[DELIM], specials[EXTRACT]))
@@ -413,6 +412,7 @@ def finetune_gpt(model: GPTForSequenceClassification, data: dict, *, lm_weight: 
             for index in torch.randperm(n, generator=g).split(batch_size):
                 loss = gpt1_loss(model, _batch(data, index, device), lm_weight)
                 optimizer_step(loss.total, opt, sched, params, clip)
+                check_finite_loss(loss.total, len(history["total"]), lr=lr, what=desc)
                 for k, v in zip(history, loss):
                     history[k].append(v.item())
                 bar.update()

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .elmo import ScalarMix
+from .utils import check_finite_loss, seeded
 
 
 def token_features(layers: Tensor, mask: Tensor) -> Tensor:
@@ -157,41 +158,43 @@ def train_probe(train_x: Tensor, train_y: Tensor, test_x: Tensor, test_y: Tensor
     _check_xy(train_x, train_y, "train", onehot_size)
     _check_xy(test_x, test_y, "test", onehot_size)
     n_classes = n_classes or int(max(train_y.max(), test_y.max())) + 1
-    torch.manual_seed(seed)
-    if onehot_size is not None:
-        model: nn.Module = nn.Embedding(onehot_size, n_classes)                 # == Linear on one-hot
-        mix = None
-    else:
-        model = MixProbe(train_x.shape[1], train_x.shape[2], n_classes, l2_lambda, layer, layer_norm)
-        mix = model.mix
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    generator = torch.Generator().manual_seed(seed)
-    losses = []
-    for _ in tqdm(range(epochs), desc=task or "probe", disable=not progress):
-        model.train()
-        order = torch.randperm(len(train_x), generator=generator)
-        total = 0.0
-        for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
-            loss = F.cross_entropy(model(train_x[idx]), train_y[idx])
-            if mix is not None and layer is None:
-                loss = loss + mix.penalty()
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            total += loss.item() * len(idx)
-        losses.append(total / len(train_x))
-    if mix is None:
-        weights = torch.ones(1)
-    elif layer is not None:
-        weights = F.one_hot(torch.tensor(layer), train_x.shape[1]).float()
-    else:
-        weights = mix.weights()
-    return ProbeResult(task=task, l2_lambda=l2_lambda, weights=weights,
-                       gamma=mix.gamma.item() if mix is not None else 1.0,
-                       train_accuracy=_accuracy(model, train_x, train_y, batch_size),
-                       test_accuracy=_accuracy(model, test_x, test_y, batch_size),
-                       layer=layer, losses=losses)
+    with seeded(seed):  # the caller's own randomness is left as it was
+        if onehot_size is not None:
+            model: nn.Module = nn.Embedding(onehot_size, n_classes)         # == Linear on one-hot
+            mix = None
+        else:
+            model = MixProbe(train_x.shape[1], train_x.shape[2], n_classes, l2_lambda, layer, layer_norm)
+            mix = model.mix
+        optimiser = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+        generator = torch.Generator().manual_seed(seed)
+        losses = []
+        step = 0
+        for _ in tqdm(range(epochs), desc=task or "probe", disable=not progress):
+            model.train()
+            order = torch.randperm(len(train_x), generator=generator)
+            total = 0.0
+            for start in range(0, len(order), batch_size):
+                idx = order[start:start + batch_size]
+                loss = F.cross_entropy(model(train_x[idx]), train_y[idx])
+                if mix is not None and layer is None:
+                    loss = loss + mix.penalty()
+                optimiser.zero_grad()
+                loss.backward()
+                optimiser.step()
+                total += check_finite_loss(loss, step, lr=lr, what=f"{task or 'probe'} training") * len(idx)
+                step += 1
+            losses.append(total / len(train_x))
+        if mix is None:
+            weights = torch.ones(1)
+        elif layer is not None:
+            weights = F.one_hot(torch.tensor(layer), train_x.shape[1]).float()
+        else:
+            weights = mix.weights()
+        return ProbeResult(task=task, l2_lambda=l2_lambda, weights=weights,
+                           gamma=mix.gamma.item() if mix is not None else 1.0,
+                           train_accuracy=_accuracy(model, train_x, train_y, batch_size),
+                           test_accuracy=_accuracy(model, test_x, test_y, batch_size),
+                           layer=layer, losses=losses)
 
 
 def sense_grouping_score(vectors: Tensor, labels: Tensor) -> float:

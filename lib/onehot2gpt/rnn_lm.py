@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
+from onehot2gpt.utils import as_ids, check_finite_logits, check_finite_loss
 from onehot2gpt.vocab import BOS, EOS, PAD, UNK, Vocab
 
 __all__ = ["NGramLM", "LSTMLM", "encode_corpus", "lm_batches", "perplexity", "train_lm"]
@@ -216,25 +217,6 @@ class NGramLM:
 # --------------------------------------------------------------------------------- LSTM LM
 
 
-def _check_ids(ids, vocab_size: int, dims: int = 2) -> torch.Tensor:
-    """Validate a tensor of token ids: integer dtype, `dims` dimensions, values in range."""
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"ids must be a torch.LongTensor, got {type(ids).__name__}; "
-                        "use torch.tensor(ids, dtype=torch.long)")
-    if ids.dtype not in (torch.long, torch.int32, torch.int16, torch.uint8, torch.int8):
-        raise TypeError(f"ids must hold integer token ids (torch.long), got dtype {ids.dtype}")
-    if ids.dim() != dims:
-        shape = "(B, T)" if dims == 2 else "(N,)"
-        raise ValueError(f"ids must have shape {shape}, got {tuple(ids.shape)}"
-                         + ("; add a batch dimension with ids.unsqueeze(0)" if ids.dim() == 1 else ""))
-    if ids.numel() == 0:
-        raise ValueError(f"ids is empty (shape {tuple(ids.shape)}): give at least one token")
-    if ids.min() < 0 or ids.max() >= vocab_size:
-        raise IndexError(f"token ids must lie in 0..{vocab_size - 1}; got min {int(ids.min())}, "
-                         f"max {int(ids.max())}. Encode with the vocabulary the model was built for")
-    return ids.long()
-
-
 class LSTMLM(nn.Module):
     """Embedding → LSTM → linear layer to next-token logits; the output matrix is the embedding.
 
@@ -272,7 +254,7 @@ class LSTMLM(nn.Module):
 
         logits[:, t] scores token t+1 given tokens 0..t (and whatever `state` summarises).
         """
-        ids = _check_ids(ids, self.vocab_size)
+        ids = as_ids(ids, self.vocab_size, dims=2)
         x = self.drop(self.tok_emb(ids))            # (B, T, D)
         h, state = self.lstm(x, state)              # (B, T, D)
         return self.lm_head(self.drop(h)), state
@@ -288,15 +270,14 @@ class LSTMLM(nn.Module):
         """
         if temperature <= 0:
             raise ValueError(f"temperature must be positive, got {temperature}")
-        if not isinstance(prompt_ids, torch.Tensor):
-            prompt_ids = torch.tensor(list(prompt_ids), dtype=torch.long)
-        ids = _check_ids(prompt_ids, self.vocab_size, dims=1)
+        ids = as_ids(prompt_ids, self.vocab_size, dims=1, name="prompt_ids")
         was_training = self.training
         self.eval()
         try:
             logits, state = self(ids.unsqueeze(0))  # read the whole prompt once
             out: list[int] = []
             for _ in range(max_new_tokens):
+                check_finite_logits(logits[0, -1])
                 probs = F.softmax(logits[0, -1] / temperature, dim=-1)
                 nxt = int(torch.multinomial(probs, 1, generator=generator))
                 out.append(nxt)
@@ -392,7 +373,7 @@ def train_lm(model: LSTMLM, train_ids: torch.Tensor, *, epochs: int = 1, batch_s
                 loss.backward()
                 nn.utils.clip_grad_norm_(model.parameters(), clip)
                 opt.step()
-                history.append(loss.item())
+                history.append(check_finite_loss(loss, len(history), lr=lr, what="LSTM LM training"))
                 bar.update()
                 bar.set_postfix(loss=f"{history[-1]:.3f}")
                 if len(history) >= total or (minutes is not None and time.perf_counter() - start > 60 * minutes):

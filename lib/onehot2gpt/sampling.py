@@ -22,6 +22,8 @@ import warnings
 
 import torch
 
+from .utils import as_ids, check_finite_logits
+
 
 # ---------------------------------------------------------------------------------------------
 # Filters on logits
@@ -123,12 +125,9 @@ def _distribution(logits, temperature: float, top_k: int | None, top_p: float | 
 # ---------------------------------------------------------------------------------------------
 # Running the model
 
-def _as_batch(ids):
+def _as_batch(ids, vocab_size: int | None = None):
     """A prompt (T,) or (B, T) → ((B, T) long tensor, whether it was 1-D)."""
-    if not isinstance(ids, torch.Tensor):
-        ids = torch.tensor(list(ids), dtype=torch.long)
-    if ids.dim() not in (1, 2):
-        raise ValueError(f"the prompt must be token ids shaped (T,) or (B, T); got {tuple(ids.shape)}")
+    ids = as_ids(ids, vocab_size, dims=(1, 2), name="the prompt", allow_empty=True)
     if ids.numel() == 0:
         raise ValueError("the prompt is empty: give at least one token to continue from (e.g. the id "
                          "of a newline, or of <bos>); a GPT has no start state of its own")
@@ -174,7 +173,7 @@ def next_token_distribution(model, ids, temperature: float = 1.0, top_k: int | N
     for value, check in ((top_k, _check_top_k), (top_p, _check_top_p)):
         if value is not None:
             check(value)
-    batch, squeeze = _as_batch(ids)
+    batch, squeeze = _as_batch(ids, getattr(model.config, "vocab_size", None))
     max_len = model.config.max_len
     _crop_notice(batch.size(1), 1, max_len, "crop")
     with _eval_mode(model):
@@ -197,6 +196,8 @@ def generate(model, ids, max_new_tokens: int, temperature: float = 1.0, top_k: i
     The model reads at most max_len tokens. When the text grows longer, on_crop="crop" (default)
     warns once and slides a window over the last max_len tokens (a full cache is then recomputed
     on the window, so cached and uncached runs agree); on_crop="error" raises a ValueError first.
+    `ids` are token ids (a tensor or a list of ints; encode text first); a model whose scores are
+    NaN (its training diverged) raises a ValueError that says so.
 
     Example:
         >>> generate(model, torch.tensor([[0]]), 5, temperature=0)   # doctest: +SKIP
@@ -209,7 +210,7 @@ def generate(model, ids, max_new_tokens: int, temperature: float = 1.0, top_k: i
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral) \
             or max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be a whole number ≥ 0, got {max_new_tokens!r}")
-    out, squeeze = _as_batch(ids)
+    out, squeeze = _as_batch(ids, getattr(model.config, "vocab_size", None))
     max_len = model.config.max_len
     _crop_notice(out.size(1), max_new_tokens, max_len, on_crop)
     greedy = greedy or temperature == 0
@@ -224,6 +225,7 @@ def generate(model, ids, max_new_tokens: int, temperature: float = 1.0, top_k: i
                 step = model(out[:, -max_len:], use_cache=use_cache)
             past = step.past_key_values
             logits = step.logits[:, -1]                                              # (B, V)
+            check_finite_logits(logits)   # a diverged model: say so, rather than token 0 forever
             # 2. Pick: the argmax, or a sample from the filtered distribution.
             if greedy:
                 nxt = logits.argmax(-1)                                              # (B,)

@@ -70,7 +70,7 @@ def _is_cjk(ch: str) -> bool:
             or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
 
 
-def _is_punctuation(ch: str) -> bool:
+def is_punctuation(ch: str) -> bool:
     """Any ASCII symbol that is not a letter or digit (``$``, ``^``, ``+`` too), or category P*."""
     cp = ord(ch)
     if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
@@ -105,7 +105,7 @@ _clean = _CharMap(lambda ch: "" if ord(ch) in (0, 0xFFFD) or _is_control(ch)
 # 2. after NFD ("é" → "e" + U+0301): drop the combining marks (category Mn)
 _drop_marks = _CharMap(lambda ch: "" if unicodedata.category(ch) == "Mn" else ch)
 # 3. spaces around every punctuation mark, so that str.split() splits there too
-_space_punct = _CharMap(lambda ch: f" {ch} " if _is_punctuation(ch) else ch)
+_space_punct = _CharMap(lambda ch: f" {ch} " if is_punctuation(ch) else ch)
 
 
 def pretokenize(text: str, lower: bool = True, strip_accents: bool | None = None) -> list[str]:
@@ -498,7 +498,7 @@ class WordPieceTokenizer:
                              f"take {n_special}")
         if ids_b is None:
             return ids_a[:budget], None
-        n_a, n_b = _longest_first(len(ids_a), len(ids_b), budget)
+        n_a, n_b = longest_first(len(ids_a), len(ids_b), budget)
         return ids_a[:n_a], ids_b[:n_b]
 
     def _assemble(self, ids_a: list[int], ids_b: list[int] | None,
@@ -583,13 +583,13 @@ class WordPieceTokenizer:
         return "".join(out)
 
 
-def _longest_first(n_a: int, n_b: int, budget: int) -> tuple[int, int]:
+def longest_first(n_a: int, n_b: int, budget: int) -> tuple[int, int]:
     """How many tokens of each text to keep so that ``n_a + n_b <= budget``: shorten the longer
     text, down to the length of the shorter if need be, then both equally (the longer text, or
     the second on a tie, keeps the odd token). The same lengths as Hugging Face's tokenizers.
 
     Example:
-        >>> _longest_first(6, 4, 7)
+        >>> longest_first(6, 4, 7)
         (4, 3)
     """
     if n_a + n_b <= budget:

@@ -23,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 import random
 import re
 import string
@@ -35,10 +34,9 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .bert import best_span
-from .subword import _is_punctuation
-from .training import optimizer_step
-
-IGNORE_INDEX = -100  # a label that cross_entropy skips: specials, padding, a word's later pieces
+from .optim import fine_tuning_optimizer, optimizer_step
+from .subword import is_punctuation
+from .utils import IGNORE_INDEX, check_finite_loss
 SNLI_LABELS = ("entailment", "neutral", "contradiction")
 # The 17 universal part-of-speech tags of Universal Dependencies (v2), alphabetical.
 UPOS_TAGS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",
@@ -181,7 +179,7 @@ def word_spans(text: str) -> list[tuple[int, int]]:
     for m in re.finditer(r"\S+", text):
         start = m.start()
         for k, ch in enumerate(m.group()):
-            if _is_punctuation(ch):
+            if is_punctuation(ch):
                 if start < m.start() + k:
                     spans.append((start, m.start() + k))
                 spans.append((m.start() + k, m.start() + k + 1))
@@ -211,6 +209,12 @@ def encode_squad(tokenizer, examples: Sequence[dict], max_len: int = 192,
     with ``select(features, features["answerable"])``. Tokens are mapped back to the text through
     whole words (:func:`word_spans`), since WordPiece tokens carry no character offsets; an answer
     that starts or ends inside a word ("1990" of "1990s") is widened to the whole word.
+
+    The first gold answer's text must stand at its ``answer_start`` in the context: a ValueError
+    names the question id, what stands there and where the text does occur. (The reference
+    tooling, BERT's ``run_squad.py``, logs "Could not find answer" and drops such an example;
+    we stop instead, since an offset that points elsewhere means the data was edited or
+    re-encoded and every later label may be wrong. SQuAD 1.1 dev has no such example.)
     """
     rows: dict[str, list] = {k: [] for k in ("input_ids", "token_type_ids", "context_mask", "start",
                                              "end", "answerable", "offsets")}
@@ -227,7 +231,7 @@ def encode_squad(tokenizer, examples: Sequence[dict], max_len: int = 192,
         # 2. The first gold answer: characters → the words it touches → their pieces.
         inside = []
         if ex.get("answers"):
-            a0 = ex["answers"][0]["answer_start"]
+            a0 = _check_answer_start(ex)
             a1 = a0 + len(ex["answers"][0]["text"])
             touched = {w for w, (a, b) in enumerate(spans) if a < a1 and b > a0}
             inside = [p for p, w in enumerate(piece_word) if w in touched]
@@ -259,6 +263,21 @@ def encode_squad(tokenizer, examples: Sequence[dict], max_len: int = 192,
             "offsets": rows["offsets"],
             "answers": [[a["text"] for a in ex.get("answers", [])] for ex in examples],
             "id": [ex.get("id") for ex in examples]}
+
+
+def _check_answer_start(ex: dict) -> int:
+    """The first gold answer's ``answer_start``, after checking that its text is there."""
+    answer, context = ex["answers"][0], ex["context"]
+    start, text = answer["answer_start"], answer["text"]
+    whole = isinstance(start, int) and not isinstance(start, bool)
+    if not whole or not 0 <= start <= len(context) - len(text) or context[start:start + len(text)] != text:
+        found = context[start:start + len(text)] if whole and start >= 0 else ""
+        where = context.find(text)
+        elsewhere = (f"; the text does occur at character {where}: fix answer_start" if where >= 0 else
+                     "; the text does not occur in the context at all")
+        raise ValueError(f"SQuAD question {ex.get('id')!r}: the answer {text!r} should start at character "
+                         f"{start!r} of the context, but {found!r} stands there{elsewhere}")
+    return start
 
 
 def decode_answer(features: dict, i: int, start: int, end: int) -> str:
@@ -327,10 +346,17 @@ def squad_f1(prediction: str, gold_answers: Sequence[str]) -> float:
         0.6666666666666666
     """
     _check_gold(gold_answers)
-    return max(_f1(prediction, g) for g in gold_answers)
+    return max(token_f1(prediction, g) for g in gold_answers)
 
 
-def _f1(prediction: str, gold: str) -> float:
+def token_f1(prediction: str, gold: str) -> float:
+    """Word-overlap F1 of one prediction against one gold answer, after :func:`squad_normalize`
+    (0.0 when they share no word).
+
+    Example:
+        >>> token_f1("Denver", "Denver Broncos")
+        0.6666666666666666
+    """
     pred, true = squad_normalize(prediction).split(), squad_normalize(gold).split()
     common = sum((Counter(pred) & Counter(true)).values())
     if common == 0:
@@ -434,28 +460,6 @@ def qa_loss(model, batch: dict) -> torch.Tensor:
     return _forward(model, batch, "qa")[0]
 
 
-def fine_tuning_optimizer(model, n_rows: int, *, epochs: int, batch_size: int, max_steps: int | None,
-                          lr: float, warmup: float, weight_decay: float):
-    """The fine-tuning recipe shared by BERT (:func:`finetune`) and GPT-1
-    (:func:`onehot2gpt.gpt_tasks.finetune_gpt`) → (optimizer, scheduler, steps).
-
-    AdamW with weight decay on the matrices only (not biases or LayerNorms), the learning rate
-    rising linearly over the first `warmup` share of the steps, then falling linearly to 0.
-    """
-    steps = epochs * math.ceil(n_rows / batch_size)
-    if max_steps is not None:
-        steps = min(steps, max_steps)
-    if steps < 1:
-        raise ValueError(f"nothing to train: {n_rows} rows, epochs={epochs}, max_steps={max_steps}")
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-                             {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}], lr=lr)
-    n_warm = max(1, int(warmup * steps))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: (s + 1) / n_warm if s < n_warm else max(0.0, (steps - s) / max(1, steps - n_warm)))
-    return opt, sched, steps
-
-
 def finetune(model, data: dict, *, task: str, epochs: int = 3, batch_size: int = 32,
              lr: float = 5e-5, warmup: float = 0.1, weight_decay: float = 0.01, clip: float = 1.0,
              max_steps: int | None = None, seed: int = 0, progress: bool = True,
@@ -486,7 +490,7 @@ def finetune(model, data: dict, *, task: str, epochs: int = 3, batch_size: int =
             for index in torch.randperm(n, generator=g).split(batch_size):
                 loss, _ = _forward(model, _batch(data, index, device), task)
                 optimizer_step(loss, opt, sched, params, clip)
-                losses.append(loss.item())
+                losses.append(check_finite_loss(loss, len(losses), lr=lr, what=desc or task))
                 bar.update()
                 if bar.n % 20 == 0:
                     bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)

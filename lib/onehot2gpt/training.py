@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from .optim import adamw, optimizer_step
+from .utils import IGNORE_INDEX, as_ids, check_finite_loss
 from .vocab import BOS, EOS, Vocab, tokenize_chars
 
 
@@ -49,15 +51,6 @@ def inverse_sqrt_schedule(warmup: int):
     return lambda step: min((step + 1) / warmup, (warmup / (step + 1)) ** 0.5)
 
 
-def optimizer_step(loss, optimizer, scheduler, parameters, clip: float = 1.0) -> None:
-    """One update: backward, clip the gradient norm to `clip`, step the optimizer and the schedule."""
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(parameters, clip)
-    optimizer.step()
-    scheduler.step()
-
-
 def train_seq2seq(model, src, tgt, *, steps: int = 1000, batch_size: int = 64, lr: float = 2e-3,
                   warmup: int = 100, label_smoothing: float = 0.1, clip: float = 1.0,
                   seed: int = 0, progress: bool = True, desc: str = "train") -> list[float]:
@@ -72,14 +65,14 @@ def train_seq2seq(model, src, tgt, *, steps: int = 1000, batch_size: int = 64, l
     model.train()
     losses = []
     with tqdm(total=steps, desc=desc, disable=not progress, mininterval=1.0) as bar:
-        for _ in range(steps):
+        for step in range(steps):
             idx = torch.randint(0, src.size(0), (batch_size,), generator=g)
             s, t = src[idx], tgt[idx]
             logits, _ = model(s, t[:, :-1])
             loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), t[:, 1:].reshape(-1),
                                    ignore_index=pad, label_smoothing=label_smoothing)
             optimizer_step(loss, opt, sched, model.parameters(), clip)
-            losses.append(loss.item())
+            losses.append(check_finite_loss(loss, step, lr=lr, what=desc))
             bar.update()
             if bar.n % 50 == 0:
                 bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
@@ -118,9 +111,6 @@ def exact_match(predictions: Sequence[str], targets: Sequence[str]) -> float:
 # ---------------------------------------------------------------------------------------------
 # BERT pre-training data (notebook 07)
 
-IGNORE_INDEX = -100  # label of positions the loss skips (PyTorch's cross_entropy default)
-
-
 def mask_tokens(input_ids, *, mask_id: int, vocab_size: int, special_ids, prob: float = 0.15,
                 word_ids=None, generator=None):
     """BERT's masked-LM corruption: (B, T) ids → (inputs (B, T), labels (B, T)).
@@ -135,9 +125,7 @@ def mask_tokens(input_ids, *, mask_id: int, vocab_size: int, special_ids, prob: 
         >>> ids = torch.tensor([[2, 10, 11, 12, 3]])
         >>> inputs, labels = mask_tokens(ids, mask_id=4, vocab_size=20, special_ids=[0, 1, 2, 3, 4])
     """
-    if input_ids.dim() != 2 or input_ids.dtype != torch.long:
-        raise ValueError(f"input_ids must be a (B, T) tensor of token ids; got "
-                         f"{tuple(input_ids.shape)} {input_ids.dtype}")
+    input_ids = as_ids(input_ids, vocab_size, dims=2, name="input_ids", allow_empty=True)
     if not 0.0 < prob < 1.0:
         raise ValueError(f"prob is the share of tokens to choose, between 0 and 1; got {prob}")
     specials = torch.tensor(sorted(set(int(i) for i in special_ids)), dtype=torch.long)
@@ -292,19 +280,17 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
     """Masked LM + next-sentence prediction on `articles` (lists of tokenised sentences) with
     AdamW, linear warm-up and linear decay; returns per-step "loss", "mlm_loss", "nsp_loss"."""
     g = torch.Generator().manual_seed(seed)
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.98))
+    opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
     history = {"loss": [], "mlm_loss": [], "nsp_loss": []}
     model.train()
     with tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0) as bar:
-        for _ in range(steps):
+        for step in range(steps):
             batch = pretraining_batch(articles, batch_size, max_len, tokenizer, g)
             loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(model, batch)
             optimizer_step(loss, opt, sched, model.parameters(), 1.0)
+            check_finite_loss(loss, step, lr=lr, what=desc)
             for key, value in (("loss", loss), ("mlm_loss", mlm_loss), ("nsp_loss", nsp_loss)):
                 history[key].append(value.item())
             bar.update()
@@ -471,10 +457,7 @@ def train_gpt(model, train_data: torch.Tensor, val_data: torch.Tensor | None = N
                          f"eval_every={eval_every}")
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=betas)
+    opt = adamw(model.parameters(), lr=lr, weight_decay=weight_decay, betas=betas)
     # LambdaLR scales the base lr; cosine_lr gives absolute values, hence the division.
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: cosine_lr(s, lr=lr, min_lr=min_lr, warmup=warmup, iters=iters) / lr)
@@ -502,7 +485,8 @@ def train_gpt(model, train_data: torch.Tensor, val_data: torch.Tensor | None = N
             x, y = lm_batch(train_data, batch_size, block_size, g)
             loss = _next_token_loss(model, x.to(device), y.to(device))
             optimizer_step(loss, opt, sched, model.parameters(), clip)
-            history["loss"].append(loss.item())            # .item() waits for the device: honest timing
+            # .item() (in the check) waits for the device: honest timing
+            history["loss"].append(check_finite_loss(loss, step, lr=lr, what=desc))
             train_seconds += time.perf_counter() - start
             bar.update()
             done = step + 1
@@ -567,8 +551,7 @@ def _train_bert_command(args):
             "threads": args.threads, "device": args.device, "seed": args.seed, "vocab_seconds": round(t_vocab, 1),
             "total_seconds": round(t_train, 1), "valid": {k: round(v, 4) for k, v in scores.items()},
             "final_train_mlm_loss": round(sum(history["mlm_loss"][-100:]) / len(history["mlm_loss"][-100:]), 4)}
-    save_bert(model.cpu(), args.out, info=info)
-    tokenizer.save(args.out / "vocab.txt")
+    save_bert(model.cpu(), args.out, info=info, tokenizer=tokenizer)
     print(json.dumps(info))
 
 
@@ -605,8 +588,7 @@ def _train_gpt_char_command(args, argv):
                            f"of the last 10% (estimate_loss, seed 1234)",
             "evals": [[i, round(s, 1), round(v, 4)] for i, s, v in history["evals"]],
             "threads": args.threads, "device": args.device, "seed": args.seed}
-    save_gpt(model.cpu(), args.out, info=info)
-    vocab.save(args.out / "vocab.json")
+    save_gpt(model.cpu(), args.out, info=info, tokenizer=vocab)
     print(json.dumps({k: v for k, v in info.items() if k != "evals"}))
 
 
@@ -626,7 +608,6 @@ def wikitext_stream(tokenizer, split: str = "train") -> torch.Tensor:
 def _train_gpt_wikitext_command(args, argv):
     """``gpt-wikitext``: a subword GPT on WikiText-2 with the course BERT's WordPiece vocabulary."""
     import json
-    import shutil
     import sys
 
     from .checkpoints import checkpoint_path
@@ -654,8 +635,7 @@ def _train_gpt_wikitext_command(args, argv):
             "val_perplexity": round(math.exp(history["val_loss"]), 1),
             "val_loss_is": f"mean of 50 fixed windows (32 x {args.block_size} pieces) of WikiText-2 valid",
             "threads": args.threads, "device": args.device, "seed": args.seed}
-    save_gpt(model.cpu(), args.out, info=info)
-    shutil.copyfile(vocab_file, args.out / "vocab.txt")
+    save_gpt(model.cpu(), args.out, info=info, tokenizer=tokenizer)
     print(json.dumps(info))
 
 

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from .attention import TORCH_MHA_KEYS, MultiHeadAttention, causal_mask, padding_mask
+from .utils import as_ids
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,17 +269,6 @@ def _embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
     return emb
 
 
-def _check_ids(ids, vocab_size: int, name: str = "ids"):
-    if ids.dim() != 2 or ids.dtype != torch.long:
-        raise ValueError(f"{name} must be a (B, T) tensor of token ids (torch.long); got "
-                         f"{tuple(ids.shape)} {ids.dtype}")
-    if ids.numel() == 0 or ids.size(1) == 0:
-        raise ValueError(f"{name} is empty: give at least one token")
-    if int(ids.min()) < 0 or int(ids.max()) >= vocab_size:
-        raise ValueError(f"{name} holds ids outside 0…{vocab_size - 1}; encode text with the "
-                         f"vocabulary the model was built with")
-
-
 class TransformerEncoderModel(nn.Module):
     """Token embedding × √D + positions → Encoder. forward(ids (B, T), output_attentions=False)
     → (hidden (B, T, D), attentions: tuple of (B, H, T, T) per layer, or None). Padding (pad_id)
@@ -294,7 +284,7 @@ class TransformerEncoderModel(nn.Module):
                                c.activation)
 
     def forward(self, ids, output_attentions: bool = False):
-        _check_ids(ids, self.config.vocab_size)
+        ids = as_ids(ids, self.config.vocab_size, dims=2)
         x = self.dropout(self.pos(self.tok_emb(ids) * math.sqrt(self.config.d_model)))
         return self.encoder(x, padding_mask(ids, self.config.pad_id), output_attentions)
 
@@ -323,7 +313,7 @@ class Seq2SeqTransformer(nn.Module):
 
     def encode(self, src, output_attentions: bool = False):
         """src (B, S) → memory (B, S, D), memory mask (B, 1, 1, S), encoder maps."""
-        _check_ids(src, self.config.vocab_size, "src")
+        src = as_ids(src, self.config.vocab_size, dims=2, name="src")
         mask = padding_mask(src, self.config.pad_id)
         x = self.dropout(self.pos(self.src_emb(src) * math.sqrt(self.config.d_model)))
         memory, maps = self.encoder(x, mask, output_attentions)
@@ -331,7 +321,7 @@ class Seq2SeqTransformer(nn.Module):
 
     def decode(self, tgt_in, memory, memory_mask, output_attentions: bool = False):
         """tgt_in (B, T) → logits (B, T, V_tgt), self-attention maps, cross-attention maps."""
-        _check_ids(tgt_in, self.tgt_vocab_size, "tgt_in")
+        tgt_in = as_ids(tgt_in, self.tgt_vocab_size, dims=2, name="tgt_in")
         T = tgt_in.size(1)
         self_mask = causal_mask(T, device=tgt_in.device) & padding_mask(tgt_in, self.config.pad_id)
         y = self.dropout(self.pos(self.tgt_emb(tgt_in) * math.sqrt(self.config.d_model)))

@@ -1,8 +1,12 @@
-"""Small helpers every notebook uses: seeding, thread count, showing library source."""
+"""Small helpers every notebook uses: seeding, thread count, showing library source; and the checks
+the whole library shares: token ids (:func:`as_ids`) and a finite training loss (:func:`check_finite_loss`)."""
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
+import math
 import os
 import random
 
@@ -16,6 +20,25 @@ def set_seed(seed: int = 0) -> torch.Generator:
     np.random.seed(seed)
     torch.manual_seed(seed)
     return torch.Generator().manual_seed(seed)
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Run a block with torch's global RNG seeded to `seed`, and give the caller's RNG state back
+    afterwards: library code that must repeat itself (a probe's initial weights, a model of an
+    experiment) never changes the randomness of the caller's next cell.
+
+    Example:
+        >>> with seeded(0):
+        ...     a = torch.rand(1)
+        >>> with seeded(0):
+        ...     b = torch.rand(1)
+        >>> bool(a == b)
+        True
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def set_threads(n: int | None = None) -> int:
@@ -76,6 +99,8 @@ def as_ids(ids, vocab_size: int | None = None, *, dims: int | tuple[int, ...] | 
                          f"text with the model's tokenizer first")
     if isinstance(ids, np.ndarray):
         ids = torch.from_numpy(ids)
+    elif isinstance(ids, range):
+        ids = list(ids)
     if isinstance(ids, torch.Tensor):
         if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
             raise InvalidIds(f"{name} has dtype {ids.dtype}; token ids are whole numbers "
@@ -115,3 +140,42 @@ def as_ids(ids, vocab_size: int | None = None, *, dims: int | tuple[int, ...] | 
             raise InvalidIds(f"{name} holds ids from {lo} to {hi}, outside 0…{vocab_size - 1}; "
                              f"encode the text with the tokenizer the model was built for")
     return tensor
+
+
+IGNORE_INDEX = -100  # a label the loss skips (cross_entropy's default): specials, padding, unmasked tokens
+
+
+class TrainingDiverged(FloatingPointError):
+    """The training loss became NaN or infinite: the weights are no longer usable."""
+
+
+def check_finite_loss(loss, step: int, *, lr: float | None = None, what: str = "training") -> float:
+    """The loss of update `step` (0, 1, …) as a float, or `TrainingDiverged` when it is NaN or ±inf.
+
+    Every library training loop calls it, so a run that diverges (too high a learning rate, bad
+    data) stops at once with the step, the loss and the fix, instead of returning NaN losses and a
+    model that writes one token forever.
+
+    Example:
+        >>> check_finite_loss(torch.tensor(2.5), 0)
+        2.5
+    """
+    value = float(loss.detach()) if isinstance(loss, torch.Tensor) else float(loss)
+    if not math.isfinite(value):
+        now = f" (now {lr:g})" if lr is not None else ""
+        raise TrainingDiverged(f"{what} diverged at step {step}: the loss is {value}. Lower the "
+                               f"learning rate{now}, or check the data (a batch with nothing to "
+                               f"predict gives NaN) and that the starting weights are finite")
+    return value
+
+
+def check_finite_logits(logits) -> None:
+    """Raise a clear ValueError when a model's scores (…, V) hold NaN or +inf, or a row is all
+    -inf: there is no distribution to sample from (and argmax would pick token 0 forever). -inf
+    for single tokens is fine: that is how filters and banned tokens remove them."""
+    broken = bool(torch.isnan(logits).any() or torch.isposinf(logits).any()
+                  or not (logits > float("-inf")).any(-1).all())
+    if broken:
+        raise ValueError("the model's next-token scores are NaN or infinite: its weights diverged "
+                         "during training (the loss became NaN) or were overwritten. Train it again "
+                         "with a lower learning rate, or load a checkpoint")

@@ -52,6 +52,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from onehot2gpt.utils import as_ids, check_finite_loss
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
 
@@ -237,7 +238,7 @@ def _context_matrix(ids: Tensor, left: Tensor, right: Tensor, centres: Tensor, w
 
 
 def _check_sequence(ids, window: int, sentence_ids) -> tuple[Tensor, Tensor | None]:
-    ids = torch.as_tensor(ids, dtype=torch.long)
+    ids = as_ids(ids, allow_empty=True)
     if ids.dim() != 1:
         raise ValueError(f"ids must be 1-D (one token stream), got shape {tuple(ids.shape)}; "
                          "concatenate sentences and pass sentence_ids to keep them apart")
@@ -607,9 +608,8 @@ def train_word2vec(sentences: Sequence[Sequence[str]] | Sequence[Tensor], *, voc
                     with ThreadPoolExecutor(workers) as pool:
                         list(pool.map(work, range(workers)))    # list() re-raises worker errors
                 history.append(sum(t[0] for t in totals) / max(sum(t[1] for t in totals), 1))
-                if not math.isfinite(history[-1]):
-                    raise FloatingPointError(f"training diverged in epoch {epoch + 1} (the loss is "
-                                             f"{history[-1]}); lower lr (now {lr}) or batch_size")
+                check_finite_loss(history[-1], steps[0] - 1, lr=lr,
+                                  what=f"word2vec (epoch {epoch + 1}, mean loss)")
                 bar.n = epoch + 1
                 bar.set_postfix(loss=f"{history[-1]:.3f}")
     finally:

@@ -21,7 +21,6 @@ position is the gold token (:func:`greedy_matches`; a test checks it against rea
 
 from __future__ import annotations
 
-import math
 import random
 import unicodedata
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Sequence
 
 import torch
 
+from .utils import seeded
 from .vocab import Vocab, tokenize_words
 
 NL = "\n"            # a line break is a token: answers end at the end of their line
@@ -515,12 +515,12 @@ def train_variant(s: Setup, qa_share: float, *, n_documents: int = 6000, config_
     from .training import train_gpt
 
     ids = corpus_ids(s, qa_share, n_documents)
-    torch.manual_seed(seed)
-    model = GPT(experiment_config(len(s.tokenizer), **(config_overrides or {})))
-    rec = {**EXPERIMENT_RECIPE, **(recipe or {})}
-    rec["block_size"] = min(rec["block_size"], model.config.max_len)
-    history = train_gpt(model, ids, None, **rec, seed=seed, progress=progress,
-                        desc=desc or f"Q/A share {share_text(qa_share)}")
+    with seeded(seed):  # repeatable, and the caller's own randomness is left as it was
+        model = GPT(experiment_config(len(s.tokenizer), **(config_overrides or {})))
+        rec = {**EXPERIMENT_RECIPE, **(recipe or {})}
+        rec["block_size"] = min(rec["block_size"], model.config.max_len)
+        history = train_gpt(model, ids, None, **rec, seed=seed, progress=progress,
+                            desc=desc or f"Q/A share {share_text(qa_share)}")
     return model, history
 
 
@@ -548,33 +548,23 @@ def load_course_models(shares: Sequence[float] = SHARES) -> dict:
 
 
 def save_variant(model, s: Setup, directory, info: dict | None = None):
-    """A model of the experiment → `directory` (config, weights, the tokenizer's vocab.json)."""
-    from pathlib import Path
-
+    """A model of the experiment → `directory`: a checkpoint folder (:func:`onehot2gpt.gpt.save_gpt`)
+    with its WorldTokenizer's vocab.json."""
     from .gpt import save_gpt
 
-    directory = Path(directory)
-    save_gpt(model, directory, info=info)
-    s.tokenizer.save(directory / "vocab.json")
-    return directory
+    return save_gpt(model, directory, info=info, tokenizer=s.tokenizer)
 
 
-def load_variant(directory):
-    """→ (model, tokenizer) saved by :func:`save_variant`; ValueError when the vocabulary does not
-    fit the model."""
-    from pathlib import Path
+def load_variant(directory, device="cpu"):
+    """→ (model, tokenizer) saved by :func:`save_variant`, after every check of
+    :func:`onehot2gpt.checkpoints.load`."""
+    from .checkpoints import CheckpointError, load
 
-    from .gpt import load_gpt
-
-    directory = Path(directory)
-    model = load_gpt(directory)
-    if not (directory / "vocab.json").is_file():
-        raise FileNotFoundError(f"{directory / 'vocab.json'} is missing: a zero-shot model needs the "
-                                f"vocabulary it was trained with; save it with save_variant")
-    tokenizer = WorldTokenizer.load(directory / "vocab.json")
-    if len(tokenizer) != model.config.vocab_size:
-        raise ValueError(f"{directory}: vocab.json has {len(tokenizer)} tokens but the model has "
-                         f"{model.config.vocab_size}; they come from different runs")
+    model, tokenizer = load(directory, device, kind="gpt")
+    if not isinstance(tokenizer, WorldTokenizer):
+        has = type(tokenizer).__name__ if tokenizer is not None else "no tokenizer"
+        raise CheckpointError(f"{directory} holds a GPT with {has}, not a WorldTokenizer: it is not a "
+                              f"model of the zero-shot experiment")
     return model, tokenizer
 
 

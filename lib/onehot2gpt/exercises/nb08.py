@@ -68,7 +68,7 @@ def check_best_span(fn: Callable) -> None:
 
 def check_token_f1(fn: Callable) -> None:
     """Exercise: (prediction, gold) strings → SQuAD's token-overlap F1 after normalisation."""
-    from ..tasks import _f1
+    from ..tasks import token_f1
 
     words = ["the", "a", "an", "Denver", "broncos", "Broncos", "Super", "bowl", "50", "in", "1990"]
     punct = ["", "", ",", ".", "!", "'s"]
@@ -80,7 +80,7 @@ def check_token_f1(fn: Callable) -> None:
     def make(gen):
         return phrase(gen), phrase(gen)
 
-    check_function(fn, _f1, make, name="token_f1", trials=40,
+    check_function(fn, token_f1, make, name="token_f1", trials=40,
                    concept="SQuAD's F1 compares bags of words after normalising both answers (case, "
                            "punctuation and the articles a/an/the do not count): precision is the "
                            "share of predicted words that are shared, recall the share of gold words, "
@@ -129,10 +129,10 @@ def _qa_inputs(gen):
 
 
 def _qa_reference(model, batch):
-    from ..tasks import _forward
+    from ..tasks import qa_loss
 
     with torch.no_grad():
-        return _forward(model, batch, "qa")[0]
+        return qa_loss(model, batch)
 
 
 def _qa_diagnose(got, expected, model, batch):

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import torch
 
+from ..utils import seeded
 from .checking import check_function, rand_int
 
 
@@ -44,8 +45,9 @@ def check_qa_prompt(fn: Callable) -> None:
 
 def _tiny_lm(gen: torch.Generator):
     from ..gpt import GPT, GPTConfig
-    torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
-    model = GPT(GPTConfig.tiny(vocab_size=rand_int(gen, 5, 12), max_len=32)).eval()
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
+    with seeded(seed):  # the notebook's own randomness is left as it was
+        model = GPT(GPTConfig.tiny(vocab_size=rand_int(gen, 5, 12), max_len=32)).eval()
     with torch.no_grad():
         model.tok_emb.weight.mul_(10.0)        # spread the logits, so greedy choices are clear-cut
     return model
