@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from exercise_helpers import assert_rejects
+from exercise_helpers import assert_rejects, top_k_lowest_ids
 from onehot2gpt import exercises as ex
 from onehot2gpt.vocab import bag_of_words, cosine_similarity, one_hot
 
@@ -370,14 +370,6 @@ def test_check_best_span_says_when_it_is_not_written():
 
 # Notebook 09, written without the library: loops and plain sorting, as a student might.
 
-def _top_k_by_sorting(logits, k):
-    out = logits.clone()
-    rows = out.view(-1, out.shape[-1])
-    for row in rows:
-        ranked = sorted(range(len(row)), key=lambda i: (-float(row[i]), i))   # a tie: lower id first
-        for i in ranked[k:]:
-            row[i] = float("-inf")
-    return out
 
 
 def _top_p_by_loops(logits, p, strict=False, force_top=True, extra=0):
@@ -414,17 +406,17 @@ def _kv_step(q_new, k_new, v_new, k_cache, v_cache, scale=True, append=True):
 
 
 def test_checks_09_pass_independent_solutions(capsys):
-    ex.check_top_k_filter(_top_k_by_sorting)
+    ex.check_top_k_filter(top_k_lowest_ids)
     ex.check_top_p_filter(_top_p_by_loops)
     ex.check_kv_cache_step(_kv_step)
     assert capsys.readouterr().out.count("✓") == 3
 
 
 @pytest.mark.parametrize("check, wrong, reason", [
-    (ex.check_top_k_filter, lambda logits, k: _top_k_by_sorting(logits, k + 1), "kept tokens"),  # k + 1
-    (ex.check_top_k_filter, lambda logits, k: _top_k_by_sorting(logits, k).clamp_min(-1e9),
+    (ex.check_top_k_filter, lambda logits, k: top_k_lowest_ids(logits, k + 1), "kept tokens"),  # k + 1
+    (ex.check_top_k_filter, lambda logits, k: top_k_lowest_ids(logits, k).clamp_min(-1e9),
      "kept tokens"),                                                                   # -1e9, not -inf
-    (ex.check_top_k_filter, lambda logits, k: torch.softmax(_top_k_by_sorting(logits, k), -1),
+    (ex.check_top_k_filter, lambda logits, k: torch.softmax(top_k_lowest_ids(logits, k), -1),
      "kept tokens"),                                                                   # probabilities
     (ex.check_top_k_filter, lambda logits, k: logits.masked_fill(logits < logits.max(), 0.0),
      "kept tokens"),                                                                   # 0, not -inf

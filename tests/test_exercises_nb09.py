@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from exercise_helpers import assert_rejects
+from exercise_helpers import assert_rejects, top_k_lowest_ids
 from onehot2gpt import exercises as ex
 from onehot2gpt.exercises import checking
 
@@ -93,13 +93,6 @@ def test_check_gpt_block_says_when_not_written():
 
 # ------------------------------------------------------------------ top-k: ties, k ≥ V, dtype
 
-def _top_k_lowest_ids(logits, k):
-    out = logits.clone()
-    for row in out.view(-1, out.shape[-1]):
-        ranked = sorted(range(len(row)), key=lambda i: (-float(row[i]), i))   # ties: lower id first
-        for i in ranked[k:]:
-            row[i] = float("-inf")
-    return out
 
 
 def _top_k_keep_ties(logits, k):
@@ -108,17 +101,17 @@ def _top_k_keep_ties(logits, k):
 
 
 def _top_k_highest_ids(logits, k):
-    flipped = _top_k_lowest_ids(logits.flip(-1), k)                           # ties: higher id first
+    flipped = top_k_lowest_ids(logits.flip(-1), k)                           # ties: higher id first
     return flipped.flip(-1)
 
 
 def _top_k_without_k_above_v(logits, k):
     logits.topk(k, dim=-1)                      # raises when k > V: k above V must keep every token
-    return _top_k_lowest_ids(logits, k)
+    return top_k_lowest_ids(logits, k)
 
 
 def test_check_top_k_passes_an_independent_solution(capsys):
-    ex.check_top_k_filter(_top_k_lowest_ids)
+    ex.check_top_k_filter(top_k_lowest_ids)
     assert "✓ top_k_filter" in capsys.readouterr().out
 
 
@@ -130,7 +123,7 @@ def test_check_top_k_tests_ties_and_k_at_least_v():
         n = min(k, rows.shape[-1])
         kth = rows.sort(-1, descending=True).values[:, n - 1:n]
         seen.append((k - logits.shape[-1], bool(((rows >= kth).sum(-1) > n).any())))
-        return _top_k_lowest_ids(logits, k)
+        return top_k_lowest_ids(logits, k)
 
     ex.check_top_k_filter(spy)
     assert any(tie for _, tie in seen), "no test has a tie at the k-th place"
@@ -142,8 +135,8 @@ def test_check_top_k_tests_ties_and_k_at_least_v():
     (_top_k_keep_ties, "kept every tied token"),
     (_top_k_highest_ids, "higher token ids"),
     (_top_k_without_k_above_v, "raised"),
-    (lambda logits, k: _top_k_lowest_ids(logits, k).double(), "dtype"),
-    (lambda logits, k: _top_k_lowest_ids(logits, k) > float("-inf"), "dtype"),  # a bool mask, not logits
+    (lambda logits, k: top_k_lowest_ids(logits, k).double(), "dtype"),
+    (lambda logits, k: top_k_lowest_ids(logits, k) > float("-inf"), "dtype"),  # a bool mask, not logits
 ])
 def test_check_top_k_rejects(wrong, reason):
     assert_rejects(ex.check_top_k_filter, wrong, reason)
@@ -157,10 +150,10 @@ def test_check_top_p_rejects_a_wrong_dtype():
 # ------------------------------------------------------------------ yours_if_solved
 
 def test_yours_if_solved_returns_the_student_function_once_it_passes(capsys):
-    chosen = ex.yours_if_solved(_top_k_lowest_ids, ex.check_top_k_filter, lambda logits, k: None)
-    assert chosen is _top_k_lowest_ids
+    chosen = ex.yours_if_solved(top_k_lowest_ids, ex.check_top_k_filter, lambda logits, k: None)
+    assert chosen is top_k_lowest_ids
     out = capsys.readouterr().out
-    assert "your _top_k_lowest_ids" in out and "✓" not in out       # the check itself ran quietly
+    assert "your top_k_lowest_ids" in out and "✓" not in out       # the check itself ran quietly
 
 
 def test_yours_if_solved_falls_back_when_unwritten_or_wrong(capsys):
