@@ -292,21 +292,36 @@ def _as_bert(bert, freeze_bert: bool) -> BertModel:
 
 
 class BertForSequenceClassification(nn.Module):
-    """Classify a sentence or a sentence pair from the pooled [CLS]: (B, T) ids → logits (B, n_labels)."""
+    """Classify a sentence or a sentence pair: (B, T) ids → logits (B, n_labels).
+
+    `pooling` says which vector the linear head reads: "pooler" (BERT's recipe: the pooled [CLS],
+    tanh(W h_[CLS] + b), trained by next-sentence prediction) or "mean" (the mean of the last
+    layer's vectors over the real tokens: what sentence-transformers trains, so the right choice
+    for all-MiniLM-L6-v2, whose [CLS] and pooler were never trained to summarise)."""
 
     def __init__(self, bert: BertModel | BertConfig, n_labels: int, dropout: float | None = None,
-                 freeze_bert: bool = False):
+                 freeze_bert: bool = False, pooling: str = "pooler"):
         super().__init__()
+        if pooling not in ("pooler", "mean"):
+            raise ValueError(f'pooling must be "pooler" (the pooled [CLS]) or "mean" (the mean of the '
+                             f'last layer over real tokens); got {pooling!r}')
         self.bert = _as_bert(bert, freeze_bert)
-        if self.bert.pooler is None:
-            raise ValueError("sequence classification reads the pooled [CLS]: "
-                             "build the BertModel with add_pooler=True")
+        if pooling == "pooler" and self.bert.pooler is None:
+            raise ValueError("sequence classification with pooling='pooler' reads the pooled [CLS]: "
+                             "build the BertModel with add_pooler=True, or use pooling='mean'")
+        self.pooling = pooling
         self.dropout = nn.Dropout(self.bert.config.dropout if dropout is None else dropout)
         self.classifier = nn.Linear(self.bert.config.d_model, n_labels)
         _init_weights(self.classifier)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None):
-        return self.classifier(self.dropout(self.bert(input_ids, token_type_ids, attention_mask).pooled))
+        out = self.bert(input_ids, token_type_ids, attention_mask)
+        if self.pooling == "pooler":
+            return self.classifier(self.dropout(out.pooled))
+        real = (input_ids != self.bert.config.pad_id if attention_mask is None else attention_mask != 0)
+        real = real.unsqueeze(-1).to(out.last_hidden_state.dtype)                          # (B, T, 1)
+        mean = (out.last_hidden_state * real).sum(1) / real.sum(1).clamp(min=1)          # (B, D)
+        return self.classifier(self.dropout(mean))
 
 
 class BertForTokenClassification(nn.Module):

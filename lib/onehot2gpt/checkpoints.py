@@ -10,7 +10,7 @@ and 04, the word vectors of 02) is kept the same way, in ``data/checkpoints/<nam
 * ``config.json``::
 
       {"format": "onehot2gpt-checkpoint", "version": 2,
-       "kind": "gpt",                   # gpt | bert | bilm | word2vec: which module builds it
+       "kind": "gpt",                   # gpt | bert | bilm | word2vec | minilm-qa: which module builds it
        "model": "GPT",                  # the class
        "config": {...},                 # the model's config dataclass: what it is built from
        "tokenizer": "Vocab",            # the tokenizer's class, or null
@@ -80,6 +80,8 @@ KINDS = {
                  "onehot2gpt.elmo.save_bilm or `python -m onehot2gpt.elmo train`", ("dropout", "max_len")),
     "word2vec": Kind("onehot2gpt.word_vectors", "word_vectors_from_checkpoint",
                      "WordVectors.save or `python -m onehot2gpt.word2vec train`", ()),
+    "minilm-qa": Kind("onehot2gpt.pretrained", "minilm_qa_from_checkpoint",
+                      "`python -m onehot2gpt.recipes minilm-qa`", ()),
 }
 # tokenizer class → (its module, the file it saves to and loads from)
 TOKENIZERS = {

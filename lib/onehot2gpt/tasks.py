@@ -311,6 +311,59 @@ def predict_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, context_
     return spans
 
 
+@torch.no_grad()
+def answer_question(model, tokenizer, context: str, question: str, max_len: int = 384,
+                    max_answer_len: int = 30, max_question_len: int = 64) -> dict:
+    """Extractive QA on one passage: the span of `context` that a BertForQuestionAnswering picks
+    for `question`, and the start and end probabilities over the passage's pieces.
+
+    Returns a dict: "answer" (the passage's own characters, whole words), "char_span" (a, b) into
+    `context`, "words" (s, e): the 1-based positions of the first and last whitespace-separated
+    word of the answer (how the BERT paper's SQuAD figure counts), "tokens" (the passage's
+    pieces), "p_start", "p_end" (lists, one probability per piece: a softmax over the passage
+    only), "start", "end" (indices into "tokens") and "score" (S·h_s + E·h_e).
+
+    ValueError, saying what to shorten, for an empty text, a question over `max_question_len`
+    pieces, or a passage that does not fit into `max_len` pieces with the question (nothing is
+    silently cut: an answer can only come from text the model has read).
+    """
+    for name, text in (("passage", context), ("question", question)):
+        if not isinstance(text, str):
+            raise TypeError(f"the {name} must be a str; got {type(text).__name__}")
+        if not text.strip():
+            raise ValueError(f"the {name} is empty: type a {name}")
+    n_question = len(tokenizer.tokenize(question))
+    if n_question > max_question_len:
+        raise ValueError(f"the question is {n_question} word pieces long; the model reads at most "
+                         f"{max_question_len}: shorten the question")
+    n_context = sum(len(tokenizer.tokenize(context[a:b])) for a, b in word_spans(context))
+    room = max_len - n_question - 3
+    if n_context > room:
+        raise ValueError(f"the passage is {n_context} word pieces long, but with this question the model "
+                         f"reads at most {room} (max_len={max_len}): paste only the paragraph that holds "
+                         f"the answer")
+    features = encode_squad(tokenizer, [{"question": question, "context": context, "answers": []}],
+                            max_len=max_len, max_question_len=max_question_len)
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    batch = {k: features[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask", "context_mask")}
+    start_logits, end_logits = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                                     span_mask=batch["context_mask"])
+    model.train(was_training)
+    start_logits, end_logits = start_logits[0].float().cpu(), end_logits[0].float().cpu()
+    inside = features["context_mask"][0]
+    first = int(inside.nonzero()[0])
+    s, e, score = best_span(start_logits, end_logits, max_answer_len, inside)
+    a, b = features["offsets"][0][s][0], features["offsets"][0][e][1]
+    ids = features["input_ids"][0][inside].tolist()
+    return {"answer": context[a:b], "char_span": (a, b),
+            "words": (len(context[:a].split()) + 1, len(context[:b].split())),
+            "tokens": tokenizer.convert_ids_to_tokens(ids),
+            "p_start": start_logits[inside].softmax(-1).tolist(), "p_end": end_logits[inside].softmax(-1).tolist(),
+            "start": s - first, "end": e - first, "score": score}
+
+
 def squad_normalize(text: str) -> str:
     """SQuAD's answer normalisation: lower-case, drop punctuation, drop the articles a/an/the,
     collapse whitespace (``normalize_answer`` of the official v1.1 evaluation script).

@@ -603,6 +603,85 @@ class FillInTheBlank(W.VBox):
             f"<div>{b}</div>" for b in blocks) + "</div>"
 
 
+
+# Notebook 08: extractive question answering ----------------------------------------------------
+
+PRECIPITATION = ("In meteorology, precipitation is any product of the condensation of atmospheric water "
+                 "vapor that falls under gravity. The main forms of precipitation include drizzle, rain, "
+                 "sleet, snow, graupel and hail. Precipitation forms as smaller droplets coalesce via "
+                 "collision with other rain drops or ice crystals within a cloud. Short, intense periods "
+                 "of rain in scattered locations are called \"showers\".")
+
+
+class QuestionAnswerer(W.VBox):
+    """Paste a passage, ask a question: the answer highlighted in the passage, and the start and
+    end probabilities over the passage's word pieces.
+
+    `answer(passage, question)` returns :func:`onehot2gpt.tasks.answer_question`'s dict (bind the
+    model and tokenizer with ``functools.partial``). The question answers on Enter, the button on
+    click. Editing the passage clears the answer until it is asked again, so what is shown always
+    belongs to the text on screen. State for code: ``.result`` (None while there is no answer for
+    the current text).
+    """
+
+    def __init__(self, answer, passage: str = PRECIPITATION,
+                 question: str = "What causes precipitation to fall?"):
+        self.answer = answer
+        self.result: dict | None = None
+        self.passage = W.Textarea(value=passage, description="Passage", continuous_update=False,
+                                  placeholder="paste a paragraph that holds the answer",
+                                  layout=W.Layout(width="95%", height="120px"))
+        self.question = W.Text(value=question, description="Question", continuous_update=False,
+                               placeholder="ask something the passage answers, then press Enter",
+                               layout=W.Layout(width="95%"))
+        self.button = W.Button(description="Answer", button_style="primary")
+        self.status, self.output = W.HTML(), W.HTML()
+        super().__init__([self.passage, self.question, self.button, self.status, self.output])
+        self.button.on_click(self.update)
+        self.question.observe(self.update, names="value")
+        self.passage.observe(self._passage_edited, names="value")
+        self.update()
+
+    def _passage_edited(self, _change):
+        self.result, self.output.value = None, ""
+        self.status.value = "The passage changed: press <b>Answer</b> (or Enter in the question)."
+
+    def update(self, *_):
+        passage, question = self.passage.value, self.question.value
+        try:
+            result = self.answer(passage, question)
+        except Exception as exc:  # never the kernel; never an answer to other text
+            self.result, self.output.value = None, ""
+            self.status.value = _error_html(exc)
+            return
+        self.result = result
+        self.status.value = ""
+        self.output.value = self._html(passage, result)
+
+    @staticmethod
+    def _html(passage: str, r: dict) -> str:
+        a, b = r["char_span"]
+        s, e = r["words"]
+        text = (html.escape(passage[:a]) + "<mark style='background:#ffd54f'><b>" + html.escape(passage[a:b])
+                + "</b></mark>" + html.escape(passage[b:]))
+        top = max(max(r["p_start"]), max(r["p_end"]), 1e-9)
+        cols = []
+        for i, (tok, ps, pe) in enumerate(zip(r["tokens"], r["p_start"], r["p_end"])):
+            picked = "background:#fff3c4;" if r["start"] <= i <= r["end"] else ""
+            cols.append(
+                f"<div title='{html.escape(tok)}: P(start) {ps:.3f}, P(end) {pe:.3f}' "
+                f"style='display:inline-flex;flex-direction:column;align-items:center;margin:0 1px;{picked}'>"
+                f"<div style='display:flex;align-items:flex-end;height:40px;gap:1px'>"
+                f"<div style='width:5px;height:{40 * ps / top:.1f}px;background:#4c72b0'></div>"
+                f"<div style='width:5px;height:{40 * pe / top:.1f}px;background:#dd8452'></div></div>"
+                f"<div style='font:10px monospace'>{html.escape(tok)}</div></div>")
+        return (f"<p><b>Answer:</b> {html.escape(r['answer'])} &nbsp; <span style='color:#666'>(words {s}–{e} "
+                f"of the passage; P(start) {r['p_start'][r['start']]:.2f}, P(end) {r['p_end'][r['end']]:.2f})</span></p>"
+                f"<div style='line-height:1.5;max-width:900px'>{text}</div>"
+                f"<p style='margin-bottom:2px'><span style='color:#4c72b0'>■</span> P(start) &nbsp; "
+                f"<span style='color:#dd8452'>■</span> P(end) over the passage's pieces (answer shaded)</p>"
+                f"<div style='display:flex;flex-wrap:wrap;max-width:900px'>{''.join(cols)}</div>")
+
 # Notebook 09: decoding a GPT ---------------------------------------------------------------------
 
 _NOTICE_STYLE = "color:#8a5a00"

@@ -1,0 +1,132 @@
+"""Benchmark: a real pretrained BERT (all-MiniLM-L6-v2, offline) fine-tuned on SST-2, SNLI and SQuAD.
+
+What notebook 08 shows live in a few seconds, at the size where the numbers settle:
+
+* ``sst2_accuracy``: MiniLM fully fine-tuned (``tasks.finetune``: AdamW, warm-up + linear decay,
+  batch 32, one epoch) on ``--sst2-train`` shuffled SST-2 training sentences, with a linear head
+  on the mean of the last layer (``pooling="mean"``: what sentence-transformers trained), scored
+  on the 872 sentences of the test file (the GLUE dev split; GLUE's test labels are hidden).
+* ``snli_accuracy``: the same recipe on SNLI sentence pairs, ``[CLS] premise [SEP] hypothesis
+  [SEP]``, trained on the 9,842 labelled dev pairs, scored on the 9,824 labelled test pairs.
+* ``squad_exact_match``, ``squad_f1`` (0–100): the course's QA checkpoint (``minilm-qa-squad``,
+  built by ``python -m onehot2gpt.recipes minilm-qa``: MiniLM's top layers fine-tuned on 34 of
+  SQuAD 1.1 dev's 48 articles) scored on every question of the 14 articles it never trained on
+  (``recipes.qa_split``), with SQuAD's official normalisation. A question whose answer falls
+  outside the 256-piece window counts as a miss.
+
+Targets (issue 15): SST-2 ≥ 0.85, SNLI ≥ 0.70, SQuAD F1 ≥ 50 on articles never trained on.
+
+Run from the repository root (about 20 minutes on 2 cores)::
+
+    python bench/pretrained.py [--threads 2] [--sst2-train 20000] [--smoke]
+
+The last line is one JSON object with those four keys, the settings and the seconds of each
+part. ``--smoke`` runs every part on tiny subsets, to check the script, not the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+
+from onehot2gpt import data, tasks
+from onehot2gpt.bert import BertForSequenceClassification
+from onehot2gpt.pretrained import minilm_bert, minilm_path, minilm_qa
+from onehot2gpt.recipes import qa_split
+from onehot2gpt.subword import WordPieceTokenizer
+from onehot2gpt.utils import seeded, set_threads
+
+
+def fine_tune_minilm(train: dict, test: dict, n_labels: int, lr: float, epochs: int) -> float:
+    """Full fine-tuning of MiniLM with a mean-pooled linear head → test accuracy."""
+    with seeded(0):
+        model = BertForSequenceClassification(minilm_bert()[0], n_labels, pooling="mean")
+        tasks.finetune(model, train, task="sequence", epochs=epochs, batch_size=32, lr=lr, seed=0)
+    return tasks.evaluate(model, test, "sequence")["accuracy"]
+
+
+def run_sst2(tok, n_train: int, lr: float, epochs: int, smoke: bool) -> float:
+    rows = data.read_sst2("train")
+    random.Random(0).shuffle(rows)
+    test = data.read_sst2("test")[: 64 if smoke else None]
+    encode = lambda r: tasks.encode_sentences(tok, [s for s, _ in r], [y for _, y in r], max_len=64)
+    return fine_tune_minilm(encode(rows[:n_train]), encode(test), 2, lr, epochs)
+
+
+def run_snli(tok, lr: float, epochs: int, smoke: bool) -> float:
+    train, test = data.read_snli("dev"), data.read_snli("test")
+    if smoke:
+        train, test = train[:64], test[:64]
+    encode = lambda r: tasks.encode_pairs(tok, [p for p, _, _ in r], [h for _, h, _ in r],
+                                          [y for _, _, y in r], max_len=128)
+    return fine_tune_minilm(encode(train), encode(test), len(tasks.SNLI_LABELS), lr, epochs)
+
+
+def run_squad(smoke: bool) -> dict:
+    model, tok = minilm_qa()
+    max_len = model_max_len()
+    _, held_out = qa_split(*training_split())
+    held_out = held_out[:32] if smoke else held_out
+    scores = tasks.evaluate(model, tasks.encode_squad(tok, held_out, max_len=max_len), "qa")
+    return {"exact_match": scores["exact_match"], "f1": scores["f1"], "questions": len(held_out),
+            "articles": len({e["title"] for e in held_out})}
+
+
+def _qa_arguments() -> dict:
+    from onehot2gpt.checkpoints import checkpoint_config
+    from onehot2gpt.pretrained import QA_CHECKPOINT
+
+    return checkpoint_config(QA_CHECKPOINT)["info"]["arguments"]
+
+
+def model_max_len() -> int:
+    """The window the QA checkpoint was trained with."""
+    return _qa_arguments()["max_len"]
+
+
+def training_split() -> tuple[float, int]:
+    """(test_fraction, seed) of the split the QA checkpoint was trained on: its held-out side is scored."""
+    args = _qa_arguments()
+    return args["test_fraction"], args["seed"]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--sst2-train", type=int, default=20000)
+    p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--smoke", action="store_true", help="tiny subsets: checks the script, not the numbers")
+    args = p.parse_args(argv)
+    threads = set_threads(args.threads)
+    tok = WordPieceTokenizer.load(minilm_path() / "vocab.txt")
+    result, seconds = {}, {}
+
+    start = time.time()
+    result["sst2_accuracy"] = round(run_sst2(tok, 64 if args.smoke else args.sst2_train, args.lr, args.epochs,
+                                             args.smoke), 4)
+    seconds["sst2"] = round(time.time() - start, 1)
+    print(f"SST-2: {result['sst2_accuracy']:.4f} ({seconds['sst2']:.0f} s)", flush=True)
+
+    start = time.time()
+    result["snli_accuracy"] = round(run_snli(tok, args.lr, args.epochs, args.smoke), 4)
+    seconds["snli"] = round(time.time() - start, 1)
+    print(f"SNLI: {result['snli_accuracy']:.4f} ({seconds['snli']:.0f} s)", flush=True)
+
+    start = time.time()
+    squad = run_squad(args.smoke)
+    result["squad_exact_match"], result["squad_f1"] = round(squad["exact_match"], 2), round(squad["f1"], 2)
+    seconds["squad"] = round(time.time() - start, 1)
+    print(f"SQuAD on {squad['questions']} questions of {squad['articles']} unseen articles: "
+          f"EM {squad['exact_match']:.1f}, F1 {squad['f1']:.1f} ({seconds['squad']:.0f} s)", flush=True)
+
+    result.update(squad_questions=squad["questions"], squad_articles=squad["articles"], seconds=seconds,
+                  threads=threads, lr=args.lr, epochs=args.epochs, sst2_train=args.sst2_train,
+                  smoke=args.smoke)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""Recipes: one command per shipped checkpoint, whose defaults are exactly what built it.
+
+``python -m onehot2gpt.recipes list`` names them; ``python -m onehot2gpt.recipes NAME`` runs one and
+writes ``data/checkpoints/<checkpoint>/`` (``--out DIR`` writes elsewhere, so a rebuilt checkpoint
+can be compared with the committed one before replacing it). Every recipe records its command,
+arguments, time and scores in the checkpoint's ``config.json`` under ``info``.
+
+Every committed checkpoint has one (``list`` shows them). Most run the command of the module that
+trains that model with the arguments that built it (``--dry-run`` prints it instead); ``--device
+cuda`` may be added to any of them where a GPU is lent (the committed BERT and subword GPT were
+trained on one; the CPU gives the same recipe, hours instead of minutes):
+
+* ``word2vec-wikitext2``, ``bilm-wikitext2``, ``bert-wikitext2``, ``gpt-char-shakespeare``,
+  ``gpt-wikitext2``: notebooks 02, 03–04, 07–08 and 09;
+* ``zero-shot``: the four ``zero-shot-qa*`` checkpoints of notebook 10, in one run;
+* ``minilm-qa``: all-MiniLM-L6-v2 fine-tuned for extractive QA on SQuAD 1.1 (notebook 08's
+  question-answering widget). SQuAD's dev set is the only split the course mirrors, so it is split
+  by article (:func:`onehot2gpt.tasks.split_by_article`, 30 % of the 48 articles held out, seed 0):
+  the model trains on 34 articles and is scored on 14 it never saw. Only the top layers and the
+  start/end head train; the checkpoint stores just those, in float16, on top of the pip package's
+  MiniLM (its sha256 is recorded and checked on load), which keeps it under 15 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from .checkpoints import checkpoints_dir
+
+__all__ = ["RECIPES", "COMMANDS", "command", "recipe_for", "minilm_qa_recipe", "qa_split", "main"]
+
+
+def qa_split(test_fraction: float = 0.3, seed: int = 0):
+    """SQuAD 1.1 dev split by article → (train questions, held-out questions): the split every
+    QA number in the course uses (the checkpoint trains on the first, is scored on the second)."""
+    from .data import read_squad
+    from .tasks import split_by_article
+
+    return split_by_article(read_squad(), test_fraction, seed)
+
+
+def minilm_qa_recipe(out: str | Path | None = None, *, top_layers: int = 4, epochs: int = 2,
+                     batch_size: int = 16, lr: float = 8e-5, max_len: int = 256,
+                     test_fraction: float = 0.3, seed: int = 0, evaluate_on: int | None = None,
+                     progress: bool = True) -> dict:
+    """Fine-tune all-MiniLM-L6-v2 for extractive QA and save it → the held-out scores.
+
+    The recipe (BERT's SQuAD recipe, shortened for a CPU): ``[CLS] question [SEP] passage [SEP]``
+    cut to `max_len` pieces, questions whose answer the cut removes left out of training; AdamW,
+    warm-up over the first 10 % of steps then linear decay, `epochs` passes in batches of
+    `batch_size`; only the top `top_layers` layers and the start/end vectors train. The held-out
+    articles are scored with SQuAD's exact match and F1 (all of them, or the first `evaluate_on`
+    questions)."""
+    from .pretrained import QA_CHECKPOINT, minilm_bert, minilm_path, qa_trainable, save_minilm_qa
+    from .bert import BertForQuestionAnswering
+    from .subword import WordPieceTokenizer
+    from .tasks import encode_squad, evaluate, finetune, select
+    from .utils import seeded
+
+    out = Path(out) if out is not None else checkpoints_dir() / QA_CHECKPOINT
+    started = time.time()
+    train, test = qa_split(test_fraction, seed)
+    tokenizer = WordPieceTokenizer.load(minilm_path() / "vocab.txt")
+    features = encode_squad(tokenizer, train, max_len=max_len)
+    features = select(features, features["answerable"])
+    with seeded(seed):
+        bert, _ = minilm_bert()
+        model = BertForQuestionAnswering(bert)         # the start/end head starts random
+        qa_trainable(model, top_layers)
+        losses = finetune(model, features, task="qa", epochs=epochs, batch_size=batch_size, lr=lr,
+                          seed=seed, progress=progress, desc="MiniLM on SQuAD")
+    trained_s = time.time() - started
+    held_out = test if evaluate_on is None else test[:evaluate_on]
+    scores = evaluate(model, encode_squad(tokenizer, held_out, max_len=max_len), "qa")
+    result = {"exact_match": round(scores["exact_match"], 2), "f1": round(scores["f1"], 2),
+              "held_out_questions": len(held_out), "held_out_articles": len({e["title"] for e in held_out}),
+              "train_questions": int(features["input_ids"].size(0)),
+              "train_articles": len({e["title"] for e in train}), "steps": len(losses),
+              "final_loss": round(sum(losses[-50:]) / len(losses[-50:]), 4),
+              "train_seconds": round(trained_s), "threads": torch.get_num_threads()}
+    args = {"top_layers": top_layers, "epochs": epochs, "batch_size": batch_size, "lr": lr,
+            "max_len": max_len, "test_fraction": test_fraction, "seed": seed}
+    save_minilm_qa(model, out, top_layers, tokenizer, info={
+        "recipe": "minilm-qa", "command": "python -m onehot2gpt.recipes minilm-qa", "arguments": args,
+        "data": "SQuAD 1.1 dev, split by article (onehot2gpt.recipes.qa_split)", **result})
+    return {**result, "checkpoint": str(out)}
+
+
+RECIPES = {
+    "minilm-qa": (minilm_qa_recipe, "MiniLM fine-tuned for extractive QA on SQuAD (notebook 08)"),
+}
+
+# name → (the module whose command trains it, its arguments before --out, the checkpoints it writes,
+# what it is). "{out}" is the folder: the checkpoint's own, or the checkpoints folder for zero-shot.
+COMMANDS = {
+    "word2vec-wikitext2": ("onehot2gpt.word2vec", ["train"], ["word2vec-wikitext2"],
+                           "skip-gram word vectors on WikiText-2 (notebook 02)"),
+    "bilm-wikitext2": ("onehot2gpt.elmo", ["train"], ["bilm-wikitext2"],
+                       "the ELMo biLM on WikiText-2 (notebooks 03-04)"),
+    "bert-wikitext2": ("onehot2gpt.training", ["bert", "--steps", "20000"], ["bert-wikitext2"],
+                       "the course BERT pre-trained on WikiText-2 (notebooks 07-08)"),
+    "gpt-char-shakespeare": ("onehot2gpt.training", ["gpt-char", "--n-layers", "4", "--d-model", "128",
+                                                     "--iters", "1500"], ["gpt-char-shakespeare"],
+                             "the character GPT on Tiny Shakespeare (notebook 09)"),
+    "gpt-wikitext2": ("onehot2gpt.training", ["gpt-wikitext"], ["gpt-wikitext2"],
+                      "the subword GPT on WikiText-2 (notebook 09)"),
+    "zero-shot": ("onehot2gpt.zero_shot", [], ["zero-shot-qa000", "zero-shot-qa005", "zero-shot-qa020",
+                                               "zero-shot-qa100"],
+                  "the four GPTs of the zero-shot experiment (notebook 10)"),
+}
+
+
+def command(name: str, out: str | Path | None = None, device: str | None = None) -> list[str]:
+    """The command line (argv, from ``python``) that rebuilds the checkpoints of recipe `name`."""
+    if name not in COMMANDS:
+        raise ValueError(f"no recipe {name!r}; one of {', '.join([*COMMANDS, *RECIPES])}")
+    module, args, written, _ = COMMANDS[name]
+    if out is None:
+        out = Path("data/checkpoints") if name == "zero-shot" else Path("data/checkpoints") / written[0]
+    return ["-m", module, *args, "--out", str(out), *(["--device", device] if device else [])]
+
+
+def recipe_for(checkpoint: str) -> str:
+    """The recipe that builds the committed checkpoint `checkpoint`."""
+    from .pretrained import QA_CHECKPOINT
+
+    if checkpoint == QA_CHECKPOINT:
+        return "minilm-qa"
+    for name, (_, _, written, _) in COMMANDS.items():
+        if checkpoint in written:
+            return name
+    raise ValueError(f"no recipe builds {checkpoint!r}: add one to onehot2gpt.recipes.COMMANDS")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m onehot2gpt.recipes", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="recipe", required=True)
+    sub.add_parser("list", help="name every recipe and the checkpoint it builds")
+    for name, (_, _, written, what) in COMMANDS.items():
+        cmd = sub.add_parser(name, help=what, description=f"{what}: writes {', '.join(written)}")
+        cmd.add_argument("--out", help="where to write (default: the committed checkpoint's folder)")
+        cmd.add_argument("--device", help="cpu (default) or cuda")
+        cmd.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    qa = sub.add_parser("minilm-qa", help=RECIPES["minilm-qa"][1])
+    qa.add_argument("--out", help="folder to write (default data/checkpoints/minilm-qa-squad)")
+    qa.add_argument("--top-layers", type=int, default=4)
+    qa.add_argument("--epochs", type=int, default=2)
+    qa.add_argument("--batch-size", type=int, default=16)
+    qa.add_argument("--lr", type=float, default=8e-5)
+    qa.add_argument("--max-len", type=int, default=256)
+    qa.add_argument("--evaluate-on", type=int, default=None, help="score only the first N held-out questions")
+    args = parser.parse_args(argv)
+    if args.recipe == "list":
+        for name, (_, what) in RECIPES.items():
+            print(f"{name:22} {what}")
+        for name, (_, _, _, what) in COMMANDS.items():
+            print(f"{name:22} {what}")
+        return
+    if args.recipe in COMMANDS:
+        import runpy
+        argv_ = command(args.recipe, args.out, args.device)
+        print("$ python " + " ".join(map(shlex.quote, argv_)), flush=True)
+        if not args.dry_run:
+            sys.argv = [argv_[1], *argv_[2:]]
+            runpy.run_module(argv_[1], run_name="__main__", alter_sys=True)
+        return
+    print("$ python -m onehot2gpt.recipes " + " ".join(map(shlex.quote, argv if argv is not None else sys.argv[1:])),
+          flush=True)
+    result = minilm_qa_recipe(args.out, top_layers=args.top_layers, epochs=args.epochs,
+                              batch_size=args.batch_size, lr=args.lr, max_len=args.max_len,
+                              evaluate_on=args.evaluate_on)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
