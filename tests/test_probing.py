@@ -129,3 +129,101 @@ def test_encoder_layers_stacks_every_hidden_state_in_batches():
     torch.testing.assert_close(trimmed[4, :3, 2], full[2][0, :3])      # real tokens unchanged
     with pytest.raises(ValueError, match="attention_mask"):
         encoder_layers(bert, {"input_ids": ids})
+
+
+# -- one word's vectors in context (notebook 04, section 5) --------------------------------------
+
+WORDS = ["the", "river", "bank", "money", "in", "and", "a", "un", "##aff", "##able", ".", "!"]
+
+
+@pytest.fixture(scope="module")
+def word_model():
+    """A tiny random BERT (Hugging Face's and ours, equal weights) and our tokenizer for it."""
+    transformers = pytest.importorskip("transformers")
+    from onehot2gpt.bert import load_hf_bert
+    from onehot2gpt.subword import SPECIALS, WordPieceTokenizer
+    tok = WordPieceTokenizer(list(SPECIALS) + WORDS)
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=32,
+                                     max_position_embeddings=24, attn_implementation="eager")
+    hf = transformers.BertModel(config, add_pooling_layer=True).eval()
+    return hf, load_hf_bert(hf), tok
+
+
+def hidden_states(bert, tok, text):
+    ids = torch.tensor([tok.encode(text)["input_ids"]])
+    with torch.no_grad():
+        return torch.stack(bert(ids, output_hidden_states=True).hidden_states, dim=2)[0]   # (T, L+1, D)
+
+
+def test_contextual_vectors_are_the_words_own_positions_and_the_mean_of_its_pieces(word_model):
+    from onehot2gpt.probing import contextual_vectors
+    _, bert, tok = word_model
+    sentences = ["The river bank.", "Money in the BANK and the bank!", "a bank and unaffable money."]
+    vectors = contextual_vectors(bert, tok, sentences, "Bank")
+    assert vectors.shape == (3, 3, 16)                                  # (N, embeddings + 2 layers, D)
+    # Each is the word's own position in its sentence run alone: [CLS] the river bank . [SEP] has
+    # bank at 3 (and is padded to the longest sentence here); in sentence 1 the first "BANK" counts.
+    torch.testing.assert_close(vectors[0], hidden_states(bert, tok, sentences[0])[3])
+    torch.testing.assert_close(vectors[1], hidden_states(bert, tok, sentences[1])[4])
+    torch.testing.assert_close(vectors[2], hidden_states(bert, tok, sentences[2])[2])
+    # [CLS] a bank and un ##aff ##able money . [SEP]: the word is the mean of its three pieces.
+    split = contextual_vectors(bert, tok, sentences[2:], "unaffable")
+    torch.testing.assert_close(split[0], hidden_states(bert, tok, sentences[2])[4:7].mean(0))
+    assert not torch.allclose(vectors[0, 1:], vectors[2, 1:])           # context changes "bank"
+
+
+def test_contextual_vectors_agree_for_hugging_face_and_our_bert(word_model, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from onehot2gpt.probing import contextual_vectors
+    hf, ours, tok = word_model
+    tok.save(tmp_path / "vocab.txt")
+    hf_tok = transformers.BertTokenizerFast.from_pretrained(tmp_path)
+    sentences = ["The river bank.", "Money in the bank and a bank!", "a bank and unaffable money."]
+    for word in ("bank", "unaffable"):
+        texts = sentences if word == "bank" else sentences[2:]
+        expected = contextual_vectors(ours, tok, texts, word)
+        torch.testing.assert_close(contextual_vectors(hf, hf_tok, texts, word), expected)
+        torch.testing.assert_close(contextual_vectors(ours, hf_tok, texts, word), expected)
+
+
+@pytest.mark.parametrize("sentences, word, error, match", [
+    (["the river bank ."], "money", ValueError, r"sentence 0 \('the river bank \.'\) has no word 'money'"),
+    (["the bank", "a river"], "bank", ValueError, "sentence 1 .* has no word 'bank'"),
+    (["the bank", "  "], "bank", ValueError, "sentence 1 is empty"),
+    ([], "bank", ValueError, "no sentences"),
+    (["the river bank"], "river bank", ValueError, "one word"),
+    (["the river bank"], "", ValueError, "one word"),
+    ("the river bank", "bank", TypeError, "list of strings"),
+    (["the river bank " * 10], "bank", ValueError, "at most 24"),
+])
+def test_contextual_vectors_say_what_is_wrong(word_model, sentences, word, error, match):
+    from onehot2gpt.probing import contextual_vectors
+    _, bert, tok = word_model
+    with pytest.raises(error, match=match):
+        contextual_vectors(bert, tok, sentences, word)
+
+
+def test_contextual_vectors_need_a_tokenizer_that_knows_each_pieces_word(word_model):
+    from onehot2gpt.probing import contextual_vectors
+    _, bert, _ = word_model
+    with pytest.raises(TypeError, match="which word each piece came from"):
+        contextual_vectors(bert, str.split, ["the bank"], "bank")
+
+
+def test_minilm_gives_the_lecture_notes_two_apples_that_lean_to_their_senses(one_thread):
+    """The ELMo motivation of the seeds: "Jobs was the CEO of apple." / "He finally ate the apple."."""
+    from onehot2gpt.pretrained import minilm_bert
+    from onehot2gpt.probing import contextual_vectors
+    try:
+        minilm, tok = minilm_bert()
+    except (ModuleNotFoundError, FileNotFoundError) as exc:
+        pytest.skip(f"offline MiniLM not installed: {exc}")
+    apples = contextual_vectors(minilm, tok, ["Jobs was the CEO of apple.", "He finally ate the apple."], "apple")
+    cosines = torch.cosine_similarity(apples[0], apples[1], dim=-1)                 # one per layer
+    assert (cosines[1:] < cosines[0]).all()           # every layer moves them apart from the embeddings
+    probes = torch.cat([contextual_vectors(minilm, tok, [w], w) for w in ("company", "fruit")])
+    to_probes = torch.cosine_similarity(apples[:, None, -1], probes[None, :, -1], dim=-1)   # (apple, probe)
+    assert to_probes[0, 0] > to_probes[1, 0]          # "company": nearer the CEO's apple than the eaten one
+    assert to_probes[1, 1] > to_probes[0, 1]          # "fruit": nearer the eaten apple than the CEO's

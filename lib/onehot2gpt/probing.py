@@ -10,10 +10,15 @@ in notebook 08 (the same plot for BERT). Features are tensors of shape (N, n_lay
 per token for token tasks (:func:`token_features`) or per sentence for sentence tasks
 (:func:`sentence_features`, mean-pooled). A one-layer representation is just n_layers = 1, and a
 one-hot representation is given as ids (N,) with ``onehot_size``.
+
+Before any probe, notebook 04 simply looks: :func:`contextual_vectors` takes one word's vector at
+every layer of a BERT encoder in several sentences ("bank" by a river, "bank" for money), and
+:func:`sense_grouping_score` says how much more alike the same-sense vectors are than the others.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -21,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .elmo import ScalarMix
+from .subword import pretokenize
 from .utils import check_finite_loss, seeded
 
 
@@ -43,8 +49,9 @@ def sentence_features(layers: Tensor, mask: Tensor) -> Tensor:
 
 @torch.no_grad()
 def encoder_layers(bert, features: dict, batch_size: int = 64) -> Tensor:
-    """Every layer of a BERT encoder (our BertModel, or a BertFor… model's ``.bert``) for an
-    ``onehot2gpt.tasks.encode_*`` dict → (B, T, n_layers + 1, D): the embeddings, then each layer.
+    """Every layer of a BERT encoder (our BertModel, a BertFor… model's ``.bert``, or Hugging Face's
+    BertModel) for an ``onehot2gpt.tasks.encode_*`` dict → (B, T, n_layers + 1, D): the
+    embeddings, then each layer.
     Sentences are batched by length and each batch runs only up to its longest real sequence;
     the padding positions after it stay zero.
 
@@ -70,14 +77,77 @@ def encoder_layers(bert, features: dict, batch_size: int = 64) -> Tensor:
         longest = max(1, int(lengths[rows].max()))              # skip the batch's pure padding
         part = {k: features[k][rows, :longest].to(device)
                 for k in ("input_ids", "token_type_ids", "attention_mask") if k in features}
-        out = bert(part["input_ids"], part.get("token_type_ids"), part["attention_mask"],
-                   output_hidden_states=True)
+        # By name: Hugging Face's BertModel takes attention_mask second, ours token_type_ids.
+        out = bert(input_ids=part["input_ids"], token_type_ids=part.get("token_type_ids"),
+                   attention_mask=part["attention_mask"], output_hidden_states=True)
         layers = torch.stack(out.hidden_states, dim=2).cpu()   # (b, longest, L+1, D)
         if result is None:
             result = layers.new_zeros(n, T, *layers.shape[2:])
         result[rows, :longest] = layers
     bert.train(was_training)
     return result
+
+
+def _pieces_of_words(tokenizer, words: list[str]) -> tuple[list[int], list[int | None]]:
+    """Words → ids ``[CLS] … [SEP]`` and, per id, the index of its word (None for the specials)."""
+    if hasattr(tokenizer, "encode_words"):                      # onehot2gpt.subword.WordPieceTokenizer
+        enc = tokenizer.encode_words(words)
+        return enc["input_ids"], enc["word_index"]
+    if hasattr(tokenizer, "is_fast") and tokenizer.is_fast:     # a Hugging Face fast tokenizer
+        enc = tokenizer(words, is_split_into_words=True)
+        return enc["input_ids"], enc.word_ids()
+    raise TypeError(f"expected onehot2gpt.subword.WordPieceTokenizer or a Hugging Face fast tokenizer "
+                    f"(it can tell which word each piece came from), got {type(tokenizer).__name__}")
+
+
+def contextual_vectors(bert, tokenizer, sentences: Sequence[str], word: str) -> Tensor:
+    """One word's vectors in N sentences at every layer of a BERT encoder → (N, n_layers + 1, D):
+    the embeddings, then each layer, as :func:`encoder_layers` gives them.
+
+    `bert` is our BertModel (or a BertFor… model) or Hugging Face's BertModel, `tokenizer` our
+    WordPieceTokenizer or a Hugging Face fast tokenizer with the model's vocabulary. Sentences are
+    split into words where BERT splits them (spaces and punctuation); the first word equal to
+    `word`, ignoring case, is used, and a word cut into several WordPieces gets their mean.
+
+    Example:
+        >>> minilm, tok = minilm_bert()          # 6 layers, 384 wide          # doctest: +SKIP
+        >>> contextual_vectors(minilm, tok, ["a bank loan", "a river bank"], "bank").shape  # doctest: +SKIP
+        torch.Size([2, 7, 384])
+    """
+    if isinstance(sentences, str) or not isinstance(sentences, Sequence):
+        raise TypeError(f"sentences must be a list of strings, e.g. [{str(sentences)[:40]!r}]")
+    if len(sentences) == 0:
+        raise ValueError("no sentences given: pass at least one sentence that contains the word")
+    if not isinstance(word, str) or len(pretokenize(word, lower=False)) != 1:
+        raise ValueError(f"word must be one word, without spaces or punctuation, got {word!r}")
+    target = word.strip().lower()
+    config = getattr(bert, "bert", bert).config
+    limit = getattr(config, "max_len", None) or getattr(config, "max_position_embeddings", None)
+    rows, spans = [], []
+    for i, text in enumerate(sentences):
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"sentence {i} is empty: every sentence needs the word {word!r}")
+        words = pretokenize(text, lower=False)
+        if target not in (w.lower() for w in words):
+            raise ValueError(f"sentence {i} ({text!r}) has no word {word!r}; its words are {words}")
+        ids, word_index = _pieces_of_words(tokenizer, words)
+        if limit is not None and len(ids) > limit:
+            raise ValueError(f"sentence {i} is {len(ids)} tokens long but this model reads at most "
+                             f"{limit}: shorten it")
+        k = [w.lower() for w in words].index(target)
+        pieces = [t for t, w in enumerate(word_index) if w == k]
+        if not pieces:
+            raise ValueError(f"the tokenizer gave no pieces for {words[k]!r} in sentence {i}")
+        rows.append(ids)
+        spans.append(pieces)
+    T = max(map(len, rows))
+    pad = getattr(tokenizer, "pad_id", None)
+    pad = tokenizer.pad_token_id if pad is None else pad
+    features = {"input_ids": torch.tensor([r + [pad] * (T - len(r)) for r in rows]),
+                "attention_mask": torch.tensor([[1] * len(r) + [0] * (T - len(r)) for r in rows])}
+    features["token_type_ids"] = torch.zeros_like(features["input_ids"])
+    layers = encoder_layers(bert, features)                                   # (N, T, L+1, D)
+    return torch.stack([layers[b, pieces].mean(0) for b, pieces in enumerate(spans)])
 
 
 @dataclass
