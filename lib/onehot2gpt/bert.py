@@ -31,7 +31,7 @@ from .attention import padding_mask
 from .checkpoints import (CheckpointError, config_from_record, fill_module, load as load_checkpoint,
                           save_checkpoint)
 from .transformer import Encoder
-from .utils import as_ids
+from .utils import IGNORE_INDEX, as_ids
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,7 +244,7 @@ class PreTrainingOutput(NamedTuple):
 class BertForPreTraining(nn.Module):
     """BertModel + MLM head + NSP head (Linear(D, 2) on the pooled [CLS]).
 
-    forward(input_ids, token_type_ids=None, attention_mask=None, mlm_labels=None (B, T) with -100
+    forward(input_ids, token_type_ids=None, attention_mask=None, mlm_labels=None (B, T) with IGNORE_INDEX (-100)
     at positions not to predict, nsp_labels=None (B,)) → :class:`PreTrainingOutput`.
     """
 
@@ -265,7 +265,7 @@ class BertForPreTraining(nn.Module):
             if mlm_labels.shape != input_ids.shape:
                 raise ValueError(f"mlm_labels must have the shape of input_ids {tuple(input_ids.shape)}; "
                                  f"got {tuple(mlm_labels.shape)}")
-            mlm_loss = F.cross_entropy(mlm_logits.flatten(0, 1), mlm_labels.flatten(), ignore_index=-100)
+            mlm_loss = F.cross_entropy(mlm_logits.flatten(0, 1), mlm_labels.flatten(), ignore_index=IGNORE_INDEX)
         if nsp_labels is not None:
             nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
         losses = [l for l in (mlm_loss, nsp_loss) if l is not None]

@@ -664,7 +664,6 @@ class QuestionAnswerer(W.VBox):
         s, e = r["words"]
         text = (html.escape(passage[:a]) + "<mark style='background:#ffd54f'><b>" + html.escape(passage[a:b])
                 + "</b></mark>" + html.escape(passage[b:]))
-        top = max(max(r["p_start"]), max(r["p_end"]), 1e-9)
         cols = []
         for i, (tok, ps, pe) in enumerate(zip(r["tokens"], r["p_start"], r["p_end"])):
             picked = "background:#fff3c4;" if r["start"] <= i <= r["end"] else ""
@@ -672,14 +671,14 @@ class QuestionAnswerer(W.VBox):
                 f"<div title='{html.escape(tok)}: P(start) {ps:.3f}, P(end) {pe:.3f}' "
                 f"style='display:inline-flex;flex-direction:column;align-items:center;margin:0 1px;{picked}'>"
                 f"<div style='display:flex;align-items:flex-end;height:40px;gap:1px'>"
-                f"<div style='width:5px;height:{40 * ps / top:.1f}px;background:#4c72b0'></div>"
-                f"<div style='width:5px;height:{40 * pe / top:.1f}px;background:#dd8452'></div></div>"
+                f"<div style='width:5px;height:{40 * ps:.1f}px;background:#4c72b0'></div>"
+                f"<div style='width:5px;height:{40 * pe:.1f}px;background:#dd8452'></div></div>"
                 f"<div style='font:10px monospace'>{html.escape(tok)}</div></div>")
         return (f"<p><b>Answer:</b> {html.escape(r['answer'])} &nbsp; <span style='color:#666'>(words {s}–{e} "
                 f"of the passage; P(start) {r['p_start'][r['start']]:.2f}, P(end) {r['p_end'][r['end']]:.2f})</span></p>"
                 f"<div style='line-height:1.5;max-width:900px'>{text}</div>"
                 f"<p style='margin-bottom:2px'><span style='color:#4c72b0'>■</span> P(start) &nbsp; "
-                f"<span style='color:#dd8452'>■</span> P(end) over the passage's pieces (answer shaded)</p>"
+                f"<span style='color:#dd8452'>■</span> P(end) over the passage's word pieces, on a 0–1 scale (full height = 1; hover for the values; answer shaded)</p>"
                 f"<div style='display:flex;flex-wrap:wrap;max-width:900px'>{''.join(cols)}</div>")
 
 # Notebook 09: decoding a GPT ---------------------------------------------------------------------
