@@ -10,10 +10,11 @@ import torch
 import torch.nn.functional as F
 
 from onehot2gpt.gpt import GPT, GPTConfig, lm_loss
-from onehot2gpt.gpt_tasks import (GPT1_SPECIALS, GPTForSequenceClassification, classification_input,
-                                  encode_for_gpt, entailment_input, evaluate_gpt, finetune_gpt,
-                                  gpt1_loss, gpt_hidden_states, last_positions,
-                                  multiple_choice_inputs, similarity_inputs)
+from onehot2gpt.gpt_tasks import (GPT1_SPECIALS, GPTForMultipleChoice, GPTForSequenceClassification,
+                                  classification_input, encode_choices_for_gpt, encode_for_gpt,
+                                  entailment_input, evaluate_gpt, finetune_gpt, gpt1_loss,
+                                  gpt_hidden_states, last_positions, multiple_choice_inputs,
+                                  shuffled_ending_choices, similarity_inputs)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -347,3 +348,162 @@ def test_finetune_gpt_refuses_bad_data():
         finetune_gpt(model, {k: batch[k] for k in ("input_ids", "lengths")}, progress=False)
     with pytest.raises(ValueError, match="nothing to train"):
         finetune_gpt(model, dict(batch, labels=torch.tensor([0, 1, 1])), epochs=0, progress=False)
+
+
+# ------------------------------------------------------------------ multiple choice
+
+
+def test_encode_choices_for_gpt_one_row_per_answer_like_the_pairs():
+    enc = encode_choices_for_gpt(char_encode, ["ab", "c"], [["c", "dd"], ["e", "f"]], [1, 0], SPECIAL_IDS,
+                                 max_len=8)
+    assert enc["input_ids"].shape == (2, 2, 7) and enc["lengths"].tolist() == [[6, 7], [5, 5]]
+    assert enc["labels"].tolist() == [1, 0]
+    pairs = encode_for_gpt(char_encode, [("ab", "c"), ("ab", "dd"), ("c", "e"), ("c", "f")], None,
+                           SPECIAL_IDS, max_len=8)
+    assert torch.equal(enc["input_ids"].flatten(0, 1), pairs["input_ids"])
+    assert enc["input_ids"][0, 1].tolist() == [1, 4, 5, 2, 7, 7, 3]          # <start> ab <delim> dd <extract>
+    assert "labels" not in encode_choices_for_gpt(char_encode, ["a"], [["b", "c"]], None, SPECIAL_IDS)
+
+
+def test_encode_choices_for_gpt_refuses_bad_questions():
+    with pytest.raises(ValueError, match="same number of answers"):
+        encode_choices_for_gpt(char_encode, ["a", "b"], [["c", "d"], ["e", "f", "g"]], None, SPECIAL_IDS)
+    with pytest.raises(ValueError, match="at least 2"):
+        encode_choices_for_gpt(char_encode, ["a"], [["c"]], None, SPECIAL_IDS)
+    with pytest.raises(ValueError, match="one list of answers per context"):
+        encode_choices_for_gpt(char_encode, ["a", "b"], [["c", "d"]], None, SPECIAL_IDS)
+    with pytest.raises(TypeError, match="list of answer strings"):
+        encode_choices_for_gpt(char_encode, ["a"], ["cd"], None, SPECIAL_IDS)
+    with pytest.raises(ValueError, match="each question has 2 answers"):
+        encode_choices_for_gpt(char_encode, ["a"], [["c", "d"]], [2], SPECIAL_IDS)
+    with pytest.raises(ValueError, match="one label"):
+        encode_choices_for_gpt(char_encode, ["a"], [["c", "d"]], [0, 1], SPECIAL_IDS)
+    with pytest.raises(ValueError, match="<delim>"):
+        encode_choices_for_gpt(char_encode, ["a"], [["c", "d"]], None, {"<start>": 1, "<extract>": 3})
+
+
+def tiny_chooser(seed=0):
+    model = GPTForMultipleChoice(tiny_gpt(seed)).eval()
+    with torch.no_grad():   # a visible scorer, as in tiny_classifier
+        model.classifier.weight.normal_(0, 1.0, generator=torch.Generator().manual_seed(seed))
+    return model
+
+
+def choice_batch():
+    """Two questions of three answers each, from padded_batch's rows and two more."""
+    enc = encode_choices_for_gpt(char_encode, ["ab", "c"], [["c", "dd", "e"], ["fgh", "i", "jj"]], [2, 0],
+                                 SPECIAL_IDS, max_len=12)
+    return enc
+
+
+def test_multiple_choice_scores_each_answers_row_on_its_own():
+    model = tiny_chooser()
+    batch = choice_batch()
+    with torch.no_grad():
+        scores, lm_logits = model(batch["input_ids"], batch["lengths"])
+        rows = GPTForSequenceClassification.forward(model, batch["input_ids"].flatten(0, 1),
+                                                    batch["lengths"].flatten())
+    assert scores.shape == (2, 3) and lm_logits.shape == (2, 3, batch["input_ids"].size(2), V)
+    torch.testing.assert_close(scores, rows.logits.view(2, 3))
+    torch.testing.assert_close(lm_logits.flatten(0, 1), rows.lm_logits)
+    with torch.no_grad():                                    # one answer alone gets the same score
+        alone = model(batch["input_ids"][:1, 1:2], batch["lengths"][:1, 1:2]).logits
+    torch.testing.assert_close(alone[0, 0], scores[0, 1])
+    with pytest.raises(ValueError, match=r"\(B, K, T\)"):
+        model(batch["input_ids"][0], batch["lengths"][0])
+    with pytest.raises(ValueError, match="lengths must be shaped"):
+        model(batch["input_ids"], batch["lengths"].flatten())
+
+
+def test_multiple_choice_loss_is_a_softmax_over_the_answers_plus_lambda_lm():
+    model = tiny_chooser()
+    batch = choice_batch()
+    with torch.no_grad():
+        loss = gpt1_loss(model, batch, lm_weight=0.5)
+        scores = model(batch["input_ids"], batch["lengths"]).logits
+        ids, lengths = batch["input_ids"].flatten(0, 1), batch["lengths"].flatten()
+        lm = torch.stack([lm_loss(model.gpt, ids[i:i + 1, :lengths[i]]) * (lengths[i] - 1)
+                          for i in range(len(ids))]).sum() / (lengths - 1).sum()
+    torch.testing.assert_close(loss.clf, F.cross_entropy(scores, batch["labels"]))
+    torch.testing.assert_close(loss.lm, lm)
+    torch.testing.assert_close(loss.total, loss.clf + 0.5 * lm)
+    with pytest.raises(ValueError, match="each question has 3 answers"):
+        gpt1_loss(model, dict(batch, labels=torch.tensor([3, 0])))
+    with pytest.raises(ValueError, match="use GPTForMultipleChoice"):
+        gpt1_loss(tiny_classifier(), batch)
+    with pytest.raises(ValueError, match="encode_choices_for_gpt"):
+        gpt1_loss(model, padded_batch())
+
+
+def toy_choices(n, seed):
+    """Two answers of 2–6 letters from 'b'…'p'; the right one holds an 'a'."""
+    g = torch.Generator().manual_seed(seed)
+    contexts, answers, labels = [], [], []
+    for i in range(n):
+        pair = []
+        for _ in range(2):
+            length = int(torch.randint(2, 7, (1,), generator=g))
+            pair.append([chr(ord("b") + int(k)) for k in torch.randint(0, 15, (length,), generator=g)])
+        right = int(torch.randint(0, 2, (1,), generator=g))
+        pair[right][int(torch.randint(0, len(pair[right]), (1,), generator=g))] = "a"
+        contexts.append("b" * (1 + i % 3))
+        answers.append(["".join(p) for p in pair])
+        labels.append(right)
+    return encode_choices_for_gpt(char_encode, contexts, answers, labels, SPECIAL_IDS, max_len=MAX_LEN)
+
+
+def test_finetune_gpt_learns_a_multiple_choice_task():
+    torch.manual_seed(0)
+    model = GPTForMultipleChoice(tiny_gpt())
+    train, test = toy_choices(256, seed=1), toy_choices(128, seed=2)
+    before = evaluate_gpt(model, test)
+    history = finetune_gpt(model, train, lm_weight=0.5, epochs=8, batch_size=32, lr=3e-3, warmup=0.1,
+                           progress=False)
+    after = evaluate_gpt(model, test)
+    assert all(len(v) == 8 * 256 // 32 for v in history.values())    # a batch is 32 questions
+    assert before["predictions"].shape == (128,) and before["accuracy"] < 0.75
+    assert after["accuracy"] >= 0.95, after
+    assert after["loss"] < before["loss"]
+
+
+def test_shuffled_ending_choices_hold_the_true_ending_and_a_reordering_of_it():
+    words = "one two three four five six seven eight nine ten eleven twelve .".split()
+    sentences = [" ".join(words[:k] + words[-1:]) for k in range(4, 13)]    # 5 to 13 words
+    sentences += ["too short .", "a a a a a a a a ."]                       # too short; no other order
+    contexts, answers, labels = shuffled_ending_choices(sentences, seed=3, min_words=8)
+    assert len(contexts) == len(answers) == len(labels) == 6                # the 8- to 13-word ones
+    for context, (first, second), label in zip(contexts, answers, labels):
+        true, false = (first, second) if label == 0 else (second, first)
+        full = f"{context} {true}".split()
+        assert full in [s.split() for s in sentences]                       # context + true ending
+        assert len(context.split()) == len(full) // 2
+        assert false != true and sorted(false.split()) == sorted(true.split())
+        assert false.split()[-1] == "."                                     # the last word stays last
+    assert set(labels) == {0, 1}
+    assert shuffled_ending_choices(sentences, seed=3, min_words=8) == (contexts, answers, labels)
+    assert shuffled_ending_choices(sentences, 2, seed=3, min_words=8) == (contexts[:2], answers[:2], labels[:2])
+    assert shuffled_ending_choices(sentences, seed=4, min_words=8) != (contexts, answers, labels)
+
+
+def test_shuffled_ending_choices_label_the_true_ending_about_half_the_time_in_each_place():
+    sentences = [" ".join(f"w{i}_{j}" for j in range(9)) + " ." for i in range(400)]
+    _, _, labels = shuffled_ending_choices(sentences, seed=0)
+    assert 150 < sum(labels) < 250
+
+
+def test_shuffled_ending_choices_refuse_bad_input():
+    good = ["one two three four five six seven eight ."]
+    with pytest.raises(TypeError, match="not one string"):
+        shuffled_ending_choices(good[0])
+    with pytest.raises(TypeError, match="must be a string"):
+        shuffled_ending_choices([good[0].split()])
+    with pytest.raises(ValueError, match="min_words"):
+        shuffled_ending_choices(good, min_words=4)
+    with pytest.raises(ValueError, match="min_words"):
+        shuffled_ending_choices(good, min_words=10, max_words=9)
+    with pytest.raises(ValueError, match="positive"):
+        shuffled_ending_choices(good, 0)
+    with pytest.raises(ValueError, match="only 1 of the 1"):
+        shuffled_ending_choices(good, 2)
+    with pytest.raises(ValueError, match="only 0"):
+        shuffled_ending_choices(["a b c d e f g h ."], max_words=8)

@@ -12,7 +12,12 @@ Generative Pre-Training" (GPT-1, 2018), §3.2–3.3 and figure 1:
 - training maximises L3 = L2 + λ·L1, the classification loss plus λ times the next-token loss on
   the same input (λ = 0.5 in the paper): :func:`gpt1_loss`, :func:`finetune_gpt` (the paper's
   lr 6.25e-5, batch 32, 3 epochs, warm-up over 0.2% of the steps then linear decay), and
-  :func:`evaluate_gpt`. :func:`encode_for_gpt` turns texts and labels into the tensors they use.
+  :func:`evaluate_gpt`. :func:`encode_for_gpt` turns texts and labels into the tensors they use;
+- multiple choice: :func:`encode_choices_for_gpt` (one row per answer) and
+  :class:`GPTForMultipleChoice` (a score per answer, a softmax over the answers), trained and scored
+  by the same :func:`finetune_gpt` and :func:`evaluate_gpt`. :func:`shuffled_ending_choices` builds
+  such a task from plain sentences: which ending is the sentence's own, and which holds the same
+  words shuffled? Only knowledge of word order solves it, which is what pre-training teaches.
 
 Rows are right-padded; causal attention means a real token never sees the padding after it, so no
 attention mask is needed: the head reads position ``length − 1`` and L1 skips padded positions.
@@ -24,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from numbers import Integral
 from typing import NamedTuple
@@ -218,6 +224,35 @@ class GPTForSequenceClassification(nn.Module):
         return GPTClassifierOutput(self.classifier(self.dropout(h)), self.gpt.lm_head(hidden))
 
 
+class GPTForMultipleChoice(GPTForSequenceClassification):
+    """GPT-1's multiple-choice head: every answer is its own row ``<start> context <delim> answer_k
+    <extract>``, read by the same GPT; a linear layer (after dropout) turns each row's extract state
+    into one score, and a softmax over the K scores of a question picks the answer.
+    forward(input_ids (B, K, T), lengths (B, K) or attention_mask (B, K, T), right-padded) →
+    :class:`GPTClassifierOutput` (scores (B, K), LM logits (B, K, T, V)).
+
+    Build the inputs with :func:`encode_choices_for_gpt`; :func:`finetune_gpt` and
+    :func:`evaluate_gpt` take it like the classifier.
+    """
+
+    def __init__(self, gpt: GPT, dropout: float = 0.1):
+        super().__init__(gpt, n_labels=1, dropout=dropout)
+
+    def forward(self, input_ids, lengths=None, attention_mask=None) -> GPTClassifierOutput:
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 3:
+            shape = tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
+            raise ValueError(f"multiple choice reads input_ids shaped (B, K, T): K answers per question; "
+                             f"got {shape}. Encode with encode_choices_for_gpt")
+        B, K, T = input_ids.shape
+        flat = (lambda x: None if x is None else torch.as_tensor(x).flatten(0, 1))     # (B·K, …)
+        for name, x, shape in (("lengths", lengths, (B, K)), ("attention_mask", attention_mask, (B, K, T))):
+            if x is not None and tuple(torch.as_tensor(x).shape) != shape:
+                raise ValueError(f"{name} must be shaped {shape} like the questions and answers; "
+                                 f"got {tuple(torch.as_tensor(x).shape)}")
+        scores, lm_logits = super().forward(input_ids.flatten(0, 1), flat(lengths), flat(attention_mask))
+        return GPTClassifierOutput(scores.view(B, K), lm_logits.view(B, K, T, -1))
+
+
 # ------------------------------------------------------------------------------ the loss
 
 
@@ -229,10 +264,11 @@ class GPT1Loss(NamedTuple):
     lm: torch.Tensor      # L1: next-token cross-entropy over the real positions
 
 
-def _check_labels(labels, n_labels: int) -> None:
+def _check_labels(labels, n_labels: int, choices: bool = False) -> None:
     if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= n_labels):
-        raise ValueError(f"labels range from {int(labels.min())} to {int(labels.max())} but the head "
-                         f"has n_labels={n_labels} (labels 0 … {n_labels - 1})")
+        has = f"each question has {n_labels} answers" if choices else f"the head has n_labels={n_labels}"
+        raise ValueError(f"labels range from {int(labels.min())} to {int(labels.max())} but {has} "
+                         f"(labels 0 … {n_labels - 1})")
 
 
 def _lm_sum(lm_logits, ids, lengths) -> tuple[torch.Tensor, int]:
@@ -245,18 +281,39 @@ def _lm_sum(lm_logits, ids, lengths) -> tuple[torch.Tensor, int]:
     return loss, int((targets != IGNORE_INDEX).sum())
 
 
+def _n_classes(model, ids) -> int:
+    """How many classes the labels choose from: the head's labels, or the K answers of a question."""
+    choices = isinstance(model, GPTForMultipleChoice)
+    if choices != (ids.dim() == 3):
+        raise ValueError(f"{type(model).__name__} cannot read input_ids shaped {tuple(ids.shape)}: "
+                         + ("multiple choice needs (N, K, T), from encode_choices_for_gpt" if choices else
+                            "(N, K, T) rows are multiple-choice data: use GPTForMultipleChoice"))
+    return ids.size(1) if choices else model.n_labels
+
+
+def _rows(ids, lengths) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids (R, T), lengths (R,)): multiple-choice data (N, K, T) as N·K rows; other data as it is."""
+    if ids.dim() == 3:
+        return ids.flatten(0, 1), (None if lengths is None else torch.as_tensor(lengths).flatten())
+    return ids, lengths
+
+
 def gpt1_loss(model: GPTForSequenceClassification, batch: dict, lm_weight: float = 0.5) -> GPT1Loss:
-    """GPT-1's fine-tuning objective on a batch (input_ids (B, T), lengths (B,), labels (B,)) →
-    :class:`GPT1Loss`: L2 the mean cross-entropy of the labels, L1 the mean next-token loss over
-    the real tokens of the batch (padding excluded), total L3 = L2 + λ·L1 (just L2 for λ = 0)."""
+    """GPT-1's fine-tuning objective on a batch (input_ids (B, T), lengths (B,), labels (B,); for a
+    :class:`GPTForMultipleChoice` input_ids (B, K, T) and lengths (B, K)) → :class:`GPT1Loss`: L2 the
+    mean cross-entropy of the labels (over the K answers' scores for multiple choice), L1 the mean
+    next-token loss over the real tokens of the batch (padding excluded; every answer's row for
+    multiple choice), total L3 = L2 + λ·L1 (just L2 for λ = 0)."""
     if lm_weight < 0:
         raise ValueError(f"lm_weight (λ) must be ≥ 0, got {lm_weight}")
     ids, labels = batch["input_ids"], batch["labels"]
-    lengths = last_positions(ids, batch.get("lengths")) + 1
-    _check_labels(labels, model.n_labels)
-    logits, lm_logits = model(ids, lengths)
+    n_classes = _n_classes(model, ids)
+    rows, row_lengths = _rows(ids, batch.get("lengths"))
+    row_lengths = last_positions(rows, row_lengths) + 1                        # (R,)
+    _check_labels(labels, n_classes, choices=ids.dim() == 3)
+    logits, lm_logits = model(ids, row_lengths.view(ids.shape[:-1]))
     clf = F.cross_entropy(logits, labels)
-    lm_sum, count = _lm_sum(lm_logits, ids, lengths)
+    lm_sum, count = _lm_sum(lm_logits.flatten(0, -3), rows, row_lengths)
     lm = lm_sum / max(count, 1)
     return GPT1Loss(clf if lm_weight == 0 else clf + lm_weight * lm, clf, lm)
 
@@ -364,6 +421,116 @@ def _encoded(encode, text: str) -> list[int]:
     return [int(i) for i in ids]
 
 
+def encode_choices_for_gpt(encode: Callable[[str], Sequence[int]], contexts: Sequence[str],
+                           answers: Sequence[Sequence[str]], labels=None, special_ids=None,
+                           max_len: int = 128, *, truncation: bool = True,
+                           pad_id: int = 0) -> dict[str, torch.Tensor]:
+    """Multiple-choice questions → GPT-1 inputs: input_ids (N, K, T), one right-padded row
+    ``<start> context <delim> answer_k <extract>`` per answer (:func:`multiple_choice_inputs`),
+    lengths (N, K), and labels (N,), the index of each question's right answer.
+
+    Every question needs the same number K ≥ 2 of answers. Rows are encoded and truncated as the
+    pairs of :func:`encode_for_gpt` (a row keeps its specials and loses tokens from its longer side).
+
+    Example:
+        >>> letters = lambda text: [ord(ch) - ord("a") + 4 for ch in text]     # a → 4, b → 5, …
+        >>> enc = encode_choices_for_gpt(letters, ["ab"], [["c", "dd"]], [1], (1, 2, 3), max_len=8)
+        >>> enc["input_ids"].tolist(), enc["lengths"].tolist(), enc["labels"].tolist()
+        ([[[1, 4, 5, 2, 6, 3, 0], [1, 4, 5, 2, 7, 7, 3]]], [[6, 7]], [1])
+    """
+    if isinstance(contexts, str) or isinstance(answers, str):
+        raise TypeError("contexts and answers must be lists (one context, and one list of answers, per "
+                        "question), not strings")
+    if len(contexts) != len(answers):
+        raise ValueError(f"got {len(contexts)} contexts but {len(answers)} answer lists; give one list of "
+                         f"answers per context")
+    if len(contexts) == 0:
+        raise ValueError("no questions to encode")
+    for i, options in enumerate(answers):
+        if isinstance(options, str) or not all(isinstance(a, str) for a in options):
+            raise TypeError(f"answers[{i}] must be a list of answer strings; got {options!r}")
+    counts = sorted({len(options) for options in answers})
+    if len(counts) > 1 or counts[0] < 2:
+        raise ValueError(f"every question needs the same number of answers, at least 2; got {counts}: "
+                         f"the answers are scored against each other by one softmax")
+    K = counts[0]
+    if labels is not None:
+        if len(labels) != len(contexts):
+            raise ValueError(f"got {len(contexts)} questions but {len(labels)} labels; give one label "
+                             f"(the index of the right answer) per question")
+        labels = _label_ids(labels, None, len(contexts))
+        _check_labels(labels, K, choices=True)
+    pairs = [(context, answer) for context, options in zip(contexts, answers) for answer in options]
+    rows = encode_for_gpt(encode, pairs, None, special_ids, max_len, truncation=truncation, pad_id=pad_id)
+    N, T = len(contexts), rows["input_ids"].size(1)
+    out = {"input_ids": rows["input_ids"].view(N, K, T), "lengths": rows["lengths"].view(N, K)}
+    if labels is not None:
+        out["labels"] = labels
+    return out
+
+
+def shuffled_ending_choices(sentences: Sequence[str], n: int | None = None, *, seed: int = 0,
+                            min_words: int = 8, max_words: int = 30
+                            ) -> tuple[list[str], list[list[str]], list[int]]:
+    """A multiple-choice task that only word order can solve, made from plain sentences →
+    (contexts, answers, labels) for :func:`encode_choices_for_gpt`.
+
+    Each sentence of `min_words` … `max_words` words (split on whitespace) is cut in half. The
+    context is its first half; the two answers are its second half as written and the same words
+    in a shuffled order, the last word (usually ".") kept last so that punctuation gives nothing
+    away; labels[i] (0 or 1, drawn at random) is the index of the true ending. Both answers hold the
+    same words, so no count of words can tell them apart: a model must know which orders English
+    uses, what a language model learns in pre-training (an acceptability judgement, like GPT-1's
+    CoLA). The sentences are shuffled with `seed` and the first `n` usable ones taken (all if n is
+    None); an ending with fewer than two different words before its last has no other order and
+    is skipped.
+
+    Example:
+        >>> contexts, answers, labels = shuffled_ending_choices(["a b c d e f g h ."], seed=0)
+        >>> contexts, answers[0][labels[0]]
+        (['a b c d'], 'e f g h .')
+    """
+    if isinstance(sentences, str):
+        raise TypeError("sentences must be a list of sentences, not one string")
+    if not all(isinstance(s, str) for s in sentences):
+        bad = next(s for s in sentences if not isinstance(s, str))
+        raise TypeError(f"each sentence must be a string (words separated by spaces); got {bad!r}")
+    if not _is_id(min_words) or not _is_id(max_words) or min_words < 5 or max_words < min_words:
+        raise ValueError(f"need 5 ≤ min_words ≤ max_words (an ending of at least three words, two of them "
+                         f"to reorder); got min_words={min_words!r}, max_words={max_words!r}")
+    if n is not None and (not _is_id(n) or n < 1):
+        raise ValueError(f"n must be a positive number of questions or None (all); got {n!r}")
+    rng = random.Random(seed)
+    order = list(range(len(sentences)))
+    rng.shuffle(order)
+    contexts: list[str] = []
+    answers: list[list[str]] = []
+    labels: list[int] = []
+    for i in order:
+        words = sentences[i].split()
+        if not min_words <= len(words) <= max_words:
+            continue
+        cut = len(words) // 2
+        ending, last = words[cut:-1], words[-1:]
+        if len(set(ending)) < 2:
+            continue                                        # every order of it is the same
+        shuffled = ending[:]
+        while shuffled == ending:
+            rng.shuffle(shuffled)
+        true, false = " ".join(ending + last), " ".join(shuffled + last)
+        label = rng.randrange(2)
+        contexts.append(" ".join(words[:cut]))
+        answers.append([true, false] if label == 0 else [false, true])
+        labels.append(label)
+        if len(contexts) == n:
+            break
+    if not contexts or (n is not None and len(contexts) < n):
+        raise ValueError(f"only {len(contexts)} of the {len(sentences)} sentences have {min_words} to "
+                         f"{max_words} words and an ending that can be reordered; asked for "
+                         f"{n if n is not None else 'at least one'}. Give more sentences or widen the range")
+    return contexts, answers, labels
+
+
 # ------------------------------------------------------------------ fine-tuning and scoring
 
 
@@ -373,15 +540,16 @@ def _check_data(model, data: dict, training: bool) -> None:
     if missing:
         raise KeyError(f"the data lacks {', '.join(missing)}: build it with encode_for_gpt"
                        f"{' and pass the labels' if 'labels' in missing else ''}")
-    last_positions(data["input_ids"], data["lengths"])                   # lengths fit the rows
+    n_classes = _n_classes(model, data["input_ids"])
+    last_positions(*_rows(data["input_ids"], data["lengths"]))           # lengths fit the rows
     if "labels" in data:
-        _check_labels(data["labels"], model.n_labels)
+        _check_labels(data["labels"], n_classes, choices=data["input_ids"].dim() == 3)
 
 
 def _batch(data: dict, index: torch.Tensor, device) -> dict[str, torch.Tensor]:
     """Rows `index`, cut to the batch's longest row (padding costs time)."""
     T = int(data["lengths"][index].max())
-    return {k: (v[index][:, :T] if k == "input_ids" else v[index]).to(device)
+    return {k: (v[index][..., :T] if k == "input_ids" else v[index]).to(device)
             for k, v in data.items() if k in ("input_ids", "lengths", "labels")}
 
 
@@ -389,8 +557,9 @@ def finetune_gpt(model: GPTForSequenceClassification, data: dict, *, lm_weight: 
                  epochs: int = 3, batch_size: int = 32, lr: float = 6.25e-5, warmup: float = 0.002,
                  weight_decay: float = 0.01, clip: float = 1.0, max_steps: int | None = None,
                  seed: int = 0, progress: bool = True, desc: str = "fine-tune") -> dict[str, list[float]]:
-    """Fine-tune on `data` (:func:`encode_for_gpt` with labels) by GPT-1's recipe → the losses per
-    step: {"total": L3, "clf": L2, "lm": L1}.
+    """Fine-tune on `data` (:func:`encode_for_gpt` with labels; for a :class:`GPTForMultipleChoice`,
+    :func:`encode_choices_for_gpt`) by GPT-1's recipe → the losses per step: {"total": L3, "clf": L2,
+    "lm": L1}. A batch holds `batch_size` rows of `data`: texts, or questions with all their answers.
 
     AdamW (weight decay 0.01 on matrices only), lr rising linearly over the first `warmup` share of
     the steps (GPT-1: 0.2%) then falling linearly to 0, `epochs` shuffled passes (seeded), gradients
@@ -427,7 +596,8 @@ def finetune_gpt(model: GPTForSequenceClassification, data: dict, *, lm_weight: 
 @torch.no_grad()
 def evaluate_gpt(model: GPTForSequenceClassification, data: dict, batch_size: int = 64) -> dict:
     """Score `model` on `data` in eval mode → {"predictions" (N,)} and, with labels, "accuracy",
-    "loss" (mean cross-entropy of the labels, L2) and "lm_loss" (next-token loss per real token, L1)."""
+    "loss" (mean cross-entropy of the labels, L2) and "lm_loss" (next-token loss per real token, L1).
+    For multiple choice a prediction is the index of the answer with the highest score."""
     _check_data(model, data, training=False)
     was_training = model.training
     model.eval()
@@ -440,7 +610,7 @@ def evaluate_gpt(model: GPTForSequenceClassification, data: dict, batch_size: in
         predictions.append(logits.argmax(-1).cpu())
         if "labels" in batch:
             clf_sum += F.cross_entropy(logits.float(), batch["labels"], reduction="sum").item()
-            s, c = _lm_sum(lm_logits.float(), batch["input_ids"], batch["lengths"])
+            s, c = _lm_sum(lm_logits.float().flatten(0, -3), *_rows(batch["input_ids"], batch["lengths"]))
             lm_sum, lm_count = lm_sum + s.item(), lm_count + c
     model.train(was_training)
     result: dict = {"predictions": torch.cat(predictions)}
