@@ -7,7 +7,7 @@
 2. ``mlm_acc_valid``: masked-piece accuracy of the course BERT (``data/checkpoints/bert-wikitext2``)
    on 50 fixed random pre-training batches of WikiText-2 valid.
 3. Fine-tuning, the paper's four cases, each from the course BERT with the same recipe
-   (``tasks.finetune``: AdamW, warm-up + linear decay, lr 3e-4, batch 32):
+   (``bert_tasks.finetune``: AdamW, warm-up + linear decay, lr 3e-4, batch 32):
    * SST-2 sentiment from [CLS]: trained on a fixed random subset of SST-2 train, scored on the
      872-sentence test file; once from the pre-trained BERT and once from a randomly initialised
      BERT of the same size, same budget (``sst2_acc_pretrained``, ``sst2_acc_random_init``);
@@ -16,7 +16,7 @@
    * UD English EWT part-of-speech tags on each word's first piece (train → test, ``pos_acc``);
    * SNLI sentence pairs (train on the dev file, score on the test file, "-" labels skipped,
      ``snli_acc``);
-   * SQuAD 1.1 extractive QA: the dev file split by article 70/30 (``tasks.split_by_article``),
+   * SQuAD 1.1 extractive QA: the dev file split by article 70/30 (``bert_tasks.split_by_article``),
      official EM/F1 normalisation (``squad_em``, ``squad_f1``), windows of 128 tokens (the
      course BERT's maximum), answers cut off by the window count as misses.
 
@@ -39,13 +39,13 @@ import time
 
 import torch
 
-from onehot2gpt import data, tasks
+from onehot2gpt import bert_tasks, data
 from onehot2gpt.bert import (BertForQuestionAnswering, BertForSequenceClassification,
                              BertForTokenClassification, BertModel, load_bert)
 from onehot2gpt.checkpoints import checkpoint_path
 from onehot2gpt.pretrained import _quiet_transformers, minilm_bert, minilm_path
 from onehot2gpt.subword import WordPieceTokenizer
-from onehot2gpt.training import evaluate_pretraining, tokenize_articles
+from onehot2gpt.bert_pretraining import evaluate_pretraining, tokenize_articles
 from onehot2gpt.utils import set_seed, set_threads
 
 
@@ -93,14 +93,14 @@ def run_sst2(tok, n_train, epochs, lr, smoke) -> tuple[float, float]:
     rows = data.read_sst2("train")
     random.Random(0).shuffle(rows)
     train, test = rows[:n_train], data.read_sst2("test")[: 64 if smoke else None]
-    train_x = tasks.encode_sentences(tok, [t for t, _ in train], [l for _, l in train], max_len=64)
-    test_x = tasks.encode_sentences(tok, [t for t, _ in test], [l for _, l in test], max_len=64)
+    train_x = bert_tasks.encode_sentences(tok, [t for t, _ in train], [l for _, l in train], max_len=64)
+    test_x = bert_tasks.encode_sentences(tok, [t for t, _ in test], [l for _, l in test], max_len=64)
     scores = {}
     for pretrained in (True, False):
         set_seed(0)
         model = BertForSequenceClassification(fresh_encoder(pretrained), 2)
-        tasks.finetune(model, train_x, task="sequence", epochs=epochs, lr=lr, progress=False)
-        scores[pretrained] = tasks.evaluate(model, test_x, "sequence")["accuracy"]
+        bert_tasks.finetune(model, train_x, task="sequence", epochs=epochs, lr=lr, progress=False)
+        scores[pretrained] = bert_tasks.evaluate(model, test_x, "sequence")["accuracy"]
     return scores[True], scores[False]
 
 
@@ -108,36 +108,36 @@ def run_pos(tok, epochs, lr, smoke):
     train, test = data.read_ud_pos("train"), data.read_ud_pos("test")
     if smoke:
         train, test = train[:64], test[:32]
-    encode = lambda rows: tasks.encode_tagged(tok, [w for w, _ in rows], [t for _, t in rows], max_len=128)
+    encode = lambda rows: bert_tasks.encode_tagged(tok, [w for w, _ in rows], [t for _, t in rows], max_len=128)
     set_seed(0)
-    model = BertForTokenClassification(fresh_encoder(True), len(tasks.UPOS_TAGS))
-    tasks.finetune(model, encode(train), task="token", epochs=epochs, lr=lr, progress=False)
-    return tasks.evaluate(model, encode(test), "token")["accuracy"]
+    model = BertForTokenClassification(fresh_encoder(True), len(bert_tasks.UPOS_TAGS))
+    bert_tasks.finetune(model, encode(train), task="token", epochs=epochs, lr=lr, progress=False)
+    return bert_tasks.evaluate(model, encode(test), "token")["accuracy"]
 
 
 def run_snli(tok, epochs, lr, smoke):
     train, test = data.read_snli("dev"), data.read_snli("test")
     if smoke:
         train, test = train[:64], test[:32]
-    encode = lambda rows: tasks.encode_pairs(tok, [p for p, _, _ in rows], [h for _, h, _ in rows],
+    encode = lambda rows: bert_tasks.encode_pairs(tok, [p for p, _, _ in rows], [h for _, h, _ in rows],
                                              [l for _, _, l in rows], max_len=128)
     set_seed(0)
-    model = BertForSequenceClassification(fresh_encoder(True), len(tasks.SNLI_LABELS))
-    tasks.finetune(model, encode(train), task="sequence", epochs=epochs, lr=lr, progress=False)
-    return tasks.evaluate(model, encode(test), "sequence")["accuracy"]
+    model = BertForSequenceClassification(fresh_encoder(True), len(bert_tasks.SNLI_LABELS))
+    bert_tasks.finetune(model, encode(train), task="sequence", epochs=epochs, lr=lr, progress=False)
+    return bert_tasks.evaluate(model, encode(test), "sequence")["accuracy"]
 
 
 def run_squad(tok, epochs, lr, smoke):
-    train, test = tasks.split_by_article(data.read_squad(), test_fraction=0.3, seed=0)
+    train, test = bert_tasks.split_by_article(data.read_squad(), test_fraction=0.3, seed=0)
     if smoke:
         train, test = train[:64], test[:32]
-    train_x = tasks.encode_squad(tok, train, max_len=128)
-    test_x = tasks.encode_squad(tok, test, max_len=128)
+    train_x = bert_tasks.encode_squad(tok, train, max_len=128)
+    test_x = bert_tasks.encode_squad(tok, test, max_len=128)
     set_seed(0)
     model = BertForQuestionAnswering(fresh_encoder(True))
-    tasks.finetune(model, tasks.select(train_x, train_x["answerable"]), task="qa", epochs=epochs,
+    bert_tasks.finetune(model, bert_tasks.select(train_x, train_x["answerable"]), task="qa", epochs=epochs,
                    lr=lr, progress=False)
-    result = tasks.evaluate(model, test_x, "qa")
+    result = bert_tasks.evaluate(model, test_x, "qa")
     return result["exact_match"], result["f1"]
 
 

@@ -11,7 +11,7 @@ clock while it evaluates), on ``--threads`` CPU threads.
     batch 12, AdamW lr 1e-3, β = (0.9, 0.99), weight decay 0.1, clip 1.0, 100 warm-up updates,
     cosine decay to 1e-4 over 2,000 updates; evaluated every 100.
 (b) ``course_recipe``: the course's own recipe (``COURSE_CHAR_MODEL`` and ``COURSE_CHAR_RECIPE``,
-    also what ``python -m onehot2gpt.training gpt-char`` trains by default): 2 layers × 192 wide
+    in :mod:`onehot2gpt.gpt_training`): 2 layers × 192 wide
     (4 heads, ≈0.9M parameters, about nanoGPT's count) instead of 4 × 128, batch 12, lr 3e-3
     (floor 3e-4), 50 warm-up updates and the cosine over 1,000 updates. How it was chosen (each
     a full run of this script with --only course, 2 threads): 4 × 128 with lr 3e-3 over 1,500
@@ -45,8 +45,8 @@ import torch
 
 from onehot2gpt.data import read_tinyshakespeare
 from onehot2gpt.gpt import GPT, GPTConfig
-from onehot2gpt.training import (COURSE_CHAR_MODEL, COURSE_CHAR_RECIPE, NANOGPT_CHAR_RECIPE, char_dataset,
-                                 train_gpt, train_val_split)
+from onehot2gpt.gpt_training import (COURSE_CHAR_MODEL, COURSE_CHAR_RECIPE, NANOGPT_CHAR_RECIPE, char_dataset,
+                                     train_gpt, train_val_split)
 from onehot2gpt.utils import set_threads
 
 TARGET = 1.90

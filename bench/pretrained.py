@@ -2,7 +2,7 @@
 
 What notebook 08 shows live in a few seconds, at the size where the numbers settle:
 
-* ``sst2_accuracy``: MiniLM fully fine-tuned (``tasks.finetune``: AdamW, warm-up + linear decay,
+* ``sst2_accuracy``: MiniLM fully fine-tuned (``bert_tasks.finetune``: AdamW, warm-up + linear decay,
   batch 32, one epoch) on ``--sst2-train`` shuffled SST-2 training sentences, with a linear head
   on the mean of the last layer (``pooling="mean"``: what sentence-transformers trained), scored
   on the 872 sentences of the test file (the GLUE dev split; GLUE's test labels are hidden).
@@ -31,7 +31,7 @@ import json
 import random
 import time
 
-from onehot2gpt import data, tasks
+from onehot2gpt import bert_tasks, data
 from onehot2gpt.bert import BertForSequenceClassification
 from onehot2gpt.pretrained import minilm_bert, minilm_path, minilm_qa
 from onehot2gpt.recipes import qa_split
@@ -43,15 +43,15 @@ def fine_tune_minilm(train: dict, test: dict, n_labels: int, lr: float, epochs: 
     """Full fine-tuning of MiniLM with a mean-pooled linear head → test accuracy."""
     with seeded(0):
         model = BertForSequenceClassification(minilm_bert()[0], n_labels, pooling="mean")
-        tasks.finetune(model, train, task="sequence", epochs=epochs, batch_size=32, lr=lr, seed=0)
-    return tasks.evaluate(model, test, "sequence")["accuracy"]
+        bert_tasks.finetune(model, train, task="sequence", epochs=epochs, batch_size=32, lr=lr, seed=0)
+    return bert_tasks.evaluate(model, test, "sequence")["accuracy"]
 
 
 def run_sst2(tok, n_train: int, lr: float, epochs: int, smoke: bool) -> float:
     rows = data.read_sst2("train")
     random.Random(0).shuffle(rows)
     test = data.read_sst2("test")[: 64 if smoke else None]
-    encode = lambda r: tasks.encode_sentences(tok, [s for s, _ in r], [y for _, y in r], max_len=64)
+    encode = lambda r: bert_tasks.encode_sentences(tok, [s for s, _ in r], [y for _, y in r], max_len=64)
     return fine_tune_minilm(encode(rows[:n_train]), encode(test), 2, lr, epochs)
 
 
@@ -59,9 +59,9 @@ def run_snli(tok, lr: float, epochs: int, smoke: bool) -> float:
     train, test = data.read_snli("dev"), data.read_snli("test")
     if smoke:
         train, test = train[:64], test[:64]
-    encode = lambda r: tasks.encode_pairs(tok, [p for p, _, _ in r], [h for _, h, _ in r],
+    encode = lambda r: bert_tasks.encode_pairs(tok, [p for p, _, _ in r], [h for _, h, _ in r],
                                           [y for _, _, y in r], max_len=128)
-    return fine_tune_minilm(encode(train), encode(test), len(tasks.SNLI_LABELS), lr, epochs)
+    return fine_tune_minilm(encode(train), encode(test), len(bert_tasks.SNLI_LABELS), lr, epochs)
 
 
 def run_squad(smoke: bool) -> dict:
@@ -69,7 +69,7 @@ def run_squad(smoke: bool) -> dict:
     max_len = model_max_len()
     _, held_out = qa_split(*training_split())
     held_out = held_out[:32] if smoke else held_out
-    scores = tasks.evaluate(model, tasks.encode_squad(tok, held_out, max_len=max_len), "qa")
+    scores = bert_tasks.evaluate(model, bert_tasks.encode_squad(tok, held_out, max_len=max_len), "qa")
     return {"exact_match": scores["exact_match"], "f1": scores["f1"], "questions": len(held_out),
             "articles": len({e["title"] for e in held_out})}
 

@@ -380,7 +380,8 @@ def test_course_checkpoint_loads_and_beats_a_unigram_guess():
     from onehot2gpt.checkpoints import checkpoint_path
     from onehot2gpt.data import wikitext_articles
     from onehot2gpt.subword import WordPieceTokenizer
-    from onehot2gpt.training import IGNORE_INDEX, evaluate_pretraining, pretraining_batch, tokenize_articles
+    from onehot2gpt.bert_pretraining import evaluate_pretraining, pretraining_batch, tokenize_articles
+    from onehot2gpt.utils import IGNORE_INDEX
     directory = checkpoint_path("bert-wikitext2")
     model = load_bert(directory)
     tok = WordPieceTokenizer.load(directory / "vocab.txt")

@@ -331,7 +331,7 @@ def _span_by_loops(start, end, max_len):
 def _f1_by_hand(prediction, gold):
     from collections import Counter
 
-    from onehot2gpt.tasks import squad_normalize
+    from onehot2gpt.bert_tasks import squad_normalize
     p, g = squad_normalize(prediction).split(), squad_normalize(gold).split()
     same = sum((Counter(p) & Counter(g)).values())
     return 0.0 if same == 0 else 2 * same / (len(p) + len(g))

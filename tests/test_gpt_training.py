@@ -7,11 +7,11 @@ import time
 import pytest
 import torch
 
-from onehot2gpt import training
+from onehot2gpt import gpt_training
 from onehot2gpt.gpt import GPT, GPTConfig, load_gpt
 from onehot2gpt.sampling import generate
-from onehot2gpt.training import (char_dataset, cosine_lr, estimate_loss, lm_batch, train_gpt,
-                                 train_val_split)
+from onehot2gpt.gpt_training import char_dataset, estimate_loss, lm_batch, train_gpt, train_val_split
+from onehot2gpt.training import cosine_lr
 from onehot2gpt.vocab import Vocab
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -165,13 +165,13 @@ def test_stop_at_val_stops_at_the_first_evaluation_below():
 
 
 def test_train_seconds_exclude_evaluation(monkeypatch):
-    real = training.estimate_loss
+    real = gpt_training.estimate_loss
 
     def slow_estimate_loss(*args, **kwargs):
         time.sleep(0.5)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(training, "estimate_loss", slow_estimate_loss)
+    monkeypatch.setattr(gpt_training, "estimate_loss", slow_estimate_loss)
     ids, vocab = char_dataset(REPETITIVE)
     history = train_gpt(tiny_model(len(vocab)), ids, ids, iters=4, batch_size=2, block_size=8,
                         eval_every=1, eval_batches=1, progress=False)
@@ -193,7 +193,7 @@ def test_train_gpt_rejects_windows_longer_than_the_context():
 
 def test_cli_gpt_char_writes_a_loadable_checkpoint_and_vocabulary(tmp_path, capsys):
     out = tmp_path / "gpt-char"
-    training.main(["gpt-char", "--out", str(out), "--iters", "3", "--d-model", "16", "--n-layers", "1",
+    gpt_training.main(["char", "--out", str(out), "--iters", "3", "--d-model", "16", "--n-layers", "1",
                    "--n-heads", "2", "--block-size", "16", "--batch-size", "2", "--eval-every", "2",
                    "--eval-batches", "2", "--threads", "1"])
     model = load_gpt(out)
@@ -203,7 +203,7 @@ def test_cli_gpt_char_writes_a_loadable_checkpoint_and_vocabulary(tmp_path, caps
     info = __import__("json").loads((out / "config.json").read_text())["info"]
     assert info["iters"] == 3 and info["recipe"]["batch_size"] == 2
     assert [i for i, _, _ in info["evals"]] == [0, 2, 3] and info["val_loss"] == info["evals"][-1][2]
-    assert info["command"].startswith("python -m onehot2gpt.training gpt-char")
+    assert info["command"].startswith("python -m onehot2gpt.gpt_training char")
     prompt, _ = char_dataset("ROMEO:", vocab)
     text = "".join(vocab.decode(generate(model, prompt, 8, greedy=True)))
     assert text.startswith("ROMEO:") and len(text) == 14
@@ -211,21 +211,22 @@ def test_cli_gpt_char_writes_a_loadable_checkpoint_and_vocabulary(tmp_path, caps
 
 
 def test_cli_bert_keeps_its_options(monkeypatch, tmp_path):
+    from onehot2gpt import bert_pretraining
     seen = {}
-    monkeypatch.setattr(training, "_train_bert_command", lambda args: seen.update(vars(args)))
-    training.main(["bert", "--out", str(tmp_path), "--steps", "5"])
-    assert seen["what"] == "bert" and seen["steps"] == 5
+    monkeypatch.setattr(bert_pretraining, "_train_bert_command", lambda args, argv: seen.update(vars(args)))
+    bert_pretraining.main(["train", "--out", str(tmp_path), "--steps", "5"])
+    assert seen["what"] == "train" and seen["steps"] == 5
     assert (seen["vocab_size"], seen["batch_size"], seen["max_len"], seen["lr"], seen["threads"],
             seen["seed"], seen["device"]) == (8000, 64, 64, 1e-3, 2, 0, "cpu")
     with pytest.raises(SystemExit):
-        training.main(["gpt2", "--out", str(tmp_path)])
+        bert_pretraining.main(["gpt2", "--out", str(tmp_path)])
 
 
 def test_wikitext_stream_is_the_articles_pieces_with_a_separator_after_each():
     from onehot2gpt.checkpoints import checkpoint_path
     from onehot2gpt.data import wikitext_articles
     from onehot2gpt.subword import WordPieceTokenizer
-    from onehot2gpt.training import wikitext_stream
+    from onehot2gpt.gpt_training import wikitext_stream
     tok = WordPieceTokenizer.load(checkpoint_path("bert-wikitext2") / "vocab.txt")
     stream = wikitext_stream(tok, "valid")
     articles = wikitext_articles("valid")
@@ -237,22 +238,22 @@ def test_wikitext_stream_is_the_articles_pieces_with_a_separator_after_each():
 
 
 def test_gpt_wikitext_command_writes_a_checkpoint_with_the_bert_vocabulary(tmp_path, monkeypatch):
-    from onehot2gpt import training
+    from onehot2gpt import gpt_training
     from onehot2gpt.gpt import load_gpt
     from onehot2gpt.subword import WordPieceTokenizer
-    original = training.wikitext_stream
+    original = gpt_training.wikitext_stream
 
     def small_stream(tokenizer, split="train"):                    # a slice of valid for both: fast
         return original(tokenizer, "valid")[:20000]
-    monkeypatch.setattr(training, "wikitext_stream", small_stream)
+    monkeypatch.setattr(gpt_training, "wikitext_stream", small_stream)
     out = tmp_path / "gpt"
-    training.main(["gpt-wikitext", "--out", str(out), "--iters", "3", "--batch-size", "4",
+    gpt_training.main(["wikitext", "--out", str(out), "--iters", "3", "--batch-size", "4",
                    "--eval-every", "3", "--threads", "1"])
     model = load_gpt(out)
     tok = WordPieceTokenizer.load(out / "vocab.txt")
     assert model.config.vocab_size == len(tok) and model.config.max_len == 64
     info = json.loads((out / "config.json").read_text())["info"]
-    assert info["iters"] == 3 and "gpt-wikitext" in info["command"]
+    assert info["iters"] == 3 and info["command"].startswith("python -m onehot2gpt.gpt_training wikitext")
 
 
 def test_a_diverging_run_stops_with_the_step_the_loss_and_the_fix():

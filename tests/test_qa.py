@@ -9,7 +9,7 @@ import shutil
 import pytest
 import torch
 
-from onehot2gpt import tasks
+from onehot2gpt import bert_tasks
 from onehot2gpt.bert import BertForQuestionAnswering, BertForSequenceClassification
 from onehot2gpt.checkpoints import CheckpointError, checkpoint_path, config_sha256, sha256_file
 from onehot2gpt.pretrained import (QA_CHECKPOINT, minilm_bert, minilm_path, minilm_qa, qa_trainable,
@@ -56,7 +56,7 @@ def test_recipe_defaults_are_what_built_the_shipped_checkpoint():
 
 def test_shipped_model_answers_the_precipitation_questions(qa_model):
     model, tok = qa_model
-    answers = {q: tasks.answer_question(model, tok, PRECIPITATION, q)["answer"].lower() for q in
+    answers = {q: bert_tasks.answer_question(model, tok, PRECIPITATION, q)["answer"].lower() for q in
                ("What causes precipitation to fall?", "Where do water droplets collide with ice crystals "
                                                       "to form precipitation?")}
     assert "gravity" in answers["What causes precipitation to fall?"], answers
@@ -107,7 +107,7 @@ def test_qa_trainable_rejects_a_bad_layer_count(top):
 
 def test_answer_is_the_passage_own_text_with_word_positions(qa_model):
     model, tok = qa_model
-    r = tasks.answer_question(model, tok, PRECIPITATION, "What causes precipitation to fall?")
+    r = bert_tasks.answer_question(model, tok, PRECIPITATION, "What causes precipitation to fall?")
     a, b = r["char_span"]
     assert r["answer"] == PRECIPITATION[a:b]
     words = PRECIPITATION.split()
@@ -127,27 +127,27 @@ def test_answer_is_the_passage_own_text_with_word_positions(qa_model):
 def test_answer_question_refuses_bad_input(qa_model, passage, question, message):
     model, tok = qa_model
     with pytest.raises(ValueError, match=message):
-        tasks.answer_question(model, tok, passage, question)
+        bert_tasks.answer_question(model, tok, passage, question)
 
 
 def test_answer_question_refuses_a_non_string(qa_model):
     model, tok = qa_model
     with pytest.raises(TypeError, match="question must be a str"):
-        tasks.answer_question(model, tok, PRECIPITATION, 42)
+        bert_tasks.answer_question(model, tok, PRECIPITATION, 42)
 
 
 # --------------------------------------------------------------------- the widget
 
 def test_widget_answers_on_start_and_shows_the_span(qa_model):
     model, tok = qa_model
-    w = QuestionAnswerer(functools.partial(tasks.answer_question, model, tok))
+    w = QuestionAnswerer(functools.partial(bert_tasks.answer_question, model, tok))
     assert w.result is not None and "gravity" in w.result["answer"].lower()
     assert "<mark" in w.output.value and "P(start)" in w.output.value and w.status.value == ""
 
 
 def test_widget_never_shows_an_answer_for_other_text(qa_model):
     model, tok = qa_model
-    w = QuestionAnswerer(functools.partial(tasks.answer_question, model, tok))
+    w = QuestionAnswerer(functools.partial(bert_tasks.answer_question, model, tok))
     w.passage.value = "The Eiffel Tower is in Paris. It was finished in 1889."
     assert w.result is None and w.output.value == "" and "Answer" in w.status.value
     w.question.value = "When was the tower finished?"

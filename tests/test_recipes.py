@@ -36,11 +36,6 @@ def test_the_recipe_is_the_recorded_command(name):
     info = json.loads((checkpoint_path(name) / "config.json").read_text())["info"]
     recipe = recipe_for(name)
     ours = _options(command(recipe)[1:])
-    if "command" not in info:          # the course BERT records its settings, not its command line
-        words, options = ours
-        assert words == ["onehot2gpt.training", "bert"]
-        assert int(options["--steps"]) == info["steps"]
-        return
     recorded = shlex.split(info["command"])
     assert recorded[:2] == ["python", "-m"], info["command"]
     assert _options(recorded[2:]) == ours, f"{name}: recorded {info['command']!r}, recipe {command(recipe)}"
@@ -56,5 +51,35 @@ def test_unknown_recipe_names_the_known_ones():
 def test_dry_run_prints_the_command_without_training():
     out = subprocess.run([sys.executable, "-m", "onehot2gpt.recipes", "gpt-wikitext2", "--dry-run",
                           "--device", "cuda"], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == ("$ python -m onehot2gpt.training gpt-wikitext --out data/checkpoints/gpt-wikitext2 "
+    assert out.strip() == ("$ python -m onehot2gpt.gpt_training wikitext --out data/checkpoints/gpt-wikitext2 "
                            "--device cuda")
+
+
+def _defaults(recipe: str):
+    """The arguments the recipe's command trains with: its module's parser, defaults filled in."""
+    import importlib
+    argv = command(recipe)
+    module = importlib.import_module(argv[1])
+    return vars(module.build_parser().parse_args(argv[2:]))
+
+
+@pytest.mark.parametrize("name", ["bert-wikitext2", "gpt-char-shakespeare", "gpt-wikitext2"])
+def test_the_recipes_defaults_are_what_the_checkpoint_recorded(name):
+    """Not just the same command line: the values the command trains with by default are the ones
+    the committed checkpoint records (a changed default would rebuild something else)."""
+    record = json.loads((checkpoint_path(name) / "config.json").read_text())
+    info, config = record["info"], record["config"]
+    args = _defaults(recipe_for(name))
+    if name == "bert-wikitext2":
+        assert {k: args[k] for k in ("steps", "batch_size", "max_len", "lr", "seed")} == \
+            {k: info[k] for k in ("steps", "batch_size", "max_len", "lr", "seed")}
+        assert args["vocab_size"] == config["vocab_size"]
+        return
+    recipe = info["recipe"]
+    for key in ("iters", "batch_size", "block_size", "lr", "warmup"):
+        assert args[key] == recipe[key], f"{name}: --{key.replace('_', '-')} {args[key]} but trained with {recipe[key]}"
+    assert args["seed"] == info["seed"] and args["block_size"] == config["max_len"]
+    if name == "gpt-char-shakespeare":
+        assert (args["min_lr"], args["weight_decay"]) == (recipe["min_lr"], recipe["weight_decay"])
+        assert (args["d_model"], args["n_layers"], args["n_heads"]) == \
+            (config["d_model"], config["n_layers"], config["n_heads"])

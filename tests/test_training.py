@@ -1,286 +1,47 @@
-"""The seq2seq training helpers and the date dataset of notebook 06."""
-
-import copy
-import datetime
-import math
+"""The training pieces every trainer shares: AdamW's parameter groups and the fine-tuning recipe
+(padding and the schedules are tested with their first users, in test_transformer_tasks.py and
+test_gpt_training.py)."""
 
 import pytest
 import torch
+from torch import nn
 
-from onehot2gpt.data import make_date_pairs
-from onehot2gpt.training import (encode_pairs, exact_match, inverse_sqrt_schedule, pad_batch,
-                                 train_seq2seq, translate)
-from onehot2gpt.transformer import Seq2SeqTransformer, TransformerConfig
-from onehot2gpt.vocab import Vocab, tokenize_chars
-
-# Every format the generator may use, written independently as strptime patterns.
-FORMATS = ["%d %B %Y", "%B %d, %Y", "%b %d, %Y", "%d/%m/%Y", "%A, %d %B %Y", "%a %d %b %Y",
-           "%Y %b %d", "%d.%m.%Y"]
+from onehot2gpt.training import adamw, fine_tuning_optimizer
 
 
-WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+def test_adamw_decays_matrices_and_embeddings_only():
+    model = nn.Sequential(nn.Embedding(5, 4), nn.Linear(4, 3), nn.LayerNorm(3))
+    opt = adamw(model.parameters(), lr=1e-3, weight_decay=0.1, betas=(0.9, 0.98))
+    decayed, plain = opt.param_groups
+    assert decayed["weight_decay"] == 0.1 and plain["weight_decay"] == 0.0
+    assert [tuple(p.shape) for p in decayed["params"]] == [(5, 4), (3, 4)]
+    assert [tuple(p.shape) for p in plain["params"]] == [(3,), (3,), (3,)]   # bias, LayerNorm
+    assert decayed["betas"] == (0.9, 0.98) and decayed["lr"] == 1e-3
 
 
-def _parse(text):
-    for fmt in FORMATS:
-        try:
-            return datetime.datetime.strptime(text, fmt).date()
-        except ValueError:
-            continue
-    raise AssertionError(f"{text!r} matches none of the date formats")
+def test_fine_tuning_optimizer_trains_only_what_is_not_frozen_and_warms_up():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+    model[0].requires_grad_(False)
+    opt, sched, steps = fine_tuning_optimizer(model, 100, epochs=2, batch_size=32, max_steps=None,
+                                              lr=1.0, warmup=0.25, weight_decay=0.01)
+    assert steps == 8
+    assert sum(len(g["params"]) for g in opt.param_groups) == 2             # the second layer only
+    lrs = []
+    for _ in range(steps):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert lrs == pytest.approx([0.5, 1.0, 1.0, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6])
+    with pytest.raises(ValueError, match="nothing to train"):
+        fine_tuning_optimizer(model, 0, epochs=1, batch_size=8, max_steps=None, lr=1.0, warmup=0.1,
+                              weight_decay=0.0)
 
 
-def test_date_pairs_are_correct_and_deterministic():
-    pairs = make_date_pairs(400, seed=3)
-    assert pairs == make_date_pairs(400, seed=3)
-    assert pairs != make_date_pairs(400, seed=4)
-    for source, target in pairs:
-        day = _parse(source)
-        assert target == day.isoformat()
-        assert 1950 <= day.year <= 2049
-        first = source.split()[0].rstrip(",").lower()
-        if first in WEEKDAYS or first in {w[:3] for w in WEEKDAYS}:
-            assert day.strftime("%A").lower().startswith(first)   # weekdays are the real ones
-    assert any(s == s.lower() and s.strip("0123456789./ ") for s, _ in pairs)  # lower-cased ones too
-    with pytest.raises(ValueError, match="at least one"):
-        make_date_pairs(0)
+def test_gpt_fine_tuning_does_not_borrow_from_berts_task_module():
+    import ast
+    import inspect
 
-
-def test_pad_batch_and_encode_pairs():
-    assert pad_batch([[5, 6, 7], [8]]).tolist() == [[5, 6, 7], [8, 0, 0]]
-    with pytest.raises(ValueError, match="nothing to pad"):
-        pad_batch([])
-    src_vocab, tgt_vocab = Vocab(list("abc")), Vocab(list("xy"))
-    src, tgt = encode_pairs([("ab", "x"), ("c", "yx")], src_vocab, tgt_vocab)
-    assert src.tolist() == [[src_vocab["a"], src_vocab["b"]], [src_vocab["c"], 0]]
-    bos, eos = tgt_vocab["<bos>"], tgt_vocab["<eos>"]
-    assert tgt.tolist() == [[bos, tgt_vocab["x"], eos, 0], [bos, tgt_vocab["y"], tgt_vocab["x"], eos]]
-    with pytest.raises(ValueError, match="empty"):
-        encode_pairs([("ab", "")], src_vocab, tgt_vocab)
-
-
-def test_schedule_warms_up_then_decays():
-    f = inverse_sqrt_schedule(10)
-    assert f(0) == pytest.approx(0.1) and f(9) == pytest.approx(1.0)
-    assert f(39) == pytest.approx(0.5)          # √(10 / 40)
-    assert all(f(s) > f(s + 1) for s in range(10, 100))
-
-
-@pytest.fixture(scope="module")
-def date_setup(one_thread):
-    pairs = make_date_pairs(300, seed=0)
-    src_vocab = Vocab.build([tokenize_chars(s) for s, _ in pairs])
-    tgt_vocab = Vocab.build([tokenize_chars(t) for _, t in pairs])
-    torch.manual_seed(0)
-    model = Seq2SeqTransformer(TransformerConfig.tiny(vocab_size=len(src_vocab),
-                                                      tgt_vocab_size=len(tgt_vocab), dropout=0.0))
-    return pairs, src_vocab, tgt_vocab, model
-
-
-def test_training_lowers_the_loss_from_ln_vocab(date_setup):
-    pairs, src_vocab, tgt_vocab, model = date_setup
-    src, tgt = encode_pairs(pairs, src_vocab, tgt_vocab)
-    losses = train_seq2seq(model, src, tgt, steps=120, batch_size=32, lr=3e-3, warmup=20,
-                           label_smoothing=0.0, progress=False)
-    assert len(losses) == 120
-    assert abs(losses[0] - math.log(len(tgt_vocab))) < 1.0
-    assert sum(losses[-10:]) / 10 < 0.6 * losses[0]
-    assert not model.training
-    with pytest.raises(ValueError, match="pair up"):
-        train_seq2seq(model, src, tgt[:5], steps=1, progress=False)
-
-
-def test_translate_decodes_and_reports_bad_input(date_setup):
-    pairs, src_vocab, tgt_vocab, model = date_setup
-    out = translate(model, [pairs[0][0], pairs[1][0]], src_vocab, tgt_vocab)
-    assert len(out) == 2 and all(isinstance(o, str) for o in out)
-    assert all("<" not in o for o in out)   # no <eos>/<pad> text
-    with pytest.raises(ValueError, match="never saw"):
-        translate(model, ["22 Novembre 2026 (Paris)"], src_vocab, tgt_vocab)
-    with pytest.raises(ValueError, match="non-empty"):
-        translate(model, ["  "], src_vocab, tgt_vocab)
-    with pytest.raises(TypeError, match="list of strings"):
-        translate(model, "2019 feb 15", src_vocab, tgt_vocab)
-
-
-def test_exact_match():
-    assert exact_match(["a", "b", "c"], ["a", "x", "c"]) == pytest.approx(2 / 3)
-    with pytest.raises(ValueError):
-        exact_match(["a"], [])
-
-
-# BERT pre-training data ------------------------------------------------------------------------
-
-from onehot2gpt.training import IGNORE_INDEX, mask_tokens, nsp_pairs  # noqa: E402
-
-SPECIALS = [0, 1, 2, 3, 4]          # [PAD] [UNK] [CLS] [SEP] [MASK]
-MASK, VOCAB = 4, 1000
-
-
-def _batch(n_rows=400, length=250, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(5, VOCAB, (n_rows, length), generator=g)
-    pad = length // 6
-    ids[:, 0], ids[:, -pad - 1], ids[:, -pad:] = 2, 3, 0      # [CLS] … [SEP] then padding
-    return ids
-
-
-def _within(observed, p, n, sigmas=5):
-    return abs(observed - p) < sigmas * math.sqrt(p * (1 - p) / n)
-
-
-def test_mask_tokens_proportions_follow_80_10_10():
-    ids = _batch()
-    inputs, labels = mask_tokens(ids, mask_id=MASK, vocab_size=VOCAB, special_ids=SPECIALS,
-                                 generator=torch.Generator().manual_seed(1))
-    real = ~torch.isin(ids, torch.tensor(SPECIALS))
-    chosen = labels != IGNORE_INDEX
-    n_real, n_chosen = int(real.sum()), int(chosen.sum())
-    assert _within(n_chosen / n_real, 0.15, n_real)
-    assert not (chosen & ~real).any()                                 # specials never chosen
-    assert torch.equal(labels[chosen], ids[chosen])                   # labels = the originals
-    assert torch.equal(inputs[~chosen], ids[~chosen])                 # nothing else touched
-    became_mask = (inputs == MASK) & chosen
-    unchanged = (inputs == ids) & chosen
-    randomised = chosen & ~became_mask & ~unchanged
-    assert _within(became_mask.sum().item() / n_chosen, 0.8, n_chosen)
-    # a random draw can hit the original id (1 in ~995): count those with "unchanged"
-    assert _within(unchanged.sum().item() / n_chosen, 0.1, n_chosen, sigmas=6)
-    assert _within(randomised.sum().item() / n_chosen, 0.1, n_chosen, sigmas=6)
-    assert not torch.isin(inputs[randomised], torch.tensor(SPECIALS)).any()
-
-
-def test_mask_tokens_is_seeded_and_validates():
-    ids = _batch(20, 30)
-    a = mask_tokens(ids, mask_id=MASK, vocab_size=VOCAB, special_ids=SPECIALS,
-                    generator=torch.Generator().manual_seed(5))
-    b = mask_tokens(ids, mask_id=MASK, vocab_size=VOCAB, special_ids=SPECIALS,
-                    generator=torch.Generator().manual_seed(5))
-    assert all(torch.equal(x, y) for x, y in zip(a, b))
-    with pytest.raises(ValueError, match="special_ids"):
-        mask_tokens(ids, mask_id=999, vocab_size=VOCAB, special_ids=SPECIALS)
-    with pytest.raises(ValueError, match="between 0 and 1"):
-        mask_tokens(ids, mask_id=MASK, vocab_size=VOCAB, special_ids=SPECIALS, prob=1.5)
-    with pytest.raises(ValueError, match=r"\(B, T\)"):
-        mask_tokens(ids[0], mask_id=MASK, vocab_size=VOCAB, special_ids=SPECIALS)
-
-
-def test_whole_word_masking_masks_all_pieces_of_a_word():
-    ids = _batch(200, 60, seed=2)
-    word_ids = torch.full_like(ids, -1)
-    real = ~torch.isin(ids, torch.tensor(SPECIALS))
-    word_ids[real] = (torch.arange(ids.size(1)).expand_as(ids)[real] - 1) // 3  # 3 pieces per word
-    _, labels = mask_tokens(ids, mask_id=MASK, vocab_size=VOCAB, special_ids=SPECIALS,
-                            word_ids=word_ids, generator=torch.Generator().manual_seed(3))
-    chosen = labels != IGNORE_INDEX
-    for row in range(ids.size(0)):
-        for word in word_ids[row][word_ids[row] >= 0].unique():
-            pieces = chosen[row][word_ids[row] == word]
-            assert pieces.all() or not pieces.any()                  # all or nothing
-    assert _within(chosen.sum().item() / real.sum().item(), 0.15, real.sum().item() / 3)
-
-
-def test_nsp_pairs_are_half_next_half_random_from_other_articles():
-    articles = [[f"a{i} s{j}" for j in range(5)] for i in range(30)]
-    pairs = nsp_pairs(articles, 4000, seed=0)
-    assert _within(sum(label == 0 for *_, label in pairs) / 4000, 0.5, 4000)
-    for a, b, label in pairs:
-        art_a, j = a.split()[0], int(a.split()[1][1:])
-        if label == 0:
-            assert b == f"{art_a} s{j + 1}"
-        else:
-            assert b.split()[0] != art_a
-    assert pairs == nsp_pairs(articles, 4000, seed=0)
-    with pytest.raises(ValueError, match="two"):
-        nsp_pairs([["only one"]], 3)
-
-
-def test_wikitext_articles_hold_sentences():
-    from onehot2gpt.data import wikitext_articles
-    articles = wikitext_articles("valid")
-    assert 30 < len(articles) < 200
-    sentences = [s for a in articles for s in a]
-    assert all(s.strip() for s in sentences)
-    assert not any("<unk>" in s or "@-@" in s or "@,@" in s for s in sentences)
-    assert sum(s.endswith(" .") for s in sentences) > 0.9 * len(sentences)
-
-
-def test_apply_masking_is_the_80_10_10_rule_given_the_draws():
-    from onehot2gpt.training import apply_masking
-    ids = torch.tensor([[10, 11, 12, 13, 14]])
-    chosen = torch.tensor([[True, True, True, False, True]])
-    action = torch.tensor([[0.1, 0.85, 0.95, 0.1, 0.8]])
-    random_ids = torch.tensor([[50, 51, 52, 53, 54]])
-    inputs, labels = apply_masking(ids, chosen, action, random_ids, MASK)
-    assert inputs.tolist() == [[MASK, 51, 12, 13, 54]]
-    assert labels.tolist() == [[10, 11, 12, IGNORE_INDEX, 14]]
-    assert ids.tolist() == [[10, 11, 12, 13, 14]]                    # not changed in place
-
-
-class _Tok:  # the ids a WordPieceTokenizer exposes, on a made-up vocabulary
-    pad_id, unk_id, cls_id, sep_id, mask_id = 0, 1, 2, 3, 4
-
-    def __len__(self):
-        return VOCAB
-
-
-def _articles(n=12, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return [[torch.randint(5, VOCAB, (int(torch.randint(2, 9, (1,), generator=g)),), generator=g).tolist()
-             for _ in range(4)] for _ in range(n)]
-
-
-def test_pretraining_batch_is_pretraining_pairs_then_mask_tokens():
-    from onehot2gpt.training import pretraining_batch, pretraining_pairs
-    articles = _articles()
-    batch = pretraining_batch(articles, 16, 20, _Tok(), torch.Generator().manual_seed(3))
-    g = torch.Generator().manual_seed(3)
-    pairs = pretraining_pairs(articles, 16, 20, _Tok(), g)
-    inputs, labels = mask_tokens(pairs["input_ids"], mask_id=MASK, vocab_size=VOCAB, special_ids=SPECIALS, generator=g)
-    assert torch.equal(batch["input_ids"], inputs) and torch.equal(batch["mlm_labels"], labels)
-    for key in ("token_type_ids", "attention_mask", "nsp_labels"):
-        assert torch.equal(batch[key], pairs[key])
-    ids = pairs["input_ids"]
-    assert (ids[:, 0] == _Tok.cls_id).all() and ((ids == _Tok.sep_id).sum(1) == 2).all()
-    assert not torch.isin(ids, torch.tensor([MASK])).any()            # the pairs are not masked yet
-
-
-def test_masked_lm_loss_equals_the_pretraining_loss_of_the_model():
-    from onehot2gpt.bert import BertConfig, BertForPreTraining
-    from onehot2gpt.training import masked_lm_loss, pretraining_batch, pretraining_loss
-    torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32,
-                                          max_len=32, dropout=0.0)).eval()
-    with torch.no_grad():
-        model.mlm.decoder.bias.normal_()
-    batch = pretraining_batch(_articles(), 8, 24, _Tok(), torch.Generator().manual_seed(0))
-    _, mlm_loss, _, _, _ = pretraining_loss(model, batch)
-    hidden = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).last_hidden_state
-    mine = masked_lm_loss(hidden, batch["mlm_labels"], model.mlm.dense, model.mlm.norm,
-                          model.bert.embeddings.tok_emb.weight, model.mlm.decoder.bias)
-    torch.testing.assert_close(mine, mlm_loss)
-    assert mine.requires_grad                                         # usable in a training step
-
-
-def test_pretrain_bert_stops_at_the_first_non_finite_loss():
-    from onehot2gpt.bert import BertConfig, BertForPreTraining
-    from onehot2gpt.training import pretrain_bert
-    from onehot2gpt.utils import TrainingDiverged
-    torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32,
-                                          max_len=32, dropout=0.0))
-    with torch.no_grad():
-        model.nsp.weight.fill_(float("nan"))                  # what a diverged update leaves behind
-    with pytest.raises(TrainingDiverged, match=r"BERT diverged at step 0: the loss is nan.*\(now 0\.001\)"):
-        pretrain_bert(model, _Tok(), _articles(), steps=3, batch_size=4, max_len=24, progress=False)
-
-
-def test_train_seq2seq_stops_at_the_first_non_finite_loss(date_setup):
-    from onehot2gpt.utils import TrainingDiverged
-    pairs, src_vocab, tgt_vocab, model = date_setup
-    src, tgt = encode_pairs(pairs[:8], src_vocab, tgt_vocab)
-    broken = copy.deepcopy(model)
-    with torch.no_grad():
-        next(broken.parameters()).fill_(float("nan"))
-    with pytest.raises(TrainingDiverged, match="step 0"):
-        train_seq2seq(broken, src, tgt, steps=2, batch_size=4, progress=False)
+    import onehot2gpt.gpt_tasks
+    tree = ast.parse(inspect.getsource(onehot2gpt.gpt_tasks))
+    sources = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "bert_tasks" not in sources and "training" in sources

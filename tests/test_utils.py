@@ -79,7 +79,7 @@ def _tiny_models():
 
 
 def test_every_function_that_takes_ids_refuses_float_ids_and_text_with_what_to_do():
-    from onehot2gpt import gpt, sampling, training, word2vec
+    from onehot2gpt import bert_pretraining, gpt, sampling, word2vec
     from onehot2gpt.bert import pseudo_log_likelihood
     gpt_model, bert_model, lstm = _tiny_models()
     calls = [lambda ids: sampling.generate(gpt_model, ids, 2),
@@ -91,7 +91,7 @@ def test_every_function_that_takes_ids_refuses_float_ids_and_text_with_what_to_d
              lambda ids: word2vec.skipgram_pairs(ids, 1),
              lambda ids: word2vec.cbow_examples(ids, 1),
              lambda ids: word2vec.context_windows(ids, 1),
-             lambda ids: training.mask_tokens([ids], mask_id=4, vocab_size=10, special_ids=[0, 4])]
+             lambda ids: bert_pretraining.mask_tokens([ids], mask_id=4, vocab_size=10, special_ids=[0, 4])]
     for call in calls:
         with pytest.raises(InvalidIds, match="never rounded"):
             call([2, 5.7, 3])                                 # not cut to 5
@@ -121,7 +121,7 @@ def test_generate_refuses_a_prompt_of_text_and_ids_outside_the_vocabulary():
 
 
 def test_mask_tokens_refuses_ids_outside_the_vocabulary():
-    from onehot2gpt.training import mask_tokens
+    from onehot2gpt.bert_pretraining import mask_tokens
     with pytest.raises(InvalidIds, match="outside 0…9"):
         mask_tokens(torch.tensor([[2, 7, 10]]), mask_id=4, vocab_size=10, special_ids=[0, 2, 4])
 
@@ -149,13 +149,28 @@ def test_check_finite_logits_allows_banned_tokens_but_not_nan():
 # ------------------------------------------------------------------ shared pieces, written once
 
 def test_ignore_index_is_defined_once():
+    import onehot2gpt.bert_pretraining
+    import onehot2gpt.bert_tasks
     import onehot2gpt.gpt_tasks
-    import onehot2gpt.tasks
-    import onehot2gpt.training
     from onehot2gpt.utils import IGNORE_INDEX
     assert IGNORE_INDEX == -100
-    assert (onehot2gpt.training.IGNORE_INDEX is onehot2gpt.tasks.IGNORE_INDEX
+    assert (onehot2gpt.bert_pretraining.IGNORE_INDEX is onehot2gpt.bert_tasks.IGNORE_INDEX
             is onehot2gpt.gpt_tasks.IGNORE_INDEX is IGNORE_INDEX)
+
+
+def test_the_shared_training_module_holds_no_model_and_no_loop():
+    """Each model's loops and tasks sit beside it (transformer_tasks, bert_pretraining, bert_tasks,
+    gpt_training, gpt_tasks); onehot2gpt.training keeps only what they share."""
+    import ast
+    from pathlib import Path
+
+    import onehot2gpt.training
+    tree = ast.parse(Path(onehot2gpt.training.__file__).read_text(encoding="utf-8"))
+    relative = [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
+    assert relative == [], f"onehot2gpt.training imports {relative}: shared pieces must not depend on a model"
+    functions = sorted(node.name for node in tree.body if isinstance(node, ast.FunctionDef))
+    assert functions == sorted(onehot2gpt.training.__all__)
+    assert not any(name.startswith(("train_", "pretrain", "finetune")) for name in functions)
 
 
 def test_no_module_imports_another_modules_private_names():

@@ -388,7 +388,7 @@ def bert_tokenizer():
 def test_masking_explorer_shows_the_80_10_10_outcomes(bert_tokenizer):
     import torch
 
-    from onehot2gpt.training import mask_tokens
+    from onehot2gpt.bert_pretraining import mask_tokens
     from onehot2gpt.widgets import MaskingExplorer
     explorer = MaskingExplorer(bert_tokenizer, prob=0.5, seed=3)
     enc = bert_tokenizer.encode_words(explorer.text.value.split())

@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 
 from .attention import causal_mask
 from .gpt import GPT
-from .optim import fine_tuning_optimizer, optimizer_step
+from .training import fine_tuning_optimizer, optimizer_step
 from .subword import longest_first
 from .utils import IGNORE_INDEX, as_ids, check_finite_loss
 

@@ -50,7 +50,7 @@ def sentence_features(layers: Tensor, mask: Tensor) -> Tensor:
 @torch.no_grad()
 def encoder_layers(bert, features: dict, batch_size: int = 64) -> Tensor:
     """Every layer of a BERT encoder (our BertModel, a BertFor… model's ``.bert``, or Hugging Face's
-    BertModel) for an ``onehot2gpt.tasks.encode_*`` dict → (B, T, n_layers + 1, D): the
+    BertModel) for an ``onehot2gpt.bert_tasks.encode_*`` dict → (B, T, n_layers + 1, D): the
     embeddings, then each layer.
     Sentences are batched by length and each batch runs only up to its longest real sequence;
     the padding positions after it stay zero.
@@ -61,7 +61,7 @@ def encoder_layers(bert, features: dict, batch_size: int = 64) -> Tensor:
     bert = getattr(bert, "bert", bert)
     for key in ("input_ids", "attention_mask"):
         if key not in features:
-            raise ValueError(f"features need {key!r}: build them with onehot2gpt.tasks.encode_sentences, "
+            raise ValueError(f"features need {key!r}: build them with onehot2gpt.bert_tasks.encode_sentences, "
                              f"encode_pairs or encode_tagged")
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")

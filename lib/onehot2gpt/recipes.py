@@ -6,7 +6,7 @@ can be compared with the committed one before replacing it). Every recipe record
 arguments, time and scores in the checkpoint's ``config.json`` under ``info``.
 
 Every committed checkpoint has one (``list`` shows them). Most run the command of the module that
-trains that model with the arguments that built it (``--dry-run`` prints it instead); ``--device
+trains that model, whose defaults are the arguments that built it (``--dry-run`` prints it instead); ``--device
 cuda`` may be added to any of them where a GPU is lent (the committed BERT and subword GPT were
 trained on one; the CPU gives the same recipe, hours instead of minutes):
 
@@ -15,7 +15,7 @@ trained on one; the CPU gives the same recipe, hours instead of minutes):
 * ``zero-shot``: the four ``zero-shot-qa*`` checkpoints of notebook 10, in one run;
 * ``minilm-qa``: all-MiniLM-L6-v2 fine-tuned for extractive QA on SQuAD 1.1 (notebook 08's
   question-answering widget). SQuAD's dev set is the only split the course mirrors, so it is split
-  by article (:func:`onehot2gpt.tasks.split_by_article`, 30 % of the 48 articles held out, seed 0):
+  by article (:func:`onehot2gpt.bert_tasks.split_by_article`, 30 % of the 48 articles held out, seed 0):
   the model trains on 34 articles and is scored on 14 it never saw. Only the top layers and the
   start/end head train; the checkpoint stores just those, in float16, on top of the pip package's
   MiniLM (its sha256 is recorded and checked on load), which keeps it under 15 MB.
@@ -41,7 +41,7 @@ def qa_split(test_fraction: float = 0.3, seed: int = 0):
     """SQuAD 1.1 dev split by article → (train questions, held-out questions): the split every
     QA number in the course uses (the checkpoint trains on the first, is scored on the second)."""
     from .data import read_squad
-    from .tasks import split_by_article
+    from .bert_tasks import split_by_article
 
     return split_by_article(read_squad(), test_fraction, seed)
 
@@ -61,7 +61,7 @@ def minilm_qa_recipe(out: str | Path | None = None, *, top_layers: int = 4, epoc
     from .pretrained import QA_CHECKPOINT, minilm_bert, minilm_path, qa_trainable, save_minilm_qa
     from .bert import BertForQuestionAnswering
     from .subword import WordPieceTokenizer
-    from .tasks import encode_squad, evaluate, finetune, select
+    from .bert_tasks import encode_squad, evaluate, finetune, select
     from .utils import seeded
 
     out = Path(out) if out is not None else checkpoints_dir() / QA_CHECKPOINT
@@ -104,12 +104,11 @@ COMMANDS = {
                            "skip-gram word vectors on WikiText-2 (notebook 02)"),
     "bilm-wikitext2": ("onehot2gpt.elmo", ["train"], ["bilm-wikitext2"],
                        "the ELMo biLM on WikiText-2 (notebooks 03-04)"),
-    "bert-wikitext2": ("onehot2gpt.training", ["bert", "--steps", "20000"], ["bert-wikitext2"],
+    "bert-wikitext2": ("onehot2gpt.bert_pretraining", ["train"], ["bert-wikitext2"],
                        "the course BERT pre-trained on WikiText-2 (notebooks 07-08)"),
-    "gpt-char-shakespeare": ("onehot2gpt.training", ["gpt-char", "--n-layers", "4", "--d-model", "128",
-                                                     "--iters", "1500"], ["gpt-char-shakespeare"],
+    "gpt-char-shakespeare": ("onehot2gpt.gpt_training", ["char"], ["gpt-char-shakespeare"],
                              "the character GPT on Tiny Shakespeare (notebook 09)"),
-    "gpt-wikitext2": ("onehot2gpt.training", ["gpt-wikitext"], ["gpt-wikitext2"],
+    "gpt-wikitext2": ("onehot2gpt.gpt_training", ["wikitext"], ["gpt-wikitext2"],
                       "the subword GPT on WikiText-2 (notebook 09)"),
     "zero-shot": ("onehot2gpt.zero_shot", [], ["zero-shot-qa000", "zero-shot-qa005", "zero-shot-qa020",
                                                "zero-shot-qa100"],

@@ -534,7 +534,8 @@ class MaskingExplorer(W.VBox):
         import torch
 
         from .subword import SPECIALS
-        from .training import IGNORE_INDEX, mask_tokens
+        from .bert_pretraining import mask_tokens
+        from .utils import IGNORE_INDEX
 
         tok = self.tokenizer
         enc = tok.encode_words(self.text.value.split())
@@ -617,7 +618,7 @@ class QuestionAnswerer(W.VBox):
     """Paste a passage, ask a question: the answer highlighted in the passage, and the start and
     end probabilities over the passage's word pieces.
 
-    `answer(passage, question)` returns :func:`onehot2gpt.tasks.answer_question`'s dict (bind the
+    `answer(passage, question)` returns :func:`onehot2gpt.bert_tasks.answer_question`'s dict (bind the
     model and tokenizer with ``functools.partial``). The question answers on Enter, the button on
     click. Editing the passage clears the answer until it is asked again, so what is shown always
     belongs to the text on screen. State for code: ``.result`` (None while there is no answer for

@@ -512,7 +512,7 @@ def train_variant(s: Setup, qa_share: float, *, n_documents: int = 6000, config_
     """Train one model of the experiment from scratch → (model, history). Only `qa_share` should
     differ between the models you compare."""
     from .gpt import GPT
-    from .training import train_gpt
+    from .gpt_training import train_gpt
 
     ids = corpus_ids(s, qa_share, n_documents)
     with seeded(seed):  # repeatable, and the caller's own randomness is left as it was

@@ -83,7 +83,7 @@ def check_apply_masking(fn: Callable) -> None:
         return (ids, chosen, torch.rand(b, t, generator=gen),
                 torch.randint(5, 50, (b, t), generator=gen), 4)
 
-    from ..training import apply_masking
+    from ..bert_pretraining import apply_masking
 
     check_function(fn, apply_masking, make, name="apply_masking", diagnose=_masking_diagnose,
                    concept="only the chosen positions change, and each chosen position does exactly "
@@ -121,7 +121,7 @@ def _mlm_inputs(gen):
 
 def _mlm_reference(hidden, labels, dense, norm, embedding, bias):
     """The library's BertMLMHead with these weights, run on the chosen positions only (as in
-    :func:`onehot2gpt.training.pretraining_loss`)."""
+    :func:`onehot2gpt.bert_pretraining.pretraining_loss`)."""
     import torch.nn.functional as F
 
     from ..bert import BertConfig, BertMLMHead

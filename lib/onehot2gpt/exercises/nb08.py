@@ -68,7 +68,7 @@ def check_best_span(fn: Callable) -> None:
 
 def check_token_f1(fn: Callable) -> None:
     """Exercise: (prediction, gold) strings → SQuAD's token-overlap F1 after normalisation."""
-    from ..tasks import token_f1
+    from ..bert_tasks import token_f1
 
     words = ["the", "a", "an", "Denver", "broncos", "Broncos", "Super", "bowl", "50", "in", "1990"]
     punct = ["", "", ",", ".", "!", "'s"]
@@ -129,7 +129,7 @@ def _qa_inputs(gen):
 
 
 def _qa_reference(model, batch):
-    from ..tasks import qa_loss
+    from ..bert_tasks import qa_loss
 
     with torch.no_grad():
         return qa_loss(model, batch)
@@ -165,7 +165,7 @@ def _qa_diagnose(got, expected, model, batch):
 def check_qa_loss(fn: Callable) -> None:
     """Exercise (assembles the QA loss): (model: BertForQuestionAnswering, batch) → the mean of the
     start and end cross-entropies over the document tokens and [CLS], equal to the library's
-    fine-tuning loss (:func:`onehot2gpt.tasks.finetune` with task "qa") with the same weights."""
+    fine-tuning loss (:func:`onehot2gpt.bert_tasks.finetune` with task "qa") with the same weights."""
     check_function(fn, _qa_reference, _qa_inputs, name="qa_loss", trials=6, diagnose=_qa_diagnose,
                    concept="the start and the end are two separate choices among the tokens that may "
                            "hold an answer: the document's tokens and [CLS] (which stands for 'not in "

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .bert import best_span
-from .optim import fine_tuning_optimizer, optimizer_step
+from .training import fine_tuning_optimizer, optimizer_step, pad_batch
 from .subword import is_punctuation
 from .utils import IGNORE_INDEX, check_finite_loss
 SNLI_LABELS = ("entailment", "neutral", "contradiction")
@@ -42,12 +42,6 @@ SNLI_LABELS = ("entailment", "neutral", "contradiction")
 UPOS_TAGS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",
              "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X")
 TASKS = ("sequence", "token", "qa")
-
-
-def _pad(rows: Sequence[Sequence[int]], value: int) -> torch.Tensor:
-    """Lists of ints → (B, longest) LongTensor, right-padded with `value`."""
-    T = max(len(r) for r in rows)
-    return torch.tensor([list(r) + [value] * (T - len(r)) for r in rows], dtype=torch.long)
 
 
 def _label_ids(labels, names: Sequence[str] | None, n: int) -> torch.Tensor:
@@ -139,10 +133,10 @@ def encode_tagged(tokenizer, sentences: Sequence[Sequence[str]], tags=None,
                 if w >= 0 and (t == 0 or index[t - 1] != w):   # the first piece of word w
                     row[t] = tag_id[tags[k][w]]
             labels.append(row)
-    out = {"input_ids": _pad(ids, tokenizer.pad_id), "token_type_ids": _pad(segments, 0),
-           "attention_mask": _pad(masks, 0), "word_index": _pad(word_index, -1)}
+    out = {"input_ids": pad_batch(ids, tokenizer.pad_id), "token_type_ids": pad_batch(segments, 0),
+           "attention_mask": pad_batch(masks, 0), "word_index": pad_batch(word_index, -1)}
     if tags is not None:
-        out["labels"] = _pad(labels, IGNORE_INDEX)
+        out["labels"] = pad_batch(labels, IGNORE_INDEX)
     return out
 
 
@@ -252,10 +246,10 @@ def encode_squad(tokenizer, examples: Sequence[dict], max_len: int = 192,
         rows["end"].append(end)
         rows["answerable"].append(answerable)
         rows["offsets"].append([None] * first + [spans[w] for w in piece_word] + [None])
-    return {"input_ids": _pad(rows["input_ids"], tokenizer.pad_id),
-            "token_type_ids": _pad(rows["token_type_ids"], 0),
-            "attention_mask": _pad([[1] * len(r) for r in rows["input_ids"]], 0),
-            "context_mask": _pad(rows["context_mask"], 0).bool(),
+    return {"input_ids": pad_batch(rows["input_ids"], tokenizer.pad_id),
+            "token_type_ids": pad_batch(rows["token_type_ids"], 0),
+            "attention_mask": pad_batch([[1] * len(r) for r in rows["input_ids"]], 0),
+            "context_mask": pad_batch(rows["context_mask"], 0).bool(),
             "start_positions": torch.tensor(rows["start"], dtype=torch.long),
             "end_positions": torch.tensor(rows["end"], dtype=torch.long),
             "answerable": torch.tensor(rows["answerable"], dtype=torch.bool),
@@ -571,7 +565,12 @@ def evaluate(model, data: dict, task: str, batch_size: int = 64, max_answer_len:
     N, T = data["input_ids"].shape
     total_loss, correct, count = 0.0, 0, 0
     outputs = []
-    for index in torch.arange(N).split(batch_size):
+    # Rows in order of length, so that a batch holds rows of about the same length and little
+    # padding (the results are put back in the rows' order below).
+    order = data["attention_mask"].sum(1).argsort(stable=True)
+    back = torch.empty_like(order)
+    back[order] = torch.arange(N)
+    for index in order.split(batch_size):
         batch = _batch(data, index, device)
         loss, out = _forward(model, batch, task)
         if loss is not None:   # weighted by what the loss averages over: rows, or tagged tokens
@@ -597,8 +596,8 @@ def evaluate(model, data: dict, task: str, batch_size: int = 64, max_answer_len:
     model.train(was_training)
     result: dict = {}
     if task == "qa":
-        result["start_logits"] = torch.cat([s for s, _ in outputs])
-        result["end_logits"] = torch.cat([e for _, e in outputs])
+        result["start_logits"] = torch.cat([s for s, _ in outputs])[back]
+        result["end_logits"] = torch.cat([e for _, e in outputs])[back]
         result["spans"] = predict_spans(result["start_logits"], result["end_logits"],
                                         data["context_mask"], max_answer_len)
         if "offsets" in data and "context" in data:
@@ -608,7 +607,7 @@ def evaluate(model, data: dict, task: str, batch_size: int = 64, max_answer_len:
         if "start_positions" in data:
             result["loss"] = total_loss / N
         return result
-    result["predictions"] = torch.cat(outputs)
+    result["predictions"] = torch.cat(outputs)[back]
     if "labels" in data:
         result["accuracy"] = correct / max(count, 1)
         result["loss"] = total_loss / max(count, 1)

@@ -1,4 +1,4 @@
-"""Tests for onehot2gpt.tasks: BERT's four fine-tuning formats, SQuAD's metrics, the loop.
+"""Tests for onehot2gpt.bert_tasks: BERT's four fine-tuning formats, SQuAD's metrics, the loop.
 
 Real data (SST-2, UD EWT, SNLI, SQuAD 1.1 dev) comes from the offline mirror and is skipped when
 it cannot be had, except under CI=true. Encodings use MiniLM's real BERT vocabulary; the training
@@ -18,7 +18,7 @@ from onehot2gpt import data
 from onehot2gpt.bert import (BertConfig, BertForQuestionAnswering, BertForSequenceClassification,
                              BertForTokenClassification, BertModel)
 from onehot2gpt.subword import WordPieceTokenizer
-from onehot2gpt.tasks import (IGNORE_INDEX, SNLI_LABELS, UPOS_TAGS, decode_answer, encode_pairs,
+from onehot2gpt.bert_tasks import (IGNORE_INDEX, SNLI_LABELS, UPOS_TAGS, decode_answer, encode_pairs,
                               encode_sentences, encode_squad, encode_tagged, evaluate, finetune,
                               predict_spans, select, split_by_article, squad_evaluate,
                               squad_exact_match, squad_f1, squad_normalize, tag_accuracy, word_spans)
@@ -384,7 +384,7 @@ def test_finetune_respects_max_steps_and_frozen_encoder(tiny_tok):
 
 
 def test_qa_loss_is_the_mean_of_start_and_end_cross_entropies_over_context_and_cls():
-    from onehot2gpt.tasks import qa_loss
+    from onehot2gpt.bert_tasks import qa_loss
     torch.manual_seed(0)
     model = BertForQuestionAnswering(BertConfig(vocab_size=30, d_model=16, n_layers=1, n_heads=2, d_ff=32,
                                                 max_len=16, dropout=0.0)).eval()
