@@ -24,9 +24,11 @@ STUBBORN_LOOP = ("import time\n"
                  "        pass\n")
 
 
-def code(source, cell_id, *tags):
+def code(source, cell_id, *tags, points=None):
     cell = new_code_cell(source, id=cell_id)
     cell.metadata["tags"] = list(tags)
+    if points is not None:
+        cell.metadata["onehot2gpt"] = {"points": points}
     return cell
 
 
@@ -47,7 +49,7 @@ def tiny_course_notebook():
              "    return torch.ones(T, T, dtype=torch.bool).tril()\n    ### END SOLUTION",
              "ex-causal", "exercise"),
         code("from onehot2gpt.exercises import check_causal_mask\n"
-             "check_causal_mask(my_causal_mask)", "check-causal", "check"),
+             "check_causal_mask(my_causal_mask)", "check-causal", "check", points=2),
         code("def my_encode(tokens, stoi, unk_id):\n    ### BEGIN SOLUTION\n"
              "    return [stoi.get(t, unk_id) for t in tokens]\n    ### END SOLUTION",
              "ex-encode", "exercise"),
@@ -104,6 +106,40 @@ def crafted_submissions(solved):
                                             + cell(import_error, "imports").source)
     subs["import_error/01_tiny.ipynb"] = import_error
 
+    # Tampering that only a verdict reached in the kernel would believe: each student function
+    # is wrong and, while the check runs it, switches off the comparison, replaces the library's
+    # reference by itself, or stops the recording of its answers.
+    patched = copy.deepcopy(unsolved)
+    cell(patched, "ex-one-hot").source = (
+        "def my_one_hot(ids, vocab_size):\n"
+        "    import onehot2gpt.exercises as ex\n"
+        "    ex.assert_same = ex.checking.assert_same = lambda *args, **kwargs: None\n"
+        "    return torch.zeros(len(ids), vocab_size)")
+    cell(patched, "ex-causal").source = (
+        "def my_causal_mask(T):\n"
+        "    import onehot2gpt.attention\n"
+        "    onehot2gpt.attention.causal_mask = my_causal_mask\n"
+        "    return torch.ones(T, T, dtype=torch.bool)")
+    cell(patched, "ex-encode").source = (
+        "def my_encode(tokens, stoi, unk_id):\n"
+        "    import onehot2gpt.exercises.checking as c\n"
+        "    c.stop_recording()\n"
+        "    c.assert_same = lambda *args, **kwargs: None\n"
+        "    return [0] * len(tokens)")
+    subs["patched/01_tiny.ipynb"] = patched
+
+    killer = copy.deepcopy(solved)           # kills the process that runs its kernel
+    cell(killer, "ex-encode").source = ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+                                        + cell(killer, "ex-encode").source)
+    subs["killer/01_tiny.ipynb"] = killer
+
+    hog = copy.deepcopy(solved)              # asks for 40 GB: refused by the memory limit
+    cell(hog, "ex-one-hot").source = ("big = torch.empty(10**10)\n" + cell(hog, "ex-one-hot").source)
+    subs["hog/01_tiny.ipynb"] = hog
+
+    subs["dave/01_tiny.ipynb"] = solved      # a student who also left a draft in a subfolder
+    subs["dave/draft/01_tiny.ipynb"] = unsolved
+
     subs["broken/01_tiny.ipynb"] = '{"cells": [ this is not JSON'
     subs["no_cells/01_tiny.ipynb"] = json.dumps({"nbformat": 4, "nbformat_minor": 5,
                                                  "metadata": {}, "cells": "none"})
@@ -128,12 +164,12 @@ def graded(tmp_path_factory):
     start = time.monotonic()
     assert grading.main([str(root / "submissions"), "--reference", str(root / "reference"),
                          "--out", str(root / "out"), "--cell-timeout", str(CELL_TIMEOUT),
-                         "--timeout", "120"]) == 0
+                         "--timeout", "120", "--jobs", "2", "--memory-gb", "8"]) == 0
     seconds = time.monotonic() - start
     with open(root / "out" / "grades.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     markdown = (root / "out" / "grades.md").read_text(encoding="utf-8")
-    return {(r["file"], r["exercise"]): r for r in rows}, rows, markdown, seconds
+    return {(r["file"], r["exercise"]): r for r in rows}, rows, markdown, seconds, root / "out"
 
 
 def results(graded, file):
@@ -145,7 +181,7 @@ EXERCISES = ["one_hot", "causal_mask", "encode"]
 
 
 def test_one_row_per_exercise_in_notebook_order(graded):
-    _, rows, _, _ = graded
+    _, rows, _, _, _ = graded
     assert list(rows[0]) == list(grading.CSV_COLUMNS)
     for file in ("alice_01_tiny.ipynb", "bob/01_tiny.ipynb", "broken/01_tiny.ipynb"):
         assert [r["exercise"] for r in rows if r["file"] == file] == EXERCISES
@@ -241,16 +277,62 @@ def test_unknown_notebook_name_is_reported(graded):
 
 
 def test_markdown_summary_counts_passes(graded):
-    _, rows, markdown, seconds = graded
-    summary = {}
+    _, rows, markdown, seconds, _ = graded
+    summary, points = {}, {}
     for line in markdown.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) == 4 and cells[1].endswith(".ipynb"):
+        if len(cells) == 5 and cells[1].endswith(".ipynb"):
             summary.setdefault(cells[0], cells[2])
+            points.setdefault(cells[0], cells[3])
     assert summary["alice"] == "3/3" and summary["bob"] == "0/3"
     assert summary["dead"] == "2/3" and summary["carol"] == "–"
+    assert points["alice"] == "4/4" and points["dead"] == "2/4"     # the mask is worth 2 points
     assert "## bob: bob/01_tiny.ipynb" in markdown
-    assert seconds < 100, f"grading the crafted submissions took {seconds:.0f} s"
+    assert seconds < 150, f"grading the crafted submissions took {seconds:.0f} s"
+
+
+def test_points_come_from_the_check_cells_metadata(graded):
+    got = results(graded, "alice_01_tiny.ipynb")
+    assert [(got[e]["points"], got[e]["max_points"]) for e in EXERCISES] == [("1", "1"), ("2", "2"), ("1", "1")]
+    got = results(graded, "loop/01_tiny.ipynb")
+    assert (got["causal_mask"]["points"], got["causal_mask"]["max_points"]) == ("0", "2")
+
+
+def test_patching_the_comparison_the_reference_or_the_recording_fails(graded):
+    got = results(graded, "patched/01_tiny.ipynb")
+    assert [got[e]["result"] for e in EXERCISES] == ["fail"] * 3, got
+    assert "values differ" in got["one_hot"]["message"]
+    assert "values differ" in got["causal_mask"]["message"]
+    assert "encode (test 1 of 5)[0]: got int 0, expected" in got["encode"]["message"]
+
+
+def test_a_submission_that_kills_its_grading_process_is_a_crash_and_the_run_goes_on(graded):
+    got = results(graded, "killer/01_tiny.ipynb")
+    assert [got[e]["result"] for e in EXERCISES] == ["crash"] * 3
+    assert "was killed by signal SIGKILL" in got["encode"]["message"]
+    assert {r["result"] for r in results(graded, "alice_01_tiny.ipynb").values()} == {"pass"}
+
+
+def test_memory_beyond_the_limit_is_refused_not_fatal(graded):
+    got = results(graded, "hog/01_tiny.ipynb")
+    assert got["one_hot"]["result"] == "fail"
+    assert "memory" in got["one_hot"]["message"].lower() or "alloc" in got["one_hot"]["message"].lower()
+    assert got["causal_mask"]["result"] == got["encode"]["result"] == "pass"
+
+
+def test_duplicates_are_reported_and_the_best_file_counts(graded):
+    _, _, markdown, _, out = graded
+    assert "## Duplicates" in markdown
+    assert "dave, 01_tiny.ipynb: dave/01_tiny.ipynb counts; not counted: dave/draft/01_tiny.ipynb" in markdown
+    with open(out / "grades_wide.csv", newline="", encoding="utf-8") as f:
+        wide = {r["student"]: r for r in csv.DictReader(f)}
+    assert (wide["dave"]["total"], wide["dave"]["max_total"]) == ("4", "4")
+    assert wide["dave"]["duplicates"] == "dave/draft/01_tiny.ipynb"
+    assert wide["bob"]["total"] == "0" and wide["bob"]["01_tiny.ipynb: causal_mask"] == "0"
+    assert wide["alice"]["01_tiny.ipynb: causal_mask"] == "2"
+    feedback = (out / "feedback" / "dave.md").read_text(encoding="utf-8")
+    assert "Points: **4 of 4**" in feedback and "You handed in 2 files" in feedback
+    assert "not written yet" in (out / "feedback" / "bob.md").read_text(encoding="utf-8")
 
 
 def test_notebook_time_limit_stops_the_run(tmp_path):
@@ -286,7 +368,89 @@ def test_real_student_notebook_fails_every_exercise(tmp_path):
         assert "not written yet" in row.message
 
 
+def test_an_interrupted_run_resumes_from_its_journal(tmp_path):
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    solved = tiny_course_notebook()
+    nbformat.write(solved, reference / "01_tiny.ipynb")
+    for student in ("erin", "frank"):
+        (tmp_path / "subs" / student).mkdir(parents=True)
+        nbformat.write(solved, tmp_path / "subs" / student / "01_tiny.ipynb")
+    journal = tmp_path / "out" / grading.JOURNAL
+    first = grading.grade(tmp_path / "subs", reference, cell_timeout=30, timeout=120, journal=journal)
+    assert {r.result for r in first} == {"pass"}
+    # a run killed while writing leaves half a line: it is skipped, not trusted
+    with journal.open("a", encoding="utf-8") as f:
+        f.write('{"file": "grace/01_tiny.ipynb", "sha256": "0", "rows": [{"stud')
+    (tmp_path / "subs" / "grace").mkdir()
+    nbformat.write(student_version(solved), tmp_path / "subs" / "grace" / "01_tiny.ipynb")
+    heard = []
+    again = grading.grade(tmp_path / "subs", reference, cell_timeout=30, timeout=120, journal=journal,
+                          log=heard.append)
+    assert [line.split(":")[0] for line in heard if "graded before" in line] == [
+        "erin/01_tiny.ipynb", "frank/01_tiny.ipynb"]
+    assert [r.result for r in again if r.student == "grace"] == ["fail"] * 3
+    assert [r.row() for r in again if r.student != "grace"] == [r.row() for r in first]
+    seeds, done = grading.read_journal(journal)
+    assert len(done) == 3 and seeds is not None
+    with pytest.raises(ValueError, match="other hidden seeds"):
+        grading.grade(tmp_path / "subs", reference, journal=journal, hidden_seeds=[s + 1 for s in seeds])
+
+
 # ---- no kernel needed ------------------------------------------------------------------------
+
+
+def _recorded(tmp_path, check, fn, hidden=()):
+    """Record `fn`'s answers to `check` as a student's kernel would, → the file."""
+    from onehot2gpt.exercises import checking
+    path = tmp_path / f"answers-{len(list(tmp_path.iterdir()))}.pt"
+    checking.start_recording(path, hidden)
+    try:
+        check(fn)
+    finally:
+        checking.stop_recording()
+    return path
+
+
+def test_hidden_inputs_catch_an_answer_learned_from_the_public_ones(tmp_path):
+    from onehot2gpt.exercises import check_encode
+    from onehot2gpt.exercises.nb01 import _reference_encode
+    seen = []
+
+    def spy(tokens, stoi, unk_id):
+        seen.append((list(tokens), dict(stoi)))
+        return _reference_encode(tokens, stoi, unk_id)
+    check_encode(spy)                                  # the public inputs, as a notebook shows them
+    public = {repr(args): _reference_encode(*args, 1) for args in seen}
+
+    def memorised(tokens, stoi, unk_id):              # right only on inputs it has seen
+        return public.get(repr((list(tokens), dict(stoi))), [0])
+    check_encode(memorised)                            # passes the ordinary check
+    assert grading.replay_check("check_encode(f)", _recorded(tmp_path, check_encode, memorised)) == ("pass", "")
+    verdict, message = grading.replay_check("check_encode(f)",
+                                            _recorded(tmp_path, check_encode, memorised, [12345]), [12345])
+    assert verdict == "fail" and "hidden test" in message
+
+
+class Sneaky(__import__("torch").Tensor):
+    """A tensor subclass: pickled by reference to this module, so loading it could run code."""
+
+
+def test_answers_that_are_not_plain_data_are_not_unpickled(tmp_path):
+    import torch
+
+    from onehot2gpt.exercises import check_one_hot
+    from onehot2gpt.vocab import one_hot
+
+    path = _recorded(tmp_path, check_one_hot, lambda ids, v: one_hot(ids, v).as_subclass(Sneaky))
+    verdict, message = grading.replay_check("check_one_hot(f)", path)
+    assert verdict == "fail" and "subclass of torch.Tensor" in message
+    forged = tmp_path / "forged.pt"                    # a file with a pickled object of any class
+    torch.save({"calls": [{"name": "one_hot", "answers": [("value", Sneaky())]}]}, forged)
+    verdict, message = grading.replay_check("check_one_hot(f)", forged)
+    assert verdict == "fail" and "could not be read as plain data" in message
+    assert grading.replay_check("check_one_hot(f)", tmp_path / "missing.pt")[1].startswith("no answers")
+
 
 def test_exercise_name_comes_from_the_check_call():
     assert grading.exercise_name("check_qa_prompt(qa_prompt)") == "qa_prompt"
@@ -348,3 +512,39 @@ def test_bad_folders_say_what_to_do(tmp_path, capsys):
         grading.find_submissions(tmp_path / "empty", tmp_path / "ref")
     with pytest.raises(FileNotFoundError, match="--reference"):
         grading.find_submissions(tmp_path / "ref", tmp_path / "nowhere")
+
+
+RECORD_EVERY_REFERENCE = """
+import sys, pathlib, importlib
+from onehot2gpt import exercises
+from onehot2gpt.exercises import checking
+out = pathlib.Path(sys.argv[1])
+real = checking.check_function
+def reference_as_student(student_fn, reference_fn, *args, **kwargs):
+    return real(reference_fn, reference_fn, *args, **kwargs)
+for number in range(1, 12):
+    importlib.import_module(f"onehot2gpt.exercises.nb{number:02d}").check_function = reference_as_student
+for name in sorted(n for n in dir(exercises) if n.startswith("check_") and n != "check_function"):
+    checking.start_recording(out / f"{name}.pt", [424242])
+    getattr(exercises, name)(lambda *args: None)
+    checking.stop_recording()
+"""
+
+
+def test_every_check_replays_the_answers_of_its_reference_recorded_in_another_process(tmp_path):
+    """Every check's answers survive the trip (plain data, read back safely) and its inputs are the
+    same in the kernel's process and the grader's: the reference, recorded as if it were a
+    student's function, passes every replay, hidden seed included."""
+    import subprocess
+    import sys
+
+    from onehot2gpt import exercises
+    subprocess.run([sys.executable, "-c", RECORD_EVERY_REFERENCE, str(tmp_path)], check=True,
+                   capture_output=True, text=True)
+    names = sorted(n for n in dir(exercises) if n.startswith("check_") and n != "check_function")
+    assert len(names) >= 40
+    verdicts = {name: grading.replay_check(f"{name}(f)", tmp_path / f"{name}.pt", [424242]) for name in names}
+    assert {name: v for name, v in verdicts.items() if v != ("pass", "")} == {}
+    # and the same answers fail against other hidden inputs: the hidden seed matters
+    verdict, message = grading.replay_check("check_one_hot(f)", tmp_path / "check_one_hot.pt", [7])
+    assert verdict == "fail" and "hidden test" in message

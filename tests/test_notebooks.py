@@ -93,6 +93,43 @@ def test_student_notebook_fails_exactly_its_checks(path):
                                 f"{errors[0].ename}: {errors[0].evalue}")
 
 
+def test_nbval_lax_passes_a_solved_student_notebook_and_fails_an_unsolved_one_at_its_checks(tmp_path):
+    """What "nbval-tested assignments" means to a lecturer, with the command a student or a CI
+    runs: `pytest --nbval-lax` on the student version of notebook 01 fails at its check cells and
+    nowhere else; with the solutions filled in (the course notebook's exercise cells) it passes."""
+    import subprocess
+    import sys
+    import xml.etree.ElementTree as ET
+
+    path = notebook("01")
+    course, student = load(path), load(STUDENT_DIR / path.name)
+    solved = json.loads(json.dumps(student))
+    answers = {c.get("id"): c["source"] for c in course["cells"]}
+    for mine in solved["cells"]:
+        if "exercise" in cell_tags(mine):
+            mine["source"] = answers[mine.get("id")]
+    checks = [i for i, c in enumerate(student["cells"]) if c["cell_type"] == "code" and "check" in cell_tags(c)]
+    results = {}
+    for name, nb in (("unsolved", student), ("solved", solved)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / path.name).write_text(json.dumps(nb), encoding="utf-8")
+        report = folder / "report.xml"
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
+                              f"--junitxml={report}", "--rootdir", str(folder), str(folder / path.name)],
+                             cwd=path.parent, capture_output=True, text=True, timeout=600)
+        failed = [case.get("name") for case in ET.parse(report).iter("testcase")
+                  if case.find("failure") is not None or case.find("error") is not None]
+        results[name] = (run.returncode, failed, run.stdout[-2000:])
+    code, failed, out = results["solved"]
+    assert code == 0 and failed == [], out
+    code, failed, out = results["unsolved"]
+    assert code == 1, out
+    # nbval names an item by its position among the code cells: "Cell 3"
+    code_positions = [i for i, c in enumerate(student["cells"]) if c["cell_type"] == "code"]
+    assert sorted(int(re.search(r"\d+", f).group()) for f in failed) == [code_positions.index(i) for i in checks], out
+
+
 # -- the course builds its models (issue 14) ----------------------------------------------------
 
 def notebook(number: str) -> Path:

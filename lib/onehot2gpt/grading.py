@@ -17,28 +17,40 @@ file stem when nothing is left.
 Each submission runs cell by cell in its own kernel (the current Python environment), in an
 empty temporary working folder, so one failing cell does not stop the rest and no state is
 shared between students. The exercises are the reference notebook's check cells, named after
-the check they call (``check_qa_prompt(qa_prompt)`` → ``qa_prompt``). The grader always runs
-the *reference* check cell, at the place of the submission's own check cell (found by cell id,
-else by identical source) or, where it was deleted, right after the exercise cell; a deleted or
-edited check cell is reported. Before every check, ``onehot2gpt.exercises`` is reloaded in the
-kernel and the ``check_*`` names are bound again, so an exercise cell cannot pass by redefining
-a check.
+the check they call (``check_qa_prompt(qa_prompt)`` → ``qa_prompt``) and worth the points of the
+cell's metadata ``{"onehot2gpt": {"points": 2}}`` (1 by default). The grader always runs the
+*reference* check cell, at the place of the submission's own check cell (found by cell id, else
+by identical source) or, where it was deleted, right after the exercise cell; a deleted or edited
+check cell is reported. Before every check, ``onehot2gpt.exercises`` is reloaded in the kernel and
+the ``check_*`` names are bound again.
 
-Robustness: a cell that runs longer than ``--cell-timeout`` is interrupted (and, when it
-ignores the interrupt, the kernel is restarted and the cells that had run are run again); a
-kernel that dies is restarted the same way; when the whole notebook passes ``--timeout`` the
-checks left are reported as not run. A file that is not a notebook, or whose name matches no
-course notebook, is reported. This makes the obvious cheats hard, but it is not a sandbox:
-student code runs with your permissions, so grade untrusted files in a container.
+The verdict is reached here, not in the kernel: there the check only records the answers of the
+student's function, on the check's own inputs and on those of hidden seeds
+(:func:`onehot2gpt.exercises.checking.start_recording`), and :func:`replay_check` judges them in
+the grading process with the library's reference and comparison. Patching anything in the kernel
+can only spoil the recorded answers.
+
+Robustness: each submission is graded by a process of its own (``--jobs`` at a time), in a session
+of its own, with a private HOME and a memory limit; a cell that runs longer than
+``--cell-timeout`` is interrupted (and, when it ignores the interrupt, the kernel is restarted and
+the cells that had run are run again); a kernel that dies is restarted the same way; when the
+whole notebook passes ``--timeout`` the checks left are reported as not run; a submission that
+kills its grading process is reported as a crash. Each graded submission goes to the journal
+``results.jsonl`` at once, and a run that finds the journal grades only what is left. A file that
+is not a notebook, or whose name matches no course notebook, is reported. This is not a sandbox:
+student code runs with your permissions and your network, so grade untrusted files in a container.
 
 Output, in ``--out`` (default: the submissions folder):
 
-* ``grades.csv``: one row per (submission, exercise) with the columns ``student, notebook,
-  file, exercise, result, check_cell, message``. ``result`` is ``pass``, ``fail``, ``timeout``,
-  ``crash`` (the kernel died), ``not run`` or ``error`` (the submission could not be graded);
-  ``check_cell`` is ``ok``, ``modified`` or ``missing``; ``message`` is one line, e.g. the first
-  line of the check's AssertionError and its hint.
-* ``grades.md``: a summary table (passed/total per submission), then one table per submission.
+* ``grades.csv``: one row per (submission, exercise) with the columns ``student, notebook, file,
+  exercise, result, check_cell, message, points, max_points``. ``result`` is ``pass``, ``fail``,
+  ``timeout``, ``crash`` (the kernel or the grading process died), ``not run`` or ``error`` (the
+  submission could not be graded); ``check_cell`` is ``ok``, ``modified`` or ``missing``;
+  ``message`` is one line, e.g. the first line of the check's AssertionError and its hint.
+* ``grades.md``: a summary table (passed and points per submission), the duplicates (a student
+  with several files for one notebook: the best-graded counts), then one table per submission.
+* ``grades_wide.csv``: one row per student for an LMS: total, maximum, one column per exercise.
+* ``feedback/<student>.md``: one file per student.
 """
 
 from __future__ import annotations
@@ -68,7 +80,8 @@ except ImportError as exc:  # these come with the test extra, not with the libra
     raise ImportError(f"grading needs nbclient, nbformat and ipykernel ({exc}): "
                       "pip install -e '.[test]'") from exc
 
-CSV_COLUMNS = ("student", "notebook", "file", "exercise", "result", "check_cell", "message")
+CSV_COLUMNS = ("student", "notebook", "file", "exercise", "result", "check_cell", "message", "points",
+               "max_points")
 RESULTS = ("pass", "fail", "timeout", "crash", "not run", "error")
 MAX_RESTARTS = 2         # kernel restarts per submission before the remaining checks are given up
 PROBE_SECONDS = 2        # after interrupting a cell: how long the kernel may take to answer again
@@ -92,10 +105,24 @@ class ExerciseResult:
     result: str        # one of RESULTS
     check_cell: str    # "ok", "modified", "missing" or "" when unknown
     message: str       # one line; "" for a pass
+    points: float = 0.0       # earned: the exercise's points for a pass, else 0
+    max_points: float = 0.0   # the exercise's points (the check cell's metadata; 1 by default)
 
     def row(self) -> dict[str, str]:
         """The result as a dict keyed by CSV_COLUMNS."""
-        return {name: getattr(self, name) for name in CSV_COLUMNS}
+        return {name: _number(v) if isinstance(v := getattr(self, name), float) else v
+                for name in CSV_COLUMNS}
+
+    @classmethod
+    def from_row(cls, row: dict) -> "ExerciseResult":
+        """The inverse of :meth:`row` (reading grades.csv or the journal)."""
+        return cls(**{name: float(row.get(name) or 0) if name in ("points", "max_points") else
+                      str(row.get(name, "")) for name in CSV_COLUMNS})
+
+
+def _number(x: float) -> str:
+    """1.0 → "1", 0.5 → "0.5"."""
+    return f"{x:g}"
 
 
 @dataclass(frozen=True)
@@ -106,6 +133,7 @@ class ReferenceCheck:
     cell_id: str | None
     anchors: tuple[tuple[str | None, str], ...]  # (id, first line) of the code cells before it,
                                                   # nearest first: where to put it if deleted
+    points: float = 1.0              # the cell's metadata {"onehot2gpt": {"points": …}}, else 1
 
 
 @dataclass(frozen=True)
@@ -170,9 +198,20 @@ def reference_checks(notebook) -> list[ReferenceCheck]:
             seen[name] = seen.get(name, 0) + 1
             if seen[name] > 1:
                 name = f"{name} ({seen[name]})"
-            checks.append(ReferenceCheck(name, source, cell.get("id"), tuple(reversed(earlier))))
+            checks.append(ReferenceCheck(name, source, cell.get("id"), tuple(reversed(earlier)),
+                                         check_points(cell, number)))
         earlier.append((cell.get("id"), _first_line(source)))
     return checks
+
+
+def check_points(cell, number: int = 0) -> float:
+    """The points of a check cell: its metadata ``{"onehot2gpt": {"points": 2}}``, 1 when absent.
+    Raises ValueError for anything but a number ≥ 0."""
+    meta = cell.get("metadata", {}).get("onehot2gpt", {})
+    points = meta.get("points", 1) if isinstance(meta, dict) else 1
+    if isinstance(points, bool) or not isinstance(points, (int, float)) or not math.isfinite(points) or points < 0:
+        raise ValueError(f"check cell {number}: metadata onehot2gpt.points must be a number ≥ 0, got {points!r}")
+    return float(points)
 
 
 def match_reference(file_name: str, reference_names: list[str]) -> str | None:
@@ -286,9 +325,11 @@ def plan_cells(notebook, checks: list[ReferenceCheck]) -> tuple[list[_Step], lis
     return steps, status
 
 
-def _check_prelude(check_source: str) -> str:
+def _check_prelude(check_source: str, answers: str | Path | None = None, hidden_seeds=()) -> str:
     """Code run just before a reference check: reload the exercises module and bind again the
-    check names the cell uses, so that a check_* redefined by the student cannot stand in."""
+    check names the cell uses, so that a check_* redefined by the student cannot stand in; with
+    `answers`, make the checks record the student's answers to that file (and for the inputs of
+    `hidden_seeds` too) instead of judging them in the kernel."""
     from . import exercises
     names = sorted(n for n in set(_CHECK_CALL.findall(check_source)) if hasattr(exercises, n))
     # The checks live in submodules (checking, nb01 … nb11): reload those first, in name order so
@@ -301,7 +342,64 @@ def _check_prelude(check_source: str) -> str:
              "_grading_exercises = _grading_importlib.reload(_grading_sys.modules['onehot2gpt.exercises'])"]
     lines += [f"{name} = _grading_exercises.{name}" for name in names]
     lines.append("del _grading_importlib, _grading_sys, _grading_exercises, _grading_name")
+    if answers is not None:   # the checks record the student's answers; the grader judges them
+        lines += ["import onehot2gpt.exercises.checking as _grading_checking",
+                  f"_grading_checking.start_recording({str(answers)!r}, {[int(s) for s in hidden_seeds]!r})",
+                  "del _grading_checking"]
     return "\n".join(lines) + "\n"
+
+
+_STOP_RECORDING = ("import onehot2gpt.exercises.checking as _grading_checking\n"
+                   "_grading_checking.stop_recording()\ndel _grading_checking\n")
+
+
+def check_calls(check_source: str) -> list[str]:
+    """The ``check_*`` functions a check cell calls, in order (``check_one_hot(my_one_hot)`` →
+    ``["check_one_hot"]``); only names that :mod:`onehot2gpt.exercises` defines."""
+    from . import exercises
+    try:
+        calls = [node for node in ast.walk(ast.parse(check_source))
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                 and node.func.id.startswith("check_")]
+        names = [node.func.id for node in sorted(calls, key=lambda n: (n.lineno, n.col_offset))]
+    except SyntaxError:
+        names = re.findall(r"\b(check_\w+)\s*\(", check_source)
+    return [name for name in names if callable(getattr(exercises, name, None))]
+
+
+def _not_called(*args, **kwargs):
+    """Stands in for the student's function in a replay: the grader never runs student code."""
+    return None
+
+
+def replay_check(check_source: str, answers: str | Path, hidden_seeds=()) -> tuple[str, str]:
+    """The verdict on a check cell, reached in this process from the answers the student's kernel
+    recorded (see :mod:`onehot2gpt.exercises.checking`): the cell's checks run again here, with the
+    library's own reference and comparison, on the same inputs and those of `hidden_seeds` →
+    ``("pass", "")`` or ``("fail", one-line message)``."""
+    import contextlib
+    import io
+
+    from . import exercises
+    from .exercises import checking
+
+    names = check_calls(check_source)
+    if not names:
+        return "fail", "the check cell calls no check of onehot2gpt.exercises"
+    try:
+        calls = checking.read_recording(answers)
+    except ValueError as exc:
+        return "fail", str(exc)
+    checking.reset_attempts()
+    try:
+        with checking.replaying(calls, hidden_seeds), contextlib.redirect_stdout(io.StringIO()):
+            for name in names:
+                getattr(exercises, name)(_not_called)
+    except Exception as exc:  # the check's verdict (AssertionError) or its report of bad answers
+        return "fail", one_line(type(exc).__name__, str(exc))
+    finally:
+        checking.reset_attempts()
+    return "pass", ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -360,8 +458,9 @@ class _Run:
     """One submission's steps in one kernel, restarting it when it hangs or dies."""
 
     def __init__(self, steps: list[_Step], n_checks: int, workdir: str, cell_timeout: float,
-                 timeout: float):
+                 timeout: float, answers_dir: str | None = None, hidden_seeds=()):
         self.steps, self.workdir = steps, workdir
+        self.answers_dir, self.hidden_seeds = answers_dir or workdir, tuple(hidden_seeds)
         self.cell_timeout, self.timeout = cell_timeout, timeout
         self.results: list[tuple[str, str] | None] = [None] * n_checks
         self.deadline = time.monotonic() + timeout
@@ -457,11 +556,14 @@ class _Run:
                 self._out_of_time(f"before {step.label}")
                 return len(self.steps), False
             limit = min(self.cell_timeout, left)
-            source = step.source
+            source, answers = step.source, None
             if step.check is not None:
-                source = _check_prelude(source) + source
+                answers = Path(self.answers_dir) / f"answers-{position}-{secrets.token_hex(4)}.pt"
+                source = _check_prelude(source, answers, self.hidden_seeds) + source
             outcome = await self._execute(client, source, limit)
-            self._record(position, step, outcome, limit)
+            if answers is not None and outcome.status in ("ok", "error"):
+                await self._execute(client, _STOP_RECORDING, PROBE_SECONDS)
+            self._record(position, step, outcome, limit, answers)
             position += 1
             if outcome.status == "dead":
                 return position, True
@@ -498,7 +600,8 @@ class _Run:
             return section[-1]
         return earlier[0] if earlier and undefined else ("", "")
 
-    def _record(self, position: int, step: _Step, outcome: _Outcome, limit: float) -> None:
+    def _record(self, position: int, step: _Step, outcome: _Outcome, limit: float,
+                answers: Path | None = None) -> None:
         what = step.label if step.check is None else "the check"
         if limit >= self.cell_timeout:
             timed_out = f"{what} timed out after {limit:g} s and was interrupted"
@@ -514,14 +617,20 @@ class _Run:
             else:
                 self.problems.append((position, outcome.status, texts[outcome.status]))
             return
-        if outcome.status == "ok":
-            self.results[step.check] = ("pass", "")
-        elif outcome.status in ("timeout", "dead"):
+        if outcome.status in ("timeout", "dead"):
             self.results[step.check] = (_RESULT_OF[outcome.status], texts[outcome.status])
-        else:
-            status, context = self._context(position, "NameError" in outcome.message)
-            message = f"{context}; then {outcome.message}" if context else outcome.message
-            self.results[step.check] = (_RESULT_OF.get(status, "fail"), message)
+            return
+        # The verdict: the recorded answers judged here, never what the kernel printed or raised.
+        verdict = replay_check(step.source, answers, self.hidden_seeds) if answers else ("fail", "")
+        if verdict[0] == "pass":
+            self.results[step.check] = verdict
+            return
+        # the check did not get to the answers (say why), or judged them wrong; either way the
+        # problem just before it (a cell that failed, timed out or crashed) may explain it
+        message = outcome.message if outcome.status == "error" else verdict[1]
+        status, context = self._context(position, "NameError" in message)
+        message = f"{context}; then {message}" if context else message
+        self.results[step.check] = (_RESULT_OF.get(status, "fail"), message)
 
 
 _RESULT_OF = {"timeout": "timeout", "dead": "crash"}   # a check's result after such a problem
@@ -542,23 +651,26 @@ def _read_notebook(path: Path):
 
 
 def grade_submission(submission: Submission, *, cell_timeout: float = 300,
-                     timeout: float = 1800) -> list[ExerciseResult]:
+                     timeout: float = 1800, hidden_seeds=()) -> list[ExerciseResult]:
     """Run one submission in a fresh kernel and grade it: one ExerciseResult per check cell of
     its course notebook (one row with result ``error`` when there is no course notebook or it
-    cannot be read). Never raises for a broken submission."""
+    cannot be read). The checks also run on the inputs of `hidden_seeds`. Never raises for a
+    broken submission. (This runs the kernel as a child of this process: :func:`grade` runs each
+    submission in a process of its own.)"""
     try:
-        return _grade_submission(submission, cell_timeout, timeout)
+        return _grade_submission(submission, cell_timeout, timeout, tuple(hidden_seeds))
     except Exception as exc:  # a grader bug must not end the run for everyone else
         message = f"grader error: {one_line(type(exc).__name__, str(exc))}"
         return [ExerciseResult(submission.student, submission.path.name, submission.file, "",
                                "error", "", message)]
 
 
-def _grade_submission(submission: Submission, cell_timeout: float,
-                      timeout: float) -> list[ExerciseResult]:
+def _grade_submission(submission: Submission, cell_timeout: float, timeout: float,
+                      hidden_seeds: tuple[int, ...] = ()) -> list[ExerciseResult]:
     def rows(results, status=None):
         return [ExerciseResult(submission.student, notebook_name, submission.file, check.name,
-                               result, status[k] if status else "", message)
+                               result, status[k] if status else "", message,
+                               check.points if result == "pass" else 0.0, check.points)
                 for k, (check, (result, message)) in enumerate(zip(checks, results))]
 
     notebook_name = submission.reference.name if submission.reference else submission.path.name
@@ -579,8 +691,9 @@ def _grade_submission(submission: Submission, cell_timeout: float,
     except ValueError as exc:
         return rows([("error", str(exc))] * len(checks))
     steps, status = plan_cells(notebook, checks)
-    with tempfile.TemporaryDirectory(prefix="onehot2gpt-grading-") as workdir:
-        run = _Run(steps, len(checks), workdir, cell_timeout, timeout)
+    with tempfile.TemporaryDirectory(prefix="onehot2gpt-grading-") as workdir, \
+            tempfile.TemporaryDirectory(prefix="onehot2gpt-answers-") as answers_dir:
+        run = _Run(steps, len(checks), workdir, cell_timeout, timeout, answers_dir, hidden_seeds)
         try:
             run_sync(run.run)()
         except Exception as exc:  # the kernel would not start, or a grader bug: report, go on
@@ -600,22 +713,265 @@ def _grade_submission(submission: Submission, cell_timeout: float,
     return rows(results, status)
 
 
+# --------------------------------------------------------------------------------------------
+# A class: one process per submission, several at a time, a journal to resume from
+# --------------------------------------------------------------------------------------------
+
+WORKER_GRACE = 120        # seconds a submission's process may take beyond --timeout (start-up, replays)
+MEMORY_GB = 8.0           # address space for a submission's process and its kernel (RLIMIT_AS)
+JOURNAL = "results.jsonl"
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _file_rows(submission: Submission, result: str, message: str) -> list[ExerciseResult]:
+    """Every exercise of the submission's course notebook with one result (or one file row)."""
+    notebook = submission.reference.name if submission.reference else submission.path.name
+    try:
+        checks = reference_checks(_read_notebook(submission.reference)) if submission.reference else []
+    except ValueError:
+        checks = []
+    if not checks:
+        return [ExerciseResult(submission.student, notebook, submission.file, "", result, "", message)]
+    return [ExerciseResult(submission.student, notebook, submission.file, c.name, result, "", message,
+                           0.0, c.points) for c in checks]
+
+
+def _limit_resources(memory_gb: float | None) -> list[str]:
+    """Limit this process (and the kernel it starts) to `memory_gb` of address space; → what was
+    limited, for the report."""
+    done = []
+    try:
+        import resource
+        if memory_gb:
+            limit = int(memory_gb * 2**30)
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            done.append(f"{memory_gb:g} GB of memory")
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ImportError, ValueError, OSError):   # not POSIX, or the limit is above the hard one
+        pass
+    return done
+
+
+def _worker(spec_path: str) -> int:
+    """``python -m onehot2gpt.grading --worker SPEC``: grade one submission in this process (its
+    kernel a child of it) and write the rows to the spec's result file."""
+    import json
+    import os
+    import shutil
+
+    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    _limit_resources(spec.get("memory_gb"))
+    home = tempfile.mkdtemp(prefix="onehot2gpt-home-")       # a private HOME for the kernel
+    os.environ.update(HOME=home, IPYTHONDIR=str(Path(home) / ".ipython"),
+                      MPLCONFIGDIR=str(Path(home) / ".matplotlib"), **spec.get("env", {}))
+    try:
+        sub = spec["submission"]
+        submission = Submission(Path(sub["path"]), sub["file"], sub["student"],
+                                Path(sub["reference"]) if sub["reference"] else None)
+        rows = grade_submission(submission, cell_timeout=spec["cell_timeout"], timeout=spec["timeout"],
+                                hidden_seeds=spec["hidden_seeds"])
+        out = Path(spec["result"])
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps([r.row() for r in rows]), encoding="utf-8")
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return 0
+
+
+class _Workers:
+    """Starts one grading process per submission, each in a session of its own (so that a
+    submission killing its process group reaches no one else), and kills what is left of it."""
+
+    def __init__(self):
+        import threading
+        self.running: set = set()
+        self.lock = threading.Lock()
+
+    def run(self, submission: Submission, *, cell_timeout: float, timeout: float, hidden_seeds,
+            memory_gb: float | None, threads: int | None) -> list[ExerciseResult]:
+        import json
+        import os
+        import signal
+
+        from .data import cache_dir
+
+        with tempfile.TemporaryDirectory(prefix="onehot2gpt-worker-") as tmp:
+            result = Path(tmp) / "rows.json"
+            env = {"ONEHOT2GPT_CACHE": str(cache_dir())}
+            if threads:
+                env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+            spec = {"submission": {"path": str(submission.path), "file": submission.file,
+                                   "student": submission.student,
+                                   "reference": str(submission.reference) if submission.reference else ""},
+                    "cell_timeout": cell_timeout, "timeout": timeout, "hidden_seeds": list(hidden_seeds),
+                    "memory_gb": memory_gb, "result": str(result), "env": env}
+            spec_path = Path(tmp) / "spec.json"
+            spec_path.write_text(json.dumps(spec), encoding="utf-8")
+            proc = subprocess.Popen([sys.executable, "-m", "onehot2gpt.grading", "--worker", str(spec_path)],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
+            with self.lock:
+                self.running.add(proc)
+            timed_out = False
+            try:
+                proc.wait(timeout=timeout + WORKER_GRACE)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            finally:
+                self._kill(proc)
+                with self.lock:
+                    self.running.discard(proc)
+            try:
+                return [ExerciseResult.from_row(r) for r in json.loads(result.read_text(encoding="utf-8"))]
+            except (OSError, ValueError, TypeError):
+                pass
+        if timed_out:
+            return _file_rows(submission, "timeout", f"grading this submission took longer than "
+                              f"{timeout + WORKER_GRACE:g} s (--timeout plus {WORKER_GRACE} s) and was stopped")
+        code = proc.returncode
+        how = (f"was killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
+               else f"ended with exit code {code}")
+        return _file_rows(submission, "crash", f"the process grading this submission {how} before it "
+                          "finished (did the submission kill its kernel's parent, or run out of memory?)")
+
+    def _kill(self, proc) -> None:
+        """Kill the process's whole session: the grading process and its kernel."""
+        import os
+        import signal
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def kill_all(self) -> None:
+        with self.lock:
+            running = list(self.running)
+        for proc in running:
+            self._kill(proc)
+
+
+def read_journal(path: str | Path) -> tuple[tuple[int, ...] | None, dict[tuple[str, str], list[ExerciseResult]]]:
+    """A journal written by :func:`grade` → (its hidden seeds, {(file, sha256): rows}). Lines that
+    cannot be read (a run killed mid-write) are skipped: those submissions are graded again."""
+    import json
+    seeds, done = None, {}
+    path = Path(path)
+    if not path.exists():
+        return None, {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+            if "hidden_seeds" in entry and "file" not in entry:
+                seeds = tuple(int(x) for x in entry["hidden_seeds"])
+            else:
+                done[(entry["file"], entry["sha256"])] = [ExerciseResult.from_row(r) for r in entry["rows"]]
+        except (ValueError, KeyError, TypeError):
+            continue
+    return seeds, done
+
+
+def _append(path: Path, entry: dict) -> None:
+    import json
+    import os
+    with path.open("a+", encoding="utf-8") as f:
+        f.seek(0, 2)
+        if f.tell():                     # a run killed mid-line left no line break: start a new line
+            f.seek(f.tell() - 1)
+            if f.read(1) != "\n":
+                f.write("\n")
+        f.write(json.dumps(entry) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def grade(submissions_dir: str | Path, reference_dir: str | Path = "notebooks", *,
-          cell_timeout: float = 300, timeout: float = 1800, log=None) -> list[ExerciseResult]:
+          cell_timeout: float = 300, timeout: float = 1800, log=None, jobs: int = 1,
+          hidden_seeds=None, journal: str | Path | None = None, memory_gb: float | None = MEMORY_GB,
+          on_result=None) -> list[ExerciseResult]:
     """Grade every notebook under `submissions_dir` against the course notebooks in
-    `reference_dir`, one fresh kernel each; `log(text)` (e.g. print) hears one line per
-    submission. Returns all ExerciseResults in submission order."""
-    results = []
-    for submission in find_submissions(submissions_dir, reference_dir):
+    `reference_dir` → all ExerciseResults, in submission order.
+
+    Each submission runs in a process of its own (its kernel a child of it, in a session of its
+    own, limited to `memory_gb` of memory, with a private HOME), `jobs` at a time. A submission
+    that kills its process or its kernel is reported as a ``crash``; one that outlives
+    `timeout` plus :data:`WORKER_GRACE` as a ``timeout``; the run goes on. The checks also run on
+    the inputs of `hidden_seeds` (default: one random seed, or the journal's). With `journal`
+    (a ``.jsonl`` file), every graded submission is appended as soon as it is done, and a run
+    that finds the file takes the submissions graded before (same file, same contents) from it:
+    an interrupted run resumes. `log(text)` hears one line per submission; `on_result(results)`
+    is called with the results so far after each one."""
+    import concurrent.futures
+    import os
+
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a whole number ≥ 1, got {jobs!r}")
+    submissions = find_submissions(submissions_dir, reference_dir)
+    done: dict = {}
+    if journal is not None:
+        journal = Path(journal)
+        recorded, done = read_journal(journal)
+        if hidden_seeds is None:
+            hidden_seeds = recorded
+        elif recorded is not None and done and tuple(hidden_seeds) != recorded:
+            raise ValueError(f"{journal} holds grades made with other hidden seeds {list(recorded)}: "
+                             f"grade with the same --hidden-seed, or delete the file to start afresh")
+    if hidden_seeds is None:
+        hidden_seeds = (secrets.randbelow(2**31 - 2) + 1,)
+    hidden_seeds = tuple(int(x) for x in hidden_seeds)
+    if journal is not None and not journal.exists():
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        _append(journal, {"hidden_seeds": list(hidden_seeds)})
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    results: dict[int, list[ExerciseResult]] = {}
+    todo = []
+    for i, submission in enumerate(submissions):
+        key = (submission.file, _sha256(submission.path))
+        if key in done:
+            results[i] = done[key]
+            if log:
+                log(f"{submission.file}: graded before ({journal.name}), not run again")
+        else:
+            todo.append((i, submission, key))
+    workers = _Workers()
+    import threading
+    lock = threading.Lock()
+
+    def one(item):
+        i, submission, key = item
         start = time.monotonic()
-        rows = grade_submission(submission, cell_timeout=cell_timeout, timeout=timeout)
-        results += rows
-        if log:
-            passed = sum(r.result == "pass" for r in rows)
-            total = sum(1 for r in rows if r.exercise)
-            summary = f"{passed}/{total} passed" if total else f"error: {rows[0].message}"
-            log(f"{submission.file}: {summary} ({time.monotonic() - start:.1f} s)")
-    return results
+        rows = workers.run(submission, cell_timeout=cell_timeout, timeout=timeout,
+                           hidden_seeds=hidden_seeds, memory_gb=memory_gb, threads=threads)
+        with lock:
+            results[i] = rows
+            if journal is not None:
+                _append(journal, {"file": key[0], "sha256": key[1], "rows": [r.row() for r in rows]})
+            if log:
+                passed = sum(r.result == "pass" for r in rows)
+                total = sum(1 for r in rows if r.exercise)
+                summary = f"{passed}/{total} passed" if total else f"{rows[0].result}: {rows[0].message}"
+                log(f"{submission.file}: {summary} ({time.monotonic() - start:.1f} s)")
+            if on_result:
+                on_result([r for k in sorted(results) for r in results[k]])
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
+    try:
+        for future in [pool.submit(one, item) for item in todo]:
+            future.result()
+    except BaseException:           # Ctrl-C: stop every grading process, keep the journal
+        workers.kill_all()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return [r for i in sorted(results) for r in results[i]]
 
 
 # --------------------------------------------------------------------------------------------
@@ -637,13 +993,35 @@ def write_csv(results: list[ExerciseResult], path: str | Path) -> Path:
     return path
 
 
+def duplicates(results: list[ExerciseResult]) -> dict[tuple[str, str], list[str]]:
+    """{(student, notebook): files} for every student with more than one file for a notebook
+    (a folder and a draft subfolder, a prefixed copy, …), files best-graded first: the first is
+    the one that counts."""
+    files: dict[tuple[str, str], dict[str, float]] = {}
+    for r in results:
+        if r.exercise:
+            score = files.setdefault((r.student, r.notebook), {})
+            score[r.file] = score.get(r.file, 0.0) + r.points
+    return {key: sorted(scores, key=lambda f: (-scores[f], f)) for key, scores in files.items()
+            if len(scores) > 1}
+
+
+def _counted(results: list[ExerciseResult]) -> list[ExerciseResult]:
+    """The rows that count: for a duplicated (student, notebook), only the best-graded file's."""
+    dropped = {f for files in duplicates(results).values() for f in files[1:]}
+    return [r for r in results if r.file not in dropped]
+
+
 def markdown_report(results: list[ExerciseResult], settings: str = "") -> str:
-    """A Markdown summary: passed/total per submission, then one table per submission."""
+    """A Markdown summary: passed/total and points per submission, duplicates, then one table per
+    submission."""
     by_file: dict[str, list[ExerciseResult]] = {}
     for r in results:
         by_file.setdefault(r.file, []).append(r)
+    twins = duplicates(results)
+    not_counted = {f: files[0] for files in twins.values() for f in files[1:]}
     lines = ["# Grades", ""] + ([settings, ""] if settings else [])
-    lines += ["| student | notebook | passed | problems |", "|---|---|---|---|"]
+    lines += ["| student | notebook | passed | points | problems |", "|---|---|---|---|---|"]
     for file, rows in by_file.items():
         exercises = [r for r in rows if r.exercise]
         passed = sum(r.result == "pass" for r in exercises)
@@ -652,62 +1030,168 @@ def markdown_report(results: list[ExerciseResult], settings: str = "") -> str:
         problems += [f"{sum(r.result == s for r in exercises)} {s}"
                      for s in ("timeout", "crash", "not run")
                      if any(r.result == s for r in exercises)]
-        if any(r.result == "error" for r in rows):
-            problems.insert(0, next(r.message for r in rows if r.result == "error"))
+        if any(r.result in ("error", "crash", "timeout") for r in rows if not r.exercise) or \
+                any(r.result == "error" for r in rows):
+            problems.insert(0, next(r.message for r in rows if r.result in ("error", "crash", "timeout")))
+        if file in not_counted:
+            problems.insert(0, f"duplicate: not counted, {not_counted[file]} counts")
         score = f"{passed}/{len(exercises)}" if exercises else "–"
-        lines.append(f"| {_cell(rows[0].student)} | {_cell(rows[0].notebook)} | {score} | "
+        points = (f"{_number(sum(r.points for r in exercises))}/{_number(sum(r.max_points for r in exercises))}"
+                  if exercises else "–")
+        lines.append(f"| {_cell(rows[0].student)} | {_cell(rows[0].notebook)} | {score} | {points} | "
                      f"{_cell('; '.join(problems))} |")
+    if twins:
+        lines += ["", "## Duplicates", "",
+                  "These students handed in more than one file for a notebook; the best-graded one "
+                  "counts in grades_wide.csv and the feedback, and the others are listed here:", ""]
+        for (student, notebook), files in twins.items():
+            lines.append(f"* {_cell(student)}, {_cell(notebook)}: {_cell(files[0])} counts; "
+                         f"not counted: {_cell(', '.join(files[1:]))}")
     mark = {"pass": "✓ pass", "fail": "✗ fail"}
     for file, rows in by_file.items():
         lines += ["", f"## {rows[0].student}: {file}", "",
-                  "| exercise | result | check cell | message |", "|---|---|---|---|"]
+                  "| exercise | result | points | check cell | message |", "|---|---|---|---|---|"]
         for r in rows:
-            lines.append(f"| {_cell(r.exercise or '(file)')} | {mark.get(r.result, r.result)} | "
+            pts = f"{_number(r.points)}/{_number(r.max_points)}" if r.exercise else ""
+            lines.append(f"| {_cell(r.exercise or '(file)')} | {mark.get(r.result, r.result)} | {pts} | "
                          f"{r.check_cell} | {_cell(r.message)} |")
     return "\n".join(lines) + "\n"
 
 
+def write_wide_csv(results: list[ExerciseResult], path: str | Path) -> Path:
+    """One row per student, ready for an LMS import: ``student, total, max_total``, then one column
+    per exercise (``"01_onehot.ipynb: one_hot"``, points earned; every exercise of every notebook
+    graded in this run, 0 where the student handed nothing in), ``files`` (counted) and
+    ``duplicates`` (handed in, not counted)."""
+    counted = _counted(results)
+    columns: dict[str, float] = {}
+    for r in counted:
+        if r.exercise:
+            columns.setdefault(f"{r.notebook}: {r.exercise}", r.max_points)
+    students = sorted({r.student for r in results})
+    twins = duplicates(results)
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", "total", "max_total", *columns, "files", "duplicates"])
+        for student in students:
+            earned = {f"{r.notebook}: {r.exercise}": r.points for r in counted
+                      if r.student == student and r.exercise}
+            files = sorted({r.file for r in counted if r.student == student})
+            extra = sorted(f for (s, _), fs in twins.items() if s == student for f in fs[1:])
+            writer.writerow([student, _number(sum(earned.values())), _number(sum(columns.values())),
+                             *(_number(earned.get(c, 0.0)) for c in columns), "; ".join(files), "; ".join(extra)])
+    return path
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "student"
+
+
+def write_feedback(results: list[ExerciseResult], folder: str | Path) -> Path:
+    """One Markdown file per student (``feedback/<student>.md``): per notebook the points, each
+    exercise's result and what to look at; duplicates named. The lecturer hands these out."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    counted = _counted(results)
+    twins = duplicates(results)
+    used: dict[str, str] = {}
+    for student in sorted({r.student for r in results}):
+        name = _safe_name(student)
+        while name in used.values():
+            name += "_"
+        used[student] = name
+        rows = [r for r in counted if r.student == student]
+        lines = [f"# Feedback for {student}", ""]
+        total, most = sum(r.points for r in rows if r.exercise), sum(r.max_points for r in rows if r.exercise)
+        lines += [f"Points: **{_number(total)} of {_number(most)}**.", ""]
+        for notebook in dict.fromkeys(r.notebook for r in rows):
+            mine = [r for r in rows if r.notebook == notebook]
+            lines += [f"## {notebook} ({mine[0].file})", ""]
+            for (s, nb), files in twins.items():
+                if s == student and nb == notebook:
+                    lines += [f"You handed in {len(files)} files for this notebook; {files[0]} is graded "
+                              f"(not: {', '.join(files[1:])}).", ""]
+            lines += ["| exercise | result | points | what to look at |", "|---|---|---|---|"]
+            for r in mine:
+                pts = f"{_number(r.points)}/{_number(r.max_points)}" if r.exercise else ""
+                lines.append(f"| {_cell(r.exercise or '(file)')} | {r.result} | {pts} | {_cell(r.message)} |")
+            lines.append("")
+        (folder / f"{name}.md").write_text("\n".join(lines), encoding="utf-8")
+    return folder
+
+
 def write_reports(results: list[ExerciseResult], out_dir: str | Path,
-                  settings: str = "") -> tuple[Path, Path]:
-    """Write ``grades.csv`` and ``grades.md`` into `out_dir` (created if needed)."""
+                  settings: str = "") -> tuple[Path, Path, Path, Path]:
+    """Write ``grades.csv`` (one row per exercise), ``grades.md`` (the lecturer's summary),
+    ``grades_wide.csv`` (one row per student, for the LMS) and ``feedback/`` (one file per
+    student) into `out_dir` (created if needed)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     md = out_dir / "grades.md"
     md.write_text(markdown_report(results, settings), encoding="utf-8")
-    return write_csv(results, out_dir / "grades.csv"), md
+    return (write_csv(results, out_dir / "grades.csv"), md, write_wide_csv(results, out_dir / "grades_wide.csv"),
+            write_feedback(results, out_dir / "feedback"))
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: grade a folder of submissions, write grades.csv and grades.md."""
+    """Command line: grade a folder of submissions, write the reports."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) == 2 and argv[0] == "--worker":
+        return _worker(argv[1])
     parser = argparse.ArgumentParser(
         prog="python -m onehot2gpt.grading",
-        description="Run submitted student notebooks in fresh kernels and report which checked "
-                    "exercises pass (grades.csv, grades.md).")
+        description="Run submitted student notebooks in fresh kernels, one process each, and grade "
+                    "their checked exercises (grades.csv, grades.md, grades_wide.csv, feedback/).")
     parser.add_argument("submissions", help="folder of submitted .ipynb files, searched "
                         "recursively; the first subfolder names the student")
     parser.add_argument("--reference", default="notebooks",
                         help="folder of the solved course notebooks (default: notebooks)")
-    parser.add_argument("--out", help="where to write grades.csv and grades.md "
+    parser.add_argument("--out", help="where to write the reports and the journal "
                         "(default: the submissions folder)")
     parser.add_argument("--timeout", type=float, default=1800,
                         help="seconds for a whole notebook (default: 1800)")
     parser.add_argument("--cell-timeout", type=float, default=300,
                         help="seconds for one cell before it is interrupted (default: 300)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="submissions graded at the same time (default: 1); each gets the "
+                             "machine's cores divided by this")
+    parser.add_argument("--hidden-seed", type=int, action="append",
+                        help="seed of hidden test inputs, never in the student notebooks (repeat for "
+                             "more; default: one random seed, kept in the journal so a resumed run "
+                             "uses it again)")
+    parser.add_argument("--memory-gb", type=float, default=MEMORY_GB,
+                        help=f"memory for each submission's process and kernel (default: {MEMORY_GB:g}; "
+                             "0 for no limit)")
+    parser.add_argument("--fresh", action="store_true",
+                        help=f"grade everything again, ignoring the journal ({JOURNAL}) of an earlier run")
     args = parser.parse_args(argv)
     if args.timeout <= 0 or args.cell_timeout <= 0:
         parser.error("--timeout and --cell-timeout must be positive numbers of seconds")
+    if args.jobs < 1:
+        parser.error("--jobs must be 1 or more")
+    if args.memory_gb < 0:
+        parser.error("--memory-gb must be 0 (no limit) or a positive number")
+    out = Path(args.out or args.submissions)
+    journal = out / JOURNAL
+    if args.fresh and journal.exists():
+        journal.unlink()
     log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    settings = (f"Graded against `{args.reference}`; limits: {args.cell_timeout:g} s a cell, "
+                f"{args.timeout:g} s a notebook, {args.memory_gb:g} GB a submission "
+                f"({'no limit' if not args.memory_gb else 'address space'}); {args.jobs} at a time.")
     try:
         results = grade(args.submissions, args.reference, cell_timeout=args.cell_timeout,
-                        timeout=args.timeout, log=log)
+                        timeout=args.timeout, log=log, jobs=args.jobs, hidden_seeds=args.hidden_seed,
+                        journal=journal, memory_gb=args.memory_gb or None,
+                        on_result=lambda so_far: write_reports(so_far, out, settings + " (in progress)"))
     except (FileNotFoundError, ValueError) as exc:
         parser.error(str(exc))
-    except KeyboardInterrupt:                 # the running kernel was shut down on the way out
-        print("interrupted: no grades written", file=sys.stderr)
+    except KeyboardInterrupt:                 # every grading process was stopped on the way out
+        print(f"interrupted: the submissions graded so far are in {journal}; run the same command "
+              "again to grade the rest", file=sys.stderr)
         return 130
-    settings = (f"Graded against `{args.reference}`; limits: {args.cell_timeout:g} s a cell, "
-                f"{args.timeout:g} s a notebook.")
-    for path in write_reports(results, args.out or args.submissions, settings):
+    for path in write_reports(results, out, settings):
         print(path)
     return 0
 

@@ -1,6 +1,16 @@
 """The checking machinery behind every exercise: compare a student's function with the library's
 reference on seeded random inputs (shape, dtype and values), and word the failure so that it names
-the concept first and gives a code-level hint only after a second wrong attempt."""
+the concept first and gives a code-level hint only after a second wrong attempt.
+
+When :mod:`onehot2gpt.grading` grades a submission, the verdict is not reached in the student's
+kernel, where the student's code could change any function (the reference, :func:`assert_same`,
+this module). There :func:`check_function` only *records*: it calls the student's function on the
+inputs of the check's own seed and of the grader's hidden seeds and saves the answers to a file
+(:func:`start_recording`). The grader then *replays* the same check in its own process, which never
+runs student code: the same inputs, the library's reference, and the recorded answers in place of
+the student's function (:func:`replaying`). Patching anything in the kernel can only spoil the
+recorded answers, never turn a wrong answer into a pass.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +19,7 @@ import copy
 import io
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
@@ -107,8 +118,11 @@ def assert_same(got, expected, name: str = "your answer", hint: str = "",
 
 def _wrong_answer(name: str, message: str, concept: str, hint: str) -> AssertionError:
     """Count a wrong attempt at `name` and word the failure (`message` is its whole first line):
-    the concept first, the code-level hint only from the second wrong attempt on."""
+    the concept first, the code-level hint only from the second wrong attempt on (always, in a
+    grader's replay: that message is the student's feedback)."""
     attempts = _WRONG_ATTEMPTS[name] = _WRONG_ATTEMPTS.get(name, 0) + 1
+    if _GRADING["mode"] == "replay":
+        attempts = HINT_AFTER
     text = message
     if concept:
         text += f"\nThink about: {concept}"
@@ -117,6 +131,112 @@ def _wrong_answer(name: str, message: str, concept: str, hint: str) -> Assertion
     elif hint:
         text += "\n(Fix it and run this check again: a more concrete hint comes after a second wrong attempt.)"
     return AssertionError(text)
+
+
+# --------------------------------------------------------------------------------------------
+# Grading: record in the student's kernel, replay in the grader's process
+# --------------------------------------------------------------------------------------------
+
+_GRADING: dict = {"mode": None, "path": None, "hidden": (), "calls": []}
+
+
+def start_recording(path: str | Path, hidden_seeds=()) -> None:
+    """Make :func:`check_function` record instead of check (used by :mod:`onehot2gpt.grading` in a
+    student's kernel): each check then calls the student's function on the inputs of its own seed
+    and of every seed in `hidden_seeds`, and saves the answers to `path` (``torch.save``, read back
+    with ``weights_only=True``) without comparing them. :func:`stop_recording` ends it."""
+    _GRADING.update(mode="record", path=Path(path), hidden=tuple(int(s) for s in hidden_seeds), calls=[])
+
+
+def stop_recording() -> None:
+    """Back to ordinary checking."""
+    _GRADING.update(mode=None, path=None, hidden=(), calls=[])
+
+
+@contextlib.contextmanager
+def replaying(calls: list, hidden_seeds=()):
+    """Within the block, :func:`check_function` compares the reference with the recorded answers
+    `calls` (what :func:`read_recording` returned) instead of calling a student's function; the
+    grader runs the check cell's ``check_*`` calls inside it, in its own process."""
+    saved = dict(_GRADING)
+    _GRADING.update(mode="replay", path=None, hidden=tuple(int(s) for s in hidden_seeds), calls=list(calls))
+    try:
+        yield
+    finally:
+        _GRADING.clear()
+        _GRADING.update(saved)
+
+
+def read_recording(path: str | Path) -> list:
+    """The answers a kernel recorded, read safely (``torch.load(weights_only=True)``: plain tensors,
+    numbers, strings, lists, tuples and dicts only). Raises ValueError with what went wrong."""
+    try:
+        record = torch.load(path, weights_only=True)
+    except FileNotFoundError:
+        raise ValueError("no answers were recorded: the check did not reach your function") from None
+    except Exception as exc:  # anything but plain data (a tensor subclass, a custom object, …)
+        raise ValueError(f"the recorded answers could not be read as plain data ({type(exc).__name__}): "
+                         "return tensors, numbers, strings, lists or dicts") from None
+    if not isinstance(record, dict) or not isinstance(record.get("calls"), list):
+        raise ValueError("the recorded answers are not in the grader's format")
+    return record["calls"]
+
+
+def _plain(x):
+    """An answer as plain data for the record: numpy scalars become Python numbers (as the check's
+    comparison treats them); containers are converted item by item; anything else is kept."""
+    if isinstance(x, (list, tuple)):
+        items = [_plain(v) for v in x]
+        return items if isinstance(x, list) else tuple(items)
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if type(x).__module__ == "numpy" and getattr(x, "ndim", None) == 0:
+        return x.item()
+    return x
+
+
+def _record(student_fn: Callable, make_inputs, name: str, seeds: list[int], trials: int) -> None:
+    """Call `student_fn` on every trial's inputs of every seed and save the answers: ("value",
+    answer), or ("raised", exception name, message) and no further calls."""
+    answers, path = [], _GRADING["path"]     # the student's function may stop the recording: kept
+    for seed in seeds:
+        gen = torch.Generator().manual_seed(seed)
+        for _ in range(trials):
+            args = make_inputs(gen)
+            try:
+                got = _plain(student_fn(*copy.deepcopy(args)))
+            except Exception as exc:  # recorded: the replay reports it like a live check would
+                answers.append(("raised", type(exc).__name__, str(exc)[:2000]))
+                break
+            buffer = io.BytesIO()
+            try:
+                torch.save(got, buffer)
+                buffer.seek(0)
+                torch.load(buffer, weights_only=True)
+            except Exception:  # not plain data: the replay says so
+                kind = type(got).__qualname__
+                answers.append(("unreadable", f"a {kind}" if not isinstance(got, torch.Tensor) else
+                                f"a {kind} (a subclass of torch.Tensor)"))
+                break
+            answers.append(("value", got))
+        else:
+            continue
+        break
+    calls = _GRADING["calls"] if _GRADING["path"] == path else []
+    calls.append({"name": name, "answers": answers})
+    torch.save({"calls": calls}, path)
+    print(f"{name}: answers recorded for grading")
+
+
+def _replayed(name: str) -> list:
+    """The recorded answers of the next check (replay mode)."""
+    if not _GRADING["calls"]:
+        raise fail(name, "no answers were recorded for this check: it did not reach your function")
+    call = _GRADING["calls"].pop(0)
+    if not isinstance(call, dict) or call.get("name") != name or not isinstance(call.get("answers"), list):
+        raise fail(name, f"the recorded answers belong to {call.get('name') if isinstance(call, dict) else '?'!r}, "
+                         f"not to this check")
+    return list(call["answers"])
 
 
 def check_function(student_fn: Callable, reference_fn: Callable,
@@ -130,32 +250,74 @@ def check_function(student_fn: Callable, reference_fn: Callable,
     Prints one line on success. On a wrong answer it raises an AssertionError that names the
     `concept` to revisit, plus what `diagnose(got, expected, *args)` recognises (a common
     mistake, in words); the code-level `hint` is added only from the second wrong attempt on.
-    An unwritten exercise (NotImplementedError) gets neither: nothing is given away."""
+    An unwritten exercise (NotImplementedError) gets neither: nothing is given away.
+
+    While grading (see the module's docstring) the trials of the grader's hidden seeds follow
+    those of `seed`; in the student's kernel the answers are only recorded."""
     if not callable(student_fn):
         raise TypeError(f"pass your function itself (without calling it), got {describe(student_fn)}")
     name = name or getattr(student_fn, "__name__", "your function")
-    gen = torch.Generator().manual_seed(seed)
-    for trial in range(trials):
-        args = make_inputs(gen)
-        expected = reference_fn(*copy.deepcopy(args))
-        try:
-            got = student_fn(*copy.deepcopy(args))
-        except NotImplementedError:
-            raise fail(name, "not written yet: replace the `raise NotImplementedError` line "
-                        "with your code, run that cell, then run this check again") from None
-        except Exception as exc:  # the student's code raised: show what and on which input
-            raise _wrong_answer(name, f"{name}: raised {type(exc).__name__}: {exc}\n  on input "
-                                f"{', '.join(describe(a) for a in args)}", concept, hint) from exc
-        try:
-            assert_same(got, expected, f"{name} (test {trial + 1} of {trials})", "", rtol, atol)
-        except AssertionError as wrong:
-            message = str(wrong)
-            found = diagnose(got, expected, *copy.deepcopy(args)) if diagnose else None
-            if found:
-                message += f"\n  Looks like: {found}"
-            raise _wrong_answer(name, message, concept, hint) from None
+    seeds = [seed, *_GRADING["hidden"]]
+    if _GRADING["mode"] == "record":
+        _record(student_fn, make_inputs, name, seeds, trials)
+        return
+    answers = _replayed(name) if _GRADING["mode"] == "replay" else None
+    for k, current in enumerate(seeds):
+        gen = torch.Generator().manual_seed(current)
+        for trial in range(trials):
+            args = make_inputs(gen)
+            expected = reference_fn(*copy.deepcopy(args))
+            label = f"test {trial + 1} of {trials}" if k == 0 else f"hidden test {trial + 1} of {trials}"
+            try:
+                if answers is None:
+                    got = student_fn(*copy.deepcopy(args))
+                else:
+                    got = _answer(answers, name)
+            except NotImplementedError:
+                raise fail(name, "not written yet: replace the `raise NotImplementedError` line "
+                            "with your code, run that cell, then run this check again") from None
+            except _Unreadable as exc:
+                raise _wrong_answer(name, f"{name}: returned {exc}, which a check cannot compare: return "
+                                    "tensors, numbers, strings, lists or dicts", concept, hint) from None
+            except Exception as exc:  # the student's code raised: show what and on which input
+                raise _wrong_answer(name, f"{name}: raised {type(exc).__name__}: {exc}\n  on input "
+                                    f"{', '.join(describe(a) for a in args)}", concept, hint) from exc
+            try:
+                assert_same(got, expected, f"{name} ({label})", "", rtol, atol)
+            except AssertionError as wrong:
+                message = str(wrong)
+                found = diagnose(got, expected, *copy.deepcopy(args)) if diagnose else None
+                if found:
+                    message += f"\n  Looks like: {found}"
+                raise _wrong_answer(name, message, concept, hint) from None
     _WRONG_ATTEMPTS.pop(name, None)
-    print(f"✓ {name}: matches the reference on {trials} random inputs")
+    hidden = f" and {trials * (len(seeds) - 1)} hidden ones" if len(seeds) > 1 else ""
+    print(f"✓ {name}: matches the reference on {trials} random inputs{hidden}")
+
+
+class _Unreadable(Exception):
+    """A recorded answer that was not plain data."""
+
+
+class _Raised(Exception):
+    """A recorded exception of the student's function, raised again in the replay."""
+
+
+def _answer(answers: list, name: str):
+    """The next recorded answer: its value, or the recorded exception raised again."""
+    if not answers:
+        raise fail(name, "fewer answers were recorded than the check asks for")
+    entry = answers.pop(0)
+    kind = entry[0] if isinstance(entry, (list, tuple)) and entry else None
+    if kind == "value" and len(entry) == 2:
+        return entry[1]
+    if kind == "raised" and len(entry) == 3:
+        if entry[1] == "NotImplementedError":
+            raise NotImplementedError
+        raise type(str(entry[1]), (_Raised,), {})(str(entry[2]))
+    if kind == "unreadable" and len(entry) == 2:
+        raise _Unreadable(str(entry[1]))
+    raise fail(name, "a recorded answer is not in the grader's format")
 
 
 def rand_int(gen: torch.Generator, low: int, high: int) -> int:
