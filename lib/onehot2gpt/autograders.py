@@ -1,0 +1,351 @@
+"""The grader on the platforms lecturers already use: a Gradescope autograder bundle and a GitHub
+Classroom assignment, each made by one command from a course notebook.
+
+``python -m onehot2gpt.autograders gradescope notebooks/10_zero_shot.ipynb --out autograder.zip``
+writes the zip to upload as a Gradescope "programming assignment" autograder: ``setup.sh``
+(installs Python, CPU PyTorch and this library, from the copy of the course inside the zip),
+``run_autograder`` (grades ``/autograder/submission/*.ipynb`` with :mod:`onehot2gpt.grading` and
+writes ``/autograder/results/results.json`` in Gradescope's schema: one test per exercise, its
+points as ``max_score``, the check's message as ``output``), the course library, the notebook and
+the checkpoints it loads. The hidden seed is drawn once and kept inside the zip: students never see
+it.
+
+``python -m onehot2gpt.autograders classroom notebooks/10_zero_shot.ipynb --out starter/`` writes a
+starter repository for a GitHub Classroom assignment: the student version of the notebook, the
+check cells the grader runs (``.grading/``), and ``.github/workflows/classroom.yml``, which on every
+push runs ``pytest --nbval-lax`` on the notebook (does it run top to bottom?) and grades it once,
+then reports one autograding test per exercise with its points
+(``classroom-resources/autograding-command-grader`` and ``autograding-grading-reporter``).
+Classroom runs on the student's own repository: a student can read the hidden seed and edit the
+workflow, so mark ``.github/`` and ``.grading/`` as protected paths in the assignment, and use
+Gradescope (or the grading command on your machine) where marks must not depend on that.
+
+Both are tested here by laying out each platform's folders in a temporary directory and running
+what the platform would run (``tests/test_autograders.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import secrets
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+from .grading import RESULTS, grade, reference_checks, write_reports
+
+__all__ = ["gradescope_bundle", "gradescope_results", "run_gradescope", "classroom_assignment",
+           "exercise_passed", "main"]
+
+_REPO = Path(__file__).resolve().parents[2]
+SETTINGS = "onehot2gpt-autograder.json"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def _reference(notebook: str | Path):
+    import nbformat
+    path = Path(notebook)
+    if not path.is_file():
+        raise FileNotFoundError(f"no notebook {path}: pass a course notebook, e.g. notebooks/01_onehot.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    checks = reference_checks(nb)
+    if not checks:
+        raise ValueError(f"{path} has no cell tagged 'check': nothing to grade")
+    return path, nb, checks
+
+
+def _checkpoints(names=None) -> list[str]:
+    """The committed checkpoints to ship: all of them (about 60 MB; a notebook may load one through
+    a library function that names it), or `names`."""
+    from .checkpoints import list_checkpoints
+    known = list_checkpoints()
+    if names is None:
+        return known
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        raise ValueError(f"no committed checkpoint {', '.join(unknown)}; the course has {', '.join(known)}")
+    return list(names)
+
+
+# --------------------------------------------------------------------------------------------
+# Gradescope
+# --------------------------------------------------------------------------------------------
+
+_SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once, as root, on its Ubuntu image, with this zip unpacked in /autograder/source.
+set -euo pipefail
+apt-get update -qq
+apt-get install -y -qq python3 python3-venv python3-pip > /dev/null
+python3 -m venv /autograder/venv
+/autograder/venv/bin/pip install -q --upgrade pip
+/autograder/venv/bin/pip install -q torch --index-url {torch_index}
+/autograder/venv/bin/pip install -q "/autograder/source/course[test,hf]"
+"""
+
+_RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for every submission. AUTOGRADER_ROOT and AUTOGRADER_PYTHON exist for tests.
+ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
+PYTHON="${{AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}}"
+exec "$PYTHON" -m onehot2gpt.autograders gradescope-run --root "$ROOT"
+"""
+
+
+def gradescope_bundle(notebook: str | Path, out: str | Path, *, hidden_seed: int | None = None,
+                      cell_timeout: float = 300, timeout: float = 1800, checkpoints=None) -> Path:
+    """Write the Gradescope autograder zip for one course notebook → its path. `checkpoints`
+    (names) limits the committed checkpoints shipped with it; by default all are."""
+    out = Path(out)
+    if out.suffix != ".zip":
+        raise ValueError(f"--out must name a .zip file (what Gradescope uploads), got {out}")
+    path, nb, checks = _reference(notebook)
+    shipped = _checkpoints(checkpoints)
+    settings = {"notebook": path.name, "hidden_seeds": [hidden_seed or secrets.randbelow(2**31 - 2) + 1],
+                "cell_timeout": cell_timeout, "timeout": timeout,
+                "exercises": [{"name": c.name, "points": c.points} for c in checks]}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".zip.tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        def add_text(name: str, text: str, mode: int = 0o644) -> None:
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (0o100000 | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, text)
+
+        add_text("setup.sh", _SETUP_SH.format(torch_index=TORCH_CPU_INDEX), 0o755)
+        add_text("run_autograder", _RUN_AUTOGRADER.format(), 0o755)
+        add_text(SETTINGS, json.dumps(settings, indent=2))
+        add_text("course/notebooks/" + path.name, path.read_text(encoding="utf-8"))
+        for file in ("pyproject.toml", "README.md", "data/registry.json"):
+            if (_REPO / file).exists():
+                z.write(_REPO / file, "course/" + file)
+        for file in sorted((_REPO / "lib" / "onehot2gpt").rglob("*.py")):
+            z.write(file, "course/" + file.relative_to(_REPO).as_posix())
+        for name in shipped:
+            for file in sorted((_REPO / "data" / "checkpoints" / name).iterdir()):
+                z.write(file, f"course/data/checkpoints/{name}/{file.name}")
+    tmp.replace(out)
+    return out
+
+
+def gradescope_results(results, settings: dict | None = None) -> dict:
+    """ExerciseResults of one submission → Gradescope's results.json: ``score``, one test per
+    exercise (``name``, ``score``, ``max_score``, ``output``, ``visibility``), and ``output``."""
+    tests, problems = [], []
+    for r in results:
+        if not r.exercise:
+            problems.append(f"{r.file}: {r.message}")
+            continue
+        verdict = "passed" if r.result == "pass" else r.result
+        tests.append({"name": r.exercise, "score": r.points, "max_score": r.max_points,
+                      "status": "passed" if r.result == "pass" else "failed",
+                      "output": verdict if not r.message else f"{verdict}: {r.message}",
+                      "visibility": "visible"})
+    if not tests and settings:           # nothing could be graded: every exercise scores 0
+        tests = [{"name": e["name"], "score": 0.0, "max_score": e["points"], "status": "failed",
+                  "output": "; ".join(problems) or "no notebook graded", "visibility": "visible"}
+                 for e in settings["exercises"]]
+    return {"score": sum(t["score"] for t in tests), "tests": tests, "visibility": "visible",
+            "stdout_visibility": "hidden", "output": "\n".join(problems)}
+
+
+def run_gradescope(root: str | Path = "/autograder") -> dict:
+    """What ``run_autograder`` does: grade the submitted notebook(s) in ``<root>/submission``
+    against the course notebook in ``<root>/source`` and write ``<root>/results/results.json``."""
+    root = Path(root)
+    source = root / "source"
+    settings = json.loads((source / SETTINGS).read_text(encoding="utf-8"))
+    reference_dir = source / "course" / "notebooks"
+    work = root / "work"
+    if work.exists():
+        shutil.rmtree(work)
+    student_dir = work / "submissions" / "student"
+    student_dir.mkdir(parents=True)
+    submitted = sorted(p for p in (root / "submission").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    # the notebook named like the course's, else the only one: Gradescope keeps the student's file name
+    chosen = [p for p in submitted if p.name == settings["notebook"]] or (submitted if len(submitted) == 1 else [])
+    out = root / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    if not chosen:
+        names = ", ".join(p.name for p in submitted) or "none"
+        report = gradescope_results([], settings)
+        report["output"] = (f"Submit your {settings['notebook']} (found: {names}).")
+        for test in report["tests"]:
+            test["output"] = report["output"]
+    else:
+        shutil.copy(chosen[0], student_dir / settings["notebook"])
+        results = grade(work / "submissions", reference_dir, cell_timeout=settings["cell_timeout"],
+                        timeout=settings["timeout"], hidden_seeds=settings["hidden_seeds"])
+        write_reports(results, work / "grades")
+        report = gradescope_results(results, settings)
+    (out / "results.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return report
+
+
+# --------------------------------------------------------------------------------------------
+# GitHub Classroom
+# --------------------------------------------------------------------------------------------
+
+def _step_id(name: str) -> str:
+    import re
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "exercise"
+
+
+def classroom_assignment(notebook: str | Path, out: str | Path, *, course_repo: str =
+                         "https://github.com/one-hot-to-gpt/one-hot-to-gpt", hidden_seed: int | None = None,
+                         cell_timeout: float = 300, timeout: float = 1800, python: str = "3.11") -> Path:
+    """Write a GitHub Classroom starter repository for one course notebook into `out` → `out`."""
+    from .exercises import make_student_notebook
+    path, nb, checks = _reference(notebook)
+    out = Path(out)
+    (out / ".grading").mkdir(parents=True, exist_ok=True)
+    student = make_student_notebook(json.loads(path.read_text(encoding="utf-8")), path.name)
+    text = json.dumps(student, indent=1, ensure_ascii=False) + "\n"
+    (out / path.name).write_text(text, encoding="utf-8")
+    # The grader needs only the check cells, which the student version holds unchanged: no solutions.
+    (out / ".grading" / path.name).write_text(text, encoding="utf-8")
+    seed = hidden_seed or secrets.randbelow(2**31 - 2) + 1
+    steps = [
+        {"name": "Check out the assignment", "uses": "actions/checkout@v4"},
+        {"name": "Set up Python", "uses": "actions/setup-python@v5", "with": {"python-version": python}},
+        {"name": "Install the course", "run": f"pip install -q torch --index-url {TORCH_CPU_INDEX}\n"
+                                              f'pip install -q "onehot2gpt[test,hf] @ git+{course_repo}"'},
+        {"name": "Grade the notebook once",      # the grader finds the notebook under submission/
+         "run": (f"mkdir -p submission && cp {path.name} submission/\n"
+                 f"python -m onehot2gpt.grading submission --reference .grading --out .grading/out "
+                 f"--hidden-seed {seed} --cell-timeout {cell_timeout:g} --timeout {timeout:g} || true")},
+        {"id": "runs", "name": "The notebook runs top to bottom (nbval-lax)",
+         "uses": "classroom-resources/autograding-command-grader@v1",
+         "with": {"test-name": "notebook runs (pytest --nbval-lax)",
+                  "command": f"pytest -q --nbval-lax {path.name}", "timeout": max(1, int(timeout // 60)),
+                  "max-score": 0}},
+    ]
+    runners = ["runs"]
+    for check in checks:
+        step = _step_id(check.name)
+        while step in runners:
+            step += "-x"
+        runners.append(step)
+        steps.append({"id": step, "name": f"Exercise {check.name}",
+                      "uses": "classroom-resources/autograding-command-grader@v1",
+                      "with": {"test-name": check.name,
+                               "command": f"python -m onehot2gpt.autograders passed .grading/out/grades.csv "
+                                          f"{json.dumps(check.name)}",
+                               "timeout": 1, "max-score": check.points}})
+    steps.append({"name": "Autograding reporter", "uses": "classroom-resources/autograding-grading-reporter@v1",
+                  "env": {f"{r.upper().replace('-', '_')}_RESULTS": f"${{{{steps.{r}.outputs.result}}}}"
+                          for r in runners},
+                  "with": {"runners": ",".join(runners)}})
+    workflow = {"name": "Autograding", "on": ["push", "workflow_dispatch"],
+                "permissions": {"checks": "write", "actions": "read", "contents": "read"},
+                "jobs": {"run-autograding-tests": {"runs-on": "ubuntu-latest",
+                                                   "if": "github.actor != 'github-classroom[bot]'",
+                                                   "steps": steps}}}
+    (out / ".github" / "workflows").mkdir(parents=True, exist_ok=True)
+    (out / ".github" / "workflows" / "classroom.yml").write_text(_yaml(workflow), encoding="utf-8")
+    (out / "README.md").write_text(
+        f"# {path.stem}\n\nWork in `{path.name}`: replace each `raise NotImplementedError` with your code and "
+        f"run the check cell after it. Every push is graded (Actions tab); a check cell that passes in "
+        f"your notebook should pass there too.\n", encoding="utf-8")
+    return out
+
+
+def _yaml(value, indent: int = 0) -> str:
+    """A small YAML writer for the workflow (dicts, lists, strings, numbers; block strings for
+    multi-line commands), so that no YAML library is needed to write it."""
+    pad = "  " * indent
+    if isinstance(value, dict):
+        lines = []
+        for key, item in value.items():
+            key = json.dumps(key) if key in ("on",) else key
+            if isinstance(item, (dict, list)) and item:
+                lines.append(f"{pad}{key}:\n{_yaml(item, indent + 1)}")
+            elif isinstance(item, str) and "\n" in item:
+                body = "\n".join(pad + "  " + line for line in item.splitlines())
+                lines.append(f"{pad}{key}: |\n{body}")
+            else:
+                lines.append(f"{pad}{key}: {_scalar(item)}")
+        return "\n".join(lines) + ("\n" if indent == 0 else "")
+    if isinstance(value, list):
+        lines = []
+        for item in value:
+            if isinstance(item, dict):
+                inner = _yaml(item, indent + 1).splitlines()
+                lines.append(f"{pad}- {inner[0].strip()}")
+                lines += inner[1:]
+            else:
+                lines.append(f"{pad}- {_scalar(item)}")
+        return "\n".join(lines)
+    return pad + _scalar(value)
+
+
+def _scalar(x) -> str:
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, (int, float)):
+        return f"{x:g}"
+    return json.dumps(str(x))
+
+
+def exercise_passed(grades_csv: str | Path, exercise: str) -> tuple[bool, str]:
+    """Whether `exercise` passed in a grades.csv → (passed, message): the command each Classroom
+    test runs (``python -m onehot2gpt.autograders passed grades.csv NAME``)."""
+    path = Path(grades_csv)
+    if not path.is_file():
+        return False, f"{path} not found: the grading step did not run (see its log)"
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("exercise") == exercise]
+    if not rows:
+        return False, f"no result for {exercise!r} in {path}: was the notebook submitted under its own name?"
+    row = rows[0]
+    if row.get("result") not in RESULTS:
+        return False, f"unreadable result {row.get('result')!r}"
+    return row["result"] == "pass", row["result"] + (f": {row['message']}" if row.get("message") else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m onehot2gpt.autograders",
+                                     description="Gradescope and GitHub Classroom autograders for a course notebook.")
+    sub = parser.add_subparsers(dest="what", required=True)
+    gs = sub.add_parser("gradescope", help="write the Gradescope autograder zip for a notebook")
+    cl = sub.add_parser("classroom", help="write a GitHub Classroom starter repository for a notebook")
+    for p in (gs, cl):
+        p.add_argument("notebook", help="the course notebook, e.g. notebooks/10_zero_shot.ipynb")
+        p.add_argument("--out", required=True, help="the .zip (gradescope) or folder (classroom) to write")
+        p.add_argument("--hidden-seed", type=int, help="seed of the hidden test inputs (default: random)")
+        p.add_argument("--cell-timeout", type=float, default=300)
+        p.add_argument("--timeout", type=float, default=1800)
+    gs.add_argument("--checkpoints", help="comma-separated checkpoints to ship (default: all committed ones)")
+    cl.add_argument("--course-repo", default="https://github.com/one-hot-to-gpt/one-hot-to-gpt",
+                    help="the course repository the workflow installs the library from")
+    run = sub.add_parser("gradescope-run", help="(inside Gradescope) grade /autograder/submission")
+    run.add_argument("--root", default="/autograder")
+    passed = sub.add_parser("passed", help="(inside Classroom) exit 0 if EXERCISE passed in GRADES_CSV")
+    passed.add_argument("grades_csv")
+    passed.add_argument("exercise")
+    args = parser.parse_args(argv)
+    try:
+        if args.what == "gradescope":
+            print(gradescope_bundle(args.notebook, args.out, hidden_seed=args.hidden_seed,
+                                    cell_timeout=args.cell_timeout, timeout=args.timeout,
+                                    checkpoints=args.checkpoints.split(",") if args.checkpoints else None))
+        elif args.what == "classroom":
+            print(classroom_assignment(args.notebook, args.out, course_repo=args.course_repo,
+                                       hidden_seed=args.hidden_seed, cell_timeout=args.cell_timeout,
+                                       timeout=args.timeout))
+        elif args.what == "gradescope-run":
+            report = run_gradescope(args.root)
+            print(f"score {report['score']:g} of {sum(t['max_score'] for t in report['tests']):g}")
+        else:
+            ok, message = exercise_passed(args.grades_csv, args.exercise)
+            print(message)
+            return 0 if ok else 1
+    except (FileNotFoundError, ValueError) as exc:
+        parser.error(str(exc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
