@@ -69,10 +69,16 @@ def student_version(nb):
     return nbformat.from_dict(student)
 
 
-def crafted_submissions(solved):
+def crafted_submissions(solved, port=None):
     """{relative path: notebook or raw text}, one way of breaking a submission each."""
     unsolved = student_version(solved)
     subs = {"alice_01_tiny.ipynb": solved, "bob/01_tiny.ipynb": unsolved}
+
+    if port is not None:                     # reaches for a server on this machine
+        net = copy.deepcopy(solved)
+        cell(net, "ex-one-hot").source = (f"import socket\nsocket.create_connection(('127.0.0.1', {port}), "
+                                          "timeout=3).close()\n" + cell(net, "ex-one-hot").source)
+        subs["net/01_tiny.ipynb"] = net
 
     loop = copy.deepcopy(solved)             # the function never returns: the check times out
     cell(loop, "ex-causal").source = "def my_causal_mask(T):\n    while True:\n        pass"
@@ -154,7 +160,11 @@ def graded(tmp_path_factory):
     (root / "reference").mkdir()
     solved = tiny_course_notebook()
     nbformat.write(solved, root / "reference" / "01_tiny.ipynb")
-    for name, content in crafted_submissions(solved).items():
+    import socket
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)                     # the kernel's TCP handshake needs no accept()
+    for name, content in crafted_submissions(solved, server.getsockname()[1]).items():
         path = root / "submissions" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, str):
@@ -166,6 +176,7 @@ def graded(tmp_path_factory):
                          "--out", str(root / "out"), "--cell-timeout", str(CELL_TIMEOUT),
                          "--timeout", "120", "--jobs", "2", "--memory-gb", "8"]) == 0
     seconds = time.monotonic() - start
+    server.close()
     with open(root / "out" / "grades.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     markdown = (root / "out" / "grades.md").read_text(encoding="utf-8")
@@ -317,6 +328,19 @@ def test_memory_beyond_the_limit_is_refused_not_fatal(graded):
     got = results(graded, "hog/01_tiny.ipynb")
     assert got["one_hot"]["result"] == "fail"
     assert "memory" in got["one_hot"]["message"].lower() or "alloc" in got["one_hot"]["message"].lower()
+    assert got["causal_mask"]["result"] == got["encode"]["result"] == "pass"
+
+
+def test_the_network_is_cut_where_the_os_allows_and_the_report_says_so(graded):
+    got = results(graded, "net/01_tiny.ipynb")
+    markdown = graded[2]
+    if grading.network_isolation_available():
+        assert "network: cut" in markdown
+        assert got["one_hot"]["result"] == "fail"
+        assert "Network is unreachable" in got["one_hot"]["message"]
+    else:   # say so, and the kernel reaches the server
+        assert "network: not isolated" in markdown
+        assert got["one_hot"]["result"] == "pass"
     assert got["causal_mask"]["result"] == got["encode"]["result"] == "pass"
 
 

@@ -176,8 +176,9 @@ def run_gradescope(root: str | Path = "/autograder") -> dict:
             test["output"] = report["output"]
     else:
         shutil.copy(chosen[0], student_dir / settings["notebook"])
+        # Gradescope's container is the sandbox, and notebooks may fetch their datasets: network on
         results = grade(work / "submissions", reference_dir, cell_timeout=settings["cell_timeout"],
-                        timeout=settings["timeout"], hidden_seeds=settings["hidden_seeds"])
+                        timeout=settings["timeout"], hidden_seeds=settings["hidden_seeds"], network=True)
         write_reports(results, work / "grades")
         report = gradescope_results(results, settings)
     (out / "results.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
@@ -215,7 +216,7 @@ def classroom_assignment(notebook: str | Path, out: str | Path, *, course_repo: 
         {"name": "Grade the notebook once",      # the grader finds the notebook under submission/
          "run": (f"mkdir -p submission && cp {path.name} submission/\n"
                  f"python -m onehot2gpt.grading submission --reference .grading --out .grading/out "
-                 f"--hidden-seed {seed} --cell-timeout {cell_timeout:g} --timeout {timeout:g} || true")},
+                 f"--hidden-seed {seed} --cell-timeout {cell_timeout:g} --timeout {timeout:g} --network || true")},
         {"id": "runs", "name": "The notebook runs top to bottom (nbval-lax)",
          "uses": "classroom-resources/autograding-command-grader@v1",
          "with": {"test-name": "notebook runs (pytest --nbval-lax)",

@@ -406,13 +406,34 @@ def replay_check(check_source: str, answers: str | Path, hidden_seeds=()) -> tup
 # Running one submission
 # --------------------------------------------------------------------------------------------
 
+# How this process starts kernels: a command before the kernel's own (["unshare", "-rn"] to cut
+# the network) and whether the kernel talks to us over Unix sockets (a kernel in a network
+# namespace of its own cannot reach our TCP ports). Set by a grading process (:func:`_worker`).
+_KERNEL: dict = {"prefix": [], "ipc": False}
+_UNSHARE = ["unshare", "--user", "--map-root-user", "--net"]
+
+
+def network_isolation_available() -> bool:
+    """Whether kernels can be started without network here: Linux user and network namespaces
+    (``unshare --user --map-root-user --net``, as an ordinary user)."""
+    import shutil
+    if shutil.which("unshare") is None:
+        return False
+    try:
+        return subprocess.run([*_UNSHARE, "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
 class _CurrentEnvSpecs(KernelSpecManager):
     """Always the ipykernel of this Python, whatever kernel the submission names."""
 
     def get_kernel_spec(self, kernel_name):
         import ipykernel.kernelspec
-        return self.kernel_spec_class(resource_dir=ipykernel.kernelspec.RESOURCES,
+        spec = self.kernel_spec_class(resource_dir=ipykernel.kernelspec.RESOURCES,
                                       **ipykernel.kernelspec.get_kernel_dict())
+        spec.argv = [*_KERNEL["prefix"], *spec.argv]
+        return spec
 
 
 class _CurrentEnvKernelManager(AsyncKernelManager):
@@ -482,6 +503,9 @@ class _Run:
                          shutdown_kernel="immediate", startup_timeout=120)
         self.client = client
         client.km = client.create_kernel_manager()
+        if _KERNEL["ipc"]:       # Unix sockets in our private folder: they cross network namespaces
+            client.km.transport = "ipc"
+            client.km.ip = str(Path(self.answers_dir) / f"kernel-{secrets.token_hex(3)}")
         # the kernel's own stdout/stderr (C-level prints, ipykernel warnings) are not wanted
         await client.async_start_new_kernel(cwd=self.workdir, stdout=subprocess.DEVNULL,
                                             stderr=subprocess.DEVNULL)
@@ -765,6 +789,8 @@ def _worker(spec_path: str) -> int:
 
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     _limit_resources(spec.get("memory_gb"))
+    if not spec.get("network", True) and network_isolation_available():
+        _KERNEL.update(prefix=list(_UNSHARE), ipc=True)
     home = tempfile.mkdtemp(prefix="onehot2gpt-home-")       # a private HOME for the kernel
     os.environ.update(HOME=home, IPYTHONDIR=str(Path(home) / ".ipython"),
                       MPLCONFIGDIR=str(Path(home) / ".matplotlib"), **spec.get("env", {}))
@@ -793,7 +819,7 @@ class _Workers:
         self.lock = threading.Lock()
 
     def run(self, submission: Submission, *, cell_timeout: float, timeout: float, hidden_seeds,
-            memory_gb: float | None, threads: int | None) -> list[ExerciseResult]:
+            memory_gb: float | None, threads: int | None, network: bool = True) -> list[ExerciseResult]:
         import json
         import os
         import signal
@@ -809,7 +835,7 @@ class _Workers:
                                    "student": submission.student,
                                    "reference": str(submission.reference) if submission.reference else ""},
                     "cell_timeout": cell_timeout, "timeout": timeout, "hidden_seeds": list(hidden_seeds),
-                    "memory_gb": memory_gb, "result": str(result), "env": env}
+                    "memory_gb": memory_gb, "result": str(result), "env": env, "network": network}
             spec_path = Path(tmp) / "spec.json"
             spec_path.write_text(json.dumps(spec), encoding="utf-8")
             proc = subprocess.Popen([sys.executable, "-m", "onehot2gpt.grading", "--worker", str(spec_path)],
@@ -896,12 +922,13 @@ def _append(path: Path, entry: dict) -> None:
 def grade(submissions_dir: str | Path, reference_dir: str | Path = "notebooks", *,
           cell_timeout: float = 300, timeout: float = 1800, log=None, jobs: int = 1,
           hidden_seeds=None, journal: str | Path | None = None, memory_gb: float | None = MEMORY_GB,
-          on_result=None) -> list[ExerciseResult]:
+          network: bool = False, on_result=None) -> list[ExerciseResult]:
     """Grade every notebook under `submissions_dir` against the course notebooks in
     `reference_dir` → all ExerciseResults, in submission order.
 
     Each submission runs in a process of its own (its kernel a child of it, in a session of its
-    own, limited to `memory_gb` of memory, with a private HOME), `jobs` at a time. A submission
+    own, limited to `memory_gb` of memory, with a private HOME and, unless `network`, no network
+    where the OS allows it (:func:`network_isolation_available`)), `jobs` at a time. A submission
     that kills its process or its kernel is reported as a ``crash``; one that outlives
     `timeout` plus :data:`WORKER_GRACE` as a ``timeout``; the run goes on. The checks also run on
     the inputs of `hidden_seeds` (default: one random seed, or the journal's). With `journal`
@@ -949,7 +976,7 @@ def grade(submissions_dir: str | Path, reference_dir: str | Path = "notebooks", 
         i, submission, key = item
         start = time.monotonic()
         rows = workers.run(submission, cell_timeout=cell_timeout, timeout=timeout,
-                           hidden_seeds=hidden_seeds, memory_gb=memory_gb, threads=threads)
+                           hidden_seeds=hidden_seeds, memory_gb=memory_gb, threads=threads, network=network)
         with lock:
             results[i] = rows
             if journal is not None:
@@ -1163,6 +1190,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-gb", type=float, default=MEMORY_GB,
                         help=f"memory for each submission's process and kernel (default: {MEMORY_GB:g}; "
                              "0 for no limit)")
+    parser.add_argument("--network", action="store_true",
+                        help="let submissions reach the network (by default their kernels get none "
+                             "where the OS allows: Linux user namespaces)")
     parser.add_argument("--fresh", action="store_true",
                         help=f"grade everything again, ignoring the journal ({JOURNAL}) of an earlier run")
     args = parser.parse_args(argv)
@@ -1179,11 +1209,12 @@ def main(argv: list[str] | None = None) -> int:
     log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     settings = (f"Graded against `{args.reference}`; limits: {args.cell_timeout:g} s a cell, "
                 f"{args.timeout:g} s a notebook, {args.memory_gb:g} GB a submission "
-                f"({'no limit' if not args.memory_gb else 'address space'}); {args.jobs} at a time.")
+                f"({'no limit' if not args.memory_gb else 'address space'}); {args.jobs} at a time; network: "
+                f"{'allowed' if args.network else 'cut' if network_isolation_available() else 'not isolated (no user namespaces here)'}.")
     try:
         results = grade(args.submissions, args.reference, cell_timeout=args.cell_timeout,
                         timeout=args.timeout, log=log, jobs=args.jobs, hidden_seeds=args.hidden_seed,
-                        journal=journal, memory_gb=args.memory_gb or None,
+                        journal=journal, memory_gb=args.memory_gb or None, network=args.network,
                         on_result=lambda so_far: write_reports(so_far, out, settings + " (in progress)"))
     except (FileNotFoundError, ValueError) as exc:
         parser.error(str(exc))
