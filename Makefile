@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test student bench clean-env
+.PHONY: lab test test-colab student bench clean-env
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,25 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The course on Google Colab's package versions (requirements-colab.txt; see the README's Colab
+# section): a separate environment, the install check, the library and widget tests, and every
+# notebook top to bottom (nbval-lax: errors, not exact outputs). About half an hour on 2 cores.
+COLAB_PYTHON ?= python3.11
+COLAB_VENV   ?= .venv-colab
+COLAB_PY     := $(COLAB_VENV)/bin/python
+COLAB_TOOLS  := pytest==9.0.3 nbval==0.11.0 nbclient==0.10.4 nbformat==5.11.1 pyyaml==6.0.3
+
+test-colab:
+	test -x $(COLAB_PY) || $(COLAB_PYTHON) -m venv $(COLAB_VENV)
+	$(COLAB_PY) -m pip install --quiet -r requirements-colab.txt $(COLAB_TOOLS)
+	$(COLAB_PY) tests/colab_check.py
+	$(COLAB_PY) -m pip install --quiet -e ".[hf]"
+	$(COLAB_PY) -m pip install --quiet --no-deps -r requirements-colab.txt
+	$(COLAB_PY) -m pytest -o addopts="-p no:cacheprovider" tests --ignore=tests/test_browser.py \
+		--ignore=tests/test_course.py --ignore=tests/test_notebooks.py --ignore=tests/test_environment.py
+	$(COLAB_PY) -m pytest -o addopts="-p no:cacheprovider" --nbval-lax --nbval-current-env \
+		--nbval-cell-timeout 600 notebooks/[0-9][0-9]_*.ipynb
 
 # Regenerate the student notebooks (solutions removed, outputs cleared) from the course notebooks.
 student: $(STAMP)

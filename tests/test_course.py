@@ -89,6 +89,31 @@ def test_colab_cell_does_nothing_outside_colab(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_colab_cell_says_what_failed_and_what_to_do(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ONEHOT2GPT_")}
+    env.update(ONEHOT2GPT_FORCE_COLAB="1", ONEHOT2GPT_REPO=(tmp_path / "no-such-repo").as_uri(),
+               ONEHOT2GPT_HOME=str(tmp_path / "course"))
+    out = subprocess.run([sys.executable, "-c", course.COLAB_CELL], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert "the course set-up failed running:\n  git clone" in out.stderr
+    assert "no-such-repo" in out.stderr and "Check the address" in out.stderr and "run this cell again" in out.stderr
+    assert "Username" not in out.stderr                 # git never asked for a password
+    (tmp_path / "course").mkdir()                        # a folder in the way that is not a clone
+    out = subprocess.run([sys.executable, "-c", course.COLAB_CELL], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode != 0 and "is not a clone of the course: delete it" in out.stderr
+
+
+def test_the_repository_and_release_are_written_in_one_place():
+    """The badges and the set-up cell come from course.REPOSITORY and course.RELEASE: a fork edits
+    those two lines and re-prepares the notebooks."""
+    assert course.REPOSITORY_URL in course.COLAB_CELL and f'"{course.RELEASE}"' in course.COLAB_CELL
+    assert course.badge_url("notebooks/01_onehot.ipynb").endswith(
+        f"{course.REPOSITORY}/blob/{course.RELEASE}/notebooks/01_onehot.ipynb")
+    assert "GIT_TERMINAL_PROMPT" in course.COLAB_CELL
+
+
 def test_colab_cell_installs_the_course_in_a_fresh_environment(tmp_path):
     """The Colab branch, forced, in a new virtual environment whose "preinstalled" packages (torch,
     transformers, …, as on Colab) come from this one; the repository is this checkout."""
@@ -106,7 +131,10 @@ def test_colab_cell_installs_the_course_in_a_fresh_environment(tmp_path):
     Path(own_site, "zz_preinstalled.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     home = tmp_path / "content" / "one-hot-to-gpt"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ONEHOT2GPT_", "PYTHON", "VIRTUAL_ENV"))}
+    branch = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
     env.update(ONEHOT2GPT_FORCE_COLAB="1", ONEHOT2GPT_REPO=ROOT.as_uri(), ONEHOT2GPT_HOME=str(home),
+               ONEHOT2GPT_REF="" if branch in ("", "HEAD") else branch,     # a detached CI checkout: default
                PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0", PIP_DISABLE_PIP_VERSION_CHECK="1")
     probe = ("\nimport onehot2gpt, torch\nprint(onehot2gpt.__file__)\nprint(os.getcwd())\n"
              "from onehot2gpt.checkpoints import checkpoint_path\nprint(checkpoint_path('zero-shot-qa100'))")

@@ -295,6 +295,47 @@ def test_successful_download_lands_atomically(no_mirror: Path, monkeypatch: pyte
     assert len(data.read_wordsim353()) == 353  # served from the cache now
 
 
+def test_every_file_has_addresses_on_more_than_one_host() -> None:
+    """raw.githubusercontent.com rate-limits a classroom behind one address: each file can also
+    come from another host."""
+    for name, f in _registry_files():
+        addresses = data.urls(f)
+        hosts = {urllib.parse.urlsplit(u).netloc for u in addresses}
+        assert len(addresses) >= 2 and len(hosts) >= 2, (name, f["name"], addresses)
+        assert all(u.startswith("https://") and " " not in u for u in addresses), addresses
+
+
+@pytest.mark.parametrize("first", ["rate limited", "wrong bytes"])
+def test_a_failing_address_passes_to_the_next(no_mirror: Path, monkeypatch: pytest.MonkeyPatch, first) -> None:
+    entry = next(f for _, f in _registry_files() if f["name"] == "wordsim353.tsv")
+    payload = (_mirror_path() / "word-benchmarks" / "wordsim353.tsv").read_bytes()
+    requested = []
+
+    def urlopen(url, *args, **kwargs):
+        requested.append(url)
+        if len(requested) == 1:
+            if first == "rate limited":
+                raise urllib.error.HTTPError(url, 429, "Too Many Requests", {}, None)
+            return FakeResponse(b"<html>you have been rate limited</html>")
+        return FakeResponse(payload)
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    dest = data.fetch("word-benchmarks", "wordsim353.tsv", progress=False)
+    assert requested == data.urls(entry)[:2]
+    assert _sha256(dest) == entry["sha256"] and _leftovers(no_mirror / "word-benchmarks") == ["wordsim353.tsv"]
+
+
+def test_when_every_address_fails_the_message_names_them_all(no_mirror: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def urlopen(url, *args, **kwargs):
+        raise urllib.error.URLError("Temporary failure in name resolution")
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    entry = next(f for _, f in _registry_files() if f["name"] == "wordsim353.tsv")
+    with pytest.raises(data.DatasetUnavailable) as err:
+        data.fetch("word-benchmarks", "wordsim353.tsv", progress=False)
+    assert all(u in str(err.value) for u in data.urls(entry))
+
+
 # ------------------------------------------------------------------------ names
 
 

@@ -242,3 +242,38 @@ def test_library_code_seeds_only_inside_seeded_or_fork_rng():
                     continue
                 bare.append(f"{path.relative_to(root)}:{i + 1}: {line.strip()}")
     assert not bare, "global reseeding in library code:\n" + "\n".join(bare)
+
+
+# -- where models run: ONEHOT2GPT_DEVICE ---------------------------------------------------------
+
+def test_course_device_is_the_cpu_unless_the_variable_says_otherwise(monkeypatch):
+    from onehot2gpt.utils import DEVICE_ENV, course_device, resolve_device
+    monkeypatch.delenv(DEVICE_ENV, raising=False)
+    assert course_device() == torch.device("cpu") and resolve_device(None) == torch.device("cpu")
+    monkeypatch.setenv(DEVICE_ENV, "cpu")
+    assert course_device() == torch.device("cpu")
+    monkeypatch.setenv(DEVICE_ENV, "cuda")
+    if torch.cuda.is_available():
+        assert course_device().type == "cuda"
+    else:
+        with pytest.raises(ValueError, match=r"ONEHOT2GPT_DEVICE='cuda'.*no CUDA.*unset ONEHOT2GPT_DEVICE"):
+            course_device()
+    assert resolve_device("cpu") == torch.device("cpu")        # an explicit device wins over the variable
+    monkeypatch.setenv(DEVICE_ENV, "tpu")
+    with pytest.raises(ValueError, match="ONEHOT2GPT_DEVICE='tpu'.*not a torch device"):
+        resolve_device(None)
+
+
+def test_loading_on_the_course_device_follows_the_variable(monkeypatch):
+    from onehot2gpt.checkpoints import load
+    from onehot2gpt.utils import DEVICE_ENV
+    monkeypatch.setenv(DEVICE_ENV, "cpu")
+    model, _ = load("gpt-char-shakespeare", device=None)
+    assert next(model.parameters()).device.type == "cpu"
+    monkeypatch.setenv(DEVICE_ENV, "tpu")
+    with pytest.raises(ValueError, match="ONEHOT2GPT_DEVICE"):
+        load("gpt-char-shakespeare", device=None)
+    model, _ = load("gpt-char-shakespeare")                   # the default stays the CPU
+    assert next(model.parameters()).device.type == "cpu"
+    vectors, _ = load("word2vec-wikitext2", device=None)      # word vectors stay on the CPU
+    assert type(vectors).__name__ == "WordVectors"

@@ -46,6 +46,8 @@ from pathlib import Path
 
 import torch
 
+from .utils import check_device, resolve_device
+
 __all__ = ["CheckpointError", "checkpoints_dir", "list_checkpoints", "checkpoint_path", "checkpoint_config",
            "load", "save_checkpoint", "read_record", "read_checkpoint", "fill_weights", "fill_module",
            "config_from_record", "check_device", "sha256_file", "config_sha256", "upgrade", "main"]
@@ -146,28 +148,6 @@ def config_sha256(config: dict) -> str:
     model saves and the one read back from config.json."""
     text = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def check_device(device: str | torch.device) -> torch.device:
-    """`device` as a torch.device, or a ValueError saying what to use when this torch cannot reach it."""
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"device={device!r} is not a torch device: use 'cpu' (or 'cuda' on a "
-                         f"machine with an NVIDIA GPU)") from None
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(f"device={str(device)!r}, but this torch has no CUDA "
-                             f"(torch.cuda.is_available() is False): use device='cpu', or install "
-                             f"a CUDA build of torch on a machine with an NVIDIA GPU")
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"device={str(device)!r}, but this machine has "
-                             f"{torch.cuda.device_count()} GPU(s): use 'cuda:0' … or 'cpu'")
-    elif dev.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"device={str(device)!r}, but this torch has no Apple GPU (MPS): use device='cpu'")
-    elif dev.type not in ("cpu", "cuda", "mps"):
-        raise ValueError(f"device={str(device)!r}: the course's models run on 'cpu' or 'cuda'")
-    return dev
 
 
 # ---------------------------------------------------------------------------------------------
@@ -378,9 +358,11 @@ def _with_config_note(message: str, directory: Path, record: dict) -> str:
             f"longer matches config_sha256); restore it (git checkout -- {directory / CONFIG})")
 
 
-def load(name_or_path: str | Path, device: str | torch.device = "cpu", *, kind: str | None = None):
+def load(name_or_path: str | Path, device: str | torch.device | None = "cpu", *, kind: str | None = None):
     """A checkpoint (a course checkpoint's name, e.g. ``"gpt-char-shakespeare"``, or a folder) →
     (model in eval mode on `device`, tokenizer), after every check in this module's docstring.
+    ``device=None`` is :func:`~onehot2gpt.utils.course_device` (``$ONEHOT2GPT_DEVICE``, else the
+    CPU); the default stays the CPU, where the notebooks feed their models.
 
     The tokenizer is the folder's Vocab, WordPieceTokenizer or WorldTokenizer (None if it has
     none); for word vectors the model is the :class:`~onehot2gpt.word_vectors.WordVectors` and the
@@ -392,8 +374,10 @@ def load(name_or_path: str | Path, device: str | torch.device = "cpu", *, kind: 
     """
     directory = _folder(name_or_path)
     record = read_record(directory, kind)
-    dev = check_device(device)
     spec = KINDS[record["kind"]]
+    if record["kind"] == "word2vec" and device is None:
+        device = "cpu"                       # word vectors stay on the CPU whatever ONEHOT2GPT_DEVICE says
+    dev = resolve_device(device)
     if record["kind"] == "word2vec" and dev.type != "cpu":
         raise ValueError(f"word vectors load on the CPU only (device={str(device)!r}): use device='cpu'")
     record, weights, tokenizer = read_checkpoint(directory, record["kind"])
@@ -414,11 +398,11 @@ def load(name_or_path: str | Path, device: str | torch.device = "cpu", *, kind: 
     return model, (model.vocab if record["kind"] == "word2vec" else tokenizer)
 
 
-def fill_weights(model: torch.nn.Module, name_or_path: str | Path, device: str | torch.device = "cpu"):
+def fill_weights(model: torch.nn.Module, name_or_path: str | Path, device: str | torch.device | None = "cpu"):
     """Copy a checked checkpoint's weights into `model` (e.g. a model built in a notebook with the
     library's parameter names) → the model on `device`, in eval mode. Same checks as :func:`load`,
     then the names and shapes of `model` against the file."""
-    dev = check_device(device)
+    dev = resolve_device(device)
     directory = _folder(name_or_path)
     record, weights, _ = read_checkpoint(directory)
     try:

@@ -18,30 +18,54 @@ import re
 import sys
 from pathlib import Path
 
+# Where the course lives, in one place: the GitHub repository and the release (a branch or tag)
+# that the badges open and the set-up cell installs. A fork, or a course's own copy, changes these
+# two lines and runs `python -m onehot2gpt.course notebooks/[0-9][0-9]_*.ipynb`; at run time the
+# set-up cell also reads ONEHOT2GPT_REPO and ONEHOT2GPT_REF.
 REPOSITORY = "one-hot-to-gpt/one-hot-to-gpt"
+RELEASE = "main"
 REPOSITORY_URL = f"https://github.com/{REPOSITORY}"
 COLAB_BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
 SETUP_TAG = "colab-setup"
 
 # The first code cell of every notebook. It must work before the library exists, so it is plain
-# Python. ONEHOT2GPT_FORCE_COLAB and ONEHOT2GPT_REPO let a test run the Colab branch anywhere.
-COLAB_CELL = '''\
-# Set-up for Google Colab: clone the course and install its library (Colab's own torch is kept).
+# Python. ONEHOT2GPT_FORCE_COLAB (and ONEHOT2GPT_HOME) let a test run the Colab branch anywhere.
+# It installs the course without upgrading anything Colab has (the library's lower bounds are at
+# or below Colab's versions), prints what failed and what to do, and may be run again.
+COLAB_CELL = f'''\
+# Set-up for Google Colab: clone the course and install its library; Colab's own packages are kept.
 # Anywhere else this cell does nothing: install the course with `make lab` (see the README).
 import os, subprocess, sys
 if "google.colab" in sys.modules or os.environ.get("ONEHOT2GPT_FORCE_COLAB") == "1":
-    _repo = os.environ.get("ONEHOT2GPT_REPO", "https://github.com/one-hot-to-gpt/one-hot-to-gpt")
+    _repo = os.environ.get("ONEHOT2GPT_REPO", "{REPOSITORY_URL}")
+    _ref = os.environ.get("ONEHOT2GPT_REF", "{RELEASE}")   # a branch or tag; "" for the default branch
     _home = os.path.abspath(os.environ.get("ONEHOT2GPT_HOME", "one-hot-to-gpt"))
-    if not os.path.isdir(_home):
-        subprocess.run(["git", "clone", "--quiet", "--depth", "1", _repo, _home], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "-e", _home + "[hf]"], check=True)
-    sys.path.insert(0, os.path.join(_home, "lib"))  # this kernel started before the install
+
+    def _run(command):
+        done = subprocess.run(command, capture_output=True, text=True,
+                              env=dict(os.environ, GIT_TERMINAL_PROMPT="0"))   # never ask for a password
+        if done.returncode:
+            tail = "\\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+            raise RuntimeError(f"the course set-up failed running:\\n  {{' '.join(command)}}\\n{{tail}}\\n"
+                               f"Check the address {{_repo}} (branch or tag {{_ref!r}}) and the network, "
+                               f"then run this cell again (Runtime → Restart session first if it installed half).")
+
+    if not os.path.isdir(os.path.join(_home, ".git")):
+        if os.path.exists(_home):
+            raise RuntimeError(f"{{_home}} exists but is not a clone of the course: delete it "
+                               "(or set ONEHOT2GPT_HOME) and run this cell again")
+        _run(["git", "clone", "--quiet", "--depth", "1", *(["--branch", _ref] if _ref else []), _repo, _home])
+    if not os.path.exists(os.path.join(_home, ".installed")):
+        _run([sys.executable, "-m", "pip", "install", "--progress-bar", "off", "-e", _home + "[hf]"])
+        open(os.path.join(_home, ".installed"), "w").close()
+    if os.path.join(_home, "lib") not in sys.path:
+        sys.path.insert(0, os.path.join(_home, "lib"))  # this kernel started before the install
     os.chdir(os.path.join(_home, "notebooks"))'''
 
 
 def badge_url(path: str) -> str:
     """The Colab address of a notebook of the repository, e.g. ``notebooks/01_onehot.ipynb``."""
-    return f"https://colab.research.google.com/github/{REPOSITORY}/blob/main/{path}"
+    return f"https://colab.research.google.com/github/{REPOSITORY}/blob/{RELEASE}/{path}"
 
 
 def badge(path: str) -> str:
@@ -54,11 +78,11 @@ _BADGE_RE = re.compile(r"\[!\[Open in Colab\]\([^)]*\)\]\(([^)]*)\)")
 
 def badge_targets(text: str) -> list[str]:
     """The repository paths that the Colab badges in `text` open (README or a notebook cell)."""
-    prefix = f"https://colab.research.google.com/github/{REPOSITORY}/blob/main/"
+    prefix = f"https://colab.research.google.com/github/{REPOSITORY}/blob/{RELEASE}/"
     out = []
     for url in _BADGE_RE.findall(text):
         if not url.startswith(prefix):
-            raise ValueError(f"a Colab badge points outside {REPOSITORY}@main: {url}")
+            raise ValueError(f"a Colab badge points outside {REPOSITORY}@{RELEASE}: {url}")
         out.append(url[len(prefix):])
     return out
 

@@ -8,7 +8,7 @@ Every file the course uses is listed in ``data/registry.json`` with its URL, sha
 
 1. the cache, ``<cache>/<dataset>/<file>`` (:func:`cache_dir`; env ``ONEHOT2GPT_CACHE``),
 2. an offline mirror, ``$ONEHOT2GPT_DATA_MIRROR/<dataset>/<file>`` (copied into the cache),
-3. the file's URL (with a progress bar),
+3. the file's URL, then its mirrors, other hosts serving the same bytes (with a progress bar),
 
 and always checks the sha256, so a notebook never trains on a truncated or altered file. Files
 are written to a temporary name and renamed only once complete and verified, so an error or a
@@ -232,28 +232,42 @@ def _from_mirror(name: str, entry: dict[str, Any], dest: Path) -> bool:
     return True
 
 
+def urls(entry: dict[str, Any]) -> list[str]:
+    """The addresses of a registry file, in the order they are tried: its ``url``, then its
+    ``mirrors`` (other hosts serving the same bytes)."""
+    return [entry["url"], *entry.get("mirrors", [])]
+
+
 def _download(entry: dict[str, Any], dest: Path, progress: bool) -> None:
-    """Download ``entry['url']`` to ``dest`` atomically, verifying its sha256."""
-    url = entry["url"]
-    try:
-        with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as resp:
-            total = int(resp.headers.get("Content-Length") or entry.get("size") or 0) or None
-            with tqdm(total=total, unit="B", unit_scale=True, desc=entry["name"], disable=not progress) as bar:
-                got = _copy_hashing(resp, dest, entry["sha256"], bar)
-    except (OSError, HTTPException) as exc:  # URLError, HTTPError, timeouts, resets are OSErrors
-        mirror = os.environ.get(_MIRROR_ENV)
-        where = f"it is not in the mirror {mirror}" if mirror else f"{_MIRROR_ENV} is not set"
-        raise DatasetUnavailable(
-            f"cannot download {url} ({type(exc).__name__}: {exc}); {where}. Either connect to the "
-            f"internet, or set {_MIRROR_ENV} to a folder holding <dataset>/<file> copies, or download "
-            f"{url} yourself and save it as exactly {dest}"
-        ) from exc
-    if got != entry["sha256"]:
+    """Download the file to ``dest`` atomically from the first of :func:`urls` that serves it
+    whole and with the registry's sha256; a failing or wrong address passes to the next."""
+    failures = []
+    for url in urls(entry):
+        try:
+            with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as resp:
+                total = int(resp.headers.get("Content-Length") or entry.get("size") or 0) or None
+                with tqdm(total=total, unit="B", unit_scale=True, desc=entry["name"], disable=not progress) as bar:
+                    got = _copy_hashing(resp, dest, entry["sha256"], bar)
+        except (OSError, HTTPException) as exc:  # URLError, HTTPError, timeouts, resets are OSErrors
+            failures.append((url, f"{type(exc).__name__}: {exc}", False))
+            continue
+        if got == entry["sha256"]:
+            return
+        failures.append((url, f"served a file with sha256 {got}, expected {entry['sha256']}", True))
+    tried = "; ".join(f"{url} ({why})" for url, why, _ in failures)
+    if all(wrong for _, _, wrong in failures):
         raise ChecksumError(
-            f"download of {url} does not match the registry: sha256 {got}, expected {entry['sha256']}. "
-            "The download was deleted; run the same call again (if it keeps failing, the server "
-            "now serves a different file and the registry needs updating)."
+            f"no address served the registry's file: {tried}. Every download was deleted; run the same "
+            "call again (if it keeps failing, the servers now serve a different file and the registry "
+            "needs updating)."
         )
+    mirror = os.environ.get(_MIRROR_ENV)
+    where = f"it is not in the mirror {mirror}" if mirror else f"{_MIRROR_ENV} is not set"
+    raise DatasetUnavailable(
+        f"cannot download {entry['name']}: tried {tried}; {where}. Either connect to the internet, or "
+        f"set {_MIRROR_ENV} to a folder holding <dataset>/<file> copies, or download {entry['url']} "
+        f"yourself and save it as exactly {dest}"
+    )
 
 
 def _unpack(entry: dict[str, Any], archive: Path, dest: Path) -> None:

@@ -43,6 +43,7 @@ def train_seq2seq(model, src, tgt, *, steps: int = 1000, batch_size: int = 64, l
     if src.size(0) != tgt.size(0):
         raise ValueError(f"src has {src.size(0)} rows but tgt has {tgt.size(0)}; they must pair up")
     pad = model.config.pad_id
+    device = next(model.parameters()).device                      # batches follow the model
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, inverse_sqrt_schedule(warmup))
@@ -51,7 +52,7 @@ def train_seq2seq(model, src, tgt, *, steps: int = 1000, batch_size: int = 64, l
     with tqdm(total=steps, desc=desc, disable=not progress, mininterval=1.0) as bar:
         for step in range(steps):
             idx = torch.randint(0, src.size(0), (batch_size,), generator=g)
-            s, t = src[idx], tgt[idx]
+            s, t = src[idx].to(device), tgt[idx].to(device)
             logits, _ = model(s, t[:, :-1])
             loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), t[:, 1:].reshape(-1),
                                    ignore_index=pad, label_smoothing=label_smoothing)

@@ -179,3 +179,50 @@ def check_finite_logits(logits) -> None:
         raise ValueError("the model's next-token scores are NaN or infinite: its weights diverged "
                          "during training (the loss became NaN) or were overwritten. Train it again "
                          "with a lower learning rate, or load a checkpoint")
+
+
+# --------------------------------------------------------------------------------------------
+# Where models run: the CPU unless ONEHOT2GPT_DEVICE says otherwise
+# --------------------------------------------------------------------------------------------
+
+DEVICE_ENV = "ONEHOT2GPT_DEVICE"
+
+
+def check_device(device: str | torch.device) -> torch.device:
+    """`device` as a torch.device, or a ValueError saying what to use when this torch cannot reach it."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device={device!r} is not a torch device: use 'cpu' (or 'cuda' on a "
+                         f"machine with an NVIDIA GPU)") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={str(device)!r}, but this torch has no CUDA "
+                             f"(torch.cuda.is_available() is False): use device='cpu', or install "
+                             f"a CUDA build of torch on a machine with an NVIDIA GPU")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(f"device={str(device)!r}, but this machine has "
+                             f"{torch.cuda.device_count()} GPU(s): use 'cuda:0' … or 'cpu'")
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device={str(device)!r}, but this torch has no Apple GPU (MPS): use device='cpu'")
+    elif dev.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device={str(device)!r}: the course's models run on 'cpu' or 'cuda'")
+    return dev
+
+
+def course_device() -> torch.device:
+    """Where the course's models run: ``$ONEHOT2GPT_DEVICE`` (``cpu``, ``cuda``, ``cuda:1``, …), else
+    the CPU, so that the notebooks' stored outputs are what a default run prints. A GPU the torch
+    cannot reach is a ValueError that names the variable."""
+    wanted = os.environ.get(DEVICE_ENV, "").strip() or "cpu"
+    try:
+        return check_device(wanted)
+    except ValueError as exc:
+        raise ValueError(f"{DEVICE_ENV}={wanted!r}: {exc}; or unset {DEVICE_ENV} to run on the CPU") from None
+
+
+def resolve_device(device=None) -> torch.device:
+    """`device` checked (:func:`check_device`), or :func:`course_device` when it is None: what every
+    loader and training cell of the course runs on."""
+    return course_device() if device is None else check_device(device)
+
