@@ -21,12 +21,13 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 # The course on Google Colab's package versions (requirements-colab.txt; see the README's Colab
-# section): a separate environment, the install check, the library and widget tests, and every
-# notebook top to bottom (nbval-lax: errors, not exact outputs). About half an hour on 2 cores.
+# section): a separate environment, the install check, the library and widget tests, every
+# notebook top to bottom (nbval-lax: errors, not exact outputs), and the widget notebooks in a real
+# browser on the classic Notebook 6.5 front end with ipywidgets 7.7.1. About half an hour on 2 cores.
 COLAB_PYTHON ?= python3.11
 COLAB_VENV   ?= .venv-colab
 COLAB_PY     := $(COLAB_VENV)/bin/python
-COLAB_TOOLS  := pytest==9.0.3 nbval==0.11.0 nbclient==0.10.4 nbformat==5.11.1 pyyaml==6.0.3
+COLAB_TOOLS  := pytest==9.0.3 nbval==0.11.0 nbclient==0.10.4 nbformat==5.11.1 pyyaml==6.0.3 playwright==1.65.2
 
 test-colab:
 	test -x $(COLAB_PY) || $(COLAB_PYTHON) -m venv $(COLAB_VENV)
@@ -38,6 +39,7 @@ test-colab:
 		--ignore=tests/test_course.py --ignore=tests/test_notebooks.py --ignore=tests/test_environment.py
 	$(COLAB_PY) -m pytest -o addopts="-p no:cacheprovider" --nbval-lax --nbval-current-env \
 		--nbval-cell-timeout 600 notebooks/[0-9][0-9]_*.ipynb
+	$(COLAB_PY) -m pytest -o addopts="-p no:cacheprovider" tests/colab_classic_notebook.py
 
 # Regenerate the student notebooks (solutions removed, outputs cleared) from the course notebooks.
 student: $(STAMP)
