@@ -34,6 +34,7 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")
                    if WIDGET_MIME in p.read_text(encoding="utf-8"))
 RUN_ALL_S = 900
+CLASSES = "() => Array.from(document.querySelectorAll('.output_subarea'), e => e.className).slice(0, 40)"
 
 
 def widget_cells(path: Path) -> int:
@@ -94,7 +95,7 @@ def test_widget_notebook_runs_and_draws_its_widgets_in_classic_notebook(server, 
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     block_the_internet(context)
     page = context.new_page()
-    page.goto(f"{base}/notebooks/notebooks/{path.name}?token={token}")
+    page.goto(f"{base}/notebooks/{path.name}?token={token}")
     page.locator("#kernel_indicator_icon.kernel_idle_icon").wait_for(timeout=120_000)
     page.locator("#celllink").click()
     page.locator("#run_all_cells").click()
@@ -105,10 +106,11 @@ def test_widget_notebook_runs_and_draws_its_widgets_in_classic_notebook(server, 
     page.locator("#kernel_indicator_icon.kernel_idle_icon").wait_for(timeout=60_000)
     errors = page.locator(".output_error").all_inner_texts()
     assert not errors, f"{path.name}: a cell failed in the classic notebook:\n{errors[0][-2500:]}"
-    expected = widget_cells(path)
-    wait_until(lambda: page.locator(".output_subarea .widget-vbox").count() >= expected, 60,
-               lambda: f"{expected} widgets drawn in {path.name} "
-                       f"(found {page.locator('.output_subarea .widget-vbox').count()})")
+    expected = widget_cells(path)           # widgets and tqdm's progress bars (ipywidgets HBoxes)
+    views = page.locator(".output_area:has(.output_subarea .jupyter-widgets)")
+    wait_until(lambda: views.count() >= expected, 60,
+               lambda: f"{expected} outputs with a drawn widget in {path.name} (found {views.count()}; "
+                       f"output classes {page.evaluate(CLASSES)})")
     text = page.locator("#notebook-container").inner_text()
     assert "Error displaying widget" not in text and "Loading widget..." not in text, text[-2000:]
     if path.stem == "01_onehot":                 # one round trip browser → kernel → browser
