@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from browser_helpers import (BERTVIZ_SCRIPTS, CHROMIUM, CHROMIUM_ARGS, ROOT, SCREENSHOTS, JupyterLab,
-                             Notebook, block_the_internet, choose, control, copy_notebooks,
+                             Notebook, block_the_internet, choose, control, copy_notebooks, exact,
                              dropdown_options, dropdown_value, image_src, press_slider, require,
                              slider_value, type_text, type_textarea, wait_until)
 
@@ -250,6 +250,16 @@ def notebook_07(nb: Notebook):
     answer(blank.locator(".widget-html").first, "⚠ ValueError: no [MASK]", "a sentence without a blank")
     nb.screenshot(blank, "fill-in-the-blank")
 
+    stepper = nb.widget("bert_stepper = ForwardStepper(")
+    header = stepper.locator(".widget-html").nth(1)
+    answer(header, re.compile(r"Step (\d+) of \1: probabilities"), "the notebook's last stage")
+    answer(header, "shown: position 6: [MASK]", "the notebook's choice of the [MASK]")
+    stepper.locator("button.jupyter-button", has_text=exact("◀")).click()
+    answer(header, "temperature", "pressing ◀")
+    answer(stepper, "matches the library's forward", "running the cell")
+    settled(nb, stepper, "stepping through the BERT")
+    nb.screenshot(stepper, "bert-stepper")
+
 
 def notebook_08(nb: Notebook):
     root = nb.widget("explorer = AttentionExplorer(sources")
@@ -288,6 +298,66 @@ def notebook_09(nb: Notebook):
     type_textarea(root, "Prompt", "猫")                         # a character Shakespeare never wrote
     answer(status, "cannot encode", "a prompt the tokenizer cannot encode")
     nb.screenshot(root, "unknown-character")
+    look_inside(nb)
+
+
+def all_heads_view(nb: Notebook, source: str, pick: str):
+    """Press one head's button: the large picture and its caption follow."""
+    root = nb.widget(source)
+    image, caption = root.locator("img.widget-image").last, root.locator(".widget-html").last
+    thumbs = root.locator("img.widget-image")
+    wait_until(lambda: thumbs.count() > 2 and all(image_src(t) for t in thumbs.all()), ANSWER_S,
+               "every thumbnail drawn")
+    before = image_src(image)
+    root.locator("button.jupyter-button", has_text=exact(pick)).click()
+    layer, head = pick[1:].split(" H")
+    answer(caption, f"Layer {layer}, head {head}", f"pressing {pick}")
+    changed(lambda: image_src(image), before, f"pressing {pick} (a new picture)")
+    settled(nb, root, f"pressing {pick}")
+    nb.screenshot(root, f"all-heads-{pick.replace(' ', '')}")
+
+
+def look_inside(nb: Notebook):
+    """Notebook 09, section 9: the forward-pass stepper, the logit lens, interventions, all heads."""
+    stepper = nb.widget("stepper = ForwardStepper(")
+    header = stepper.locator(".widget-html").nth(1)
+    answer(stepper, "matches the library's forward", "running the cell")
+    answer(header, "Step 10 of 66: layer 0 · softmax", "the notebook's next cell choosing a step")
+    for _ in range(4):
+        stepper.locator("button.jupyter-button", has_text=exact("▶")).click()
+    answer(header, "Step 14 of 66: layer 0 · LayerNorm 2", "pressing ▶ four times")
+    type_text(stepper, "Prompt", "the river flows into the")
+    answer(header, "shown: position 5: the", "a new prompt (its last piece)")
+    assert slider_value(stepper, "Position") == "5", "the position must move to the new prompt's last piece"
+    settled(nb, stepper, "stepping and a new prompt")
+    nb.screenshot(stepper, "stepper")
+    type_text(stepper, "Prompt", "")                           # an empty prompt: a message, no crash
+    answer(stepper, "the prompt is empty", "an empty prompt")
+
+    lens = nb.widget("lens_view = LogitLens(")
+    table = lens.locator(".widget-html").last
+    answer(table, "layer 3", "running the cell")
+    type_text(lens, "Prompt", "he was born in new")
+    answer(table, "york", "a prompt ending in 'new'")
+    press_slider(lens, "Position", "ArrowLeft")                # one piece back: the next piece is known
+    answer(table, "next is “new”", "moving the position back one piece")
+    settled(nb, lens, "the logit lens")
+    nb.screenshot(lens, "logit-lens")
+
+    ablation = nb.widget("ablation = InterventionExplorer(")
+    result = ablation.locator(".widget-html").last
+    answer(result, "Switched off: nothing", "running the cell")
+    control(ablation, "select-multiple", "MLPs off").locator("select").select_option(label=["layer 0 MLP"])
+    answer(result, "Switched off: layer 0 MLP", "switching the first MLP off")
+    control(ablation, "select-multiple", "Tokens off").locator("select").select_option(index=[1])
+    answer(result, "token 1:", "switching a token off")
+    settled(nb, ablation, "switching parts off")
+    nb.screenshot(ablation, "interventions")
+    all_heads_view(nb, "all_heads = AllHeadsView(", "L4 H7")
+
+
+def notebook_11(nb: Notebook):
+    all_heads_view(nb, "induction_view = AllHeadsView(", "L0 H1")
 
 
 def notebook_10(nb: Notebook):
@@ -334,6 +404,7 @@ SCENARIOS = {
     "08_bert_finetuning": notebook_08,
     "09_gpt": notebook_09,
     "10_zero_shot": notebook_10,
+    "11_beyond": notebook_11,
 }
 
 

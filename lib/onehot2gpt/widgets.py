@@ -44,6 +44,94 @@ def _safe(update):
     return wrapper
 
 
+# -- a saved picture of every widget ---------------------------------------------------------------
+
+_SNAPSHOT_NOTE = ("<div style='font-size:smaller;color:#666'>A saved view of an interactive widget, as "
+                  "it was when the cell ran: run the notebook to use it.</div>")
+
+
+def _control_html(widget) -> str:
+    """A control as static text: its description and the value it shows."""
+    label = html.escape(getattr(widget, "description", "") or "")
+    if isinstance(widget, W.Button):
+        return f"<button disabled>{label}</button>"
+    if isinstance(widget, (W.Dropdown, W.ToggleButtons, W.RadioButtons, W.Select)):
+        value = widget.label
+    elif isinstance(widget, W.SelectMultiple):
+        value = ", ".join(widget.label) or "(none)"
+    elif isinstance(widget, (W.Checkbox, W.ToggleButton)):
+        value = "☑" if widget.value else "☐"
+    else:
+        value = widget.value
+    value = html.escape(str(value)).replace("\n", "<br>")
+    return (f"<span style='margin-right:12px'><b>{label}</b> <code>{value}</code></span>" if label
+            else f"<code>{value}</code>")
+
+
+def snapshot_html(widget) -> str:
+    """The widget as static HTML: its texts, tables and pictures as they are now, its controls as
+    text. What GitHub, nbviewer and nbconvert's HTML and slides show, where no kernel draws it."""
+    import base64
+
+    layout = getattr(widget, "layout", None)
+    if layout is not None and layout.display == "none":
+        return ""
+    if isinstance(widget, W.Box):
+        inner = "".join(snapshot_html(c) for c in widget.children)
+        direction = "row" if isinstance(widget, W.HBox) else "column"
+        wrap = "flex-wrap:wrap;" if direction == "row" else ""
+        return f"<div style='display:flex;flex-direction:{direction};{wrap}gap:6px'>{inner}</div>"
+    if isinstance(widget, W.Image):
+        if not widget.value:
+            return ""
+        data = base64.b64encode(bytes(widget.value)).decode("ascii")
+        width = f"max-width:{widget.layout.max_width};" if widget.layout.max_width else "max-width:100%;"
+        return f"<img style='{width}' src='data:image/{widget.format};base64,{data}'>"
+    if isinstance(widget, (W.HTML, W.HTMLMath)):
+        return f"<div>{widget.value}</div>"
+    if isinstance(widget, W.Label):
+        return f"<span>{html.escape(widget.value)}</span>"
+    if isinstance(widget, W.Output):
+        return ""
+    if isinstance(widget, W.ValueWidget) or isinstance(widget, W.Button):
+        return _control_html(widget)
+    return ""
+
+
+class _SavedView:
+    """Displays the widget with a static picture of its state beside it (``text/html``): a
+    notebook saved after running then reads on GitHub, nbviewer and in nbconvert's HTML and slides
+    (which cannot draw a widget without a kernel), while JupyterLab, Notebook and Colab draw the
+    live widget, which they prefer. :meth:`snapshot` gives the same picture of the current state."""
+
+    def snapshot(self):
+        from IPython.display import HTML
+        return HTML(self.saved_view())
+
+    def saved_view(self) -> str:
+        return f"<div class='onehot2gpt-snapshot'>{_SNAPSHOT_NOTE}{snapshot_html(self)}</div>"
+
+    def _repr_mimebundle_(self, **kwargs):
+        parent = getattr(super(), "_repr_mimebundle_", None)
+        if parent is not None:
+            data = dict(parent(**kwargs) or {})
+        else:  # ipywidgets 7 displays through _ipython_display_
+            data = {"text/plain": repr(self)[:110],
+                    "application/vnd.jupyter.widget-view+json": {"version_major": 2, "version_minor": 0,
+                                                                 "model_id": self._model_id}}
+        try:
+            data["text/html"] = self.saved_view()
+        except Exception:  # the live widget matters more than its picture
+            pass
+        return data
+
+    if int(W.__version__.split(".")[0]) < 8:
+        def _ipython_display_(self, **kwargs):
+            from IPython.display import display
+            display(self._repr_mimebundle_(), raw=True)
+            self._handle_displayed(**kwargs)
+
+
 def _table(rows: list[list[str]], header: list[str] | None = None) -> str:
     cell = "border:1px solid #ccc;padding:2px 6px;text-align:center;font-family:monospace"
     out = ["<table style='border-collapse:collapse'>"]
@@ -55,7 +143,7 @@ def _table(rows: list[list[str]], header: list[str] | None = None) -> str:
     return "".join(out)
 
 
-class TokenExplorer(W.VBox):
+class TokenExplorer(_SavedView, W.VBox):
     """Type a sentence; see its tokens, their ids (<unk> for unseen ones) and one-hot rows.
 
     `vocabs` maps a unit name ("words", "characters") to the Vocab used for it.
@@ -124,7 +212,7 @@ def figure_to_png(fig) -> bytes:
 
 
 
-class EmbeddingExplorer(W.VBox):
+class EmbeddingExplorer(_SavedView, W.VBox):
     """Pick words; see them and their nearest neighbours in a 2-D PCA projection of the embedding.
 
     `word_vectors` needs `most_similar(word, k)`, `__getitem__(word)` and `__contains__(word)`
@@ -194,7 +282,7 @@ class EmbeddingExplorer(W.VBox):
         self.status.value = f"<span style='{_ERROR_STYLE}'>{notes[0]}</span>" if notes else ""
 
 
-class LayerWeightExplorer(W.VBox):
+class LayerWeightExplorer(_SavedView, W.VBox):
     """Pick a task and λ; see the layer weights a probe learns (trained on first use, then cached).
 
     `train(task, l2_lambda)` must return a :class:`onehot2gpt.probing.ProbeResult`.
@@ -341,7 +429,7 @@ def _wait_for_require(page: str) -> str:
     return wrapped
 
 
-class AttentionExplorer(W.VBox):
+class AttentionExplorer(_SavedView, W.VBox):
     """Type a sentence, pick a model, layer, head and query token; see where that token looks.
 
     `sources` maps a model name to an attention source ``text -> (tokens, attentions)`` with one
@@ -497,7 +585,7 @@ _KIND_STYLE = {"mask": "background:#ffd54f", "random": "background:#ef9a9a",
 _KIND_TEXT = {"mask": "→ [MASK]", "random": "→ random", "same": "kept", "": ""}
 
 
-class MaskingExplorer(W.VBox):
+class MaskingExplorer(_SavedView, W.VBox):
     """Type a sentence; see which tokens BERT's masking chooses (15%) and what each becomes:
     [MASK] (80%), a random token (10%) or itself (10%). Draw again with another seed, change the
     rate, or mask whole words.
@@ -566,7 +654,7 @@ class MaskingExplorer(W.VBox):
                                    ["what"] + [_KIND_TEXT[k] for k in self.kinds]])
 
 
-class FillInTheBlank(W.VBox):
+class FillInTheBlank(_SavedView, W.VBox):
     """Type a sentence with ``[MASK]``; see the model's top-k guesses and their probabilities.
 
     `predict(text, top_k)` returns [(position, [(token, probability), …]), …], one entry per
@@ -614,7 +702,7 @@ PRECIPITATION = ("In meteorology, precipitation is any product of the condensati
                  "of rain in scattered locations are called \"showers\".")
 
 
-class QuestionAnswerer(W.VBox):
+class QuestionAnswerer(_SavedView, W.VBox):
     """Paste a passage, ask a question: the answer highlighted in the passage, and the start and
     end probabilities over the passage's word pieces.
 
@@ -697,7 +785,41 @@ def _visible(token: str) -> str:
     return html.escape(token.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")) or "∅"
 
 
-class SamplingExplorer(W.VBox):
+def encode_prompt(encode, decode, prompt: str, vocab_size: int, max_len: int) -> tuple[list[int], str]:
+    """Encode a prompt for a GPT → (ids, notice). A prompt longer than max_len tokens is kept whole in
+    ids with a notice that the model reads only its last max_len; ValueError saying what to fix for an
+    empty prompt, one the tokenizer cannot encode, or ids outside the vocabulary."""
+    text = prompt
+    if not text:
+        raise ValueError("the prompt is empty: type some text for the model to continue "
+                         "(a GPT has no start state of its own)")
+    try:
+        ids = [int(i) for i in encode(text)]
+    except (KeyError, ValueError, IndexError, TypeError) as exc:
+        unknown = []
+        for c in dict.fromkeys(text):
+            try:
+                encode(c)
+            except Exception:
+                unknown.append(repr(c))
+        which = f": it does not know {', '.join(unknown[:10])}" if unknown else ""
+        raise ValueError(f"the tokenizer cannot encode the prompt ({type(exc).__name__}: {exc}){which}. "
+                         f"Use only characters or words the model was trained on") from exc
+    if not ids:
+        raise ValueError("the prompt encodes to no tokens: type some text the tokenizer keeps")
+    outside = sorted({i for i in ids if not 0 <= i < vocab_size})
+    if outside:
+        raise ValueError(f"encode gave ids {outside[:5]} outside the model's vocabulary "
+                         f"0…{vocab_size - 1}: pair the model with the tokenizer it was trained with")
+    notice = ""
+    if len(ids) > max_len:
+        tail = decode(ids[-max_len:])
+        notice = (f"the prompt has {len(ids)} tokens but the model reads at most max_len="
+                  f"{max_len}: it sees only the last {max_len}, “{tail}”")
+    return ids, notice
+
+
+class SamplingExplorer(_SavedView, W.VBox):
     """Type a prompt; see the next-token distribution before and after temperature, top-k and top-p,
     and sample a continuation with a seed.
 
@@ -790,34 +912,7 @@ class SamplingExplorer(W.VBox):
 
     def _prompt_ids(self) -> tuple[list[int], str]:
         """Encode the prompt → (ids, notice); ValueError saying what to fix when it cannot be used."""
-        text = self.prompt.value
-        if not text:
-            raise ValueError("the prompt is empty: type some text for the model to continue "
-                             "(a GPT has no start state of its own)")
-        try:
-            ids = [int(i) for i in self.encode(text)]
-        except (KeyError, ValueError, IndexError, TypeError) as exc:
-            unknown = []
-            for c in dict.fromkeys(text):
-                try:
-                    self.encode(c)
-                except Exception:
-                    unknown.append(repr(c))
-            which = f": it does not know {', '.join(unknown[:10])}" if unknown else ""
-            raise ValueError(f"the tokenizer cannot encode the prompt ({type(exc).__name__}: {exc}){which}. "
-                             f"Use only characters or words the model was trained on") from exc
-        if not ids:
-            raise ValueError("the prompt encodes to no tokens: type some text the tokenizer keeps")
-        outside = sorted({i for i in ids if not 0 <= i < self.vocab_size})
-        if outside:
-            raise ValueError(f"encode gave ids {outside[:5]} outside the model's vocabulary "
-                             f"0…{self.vocab_size - 1}: pair the model with the tokenizer it was trained with")
-        notice = ""
-        if len(ids) > self.max_len:
-            tail = self.decode(ids[-self.max_len:])
-            notice = (f"the prompt has {len(ids)} tokens but the model reads at most max_len="
-                      f"{self.max_len}: it sees only the last {self.max_len}, “{tail}”")
-        return ids, notice
+        return encode_prompt(self.encode, self.decode, self.prompt.value, self.vocab_size, self.max_len)
 
     def _run(self, step):
         """Run an update; an exception becomes a message in .status and the views stay as they were
@@ -972,7 +1067,7 @@ def render_prompt(template: str, text: str, question: str = "", examples: list[s
     return f"{shots}{text} ="
 
 
-class ZeroShotPrompter(W.VBox):
+class ZeroShotPrompter(_SavedView, W.VBox):
     """Prompt a GPT with a zero-shot template, or a few-shot one, and read the continuation token by
     token with the probability the model gave each.
 
@@ -1186,3 +1281,378 @@ class ZeroShotPrompter(W.VBox):
         header = "".join(f"<th style='{cell}'>{h}</th>" for h in ("#", "token", "p", "the 3 most likely"))
         return (f"<p><b>{html.escape(self._current_model)}</b> continues (darker = more probable): {spans}</p>"
                 f"<table style='border-collapse:collapse'><tr>{header}</tr>{rows}</table>")
+
+
+# -- looking inside a GPT -----------------------------------------------------------------------------
+
+def _num(x: float) -> str:
+    """A number for a small table: 3 significant digits, −∞ for a masked score."""
+    if x == float("-inf"):
+        return "−∞"
+    if x != x:
+        return "nan"
+    return f"{x:.3g}".replace("-", "−")
+
+
+def _heat(p: float) -> str:
+    """A cell background for a probability or weight in [0, 1]."""
+    p = max(0.0, min(1.0, float(p)))
+    return f"background:rgba(33,150,243,{0.08 + 0.8 * p:.2f})"
+
+
+class _InsideGPT(_SavedView, W.VBox):
+    """Shared by the look-inside widgets: a prompt for a course GPT, the position to read, a status.
+
+    A prompt longer than the model's context is cropped to its last max_len tokens (with a notice);
+    an input the model cannot read shows a message and the views stay as they were."""
+
+    def __init__(self, model, encode, decode, prompt: str, controls: list, views: list, bert_too: bool = False):
+        from .lookinside import _check_model, _is_bert
+
+        if not (bert_too and _is_bert(model)):
+            _check_model(model)
+        if not (callable(encode) and callable(decode)):
+            raise TypeError("encode(text) -> list[int] and decode(ids) -> str must be functions")
+        self.model, self.encode, self.decode = model, encode, decode
+        self.vocab_size, self.max_len = model.config.vocab_size, model.config.max_len
+        self._token_texts: dict[int, str] = {}
+        self.ids: list[int] = []        # the tokens the views were computed from
+        self.tokens: list[str] = []
+        self.prompt = W.Text(value=prompt, description="Prompt", continuous_update=False,
+                             layout=W.Layout(width="90%"))
+        self.position = W.IntSlider(value=0, min=0, max=1, description="Position", continuous_update=False)
+        self.status = W.HTML()
+        self._busy = False
+        super().__init__([self.prompt, W.HBox([self.position] + controls), self.status] + views)
+        self.prompt.observe(self._prompt_changed, names="value")
+        self.position.observe(self.update, names="value")
+        self._prompt_changed()
+
+    def token_text(self, i: int) -> str:
+        if i not in self._token_texts:
+            try:
+                self._token_texts[i] = self.decode([i])
+            except Exception:
+                self._token_texts[i] = f"<{i}>"
+        return self._token_texts[i]
+
+    def _prompt_changed(self, *_):
+        try:
+            ids, notice = encode_prompt(self.encode, self.decode, self.prompt.value, self.vocab_size, self.max_len)
+        except Exception as exc:
+            self.status.value = _error_html(exc)
+            self._new_ids = None  # nothing acts on the last prompt until this one can be read
+            return
+        ids = ids[-self.max_len:]
+        self._busy = True
+        try:  # the new prompt's positions; the last one (the next-token prediction) to start with
+            self.position.max = max(len(ids) - 1, 1)
+            self.position.value = len(ids) - 1
+            self.position.disabled = len(ids) == 1
+        finally:
+            self._busy = False
+        self._new_ids = ids
+        self._notice = notice
+        self._refresh(ids, notice)
+
+    def update(self, *_):
+        if self._busy or not getattr(self, "_new_ids", None):
+            return
+        self._refresh(self._new_ids, self._notice)
+
+    def _refresh(self, ids, notice):
+        try:
+            self._compute(ids)
+            self.ids, self.tokens = ids, [self.token_text(i) for i in ids]
+            self._draw()
+        except Exception as exc:  # a widget must never take the kernel down; the views stay as they were
+            self.status.value = _error_html(exc)
+            return
+        self.status.value = f"<span style='{_NOTICE_STYLE}'>ℹ {html.escape(notice)}</span>" if notice else ""
+
+    def _label(self, t: int, ids=None) -> str:
+        ids = self.ids if ids is None else ids
+        return f"{t}: {_visible(self.token_text(ids[t]))}"
+
+
+class ForwardStepper(_InsideGPT):
+    """Step through a course GPT's forward pass for one prompt and one position: embedding and
+    position → per layer LayerNorm, Q, K, V, scores, scale, mask, softmax, weighted sum, output
+    projection, residual, MLP, residual → final LayerNorm → logits → temperature → probabilities.
+    A course BERT with its MLM head (:class:`onehot2gpt.bert.BertForPreTraining`) works too: its
+    post-norm layers, then the MLM head's read-out at the chosen position (see
+    :func:`onehot2gpt.lookinside.trace_bert`).
+    Every stage shows the real tensor at that position (a readable slice) and its full shape; the
+    whole step-by-step pass is checked against the library's forward each time the prompt changes.
+
+    State for code and tests: ``.trace`` (:class:`onehot2gpt.lookinside.Trace`), ``.stages``,
+    ``.stage`` (the one shown), ``.check`` (the largest difference from the library's forward per part).
+    """
+
+    def __init__(self, model, encode, decode, prompt: str = "the river flows", temperature: float = 1.0,
+                 step: int = 0, values: int = 8):
+        if not (isinstance(temperature, (int, float)) and temperature > 0):
+            raise ValueError(f"temperature must be a number > 0, got {temperature!r}")
+        self.values = values
+        self.trace = None
+        self.stages: list = []
+        self.check: dict[str, float] = {}
+        self.step = W.IntSlider(value=step, min=0, max=1, description="Step", continuous_update=False)
+        self.back = W.Button(description="◀", layout=W.Layout(width="40px"), tooltip="previous step")
+        self.forward = W.Button(description="▶", layout=W.Layout(width="40px"), tooltip="next step")
+        self.temperature = W.FloatSlider(value=temperature, min=0.1, max=max(2.0, temperature), step=0.1,
+                                         description="Temperature", continuous_update=False)
+        self.header, self.view, self.checked = W.HTML(), W.HTML(), W.HTML()
+        self._step_wanted = step
+        super().__init__(model, encode, decode, prompt, [self.temperature],
+                         [W.HBox([self.back, self.step, self.forward]), self.header, self.view, self.checked],
+                         bert_too=True)
+        self.step.observe(self._draw_safely, names="value")
+        self.temperature.observe(self._temperature_changed, names="value")
+        self.back.on_click(lambda _: self._move(-1))
+        self.forward.on_click(lambda _: self._move(+1))
+
+    @property
+    def stage(self):
+        return self.stages[self.step.value] if self.stages else None
+
+    def _move(self, delta: int):
+        self.step.value = max(0, min(self.step.max, self.step.value + delta))
+
+    def _temperature_changed(self, *_):
+        self.update()
+
+    def _compute(self, ids):
+        from .lookinside import check_trace, trace_model
+
+        if self.trace is None or self.trace.ids.tolist() != ids:
+            trace = trace_model(self.model, ids)
+            self.check = check_trace(self.model, trace)
+        trace = trace_model(self.model, ids, temperature=float(self.temperature.value))
+        self.trace = trace
+
+    def _draw(self):
+        from .lookinside import stages
+
+        self.stages = stages(self.trace, self.position.value)
+        self.step.max = len(self.stages) - 1
+        if self._step_wanted is not None:
+            self.step.value, self._step_wanted = min(self._step_wanted, self.step.max), None
+        self._show()
+        worst = max(self.check.values())
+        self.checked.value = (f"<span style='color:#1b5e20'>✓ every stage recomputed here matches the "
+                              f"library's forward (blocks, attention maps, logits): largest difference "
+                              f"{worst:.1e}</span>")
+
+    def _draw_safely(self, *_):
+        try:
+            self._show()
+        except Exception as exc:
+            self.status.value = _error_html(exc)
+
+    def _show(self):
+        s = self.stage
+        p = self.position.value
+        self.header.value = (f"<b>Step {self.step.value} of {self.step.max}: {html.escape(s.key)}</b><br>"
+                             f"{html.escape(s.formula)} &nbsp; <span style='color:#666'>full tensor "
+                             f"{html.escape(s.shape)}; shown: position {html.escape(self._label(p))}</span>")
+        self.view.value = self._tensor_html(s)
+
+    def _tensor_html(self, s) -> str:
+        v = s.value.detach().float().cpu()
+        p = self.position.value
+        n = self.values
+        if v.dim() == 1 and v.numel() == self.vocab_size:          # logits or probabilities: the top 10
+            values, order = v.topk(min(10, v.numel()))
+            rows = [[html.escape(_visible(self.token_text(i))), _num(x)] for i, x in zip(order.tolist(), values.tolist())]
+            return _table(rows, ["next token", "value"]) + f"<i>the 10 largest of {v.numel():,} values</i>"
+        if v.dim() == 1:
+            cells = [_num(x) for x in v[:n].tolist()] + (["…"] if v.numel() > n else [])
+            return (_table([cells], [str(i) for i in range(min(n, v.numel()))] + (["…"] if v.numel() > n else []))
+                    + f"<i>{min(n, v.numel())} of {v.numel()} values; norm {v.norm():.3g}, mean "
+                      f"{v.mean():.3g}, std {v.std(unbiased=False):.3g}</i>")
+        if s.shape.endswith(f"T={len(self.ids)})") and v.size(-1) == len(self.ids):   # (H, T): one row per head
+            header = ["head"] + [html.escape(self._label(t)) for t in range(len(self.ids))]
+            softmax = "softmax" in s.key
+            rows = [[str(h)] + [(f"<span style='{_heat(x)}'>{_num(x)}</span>" if softmax and t <= p else _num(x))
+                                for t, x in enumerate(row)] for h, row in enumerate(v.tolist())]
+            return _table(rows, header) + f"<i>query {html.escape(self._label(p))} against every key</i>"
+        rows = [[str(h)] + [_num(x) for x in row[:n].tolist()] + (["…"] if v.size(-1) > n else [])
+                for h, row in enumerate(v)]
+        return (_table(rows, ["head"] + [str(i) for i in range(min(n, v.size(-1)))] + (["…"] if v.size(-1) > n else []))
+                + f"<i>one row per head, {min(n, v.size(-1))} of hs = {v.size(-1)} features</i>")
+
+
+class LogitLens(_InsideGPT):
+    """The logit lens: what the residual stream predicts after the embedding and after each layer,
+    read through the final LayerNorm and the output layer, at the chosen position (the last row is
+    the model's own prediction). Where the prompt goes on, the token that really comes next is
+    tracked: its probability and rank after each layer.
+
+    State for code and tests: ``.rows`` (:class:`onehot2gpt.lookinside.LensRow` per layer).
+    """
+
+    def __init__(self, model, encode, decode, prompt: str = "the river flows", k: int = 5):
+        self.rows: list = []
+        self.k = W.IntSlider(value=k, min=1, max=10, description="Top k", continuous_update=False)
+        self.table = W.HTML()
+        super().__init__(model, encode, decode, prompt, [self.k], [self.table])
+        self.k.observe(self.update, names="value")
+
+    def _compute(self, ids):
+        from .lookinside import logit_lens
+
+        p = self.position.value
+        target = ids[p + 1] if p + 1 < len(ids) else None
+        self.rows = logit_lens(self.model, ids, position=p, k=int(self.k.value), target=target)
+        self._target = target
+
+    def _draw(self):
+        p = self.position.value
+        header = ["after"] + [f"#{i + 1}" for i in range(int(self.k.value))]
+        if self._target is not None:
+            header.append(f"next is “{html.escape(_visible(self.token_text(self._target)))}”")
+        rows = []
+        for r in self.rows:
+            cells = [r.layer] + [f"<span style='{_heat(q)}'>{html.escape(_visible(self.token_text(i)))} "
+                                 f"({q:.2f})</span>" for i, q in r.top]
+            if self._target is not None:
+                cells.append(f"p {r.target_prob:.3f}, rank {r.target_rank + 1}")
+            rows.append(cells)
+        self.table.value = (f"<p>Reading the residual stream at {html.escape(self._label(p))}: "
+                            f"what comes next?</p>" + _table(rows, header))
+
+
+class InterventionExplorer(_InsideGPT):
+    """Switch parts of a course GPT off and see what changes: heads (their output set to zero),
+    a layer's MLP, or tokens (hidden from every other position, exBERT's masking). Shows the mean
+    next-token loss over the prompt with and without, and the top predictions at the position.
+
+    State for code and tests: ``.result`` (:class:`onehot2gpt.lookinside.Intervention`).
+    """
+
+    def __init__(self, model, encode, decode, prompt: str = "the river flows", k: int = 5):
+        c = model.config if hasattr(model, "config") else None
+        self.result = None
+        self.k = k
+        heads = [(f"layer {l} · head {h}", (l, h)) for l in range(c.n_layers) for h in range(c.n_heads)] if c else []
+        self.heads = W.SelectMultiple(options=heads, description="Heads off", rows=min(8, max(len(heads), 1)))
+        self.mlps = W.SelectMultiple(options=[(f"layer {l} MLP", l) for l in range(c.n_layers)] if c else [],
+                                     description="MLPs off", rows=min(8, max(getattr(c, "n_layers", 1), 1)))
+        self.tokens_off = W.SelectMultiple(options=[], description="Tokens off", rows=8)
+        self.table = W.HTML()
+        super().__init__(model, encode, decode, prompt, [],
+                         [W.HBox([self.heads, self.mlps, self.tokens_off]), self.table])
+        for control in (self.heads, self.mlps, self.tokens_off):
+            control.observe(self.update, names="value")
+
+    def _prompt_changed(self, *_):
+        # A new prompt has new tokens: the token choices are rebuilt (and cleared) before anything runs.
+        try:
+            ids, _ = encode_prompt(self.encode, self.decode, self.prompt.value, self.vocab_size, self.max_len)
+            ids = ids[-self.max_len:]
+            self._busy = True
+            self.tokens_off.options = [(self._label(t, ids), t) for t in range(len(ids))]
+        except Exception:
+            pass  # the base class shows the message
+        finally:
+            self._busy = False
+        super()._prompt_changed()
+
+    def _compute(self, ids):
+        from .lookinside import intervene
+
+        tokens = [t for t in self.tokens_off.value if t < len(ids)]
+        self.result = intervene(self.model, ids, position=self.position.value, k=self.k,
+                                heads_off=list(self.heads.value), mlps_off=list(self.mlps.value),
+                                tokens_off=tokens)
+
+    def _draw(self):
+        r = self.result
+        off = r.switched_off
+        what = ([f"layer {l} head {h}" for l, h in off["heads"]] + [f"layer {l} MLP" for l in off["mlps"]]
+                + [f"token {self._label(t)}" for t in off["tokens"]])
+        change = r.loss_change
+        rows = [[f"{html.escape(_visible(self.token_text(i)))} ({q:.3f})",
+                 f"{html.escape(_visible(self.token_text(j)))} ({w:.3f})"]
+                for (i, q), (j, w) in zip(r.top_before, r.top_after)]
+        self.table.value = (f"<p>Switched off: {html.escape(', '.join(what)) or 'nothing (pick heads, MLPs or tokens)'}"
+                            f"<br>Mean next-token loss over the prompt: <b>{r.loss_before:.3f}</b> → "
+                            f"<b>{r.loss_after:.3f}</b> nats ({'+' if change >= 0 else '−'}{abs(change):.3f})</p>"
+                            f"<p>Top predictions after {html.escape(self._label(r.position))}:</p>"
+                            + _table(rows, ["model as trained", "with the parts off"]))
+
+
+def _thumbnail(weights, size: int = 64) -> bytes:
+    """A (T, T) attention map as a small PNG (viridis, no axes), drawn without matplotlib figures."""
+    import numpy as np
+    from matplotlib import colormaps
+    from PIL import Image
+
+    w = weights.detach().float().cpu().numpy()
+    rgba = (colormaps["viridis"](np.clip(w / max(float(w.max()), 1e-9), 0, 1)) * 255).astype("uint8")
+    scale = max(1, size // max(w.shape[0], 1))
+    image = Image.fromarray(rgba[..., :3]).resize((w.shape[1] * scale, w.shape[0] * scale), Image.NEAREST)
+    buffer = io.BytesIO()
+    image.save(buffer, format="png")
+    return buffer.getvalue()
+
+
+class AllHeadsView(_SavedView, W.VBox):
+    """Every layer × head attention map as a thumbnail (rows: layers); press a head's button to see
+    it large with its tokens. The offline counterpart of bertviz's model view: core widgets and
+    PNGs only, nothing loaded from the internet.
+
+    `attentions`: one (1, H, T, T) tensor per layer (what ``output_attentions=True`` returns);
+    `tokens`: one string per position. State: ``.selected`` (layer, head) shown large.
+    """
+
+    def __init__(self, attentions, tokens, title: str = "", selected: tuple[int, int] = (0, 0), size: int = 64):
+        self.attentions = validate_attentions(attentions, tokens)
+        self.tokens = list(tokens)
+        self.title = title
+        L, H = len(self.attentions), self.attentions[0].shape[1]
+        layer, head = selected
+        if not (0 <= layer < L and 0 <= head < H):
+            raise ValueError(f"selected must be a (layer, head) in (0…{L - 1}, 0…{H - 1}); got {selected!r}")
+        self.status, self.caption = W.HTML(), W.HTML()
+        self.image = W.Image(format="png", layout=W.Layout(max_width="520px"))
+        rows = []
+        self.buttons: dict[tuple[int, int], W.Button] = {}
+        for l in range(L):
+            cells = [W.HTML(f"<b>layer {l}</b>", layout=W.Layout(width="60px"))]
+            for h in range(H):
+                button = W.Button(description=f"L{l} H{h}", layout=W.Layout(width=f"{size + 8}px"),
+                                  tooltip=f"show layer {l}, head {h} large")
+                button.on_click(functools.partial(self._pick, (l, h)))
+                self.buttons[(l, h)] = button
+                thumb = W.Image(value=_thumbnail(self.attentions[l][0, h], size), format="png",
+                                layout=W.Layout(width=f"{size}px", height=f"{size}px"))
+                cells.append(W.VBox([thumb, button]))
+            rows.append(W.HBox(cells))
+        super().__init__([W.HTML(f"<b>{html.escape(title)}</b> — {L} layers × {H} heads; press a head to "
+                                 f"enlarge it (rows: queries, columns: keys)"),
+                          W.VBox(rows), self.status, self.caption, self.image])
+        self.selected = None
+        self._pick(selected)
+
+    def _pick(self, which, *_):
+        try:
+            import matplotlib.pyplot as plt
+
+            from .plots import plot_attention
+
+            layer, head = which
+            weights = self.attentions[layer][0, head]
+            fig, ax = plt.subplots(figsize=(min(12, 0.4 * len(self.tokens) + 2.5),
+                                            min(10, 0.35 * len(self.tokens) + 1.5)))
+            plot_attention(weights, self.tokens, ax=ax, colorbar=True,
+                           title=f"{self.title + ': ' if self.title else ''}layer {layer}, head {head}")
+            self.image.value = figure_to_png(fig)
+            for key, button in self.buttons.items():
+                button.button_style = "primary" if key == (layer, head) else ""
+            self.selected = (layer, head)
+            self.caption.value = f"Layer {layer}, head {head}:"
+            self.status.value = ""
+        except Exception as exc:
+            self.status.value = _error_html(exc)

@@ -24,8 +24,10 @@ from .nb05 import (check_attention_with_loops, check_causal_mask, check_multi_he
 from .nb06 import check_positional_encoding, check_layer_norm, check_encoder_block, check_greedy_decode
 from .nb07 import check_wordpiece, check_segment_ids, check_apply_masking, check_mlm_loss
 from .nb08 import check_first_piece_labels, check_best_span, check_token_f1, check_qa_loss
-from .nb09 import check_gpt_block, check_top_k_filter, check_top_p_filter, check_kv_cache_step
+from .nb09 import (check_gpt_block, check_top_k_filter, check_top_p_filter, check_kv_cache_step,
+                   check_lens_readout)
 from .nb10 import check_qa_prompt, check_greedy_until_newline, check_answer_matches
-from .nb11 import check_permutation_mask, check_chain_rule_log_prob, check_independent_masks
+from .nb11 import (check_permutation_mask, check_chain_rule_log_prob, check_independent_masks,
+                   check_induction_score)
 from .student import (BEGIN, END, GENERATED_NOTE, STUB, cell_tags, main, make_student_notebook,
                       strip_solutions, write_student_notebook)

@@ -302,3 +302,46 @@ def check_kv_cache_step(fn: Callable) -> None:
                         "empty cache, T = 0, too); then scores = q_new @ k_all.transpose(-2, -1) / "
                         "sqrt(hs), shape (B, H, 1, T + 1); out = softmax(scores, dim=-1) @ v_all. "
                         "Return (out, k_all, v_all)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 5: the logit lens's read-out of one residual vector
+
+def _reference_lens_readout(x, gain, bias, embedding):
+    from ..lookinside import read_out
+    return read_out(x, gain, bias, embedding)
+
+
+def _lens_diagnose(fn):
+    def diagnose(got, expected, x, gain, bias, embedding):
+        if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+            return None
+        logits = F.layer_norm(x, (x.size(-1),), gain, bias, 1e-5) @ embedding.T
+        if torch.allclose(got, logits, atol=1e-4):
+            return "these are the logits: the lens reads probabilities, so finish with a softmax over the vocabulary"
+        if torch.allclose(got, torch.softmax(x @ embedding.T, -1), atol=1e-4):
+            return ("the residual vector went straight into the output layer: the model's own read-out "
+                    "first applies the final LayerNorm (with its gain and bias)")
+        plain = F.layer_norm(x, (x.size(-1),), None, None, 1e-5)
+        if torch.allclose(got, torch.softmax(plain @ embedding.T, -1), atol=1e-4):
+            return "the LayerNorm's gain and bias are missing: normalise, then multiply by gain and add bias"
+        return None
+    return diagnose
+
+
+def check_lens_readout(fn: Callable) -> None:
+    """Exercise: (x (D,) or (N, D) residual vectors, gain (D,), bias (D,), embedding (V, D)) → (…, V)
+    probabilities: the final LayerNorm (eps 1e-5), the tied output layer, a softmax."""
+    def make(gen):
+        D, V = rand_int(gen, 4, 16), rand_int(gen, 5, 30)
+        x = torch.randn(*([rand_int(gen, 1, 4)] if rand_int(gen, 0, 1) else []), D, generator=gen) * 3 + 1
+        return (x, 1 + 0.3 * torch.randn(D, generator=gen), 0.3 * torch.randn(D, generator=gen),
+                torch.randn(V, D, generator=gen))
+
+    check_function(fn, _reference_lens_readout, make, name="lens_readout", trials=10, diagnose=_lens_diagnose(fn),
+                   concept="the logit lens reads any residual vector the way the model reads its last one: "
+                           "the final LayerNorm, then scores against every row of the (tied) token "
+                           "embedding, then a softmax over the vocabulary, so every layer's guess is a "
+                           "distribution over next tokens",
+                   hint="F.layer_norm(x, (x.size(-1),), gain, bias, 1e-5) normalises the last dimension; "
+                        "h @ embedding.T gives one score per vocabulary entry; torch.softmax(…, dim=-1)")

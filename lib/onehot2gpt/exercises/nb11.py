@@ -73,3 +73,25 @@ def check_independent_masks(fn: Callable) -> None:
                         "probabilities of all pairs starting with a, P(second = b) the sum over pairs ending "
                         "in b. Predicted independently, the pair gets their product (a float), even when the "
                         "pair itself never occurs")
+
+
+def check_induction_score(fn: Callable) -> None:
+    """Exercise: (weights (H, T, T) one layer's attention, length, prefix) on `prefix` random tokens
+    followed by `length` random tokens twice → (H,): per head, the mean attention that a query in
+    the second copy pays to the token right after the earlier occurrence of its own token."""
+    from ..lookinside import induction_scores
+
+    def make(gen):
+        H, length, prefix = rand_int(gen, 1, 4), rand_int(gen, 2, 6), rand_int(gen, 0, 3)
+        T = prefix + 2 * length
+        scores = torch.randn(H, T, T, generator=gen) * 2
+        scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+        return torch.softmax(scores, -1), length, prefix
+
+    check_function(fn, induction_scores, make, name="induction_score", trials=10,
+                   concept="in the second copy, the token at position t appeared first at t − length; "
+                           "the token that followed it then sits at t − length + 1, and that is where an "
+                           "induction head looks. Average that weight over the queries of the second "
+                           "copy (positions prefix + length … T − 1), one number per head",
+                   hint="t = torch.arange(prefix + length, T) are the queries; weights[:, t, t - length + 1] "
+                        "picks, for every head, the weight each query gives its key; .mean(-1) → (H,)")

@@ -1,0 +1,648 @@
+"""Look inside a GPT: every tensor of its forward pass, the logit lens, and switching parts off.
+
+:func:`trace_gpt` runs the forward pass of a :class:`~onehot2gpt.gpt.GPT` one operation at a time
+and keeps every intermediate tensor, so a student can read the numbers that flow from the token
+ids to the probabilities. :func:`check_trace` proves the trace equal to the library's own forward
+(block by block, attention maps and logits). The same trace takes interventions (a head, a
+layer's MLP or a token switched off), which :func:`intervene` turns into a change in loss and in
+the top predictions, and :func:`logit_lens` reads the residual stream after every layer through the
+final LayerNorm and the output layer. :func:`induction_scores` and :func:`repeated_random_tokens`
+find induction heads (Olsson et al. 2022).
+
+Shapes: one sequence at a time, B = 1 is dropped: T tokens, D model width, H heads of hs = D / H
+features, V vocabulary entries, d_ff the MLP's hidden width.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from .utils import as_ids
+
+__all__ = ["read_out", "Trace", "BertTrace", "trace_bert", "trace_model", "Stage", "trace_gpt", "check_trace", "stages", "logit_lens", "LensRow",
+           "intervene", "Intervention", "next_token_loss", "repeated_random_tokens", "induction_scores",
+           "per_position_loss", "previous_token_scores", "random_trigram_table", "text_with_repeats"]
+
+
+@dataclass
+class Trace:
+    """Every tensor of one forward pass (see :func:`trace_gpt`). ``layers[l]`` maps a stage key
+    (``"ln1"``, ``"q"``, ``"scores"``, …) to its tensor; the rest are the stages outside the blocks."""
+
+    ids: torch.Tensor                   # (T,)
+    tok_emb: torch.Tensor               # (T, D)
+    pos_emb: torch.Tensor               # (T, D)
+    x0: torch.Tensor                    # (T, D) the residual stream entering layer 0
+    layers: list[dict[str, torch.Tensor]]
+    final_ln: torch.Tensor              # (T, D)
+    logits: torch.Tensor                # (T, V)
+    temperature: float
+    scaled_logits: torch.Tensor         # (T, V) logits / temperature
+    probs: torch.Tensor                 # (T, V)
+    switched_off: dict = field(default_factory=dict)
+
+    @property
+    def residuals(self) -> list[torch.Tensor]:
+        """The residual stream after the embedding and after each layer: n_layers + 1 × (T, D)."""
+        return [self.x0] + [layer["resid_post"] for layer in self.layers]
+
+    @property
+    def attentions(self) -> list[torch.Tensor]:
+        """Each layer's attention weights, n_layers × (H, T, T)."""
+        return [layer["weights"] for layer in self.layers]
+
+
+def _check_model(model) -> None:
+    needed = ("tok_emb", "pos_emb", "blocks", "final_norm", "lm_head", "config")
+    missing = [n for n in needed if not hasattr(model, n)]
+    if missing:
+        raise TypeError(f"expected a course GPT (onehot2gpt.gpt.GPT); {type(model).__name__} has no "
+                        f"{', '.join(missing)}. Load one with onehot2gpt.checkpoints.load or build GPT(config)")
+
+
+def _check_positions(name: str, values, limit: int) -> set[int]:
+    out = set()
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < limit:
+            raise ValueError(f"{name} must hold whole numbers in 0…{limit - 1}; got {v!r}")
+        out.add(v)
+    return out
+
+
+def _check_heads(heads, n_layers: int, n_heads: int) -> set[tuple[int, int]]:
+    out = set()
+    for pair in heads:
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+            raise ValueError(f"heads_off holds (layer, head) pairs, e.g. [(0, 1)]; got {pair!r}")
+        layer, head = pair
+        _check_positions("a head's layer", [layer], n_layers)
+        _check_positions("a head's index", [head], n_heads)
+        out.add((layer, head))
+    return out
+
+
+@torch.no_grad()
+def trace_gpt(model, ids, *, temperature: float = 1.0, heads_off=(), mlps_off=(), tokens_off=()) -> Trace:
+    """Run `model`'s forward pass on one sequence `ids` ((T,) or (1, T) token ids) step by step.
+
+    Per layer: ln1 → q, k, v (H, T, hs) → scores = q kᵀ (H, T, T) → scaled = scores / √hs →
+    masked (−inf above the diagonal) → weights = softmax → heads = weights v (H, T, hs) →
+    attn_out = out_proj(concat heads) (T, D) → resid_mid = x + attn_out → ln2 → mlp_hidden =
+    GELU(linear1) (T, d_ff) → mlp_out = linear2 (T, D) → resid_post = resid_mid + mlp_out.
+    Then final_ln → logits → scaled_logits = logits / temperature → probs = softmax.
+
+    Interventions, each off where the list names it:
+      heads_off  [(layer, head)]: that head's output (its rows of `heads`) is set to zero before the
+                 output projection: the head writes nothing into the residual stream;
+      mlps_off   [layer]: that layer's MLP adds nothing (mlp_out = 0);
+      tokens_off [position]: no other position may attend to it, in every layer (a token still
+                 attends to itself, so its own row is never empty). Its own prediction still counts.
+    Dropout is never applied (the model is read in eval mode, whatever its mode).
+    """
+    _check_model(model)
+    c = model.config
+    ids = as_ids(ids, c.vocab_size, dims=(1, 2))
+    if ids.dim() == 2:
+        if ids.size(0) != 1:
+            raise ValueError(f"trace one sequence at a time: ids has batch size {ids.size(0)}; pass ids[0]")
+        ids = ids[0]
+    T = ids.numel()
+    if T == 0:
+        raise ValueError("ids is empty: give at least one token")
+    if T > c.max_len:
+        raise ValueError(f"the sequence has {T} tokens but the model knows positions 0…{c.max_len - 1} only; "
+                         f"keep its last {c.max_len} tokens (ids[-{c.max_len}:])")
+    if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
+            and math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a number > 0 (1 leaves the logits as they are); got {temperature!r}")
+    heads_off = _check_heads(heads_off, c.n_layers, c.n_heads)
+    mlps_off = _check_positions("mlps_off (layer numbers)", mlps_off, c.n_layers)
+    tokens_off = _check_positions("tokens_off (positions)", tokens_off, T)
+
+    device = model.tok_emb.weight.device
+    ids = ids.to(device)
+    H, D = c.n_heads, c.d_model
+    hs = D // H
+    tok = model.tok_emb.weight[ids]                                   # (T, D): row ids[t] of the table
+    pos = model.pos_emb.weight[:T]                                    # (T, D): row t
+    x = tok + pos
+    x0 = x
+    allowed = torch.ones(T, T, dtype=torch.bool, device=device).tril()  # query i sees keys 0…i
+    for t in tokens_off:
+        allowed[:, t] = False
+        allowed[t, t] = True
+    layers = []
+    for l, block in enumerate(model.blocks):
+        s = {}
+        s["resid_pre"] = x
+        s["ln1"] = F.layer_norm(x, (D,), block.norm1.weight, block.norm1.bias, block.norm1.eps)
+        qkv = F.linear(s["ln1"], block.attn.in_proj.weight, block.attn.in_proj.bias)   # (T, 3D)
+        q, k, v = (t.view(T, H, hs).transpose(0, 1) for t in qkv.split(D, dim=-1))     # 3 × (H, T, hs)
+        s["q"], s["k"], s["v"] = q, k, v
+        s["scores"] = q @ k.transpose(-2, -1)                         # (H, T, T)
+        s["scaled"] = s["scores"] / math.sqrt(hs)
+        s["masked"] = s["scaled"].masked_fill(~allowed, float("-inf"))
+        s["weights"] = torch.softmax(s["masked"], dim=-1)
+        heads = s["weights"] @ v                                      # (H, T, hs)
+        for (ll, h) in heads_off:
+            if ll == l:
+                heads[h] = 0.0
+        s["heads"] = heads
+        merged = heads.transpose(0, 1).reshape(T, D)                  # (T, D): heads side by side
+        s["attn_out"] = F.linear(merged, block.attn.out_proj.weight, block.attn.out_proj.bias)
+        s["resid_mid"] = x + s["attn_out"]
+        s["ln2"] = F.layer_norm(s["resid_mid"], (D,), block.norm2.weight, block.norm2.bias, block.norm2.eps)
+        s["mlp_hidden"] = F.gelu(F.linear(s["ln2"], block.ff.linear1.weight, block.ff.linear1.bias),
+                                 approximate="tanh")
+        s["mlp_out"] = F.linear(s["mlp_hidden"], block.ff.linear2.weight, block.ff.linear2.bias)
+        if l in mlps_off:
+            s["mlp_out"] = torch.zeros_like(s["mlp_out"])
+        s["resid_post"] = s["resid_mid"] + s["mlp_out"]
+        x = s["resid_post"]
+        layers.append(s)
+    n = model.final_norm
+    final = F.layer_norm(x, (D,), n.weight, n.bias, n.eps)
+    logits = final @ model.lm_head.weight.T                           # (T, V): tied to tok_emb
+    if model.lm_head.bias is not None:
+        logits = logits + model.lm_head.bias
+    scaled = logits / temperature
+    return Trace(ids.cpu(), tok, pos, x0, layers, final, logits, float(temperature), scaled,
+                 torch.softmax(scaled, dim=-1),
+                 {"heads": sorted(heads_off), "mlps": sorted(mlps_off), "tokens": sorted(tokens_off)})
+
+
+@torch.no_grad()
+def check_trace(model, trace: Trace, atol: float = 1e-4) -> dict[str, float]:
+    """Prove a trace (with nothing switched off) equal to the library's forward: the embedding,
+    every block's output and attention weights (the library's :class:`~onehot2gpt.gpt.GPTBlock`
+    run on the trace's input), and the logits of ``model(ids)``. Returns the largest absolute
+    difference per part; raises AssertionError naming the first part that differs by more than atol.
+    """
+    from .attention import causal_mask
+
+    if isinstance(trace, BertTrace):
+        diffs = _check_bert_trace(model, trace, atol)
+        for part, d in diffs.items():
+            if not d <= atol:
+                raise AssertionError(f"the step-by-step forward differs from the library's at {part}: "
+                                     f"max |difference| {d:.3g} > {atol:g}")
+        return diffs
+    if any(trace.switched_off.values()):
+        raise ValueError(f"a trace with parts switched off ({trace.switched_off}) is not the model's own "
+                         f"forward; check the trace made without heads_off, mlps_off or tokens_off")
+    was_training = model.training
+    model.eval()
+    try:
+        ids = trace.ids.to(model.tok_emb.weight.device)[None]
+        T = ids.size(1)
+        diffs = {}
+        x = model.tok_emb(ids) + model.pos_emb(torch.arange(T, device=ids.device))
+        diffs["embedding"] = (x[0] - trace.x0).abs().max().item()
+        mask = causal_mask(T, device=ids.device)
+        for l, block in enumerate(model.blocks):
+            x, w, _ = block(trace.layers[l]["resid_pre"][None], mask, need_weights=True)
+            diffs[f"layer {l} output"] = (x[0] - trace.layers[l]["resid_post"]).abs().max().item()
+            diffs[f"layer {l} attention"] = (w[0] - trace.layers[l]["weights"]).abs().max().item()
+        out = model(ids)
+        diffs["logits"] = (out.logits[0] - trace.logits).abs().max().item()
+    finally:
+        model.train(was_training)
+    for part, d in diffs.items():
+        if not d <= atol:
+            raise AssertionError(f"the step-by-step forward differs from the library's at {part}: "
+                                 f"max |difference| {d:.3g} > {atol:g}")
+    return diffs
+
+
+# -- the stages, for the stepper ----------------------------------------------------------------
+
+@dataclass
+class Stage:
+    """One step of the forward pass at one position: what it computes and the numbers it gives."""
+
+    key: str            # e.g. "layer 0 · scores"
+    formula: str
+    value: torch.Tensor  # what the position sees at this stage: (D,), (H, T), (V,), …
+    shape: str           # the full tensor's shape, e.g. "(H=4, T=9, T=9)"
+    layer: int | None
+
+
+def _attention_rows(s: dict, p: int, T: int, D: int, mask_note: str) -> list[tuple[str, str, torch.Tensor, str]]:
+    H, _, hs = s["q"].shape
+    hth, htt = f"(H={H}, T={T}, hs={hs})", f"(H={H}, T={T}, T={T})"
+    return [("query Q", "x W_Q, split into heads", s["q"][:, p], hth),
+            ("key K", "x W_K, split into heads", s["k"][:, p], hth),
+            ("value V", "x W_V, split into heads", s["v"][:, p], hth),
+            ("scores", "Q Kᵀ: this query against every key", s["scores"][:, p], htt),
+            ("scaled", f"Q Kᵀ / √hs = / {math.sqrt(hs):.3g}", s["scaled"][:, p], htt),
+            ("masked", mask_note, s["masked"][:, p], htt),
+            ("softmax", "weights = softmax over keys (each row sums to 1)", s["weights"][:, p], htt),
+            ("weighted sum", "weights V: one vector per head", s["heads"][:, p], hth),
+            ("output projection", "concat(heads) W_O", s["attn_out"][p], f"(T={T}, D={D})")]
+
+
+def stages(trace, position: int = -1) -> list[Stage]:
+    """The forward pass as a list of stages, each cut to what `position` (a query / a prediction)
+    computes: its row of every (T, ·) tensor, and for attention its row of every head's map.
+    Takes a :class:`Trace` (GPT) or a :class:`BertTrace`."""
+    T = trace.ids.numel()
+    if isinstance(position, bool) or not isinstance(position, int) or not -T <= position < T:
+        raise ValueError(f"position must be a whole number in {-T}…{T - 1} (−1 = the last token); got {position!r}")
+    p = position % T
+    if isinstance(trace, BertTrace):
+        return _bert_stages(trace, p)
+    D = trace.x0.size(-1)
+    V = trace.logits.size(-1)
+    out = [Stage("token embedding", "E[id]: the token's row of the embedding table", trace.tok_emb[p],
+                 f"(T={T}, D={D})", None),
+           Stage("position embedding", "P[t]: the position's row", trace.pos_emb[p], f"(T={T}, D={D})", None),
+           Stage("input x", "x = E[id] + P[t]", trace.x0[p], f"(T={T}, D={D})", None)]
+    for l, s in enumerate(trace.layers):
+        d_ff = s["mlp_hidden"].size(-1)
+        td = f"(T={T}, D={D})"
+        rows = [("LayerNorm 1", "(x − mean) / std · γ + β", s["ln1"][p], td)]
+        rows += _attention_rows(s, p, T, D, "−inf for keys after the query (and switched-off tokens)")
+        rows += [("residual 1", "x + attention", s["resid_mid"][p], td),
+                ("LayerNorm 2", "(x − mean) / std · γ + β", s["ln2"][p], td),
+                ("MLP hidden", "GELU(LN(x) W_1 + b_1)", s["mlp_hidden"][p], f"(T={T}, d_ff={d_ff})"),
+                ("MLP out", "hidden W_2 + b_2", s["mlp_out"][p], td),
+                ("residual 2", "x + MLP", s["resid_post"][p], td)]
+        out += [Stage(f"layer {l} · {name}", formula, value, shape, l) for name, formula, value, shape in rows]
+    out += [Stage("final LayerNorm", "LN_f(x)", trace.final_ln[p], f"(T={T}, D={D})", None),
+            Stage("logits", "LN_f(x) Eᵀ: a score per vocabulary entry (tied embedding)", trace.logits[p],
+                  f"(T={T}, V={V})", None),
+            Stage("temperature", f"logits / {trace.temperature:g}", trace.scaled_logits[p], f"(T={T}, V={V})", None),
+            Stage("probabilities", "softmax: the next-token distribution", trace.probs[p], f"(T={T}, V={V})", None)]
+    return out
+
+
+# -- the logit lens ---------------------------------------------------------------------------------
+
+def read_out(x, gain, bias, embedding, eps: float = 1e-5) -> torch.Tensor:
+    """Read residual vectors the way the course GPT reads its last one: the final LayerNorm (its
+    `gain` and `bias`), scores against every row of the tied token `embedding`, a softmax.
+    x (…, D), gain and bias (D,), embedding (V, D) → probabilities (…, V)."""
+    h = F.layer_norm(x, (x.size(-1),), gain, bias, eps)
+    return torch.softmax(h @ embedding.T, dim=-1)
+
+
+@dataclass
+class LensRow:
+    """What the residual stream after one layer predicts, read through the final LN and output layer."""
+
+    layer: str                          # "embedding", "layer 0", …
+    top: list[tuple[int, float]]        # [(token id, probability)], most likely first
+    target_prob: float | None           # the probability of the given next token, if any
+    target_rank: int | None             # its rank (0 = top)
+
+
+@torch.no_grad()
+def logit_lens(model, ids, position: int = -1, k: int = 5, target: int | None = None,
+               trace: Trace | None = None) -> list[LensRow]:
+    """nostalgebraist's logit lens: apply the final LayerNorm and the output layer to the residual
+    stream after the embedding and after every layer, at `position`, and keep the top `k` next
+    tokens (and the probability and rank of `target`, e.g. the token that really comes next). The
+    last row is the model's own prediction."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k (how many candidates per layer) must be a whole number ≥ 1; got {k!r}")
+    trace = trace_gpt(model, ids) if trace is None else trace
+    T = trace.ids.numel()
+    if isinstance(position, bool) or not isinstance(position, int) or not -T <= position < T:
+        raise ValueError(f"position must be a whole number in {-T}…{T - 1} (−1 = the last token); got {position!r}")
+    V = model.config.vocab_size
+    if target is not None and (isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < V):
+        raise ValueError(f"target must be a token id in 0…{V - 1} or None; got {target!r}")
+    n = model.final_norm
+    if model.lm_head.bias is not None:
+        raise ValueError("the lens reads through a tied output layer without bias (the course GPT's)")
+    rows = []
+    for i, x in enumerate(trace.residuals):
+        probs = read_out(x[position], n.weight, n.bias, model.lm_head.weight, n.eps).float().cpu()
+        values, order = probs.topk(min(k, V))
+        t_prob = t_rank = None
+        if target is not None:
+            t_prob = float(probs[target])
+            t_rank = int((probs > probs[target]).sum())
+        rows.append(LensRow("embedding" if i == 0 else f"layer {i - 1}",
+                            list(zip(order.tolist(), values.tolist())), t_prob, t_rank))
+    return rows
+
+
+# -- interventions ------------------------------------------------------------------------------------
+
+@dataclass
+class Intervention:
+    """The model with and without parts switched off: the mean next-token loss over the sequence
+    and the top predictions at one position."""
+
+    loss_before: float
+    loss_after: float
+    top_before: list[tuple[int, float]]
+    top_after: list[tuple[int, float]]
+    switched_off: dict
+    position: int
+
+    @property
+    def loss_change(self) -> float:
+        return self.loss_after - self.loss_before
+
+
+def next_token_loss(trace: Trace) -> float:
+    """The mean next-token cross-entropy (nats) over a traced sequence: position t predicts ids[t + 1]."""
+    if trace.ids.numel() < 2:
+        raise ValueError("the loss needs at least two tokens (a prediction and the token that follows)")
+    return F.cross_entropy(trace.logits[:-1].float(), trace.ids[1:].to(trace.logits.device)).item()
+
+
+def intervene(model, ids, position: int = -1, k: int = 5, *, heads_off=(), mlps_off=(), tokens_off=()
+              ) -> Intervention:
+    """Switch parts off (see :func:`trace_gpt`) and compare with the model as it is: mean
+    next-token cross-entropy over the sequence (nats) and the top-k predictions at `position`."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a whole number ≥ 1; got {k!r}")
+    before = trace_gpt(model, ids)
+    after = trace_gpt(model, ids, heads_off=heads_off, mlps_off=mlps_off, tokens_off=tokens_off)
+    T = before.ids.numel()
+    if isinstance(position, bool) or not isinstance(position, int) or not -T <= position < T:
+        raise ValueError(f"position must be a whole number in {-T}…{T - 1} (−1 = the last token); got {position!r}")
+
+    def top(trace):
+        values, order = trace.probs[position].float().cpu().topk(min(k, trace.probs.size(-1)))
+        return list(zip(order.tolist(), values.tolist()))
+
+    return Intervention(next_token_loss(before), next_token_loss(after), top(before), top(after),
+                        after.switched_off, position % T)
+
+
+# -- induction heads ----------------------------------------------------------------------------------
+
+def repeated_random_tokens(n: int, length: int, vocab_size: int, generator: torch.Generator | None = None,
+                           prefix: int = 0) -> torch.Tensor:
+    """(n, prefix + 2·length) token ids: `prefix` random tokens, then `length` random tokens twice.
+
+    On the second copy a model that has learned induction (find the earlier occurrence of the
+    current token, predict what followed it) predicts every token; nothing can predict the first."""
+    for name, v in (("n", n), ("length", length), ("vocab_size", vocab_size)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a whole number ≥ 1; got {v!r}")
+    if isinstance(prefix, bool) or not isinstance(prefix, int) or prefix < 0:
+        raise ValueError(f"prefix must be a whole number ≥ 0; got {prefix!r}")
+    head = torch.randint(0, vocab_size, (n, prefix), generator=generator)
+    seq = torch.randint(0, vocab_size, (n, length), generator=generator)
+    return torch.cat([head, seq, seq], dim=1)
+
+
+def _check_weights(weights) -> torch.Tensor:
+    w = torch.as_tensor(weights) if not isinstance(weights, torch.Tensor) else weights
+    if w.dim() == 3:
+        w = w[None]
+    if w.dim() != 4 or w.size(-1) != w.size(-2):
+        raise ValueError(f"attention weights must be (B, H, T, T) or (H, T, T); got shape {tuple(w.shape)}")
+    return w.float()
+
+
+def induction_scores(weights, length: int, prefix: int = 0) -> torch.Tensor:
+    """Per head, the mean attention that a token in the second copy pays to the token right after
+    its earlier occurrence (query t → key t − length + 1), over the second copy and the batch.
+
+    weights: one layer's (B, H, T, T) or (H, T, T), T = prefix + 2·length → (H,) scores in [0, 1]
+    (an induction head scores near 1; attention spread evenly over t + 1 keys scores ≈ 1 / (t + 1))."""
+    w = _check_weights(weights)
+    T = w.size(-1)
+    if T != prefix + 2 * length:
+        raise ValueError(f"the maps cover {T} positions but prefix + 2·length = {prefix + 2 * length}")
+    queries = torch.arange(prefix + length, T)                       # the second copy
+    return w[:, :, queries, queries - length + 1].mean(dim=(0, 2))
+
+
+def previous_token_scores(weights) -> torch.Tensor:
+    """Per head, the mean attention a token pays to the token just before it (query t → key t − 1):
+    the first half of an induction circuit. (B, H, T, T) or (H, T, T) → (H,)."""
+    w = _check_weights(weights)
+    t = torch.arange(1, w.size(-1))
+    return w[:, :, t, t - 1].mean(dim=(0, 2))
+
+
+@torch.no_grad()
+def per_position_loss(model, ids) -> torch.Tensor:
+    """Cross-entropy (nats) of predicting ids[:, t + 1] from ids[:, :t + 1], per position, averaged
+    over the batch: (B, T) ids → (T − 1,)."""
+    ids = as_ids(ids, model.config.vocab_size, dims=(1, 2))
+    ids = ids[None] if ids.dim() == 1 else ids
+    if ids.size(1) < 2:
+        raise ValueError("need at least two tokens per sequence")
+    logits = model(ids[:, :-1]).logits
+    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), ids[:, 1:].reshape(-1), reduction="none")
+    return loss.view(ids.size(0), -1).mean(0)
+
+
+def random_trigram_table(vocab_size: int, choices: int = 2, generator: torch.Generator | None = None) -> torch.Tensor:
+    """A random second-order Markov chain: (V, V, choices) next-token ids, `choices` possible next
+    tokens for every pair of previous tokens."""
+    for name, v in (("vocab_size", vocab_size), ("choices", choices)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a whole number ≥ 1; got {v!r}")
+    return torch.randint(0, vocab_size, (vocab_size, vocab_size, choices), generator=generator)
+
+
+def text_with_repeats(n: int, length: int, table: torch.Tensor, generator: torch.Generator | None = None,
+                      repeat: tuple[int, int] = (6, 12), noise: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Toy "text" for growing induction heads: (n, length) sequences drawn from the second-order
+    chain `table` (see :func:`random_trigram_table`), a fraction `noise` of tokens replaced at random,
+    and in each sequence one stretch of r tokens (r drawn from `repeat`, both ends included) copied
+    right after itself at a random place. Returns (ids, copied): copied (n, length) is True where a
+    token is a copy of the token r places before.
+
+    Why this mix: the chain makes a previous-token head useful on its own (the next token depends
+    on the last two), the repeats reward looking up what followed the current token last time,
+    and their random length and place mean that only the tokens themselves, not their positions,
+    say where to look: an induction head (a previous-token head in one layer, a head that matches
+    on it in the next) is the way to use them."""
+    if not isinstance(table, torch.Tensor) or table.dim() != 3 or table.size(0) != table.size(1):
+        raise ValueError("table must be a (V, V, choices) tensor from random_trigram_table")
+    lo, hi = repeat
+    if not (isinstance(length, int) and 1 <= lo <= hi and 2 * hi <= length):
+        raise ValueError(f"a repeated stretch of up to {hi} tokens, twice, must fit in length={length}; "
+                         f"give repeat=(low, high) with 1 ≤ low ≤ high ≤ length / 2")
+    if not 0 <= noise <= 1:
+        raise ValueError(f"noise is a fraction in [0, 1]; got {noise!r}")
+    V, _, choices = table.shape
+    x = torch.zeros(n, length, dtype=torch.long)
+    x[:, :2] = torch.randint(0, V, (n, 2), generator=generator)
+    for t in range(2, length):
+        pick = torch.randint(0, choices, (n,), generator=generator)
+        x[:, t] = table[x[:, t - 2], x[:, t - 1], pick]
+        swap = torch.rand(n, generator=generator) < noise
+        x[:, t] = torch.where(swap, torch.randint(0, V, (n,), generator=generator), x[:, t])
+    r = torch.randint(lo, hi + 1, (n, 1), generator=generator)
+    start = (torch.rand(n, 1, generator=generator) * (length - 2 * r + 1)).long()  # 0 … length − 2r
+    pos = torch.arange(length)[None]
+    copied = (pos >= start + r) & (pos < start + 2 * r)
+    return x.gather(1, torch.where(copied, pos - r, pos)), copied
+
+
+# -- BERT: the same walk through a post-norm encoder and its MLM head ---------------------------------
+
+@dataclass
+class BertTrace:
+    """Every tensor of one forward pass of a :class:`~onehot2gpt.bert.BertForPreTraining` (see
+    :func:`trace_bert`)."""
+
+    ids: torch.Tensor                   # (T,)
+    token_type_ids: torch.Tensor        # (T,)
+    tok_emb: torch.Tensor               # (T, D)
+    seg_emb: torch.Tensor               # (T, D)
+    pos_emb: torch.Tensor               # (T, D)
+    summed: torch.Tensor                # (T, D)
+    x0: torch.Tensor                    # (T, D) LayerNorm of the sum: the input to layer 0
+    layers: list[dict[str, torch.Tensor]]
+    mlm_dense: torch.Tensor             # (T, D)
+    mlm_act: torch.Tensor               # (T, D)
+    mlm_norm: torch.Tensor              # (T, D)
+    logits: torch.Tensor                # (T, V)
+    temperature: float
+    scaled_logits: torch.Tensor
+    probs: torch.Tensor
+    switched_off: dict = field(default_factory=dict)
+
+    @property
+    def attentions(self) -> list[torch.Tensor]:
+        return [layer["weights"] for layer in self.layers]
+
+
+def _is_bert(model) -> bool:
+    return all(hasattr(model, n) for n in ("bert", "mlm", "config")) and hasattr(model.bert, "encoder")
+
+
+def _check_temperature(temperature) -> None:
+    if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
+            and math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a number > 0 (1 leaves the logits as they are); got {temperature!r}")
+
+
+@torch.no_grad()
+def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> BertTrace:
+    """Run a course BERT with its MLM head (:class:`~onehot2gpt.bert.BertForPreTraining`) on one
+    sequence step by step: token + segment + position embeddings → LayerNorm → per layer Q, K, V →
+    scores → scaled → masked (padding keys only: every token sees both sides) → softmax → weighted
+    sum → output projection → residual → LayerNorm → MLP (exact GELU) → residual → LayerNorm (post-norm,
+    as in the paper) → MLM head: dense → GELU → LayerNorm → logits (tied embedding + bias) →
+    temperature → probabilities."""
+    if not _is_bert(model):
+        raise TypeError(f"expected a course BERT with its MLM head (onehot2gpt.bert.BertForPreTraining); got "
+                        f"{type(model).__name__}. Load one with onehot2gpt.bert.load_bert")
+    c = model.config
+    ids = as_ids(ids, c.vocab_size, dims=(1, 2))
+    if ids.dim() == 2:
+        if ids.size(0) != 1:
+            raise ValueError(f"trace one sequence at a time: ids has batch size {ids.size(0)}; pass ids[0]")
+        ids = ids[0]
+    T = ids.numel()
+    if T > c.max_len:
+        raise ValueError(f"the sequence has {T} tokens but this BERT reads at most max_len={c.max_len}; shorten it")
+    _check_temperature(temperature)
+    types = torch.zeros_like(ids) if token_type_ids is None else as_ids(token_type_ids, c.type_vocab_size,
+                                                                         dims=1, name="token_type_ids")
+    if types.shape != ids.shape:
+        raise ValueError(f"token_type_ids must have the shape of ids {tuple(ids.shape)}; got {tuple(types.shape)}")
+    emb = model.bert.embeddings
+    device = emb.tok_emb.weight.device
+    ids, types = ids.to(device), types.to(device)
+    D, H = c.d_model, c.n_heads
+    hs = D // H
+    tok, seg, pos = emb.tok_emb.weight[ids], emb.seg_emb.weight[types], emb.pos_emb.weight[:T]
+    summed = tok + seg + pos
+    x = F.layer_norm(summed, (D,), emb.norm.weight, emb.norm.bias, emb.norm.eps)
+    x0 = x
+    allowed = (ids != c.pad_id)[None, :].expand(T, T)                  # every real key, both sides
+    layers = []
+    for layer in model.bert.encoder.layers:
+        if layer.norm_first:
+            raise ValueError("trace_bert follows BERT's post-norm blocks; this encoder is pre-norm")
+        s = {"resid_pre": x}
+        attn = layer.self_attn
+        qkv = F.linear(x, attn.in_proj.weight, attn.in_proj.bias)
+        q, k, v = (t.view(T, H, hs).transpose(0, 1) for t in qkv.split(D, dim=-1))
+        s["q"], s["k"], s["v"] = q, k, v
+        s["scores"] = q @ k.transpose(-2, -1)
+        s["scaled"] = s["scores"] / math.sqrt(hs)
+        s["masked"] = s["scaled"].masked_fill(~allowed, float("-inf"))
+        s["weights"] = torch.softmax(s["masked"], dim=-1)
+        s["heads"] = s["weights"] @ v
+        s["attn_out"] = F.linear(s["heads"].transpose(0, 1).reshape(T, D), attn.out_proj.weight, attn.out_proj.bias)
+        s["resid_mid"] = x + s["attn_out"]
+        s["ln1"] = F.layer_norm(s["resid_mid"], (D,), layer.norm1.weight, layer.norm1.bias, layer.norm1.eps)
+        s["mlp_hidden"] = F.gelu(F.linear(s["ln1"], layer.ff.linear1.weight, layer.ff.linear1.bias))
+        s["mlp_out"] = F.linear(s["mlp_hidden"], layer.ff.linear2.weight, layer.ff.linear2.bias)
+        s["resid_post"] = s["ln1"] + s["mlp_out"]
+        s["ln2"] = F.layer_norm(s["resid_post"], (D,), layer.norm2.weight, layer.norm2.bias, layer.norm2.eps)
+        x = s["ln2"]
+        layers.append(s)
+    head = model.mlm
+    dense = F.linear(x, head.dense.weight, head.dense.bias)
+    act = F.gelu(dense)
+    normed = F.layer_norm(act, (D,), head.norm.weight, head.norm.bias, head.norm.eps)
+    logits = F.linear(normed, head.decoder.weight, head.decoder.bias)
+    scaled = logits / temperature
+    return BertTrace(ids.cpu(), types.cpu(), tok, seg, pos, summed, x0, layers, dense, act, normed, logits,
+                     float(temperature), scaled, torch.softmax(scaled, -1))
+
+
+@torch.no_grad()
+def _check_bert_trace(model, trace: BertTrace, atol: float) -> dict[str, float]:
+    from .attention import padding_mask
+
+    was_training = model.training
+    model.eval()
+    try:
+        device = model.bert.embeddings.tok_emb.weight.device
+        ids, types = trace.ids.to(device)[None], trace.token_type_ids.to(device)[None]
+        diffs = {"embedding": (model.bert.embeddings(ids, types)[0] - trace.x0).abs().max().item()}
+        mask = padding_mask(ids, model.config.pad_id)
+        for l, layer in enumerate(model.bert.encoder.layers):
+            x, w = layer(trace.layers[l]["resid_pre"][None], mask, need_weights=True)
+            diffs[f"layer {l} output"] = (x[0] - trace.layers[l]["ln2"]).abs().max().item()
+            diffs[f"layer {l} attention"] = (w[0] - trace.layers[l]["weights"]).abs().max().item()
+        diffs["logits"] = (model(ids, types).mlm_logits[0] - trace.logits).abs().max().item()
+    finally:
+        model.train(was_training)
+    return diffs
+
+
+def trace_model(model, ids, *, temperature: float = 1.0):
+    """:func:`trace_gpt` for a course GPT, :func:`trace_bert` for a course BERT with its MLM head."""
+    return trace_bert(model, ids, temperature=temperature) if _is_bert(model) else \
+        trace_gpt(model, ids, temperature=temperature)
+
+
+def _bert_stages(trace: BertTrace, p: int) -> list[Stage]:
+    T, D = trace.ids.numel(), trace.x0.size(-1)
+    V = trace.logits.size(-1)
+    td = f"(T={T}, D={D})"
+    out = [Stage("token embedding", "E[id]: the token's row", trace.tok_emb[p], td, None),
+           Stage("segment embedding", "S[segment]: sentence A or B", trace.seg_emb[p], td, None),
+           Stage("position embedding", "P[t]: the position's row", trace.pos_emb[p], td, None),
+           Stage("sum", "E[id] + S[segment] + P[t]", trace.summed[p], td, None),
+           Stage("input x", "LayerNorm(sum)", trace.x0[p], td, None)]
+    for l, s in enumerate(trace.layers):
+        d_ff = s["mlp_hidden"].size(-1)
+        rows = _attention_rows(s, p, T, D, "−inf for padding keys only: BERT sees both sides")
+        rows += [("residual 1", "x + attention", s["resid_mid"][p], td),
+                 ("LayerNorm 1", "LN(x + attention): post-norm", s["ln1"][p], td),
+                 ("MLP hidden", "GELU(x W_1 + b_1)", s["mlp_hidden"][p], f"(T={T}, d_ff={d_ff})"),
+                 ("MLP out", "hidden W_2 + b_2", s["mlp_out"][p], td),
+                 ("residual 2", "x + MLP", s["resid_post"][p], td),
+                 ("LayerNorm 2", "LN(x + MLP): the layer's output", s["ln2"][p], td)]
+        out += [Stage(f"layer {l} · {name}", formula, value, shape, l) for name, formula, value, shape in rows]
+    out += [Stage("MLM dense", "x W + b", trace.mlm_dense[p], td, None),
+            Stage("MLM GELU", "GELU", trace.mlm_act[p], td, None),
+            Stage("MLM LayerNorm", "LN", trace.mlm_norm[p], td, None),
+            Stage("logits", "LN(…) Eᵀ + b: a score per vocabulary entry (tied embedding)", trace.logits[p],
+                  f"(T={T}, V={V})", None),
+            Stage("temperature", f"logits / {trace.temperature:g}", trace.scaled_logits[p], f"(T={T}, V={V})", None),
+            Stage("probabilities", "softmax: what the MLM head fills in here", trace.probs[p], f"(T={T}, V={V})", None)]
+    return out
