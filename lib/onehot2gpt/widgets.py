@@ -1631,7 +1631,7 @@ class AllHeadsView(_SavedView, W.VBox):
                 cells.append(W.VBox([thumb, button]))
             rows.append(W.HBox(cells))
         super().__init__([W.HTML(f"<b>{html.escape(title)}</b> — {L} layers × {H} heads; press a head to "
-                                 f"enlarge it (rows: queries, columns: keys)"),
+                                 f"enlarge it (rows: queries, columns: keys; each thumbnail is scaled to its own largest weight)"),
                           W.VBox(rows), self.status, self.caption, self.image])
         self.selected = None
         self._pick(selected)
