@@ -25,7 +25,7 @@ from .utils import as_ids
 
 __all__ = ["read_out", "Trace", "BertTrace", "trace_bert", "trace_model", "Stage", "trace_gpt", "check_trace", "stages", "logit_lens", "LensRow",
            "intervene", "Intervention", "next_token_loss", "repeated_random_tokens", "induction_scores",
-           "per_position_loss", "previous_token_scores", "random_trigram_table", "text_with_repeats"]
+           "per_position_loss", "previous_token_scores", "check_gpt", "is_course_bert", "random_trigram_table", "text_with_repeats"]
 
 
 @dataclass
@@ -56,7 +56,8 @@ class Trace:
         return [layer["weights"] for layer in self.layers]
 
 
-def _check_model(model) -> None:
+def check_gpt(model) -> None:
+    """TypeError saying what to pass unless `model` is a course GPT (what the lens and interventions read)."""
     needed = ("tok_emb", "pos_emb", "blocks", "final_norm", "lm_head", "config")
     missing = [n for n in needed if not hasattr(model, n)]
     if missing:
@@ -103,7 +104,7 @@ def trace_gpt(model, ids, *, temperature: float = 1.0, heads_off=(), mlps_off=()
                  attends to itself, so its own row is never empty). Its own prediction still counts.
     Dropout is never applied (the model is read in eval mode, whatever its mode).
     """
-    _check_model(model)
+    check_gpt(model)
     c = model.config
     ids = as_ids(ids, c.vocab_size, dims=(1, 2))
     if ids.dim() == 2:
@@ -514,7 +515,8 @@ class BertTrace:
         return [layer["weights"] for layer in self.layers]
 
 
-def _is_bert(model) -> bool:
+def is_course_bert(model) -> bool:
+    """Whether `model` is a course BERT with its MLM head (BertForPreTraining), which trace_bert reads."""
     return all(hasattr(model, n) for n in ("bert", "mlm", "config")) and hasattr(model.bert, "encoder")
 
 
@@ -532,7 +534,7 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
     sum → output projection → residual → LayerNorm → MLP (exact GELU) → residual → LayerNorm (post-norm,
     as in the paper) → MLM head: dense → GELU → LayerNorm → logits (tied embedding + bias) →
     temperature → probabilities."""
-    if not _is_bert(model):
+    if not is_course_bert(model):
         raise TypeError(f"expected a course BERT with its MLM head (onehot2gpt.bert.BertForPreTraining); got "
                         f"{type(model).__name__}. Load one with onehot2gpt.bert.load_bert")
     c = model.config
@@ -615,7 +617,7 @@ def _check_bert_trace(model, trace: BertTrace, atol: float) -> dict[str, float]:
 
 def trace_model(model, ids, *, temperature: float = 1.0):
     """:func:`trace_gpt` for a course GPT, :func:`trace_bert` for a course BERT with its MLM head."""
-    return trace_bert(model, ids, temperature=temperature) if _is_bert(model) else \
+    return trace_bert(model, ids, temperature=temperature) if is_course_bert(model) else \
         trace_gpt(model, ids, temperature=temperature)
 
 

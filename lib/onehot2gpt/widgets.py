@@ -1307,10 +1307,10 @@ class _InsideGPT(_SavedView, W.VBox):
     an input the model cannot read shows a message and the views stay as they were."""
 
     def __init__(self, model, encode, decode, prompt: str, controls: list, views: list, bert_too: bool = False):
-        from .lookinside import _check_model, _is_bert
+        from .lookinside import check_gpt, is_course_bert
 
-        if not (bert_too and _is_bert(model)):
-            _check_model(model)
+        if not (bert_too and is_course_bert(model)):
+            check_gpt(model)
         if not (callable(encode) and callable(decode)):
             raise TypeError("encode(text) -> list[int] and decode(ids) -> str must be functions")
         self.model, self.encode, self.decode = model, encode, decode
