@@ -86,6 +86,57 @@ def _check_heads(heads, n_layers: int, n_heads: int) -> set[tuple[int, int]]:
     return out
 
 
+def _one_sequence(ids, config, what: str = "the model") -> torch.Tensor:
+    """Token ids of one sequence, (T,) or (1, T), as a (T,) long tensor; a clear error otherwise."""
+    ids = as_ids(ids, config.vocab_size, dims=(1, 2))
+    if ids.dim() == 2:
+        if ids.size(0) != 1:
+            raise ValueError(f"trace one sequence at a time: ids has batch size {ids.size(0)}; pass ids[0]")
+        ids = ids[0]
+    if ids.numel() > config.max_len:
+        raise ValueError(f"the sequence has {ids.numel()} tokens but {what} knows positions 0…{config.max_len - 1} "
+                         f"only; keep its last {config.max_len} tokens (ids[-{config.max_len}:])")
+    return ids
+
+
+def _check_position(position, T: int) -> int:
+    """A position in −T … T − 1 (−1 = the last token) → its index 0 … T − 1."""
+    if isinstance(position, bool) or not isinstance(position, int) or not -T <= position < T:
+        raise ValueError(f"position must be a whole number in {-T}…{T - 1} (−1 = the last token); got {position!r}")
+    return position % T
+
+
+def _check_count(name: str, k) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"{name} must be a whole number ≥ 1; got {k!r}")
+
+
+def _check_temperature(temperature) -> None:
+    if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
+            and math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a number > 0 (1 leaves the logits as they are); got {temperature!r}")
+
+
+def _attend(s: dict, x, attn, allowed, n_heads: int, heads_off=()) -> None:
+    """One multi-head self-attention on x (T, D), its stages written into `s`: q, k, v, scores,
+    scaled, masked, weights, heads (the heads in `heads_off` zeroed) and attn_out."""
+    T, D = x.shape
+    hs = D // n_heads
+    qkv = F.linear(x, attn.in_proj.weight, attn.in_proj.bias)                       # (T, 3D)
+    q, k, v = (t.view(T, n_heads, hs).transpose(0, 1) for t in qkv.split(D, dim=-1))  # 3 × (H, T, hs)
+    s["q"], s["k"], s["v"] = q, k, v
+    s["scores"] = q @ k.transpose(-2, -1)                                           # (H, T, T)
+    s["scaled"] = s["scores"] / math.sqrt(hs)
+    s["masked"] = s["scaled"].masked_fill(~allowed, float("-inf"))
+    s["weights"] = torch.softmax(s["masked"], dim=-1)
+    heads = s["weights"] @ v                                                        # (H, T, hs)
+    for h in heads_off:
+        heads[h] = 0.0
+    s["heads"] = heads
+    merged = heads.transpose(0, 1).reshape(T, D)                                    # heads side by side
+    s["attn_out"] = F.linear(merged, attn.out_proj.weight, attn.out_proj.bias)
+
+
 @torch.no_grad()
 def trace_gpt(model, ids, *, temperature: float = 1.0, heads_off=(), mlps_off=(), tokens_off=()) -> Trace:
     """Run `model`'s forward pass on one sequence `ids` ((T,) or (1, T) token ids) step by step.
@@ -106,20 +157,9 @@ def trace_gpt(model, ids, *, temperature: float = 1.0, heads_off=(), mlps_off=()
     """
     check_gpt(model)
     c = model.config
-    ids = as_ids(ids, c.vocab_size, dims=(1, 2))
-    if ids.dim() == 2:
-        if ids.size(0) != 1:
-            raise ValueError(f"trace one sequence at a time: ids has batch size {ids.size(0)}; pass ids[0]")
-        ids = ids[0]
+    ids = _one_sequence(ids, c)
     T = ids.numel()
-    if T == 0:
-        raise ValueError("ids is empty: give at least one token")
-    if T > c.max_len:
-        raise ValueError(f"the sequence has {T} tokens but the model knows positions 0…{c.max_len - 1} only; "
-                         f"keep its last {c.max_len} tokens (ids[-{c.max_len}:])")
-    if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
-            and math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a number > 0 (1 leaves the logits as they are); got {temperature!r}")
+    _check_temperature(temperature)
     heads_off = _check_heads(heads_off, c.n_layers, c.n_heads)
     mlps_off = _check_positions("mlps_off (layer numbers)", mlps_off, c.n_layers)
     tokens_off = _check_positions("tokens_off (positions)", tokens_off, T)
@@ -127,7 +167,6 @@ def trace_gpt(model, ids, *, temperature: float = 1.0, heads_off=(), mlps_off=()
     device = model.tok_emb.weight.device
     ids = ids.to(device)
     H, D = c.n_heads, c.d_model
-    hs = D // H
     tok = model.tok_emb.weight[ids]                                   # (T, D): row ids[t] of the table
     pos = model.pos_emb.weight[:T]                                    # (T, D): row t
     x = tok + pos
@@ -141,20 +180,7 @@ def trace_gpt(model, ids, *, temperature: float = 1.0, heads_off=(), mlps_off=()
         s = {}
         s["resid_pre"] = x
         s["ln1"] = F.layer_norm(x, (D,), block.norm1.weight, block.norm1.bias, block.norm1.eps)
-        qkv = F.linear(s["ln1"], block.attn.in_proj.weight, block.attn.in_proj.bias)   # (T, 3D)
-        q, k, v = (t.view(T, H, hs).transpose(0, 1) for t in qkv.split(D, dim=-1))     # 3 × (H, T, hs)
-        s["q"], s["k"], s["v"] = q, k, v
-        s["scores"] = q @ k.transpose(-2, -1)                         # (H, T, T)
-        s["scaled"] = s["scores"] / math.sqrt(hs)
-        s["masked"] = s["scaled"].masked_fill(~allowed, float("-inf"))
-        s["weights"] = torch.softmax(s["masked"], dim=-1)
-        heads = s["weights"] @ v                                      # (H, T, hs)
-        for (ll, h) in heads_off:
-            if ll == l:
-                heads[h] = 0.0
-        s["heads"] = heads
-        merged = heads.transpose(0, 1).reshape(T, D)                  # (T, D): heads side by side
-        s["attn_out"] = F.linear(merged, block.attn.out_proj.weight, block.attn.out_proj.bias)
+        _attend(s, s["ln1"], block.attn, allowed, H, [h for (ll, h) in heads_off if ll == l])
         s["resid_mid"] = x + s["attn_out"]
         s["ln2"] = F.layer_norm(s["resid_mid"], (D,), block.norm2.weight, block.norm2.bias, block.norm2.eps)
         s["mlp_hidden"] = F.gelu(F.linear(s["ln2"], block.ff.linear1.weight, block.ff.linear1.bias),
@@ -186,12 +212,7 @@ def check_trace(model, trace: Trace, atol: float = 1e-4) -> dict[str, float]:
     from .attention import causal_mask
 
     if isinstance(trace, BertTrace):
-        diffs = _check_bert_trace(model, trace, atol)
-        for part, d in diffs.items():
-            if not d <= atol:
-                raise AssertionError(f"the step-by-step forward differs from the library's at {part}: "
-                                     f"max |difference| {d:.3g} > {atol:g}")
-        return diffs
+        return _require_close(_check_bert_trace(model, trace), atol)
     if any(trace.switched_off.values()):
         raise ValueError(f"a trace with parts switched off ({trace.switched_off}) is not the model's own "
                          f"forward; check the trace made without heads_off, mlps_off or tokens_off")
@@ -212,6 +233,10 @@ def check_trace(model, trace: Trace, atol: float = 1e-4) -> dict[str, float]:
         diffs["logits"] = (out.logits[0] - trace.logits).abs().max().item()
     finally:
         model.train(was_training)
+    return _require_close(diffs, atol)
+
+
+def _require_close(diffs: dict[str, float], atol: float) -> dict[str, float]:
     for part, d in diffs.items():
         if not d <= atol:
             raise AssertionError(f"the step-by-step forward differs from the library's at {part}: "
@@ -251,9 +276,7 @@ def stages(trace, position: int = -1) -> list[Stage]:
     computes: its row of every (T, ·) tensor, and for attention its row of every head's map.
     Takes a :class:`Trace` (GPT) or a :class:`BertTrace`."""
     T = trace.ids.numel()
-    if isinstance(position, bool) or not isinstance(position, int) or not -T <= position < T:
-        raise ValueError(f"position must be a whole number in {-T}…{T - 1} (−1 = the last token); got {position!r}")
-    p = position % T
+    p = _check_position(position, T)
     if isinstance(trace, BertTrace):
         return _bert_stages(trace, p)
     D = trace.x0.size(-1)
@@ -308,12 +331,9 @@ def logit_lens(model, ids, position: int = -1, k: int = 5, target: int | None = 
     stream after the embedding and after every layer, at `position`, and keep the top `k` next
     tokens (and the probability and rank of `target`, e.g. the token that really comes next). The
     last row is the model's own prediction."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k (how many candidates per layer) must be a whole number ≥ 1; got {k!r}")
+    _check_count("k (how many candidates per layer)", k)
     trace = trace_gpt(model, ids) if trace is None else trace
-    T = trace.ids.numel()
-    if isinstance(position, bool) or not isinstance(position, int) or not -T <= position < T:
-        raise ValueError(f"position must be a whole number in {-T}…{T - 1} (−1 = the last token); got {position!r}")
+    position = _check_position(position, trace.ids.numel())
     V = model.config.vocab_size
     if target is not None and (isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < V):
         raise ValueError(f"target must be a token id in 0…{V - 1} or None; got {target!r}")
@@ -363,20 +383,17 @@ def intervene(model, ids, position: int = -1, k: int = 5, *, heads_off=(), mlps_
               ) -> Intervention:
     """Switch parts off (see :func:`trace_gpt`) and compare with the model as it is: mean
     next-token cross-entropy over the sequence (nats) and the top-k predictions at `position`."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a whole number ≥ 1; got {k!r}")
+    _check_count("k", k)
     before = trace_gpt(model, ids)
     after = trace_gpt(model, ids, heads_off=heads_off, mlps_off=mlps_off, tokens_off=tokens_off)
-    T = before.ids.numel()
-    if isinstance(position, bool) or not isinstance(position, int) or not -T <= position < T:
-        raise ValueError(f"position must be a whole number in {-T}…{T - 1} (−1 = the last token); got {position!r}")
+    position = _check_position(position, before.ids.numel())
 
     def top(trace):
         values, order = trace.probs[position].float().cpu().topk(min(k, trace.probs.size(-1)))
         return list(zip(order.tolist(), values.tolist()))
 
     return Intervention(next_token_loss(before), next_token_loss(after), top(before), top(after),
-                        after.switched_off, position % T)
+                        after.switched_off, position)
 
 
 # -- induction heads ----------------------------------------------------------------------------------
@@ -520,12 +537,6 @@ def is_course_bert(model) -> bool:
     return all(hasattr(model, n) for n in ("bert", "mlm", "config")) and hasattr(model.bert, "encoder")
 
 
-def _check_temperature(temperature) -> None:
-    if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
-            and math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a number > 0 (1 leaves the logits as they are); got {temperature!r}")
-
-
 @torch.no_grad()
 def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> BertTrace:
     """Run a course BERT with its MLM head (:class:`~onehot2gpt.bert.BertForPreTraining`) on one
@@ -538,14 +549,8 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
         raise TypeError(f"expected a course BERT with its MLM head (onehot2gpt.bert.BertForPreTraining); got "
                         f"{type(model).__name__}. Load one with onehot2gpt.bert.load_bert")
     c = model.config
-    ids = as_ids(ids, c.vocab_size, dims=(1, 2))
-    if ids.dim() == 2:
-        if ids.size(0) != 1:
-            raise ValueError(f"trace one sequence at a time: ids has batch size {ids.size(0)}; pass ids[0]")
-        ids = ids[0]
+    ids = _one_sequence(ids, c, "this BERT")
     T = ids.numel()
-    if T > c.max_len:
-        raise ValueError(f"the sequence has {T} tokens but this BERT reads at most max_len={c.max_len}; shorten it")
     _check_temperature(temperature)
     types = torch.zeros_like(ids) if token_type_ids is None else as_ids(token_type_ids, c.type_vocab_size,
                                                                          dims=1, name="token_type_ids")
@@ -555,7 +560,6 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
     device = emb.tok_emb.weight.device
     ids, types = ids.to(device), types.to(device)
     D, H = c.d_model, c.n_heads
-    hs = D // H
     tok, seg, pos = emb.tok_emb.weight[ids], emb.seg_emb.weight[types], emb.pos_emb.weight[:T]
     summed = tok + seg + pos
     x = F.layer_norm(summed, (D,), emb.norm.weight, emb.norm.bias, emb.norm.eps)
@@ -566,16 +570,7 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
         if layer.norm_first:
             raise ValueError("trace_bert follows BERT's post-norm blocks; this encoder is pre-norm")
         s = {"resid_pre": x}
-        attn = layer.self_attn
-        qkv = F.linear(x, attn.in_proj.weight, attn.in_proj.bias)
-        q, k, v = (t.view(T, H, hs).transpose(0, 1) for t in qkv.split(D, dim=-1))
-        s["q"], s["k"], s["v"] = q, k, v
-        s["scores"] = q @ k.transpose(-2, -1)
-        s["scaled"] = s["scores"] / math.sqrt(hs)
-        s["masked"] = s["scaled"].masked_fill(~allowed, float("-inf"))
-        s["weights"] = torch.softmax(s["masked"], dim=-1)
-        s["heads"] = s["weights"] @ v
-        s["attn_out"] = F.linear(s["heads"].transpose(0, 1).reshape(T, D), attn.out_proj.weight, attn.out_proj.bias)
+        _attend(s, x, layer.self_attn, allowed, H)
         s["resid_mid"] = x + s["attn_out"]
         s["ln1"] = F.layer_norm(s["resid_mid"], (D,), layer.norm1.weight, layer.norm1.bias, layer.norm1.eps)
         s["mlp_hidden"] = F.gelu(F.linear(s["ln1"], layer.ff.linear1.weight, layer.ff.linear1.bias))
@@ -595,7 +590,7 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
 
 
 @torch.no_grad()
-def _check_bert_trace(model, trace: BertTrace, atol: float) -> dict[str, float]:
+def _check_bert_trace(model, trace: BertTrace) -> dict[str, float]:
     from .attention import padding_mask
 
     was_training = model.training

@@ -1349,11 +1349,15 @@ class _InsideGPT(_SavedView, W.VBox):
             self.position.max = max(len(ids) - 1, 1)
             self.position.value = len(ids) - 1
             self.position.disabled = len(ids) == 1
+            self._new_tokens(ids)
         finally:
             self._busy = False
         self._new_ids = ids
         self._notice = notice
         self._refresh(ids, notice)
+
+    def _new_tokens(self, ids: list[int]) -> None:
+        """Called with a new prompt's ids before anything is computed (controls that list tokens)."""
 
     def update(self, *_):
         if self._busy or not getattr(self, "_new_ids", None):
@@ -1408,7 +1412,7 @@ class ForwardStepper(_InsideGPT):
                          [W.HBox([self.back, self.step, self.forward]), self.header, self.view, self.checked],
                          bert_too=True)
         self.step.observe(self._draw_safely, names="value")
-        self.temperature.observe(self._temperature_changed, names="value")
+        self.temperature.observe(self.update, names="value")
         self.back.on_click(lambda _: self._move(-1))
         self.forward.on_click(lambda _: self._move(+1))
 
@@ -1418,9 +1422,6 @@ class ForwardStepper(_InsideGPT):
 
     def _move(self, delta: int):
         self.step.value = max(0, min(self.step.max, self.step.value + delta))
-
-    def _temperature_changed(self, *_):
-        self.update()
 
     def _compute(self, ids):
         from .lookinside import check_trace, trace_model
@@ -1546,18 +1547,9 @@ class InterventionExplorer(_InsideGPT):
         for control in (self.heads, self.mlps, self.tokens_off):
             control.observe(self.update, names="value")
 
-    def _prompt_changed(self, *_):
+    def _new_tokens(self, ids):
         # A new prompt has new tokens: the token choices are rebuilt (and cleared) before anything runs.
-        try:
-            ids, _ = encode_prompt(self.encode, self.decode, self.prompt.value, self.vocab_size, self.max_len)
-            ids = ids[-self.max_len:]
-            self._busy = True
-            self.tokens_off.options = [(self._label(t, ids), t) for t in range(len(ids))]
-        except Exception:
-            pass  # the base class shows the message
-        finally:
-            self._busy = False
-        super()._prompt_changed()
+        self.tokens_off.options = [(self._label(t, ids), t) for t in range(len(ids))]
 
     def _compute(self, ids):
         from .lookinside import intervene
