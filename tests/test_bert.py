@@ -10,7 +10,7 @@ import torch
 from onehot2gpt.bert import (HF_BERT_KEYS, BertConfig, BertForPreTraining, BertForQuestionAnswering,
                              BertForSequenceClassification, BertForTokenClassification, BertModel,
                              best_span, freeze, hf_key_map, load_bert, load_hf_bert,
-                             load_hf_pretraining, save_bert)
+                             load_hf_pretraining, save_bert, train_top_layers)
 from onehot2gpt.pretrained import from_pretrained, minilm_bert
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -322,6 +322,32 @@ def test_freeze_bert_trains_only_the_head():
     assert all(p.grad is not None for p in head.classifier.parameters())
     freeze(head.bert, frozen=False)
     assert all(p.requires_grad for p in head.bert.parameters())
+
+
+def test_train_top_layers_freezes_the_bottom_and_switches_its_dropout_off():
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(BertModel(small(n_layers=3, dropout=0.5)), n_labels=2, pooling="mean")
+    names = train_top_layers(model, 1)
+    assert names and all(n.startswith(("bert.encoder.layers.2.", "classifier.")) for n in names)
+    model.train()
+    ids = random_ids(2, 6, 50)
+    # With the lower layers' dropout off, the input of the top layer is the same on every call.
+    seen = []
+    hook = model.bert.encoder.layers[2].register_forward_pre_hook(lambda m, args: seen.append(args[0].clone()))
+    model(ids), model(ids)
+    hook.remove()
+    torch.testing.assert_close(seen[0], seen[1])
+    assert not torch.equal(model(ids), model(ids))      # the top layer and the head still drop out
+    loss = torch.nn.functional.cross_entropy(model(ids), torch.tensor([0, 1]))
+    loss.backward()
+    assert all(p.grad is None for p in model.bert.encoder.layers[0].parameters())
+    assert all(p.grad is not None for p in model.bert.encoder.layers[2].parameters())
+    with pytest.raises(ValueError, match="from 0 to 3"):
+        train_top_layers(model, 4)
+    with pytest.raises(ValueError, match="whole number"):
+        train_top_layers(model, 1.5)
+    with pytest.raises(TypeError, match="BertFor"):
+        train_top_layers(model.bert, 1)
 
 
 def test_best_span_picks_the_highest_start_plus_end():

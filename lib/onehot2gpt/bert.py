@@ -282,6 +282,32 @@ def freeze(module: nn.Module, frozen: bool = True) -> nn.Module:
     return module
 
 
+def train_top_layers(model: nn.Module, top_layers: int) -> list[str]:
+    """Train only the top `top_layers` encoder layers of `model` (a BertFor… model) and its head:
+    the embeddings, the pooler and the lower layers are frozen and their dropout is switched off,
+    so they act as a fixed feature extractor (dropout in a layer that cannot learn only adds noise
+    and costs time; it stays off). → the names of the parameters left trainable."""
+    bert = getattr(model, "bert", None)
+    if not isinstance(bert, BertModel) or isinstance(model, BertModel):
+        raise TypeError(f"pass a BertFor… model (a BertModel with a head on top, e.g. "
+                        f"BertForSequenceClassification); got {type(model).__name__}")
+    layers = list(bert.encoder.layers)
+    if not isinstance(top_layers, int) or isinstance(top_layers, bool) or not 0 <= top_layers <= len(layers):
+        raise ValueError(f"top_layers must be a whole number from 0 to {len(layers)}; got {top_layers!r}")
+    freeze(model, False)
+    frozen = [bert.embeddings] + layers[:len(layers) - top_layers]
+    if bert.pooler is not None and getattr(model, "pooling", "pooler") != "pooler":
+        frozen.append(bert.pooler)          # a head that reads the mean never uses the pooler
+    for part in frozen:
+        freeze(part)
+        for m in part.modules():
+            if isinstance(m, nn.Dropout):
+                m.p = 0.0
+            elif hasattr(m, "dropout") and isinstance(m.dropout, float):    # attention weights
+                m.dropout = 0.0
+    return [k for k, p in model.named_parameters() if p.requires_grad]
+
+
 def _as_bert(bert, freeze_bert: bool) -> BertModel:
     if isinstance(bert, BertConfig):
         bert = BertModel(bert)
