@@ -10,7 +10,7 @@ import torch
 from onehot2gpt.bert import (HF_BERT_KEYS, BertConfig, BertForPreTraining, BertForQuestionAnswering,
                              BertForSequenceClassification, BertForTokenClassification, BertModel,
                              best_span, freeze, hf_key_map, load_bert, load_hf_bert,
-                             load_hf_pretraining, save_bert, train_top_layers)
+                             load_hf_pretraining, save_bert, set_dropout, train_top_layers)
 from onehot2gpt.pretrained import from_pretrained, minilm_bert
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -348,6 +348,21 @@ def test_train_top_layers_freezes_the_bottom_and_switches_its_dropout_off():
         train_top_layers(model, 1.5)
     with pytest.raises(TypeError, match="BertFor"):
         train_top_layers(model.bert, 1)
+
+
+def test_set_dropout_reaches_every_dropout_and_the_attention_weights():
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(BertModel(small(dropout=0.0)), n_labels=2).train()
+    ids = random_ids(2, 6, 50)
+    assert torch.equal(model(ids), model(ids))                # no dropout anywhere
+    set_dropout(model, 0.3)
+    rates = [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    rates += [m.dropout for m in model.modules() if isinstance(getattr(m, "dropout", None), float)]
+    assert rates and all(r == 0.3 for r in rates)
+    assert not torch.equal(model(ids), model(ids))
+    for bad in (1.0, -0.1, "0.1", True):
+        with pytest.raises(ValueError, match="from 0 up to"):
+            set_dropout(model, bad)
 
 
 def test_best_span_picks_the_highest_start_plus_end():

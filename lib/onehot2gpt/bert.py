@@ -299,13 +299,22 @@ def train_top_layers(model: nn.Module, top_layers: int) -> list[str]:
     if bert.pooler is not None and getattr(model, "pooling", "pooler") != "pooler":
         frozen.append(bert.pooler)          # a head that reads the mean never uses the pooler
     for part in frozen:
-        freeze(part)
-        for m in part.modules():
-            if isinstance(m, nn.Dropout):
-                m.p = 0.0
-            elif hasattr(m, "dropout") and isinstance(m.dropout, float):    # attention weights
-                m.dropout = 0.0
+        set_dropout(freeze(part), 0.0)
     return [k for k, p in model.named_parameters() if p.requires_grad]
+
+
+def set_dropout(module: nn.Module, p: float) -> nn.Module:
+    """Set every dropout rate inside `module` to `p`: the nn.Dropout layers and the attention
+    weights' dropout. For fine-tuning with dropout a checkpoint pre-trained without it (or the
+    reverse). Returns `module`."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
+        raise ValueError(f"p must be a number from 0 up to (not including) 1; got {p!r}")
+    for m in module.modules():
+        if isinstance(m, nn.Dropout):
+            m.p = float(p)
+        elif hasattr(m, "dropout") and isinstance(m.dropout, float):       # attention weights
+            m.dropout = float(p)
+    return module
 
 
 def _as_bert(bert, freeze_bert: bool) -> BertModel:

@@ -186,9 +186,20 @@ def pretraining_loss(model, batch):
 
 def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: int = 64,
                   max_len: int = 64, lr: float = 1e-3, warmup: int = 100, seed: int = 0,
+                  short_len: int | None = None, short_steps: int = 0,
                   progress: bool = True, desc: str = "BERT") -> dict[str, list[float]]:
     """Masked LM + next-sentence prediction on `articles` (lists of tokenised sentences) with
-    AdamW, linear warm-up and linear decay; returns per-step "loss", "mlm_loss", "nsp_loss"."""
+    AdamW, linear warm-up and linear decay; returns per-step "loss", "mlm_loss", "nsp_loss".
+
+    A sequence-length schedule, as the BERT paper's (90% of its steps at 128 tokens, the rest at
+    512): with `short_len`, the first `short_steps` of the `steps` train on pairs cut to
+    `short_len` tokens, which cost about half as much per step at half the length; the rest at
+    `max_len`. The learning-rate schedule runs over all `steps`."""
+    if short_len is not None and not 8 <= short_len <= max_len:
+        raise ValueError(f"short_len must be between 8 and max_len={max_len}; got {short_len}")
+    if not 0 <= short_steps <= steps or (short_steps and short_len is None):
+        raise ValueError(f"short_steps must be between 0 and steps={steps}, and needs short_len; "
+                         f"got short_steps={short_steps}, short_len={short_len}")
     g = torch.Generator().manual_seed(seed)
     opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -197,7 +208,8 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
     model.train()
     with tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0) as bar:
         for step in range(steps):
-            batch = pretraining_batch(articles, batch_size, max_len, tokenizer, g)
+            length = short_len if step < short_steps else max_len
+            batch = pretraining_batch(articles, batch_size, length, tokenizer, g)
             loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(model, batch)
             optimizer_step(loss, opt, sched, model.parameters(), 1.0)
             check_finite_loss(loss, step, lr=lr, what=desc)
@@ -258,17 +270,19 @@ def _train_bert_command(args, argv=None):
     train_ids = tokenize_articles(tokenizer, train)
     valid_ids = tokenize_articles(tokenizer, wikitext_articles("valid"))
     torch.manual_seed(args.seed)
-    config = BertConfig.tiny(vocab_size=len(tokenizer), max_len=max(args.max_len, 128))
+    config = BertConfig.tiny(vocab_size=len(tokenizer), max_len=max(args.max_len, 128), dropout=args.dropout)
     model = BertForPreTraining(config).to(args.device)
     history = pretrain_bert(model, tokenizer, train_ids, steps=args.steps, batch_size=args.batch_size,
-                            max_len=args.max_len, lr=args.lr, seed=args.seed)
+                            max_len=args.max_len, lr=args.lr, warmup=args.warmup, seed=args.seed,
+                            short_len=args.short_len, short_steps=args.short_steps)
     t_train = time.time() - start
     scores = evaluate_pretraining(model, tokenizer, valid_ids, max_len=args.max_len)
     args.out.mkdir(parents=True, exist_ok=True)
     info = {"data": "WikiText-2 train (wikitext_articles)",
             "command": "python -m onehot2gpt.bert_pretraining " + " ".join(sys.argv[1:] if argv is None else argv),
             "steps": args.steps,
-            "batch_size": args.batch_size, "max_len": args.max_len, "lr": args.lr,
+            "batch_size": args.batch_size, "max_len": args.max_len, "lr": args.lr, "warmup": args.warmup,
+            "dropout": args.dropout, "short_len": args.short_len, "short_steps": args.short_steps,
             "threads": args.threads, "device": args.device, "seed": args.seed, "vocab_seconds": round(t_vocab, 1),
             "total_seconds": round(t_train, 1), "valid": {k: round(v, 4) for k, v in scores.items()},
             "final_train_mlm_loss": round(sum(history["mlm_loss"][-100:]) / len(history["mlm_loss"][-100:]), 4)}
@@ -294,6 +308,11 @@ def build_parser():
     bert.add_argument("--batch-size", type=int, default=64)
     bert.add_argument("--max-len", type=int, default=64)
     bert.add_argument("--lr", type=float, default=1e-3)
+    bert.add_argument("--warmup", type=int, default=100, help="steps of linear warm-up")
+    bert.add_argument("--dropout", type=float, default=0.1)
+    bert.add_argument("--short-len", type=int, default=None,
+                      help="train the first --short-steps steps on pairs cut to this length")
+    bert.add_argument("--short-steps", type=int, default=0)
     bert.add_argument("--threads", type=int, default=2)
     bert.add_argument("--seed", type=int, default=0)
     bert.add_argument("--device", default="cpu", help="cpu (the documented run) or cuda")

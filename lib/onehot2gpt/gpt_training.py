@@ -267,7 +267,7 @@ def _train_gpt_wikitext_command(args, argv):
     recipe = dict(iters=args.iters, batch_size=args.batch_size, block_size=args.block_size, lr=args.lr,
                   min_lr=args.lr / 10, warmup=args.warmup, weight_decay=0.1, betas=(0.9, 0.99), clip=1.0)
     torch.manual_seed(args.seed)
-    config = GPTConfig.small(vocab_size=len(tokenizer), max_len=args.block_size)
+    config = GPTConfig.small(vocab_size=len(tokenizer), max_len=args.block_size, dropout=args.dropout)
     model = GPT(config).to(args.device)
     history = train_gpt(model, train, val, **recipe, eval_every=args.eval_every, eval_batches=50,
                         eval_batch_size=32, seed=args.seed, desc="GPT WikiText-2")
@@ -278,7 +278,7 @@ def _train_gpt_wikitext_command(args, argv):
             "total_seconds": round(time.time() - start, 1), "val_loss": round(history["val_loss"], 4),
             "val_perplexity": round(math.exp(history["val_loss"]), 1),
             "val_loss_is": f"mean of 50 fixed windows (32 x {args.block_size} pieces) of WikiText-2 valid",
-            "threads": args.threads, "device": args.device, "seed": args.seed}
+            "dropout": args.dropout, "threads": args.threads, "device": args.device, "seed": args.seed}
     save_gpt(model.cpu(), args.out, info=info, tokenizer=tokenizer)
     print(json.dumps(info))
 
@@ -327,6 +327,7 @@ def build_parser():
     wiki.add_argument("--block-size", type=int, default=64)
     wiki.add_argument("--lr", type=float, default=2e-3)
     wiki.add_argument("--warmup", type=int, default=100)
+    wiki.add_argument("--dropout", type=float, default=0.1)
     wiki.add_argument("--eval-every", type=int, default=500)
     wiki.add_argument("--threads", type=int, default=2)
     wiki.add_argument("--seed", type=int, default=0)

@@ -1,0 +1,195 @@
+"""Benchmark: the laptop recipes, each course checkpoint retrained on 2 CPU cores within a budget.
+
+For BERT (30 minutes), the subword GPT (15) and the biLM (10), this runs
+``python -m onehot2gpt.recipes NAME --laptop --out DIR`` in a fresh process, times it with the
+wall clock (data, vocabulary, training and the final evaluation included), reads the scores the
+command records in ``DIR/config.json`` and puts them beside the committed checkpoint's, which are
+the quality targets:
+
+* BERT: masked-piece accuracy and NSP accuracy on 50 fixed batches of WikiText-2 valid
+  (``evaluate_pretraining``, the same evaluation as the committed checkpoint's 38.7% / 83.3%);
+* subword GPT: validation loss, the mean of 50 fixed windows of WikiText-2 valid (committed 4.82);
+* biLM: forward and backward perplexity on WikiText-2 valid (committed 145.7 / 141.7).
+
+Then ``sst2_pretraining_gain``: SST-2 accuracy (872 test sentences) of the new BERT fine-tuned on
+8,000 fixed random training rows, minus that of a randomly initialised BERT of the same size with
+the same recipe (``bert_tasks.finetune``, 2 epochs, lr 3e-4, batch 32, dropout 0.1 in both, since the
+laptop BERT pre-trains without it), in accuracy points; the committed BERT's gain is measured the
+same way beside it.
+
+Run from the repository root, on 2 quiet cores (about an hour)::
+
+    python bench/recipes.py [--only bert gpt bilm sst2] [--keep DIR] [--threads 2]
+
+``--only`` runs some parts (``sst2`` needs the BERT of the same run, or ``--keep`` of an earlier
+one); ``--keep DIR`` writes the checkpoints to DIR (default: a temporary folder, deleted). The
+results are merged into ``bench/results/recipes.json`` (each part with its date and commit) and
+the last line is one JSON object with ``bert_minutes``, ``bert_mlm_accuracy``,
+``bert_nsp_accuracy``, ``gpt_wikitext_minutes``, ``gpt_wikitext_val_loss``, ``bilm_minutes``,
+``bilm_valid_ppl_forward``, ``bilm_valid_ppl_backward``, ``sst2_pretraining_gain``, the targets and
+which are met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "recipes.json"
+PARTS = ("bert", "gpt", "bilm", "sst2")
+CHECKPOINT = {"bert": "bert-wikitext2", "gpt": "gpt-wikitext2", "bilm": "bilm-wikitext2"}
+
+
+def read_info(directory: Path) -> dict:
+    """The ``info`` a checkpoint's config.json records (older checkpoints stored it as a string)."""
+    import ast
+
+    info = json.loads((directory / "config.json").read_text())["info"]
+    return ast.literal_eval(info) if isinstance(info, str) else info
+
+
+def committed_info(name: str) -> dict:
+    return read_info(ROOT / "data" / "checkpoints" / name)
+
+
+def scores(part: str, info: dict) -> dict:
+    """The quality numbers of a checkpoint's recorded info, under the benchmark's keys."""
+    if part == "bert":
+        return {"bert_mlm_accuracy": info["valid"]["mlm_accuracy"], "bert_nsp_accuracy": info["valid"]["nsp_accuracy"]}
+    if part == "gpt":
+        return {"gpt_wikitext_val_loss": info["val_loss"]}
+    return {"bilm_valid_ppl_forward": info["valid_ppl_fwd"], "bilm_valid_ppl_backward": info["valid_ppl_bwd"]}
+
+
+def run_recipe(part: str, out: Path, threads: int) -> dict:
+    """Run one laptop recipe in a fresh process → its minutes and scores."""
+    from onehot2gpt.recipes import LAPTOP_BUDGET_MINUTES, command
+
+    name = CHECKPOINT[part]
+    # The documented command, in a fresh process (it prints the training command it runs);
+    # every training command uses 2 threads unless told otherwise.
+    argv = [sys.executable, "-m", "onehot2gpt.recipes", name, "--laptop", "--out", str(out / name)]
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=ROOT, env={**os.environ, "TQDM_DISABLE": "1",
+                                               "ONEHOT2GPT_THREADS": str(threads)})
+    minutes = (time.perf_counter() - start) / 60
+    if done.returncode != 0:
+        raise SystemExit(f"the {name} recipe failed (exit {done.returncode}); its output is above")
+    info = read_info(out / name)
+    prefix = {"bert": "bert", "gpt": "gpt_wikitext", "bilm": "bilm"}[part]
+    result = {f"{prefix}_minutes": round(minutes, 2), **scores(part, info),
+              "budget_minutes": LAPTOP_BUDGET_MINUTES[name], "command": info.get("command"),
+              "recipe": " ".join(command(name, laptop=True)),
+              "committed": scores(part, committed_info(name))}
+    print(json.dumps(result), flush=True)
+    return result
+
+
+def sst2_gain(bert_dir: Path, n_train: int = 8000, epochs: int = 2, lr: float = 3e-4) -> dict:
+    """SST-2 test accuracy, pre-trained minus random init, in points, for the BERT in `bert_dir`."""
+    import torch
+
+    from onehot2gpt import bert_tasks, data
+    from onehot2gpt.bert import BertForSequenceClassification, BertModel, load_bert, set_dropout
+    from onehot2gpt.subword import WordPieceTokenizer
+    from onehot2gpt.utils import set_seed
+
+    tok = WordPieceTokenizer.load(bert_dir / "vocab.txt")
+    rows = data.read_sst2("train")
+    random.Random(0).shuffle(rows)
+    train, test = rows[:n_train], data.read_sst2("test")
+    train_x = bert_tasks.encode_sentences(tok, [t for t, _ in train], [y for _, y in train], max_len=64)
+    test_x = bert_tasks.encode_sentences(tok, [t for t, _ in test], [y for _, y in test], max_len=64)
+    accuracy = {}
+    for pretrained in (True, False):
+        encoder = load_bert(bert_dir).bert
+        if not pretrained:
+            torch.manual_seed(0)
+            encoder = BertModel(encoder.config)            # same size, random initialisation
+        set_seed(0)
+        model = set_dropout(BertForSequenceClassification(encoder, 2), 0.1)
+        bert_tasks.finetune(model, train_x, task="sequence", epochs=epochs, lr=lr, progress=False)
+        accuracy[pretrained] = bert_tasks.evaluate(model, test_x, "sequence")["accuracy"]
+        print(f"SST-2 {'pre-trained' if pretrained else 'random init'}: {accuracy[pretrained]:.4f}", flush=True)
+    return {"pretrained": round(accuracy[True], 4), "random_init": round(accuracy[False], 4),
+            "gain_points": round(100 * (accuracy[True] - accuracy[False]), 2)}
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def summary(results: dict) -> dict:
+    """The issue's keys from the merged results, with each target and whether it is met."""
+    flat = {}
+    for part in ("bert", "gpt", "bilm"):
+        flat.update({k: v for k, v in results.get(part, {}).items()
+                     if k.endswith(("_minutes", "_accuracy", "_loss", "_forward", "_backward"))
+                     and k != "budget_minutes"})
+    if "sst2" in results:
+        flat["sst2_pretraining_gain"] = results["sst2"]["new_bert"]["gain_points"]
+        flat["sst2_pretraining_gain_committed_bert"] = results["sst2"]["committed_bert"]["gain_points"]
+    committed = {k: v for part in ("bert", "gpt", "bilm") for k, v in results.get(part, {}).get("committed", {}).items()}
+    targets = {"bert_minutes": ("<=", 30), "gpt_wikitext_minutes": ("<=", 15), "bilm_minutes": ("<=", 10),
+               "bert_mlm_accuracy": (">=", committed.get("bert_mlm_accuracy")),
+               "bert_nsp_accuracy": (">=", 0.83),
+               "gpt_wikitext_val_loss": ("<=", committed.get("gpt_wikitext_val_loss")),
+               "bilm_valid_ppl_forward": ("<=", committed.get("bilm_valid_ppl_forward")),
+               "bilm_valid_ppl_backward": ("<=", committed.get("bilm_valid_ppl_backward")),
+               "sst2_pretraining_gain": (">=", 3.0)}
+    met = {}
+    for key, (op, target) in targets.items():
+        if key in flat and target is not None:
+            met[key] = flat[key] <= target if op == "<=" else flat[key] >= target
+    return {**flat, "targets": {k: f"{op} {t}" for k, (op, t) in targets.items() if t is not None},
+            "met": met, "not_met": sorted(k for k, ok in met.items() if not ok)}
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS))
+    p.add_argument("--keep", type=Path, default=None, help="write the checkpoints here (default: deleted)")
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args(argv)
+    from onehot2gpt.utils import set_threads
+
+    set_threads(args.threads)
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    stamp = {"date": datetime.date.today().isoformat(), "commit": commit(), "threads": args.threads,
+             "cpus": os.cpu_count()}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = args.keep or Path(tmp)
+        out.mkdir(parents=True, exist_ok=True)
+        for part in ("bert", "gpt", "bilm"):
+            if part in args.only:
+                results[part] = {**run_recipe(part, out, args.threads), **stamp}
+                RESULTS.parent.mkdir(parents=True, exist_ok=True)
+                RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+        if "sst2" in args.only:
+            bert_dir = out / CHECKPOINT["bert"]
+            if not (bert_dir / "config.json").exists():
+                raise SystemExit(f"no BERT in {bert_dir}: run the bert part in the same run, or pass "
+                                 f"--keep with the folder of an earlier run")
+            start = time.perf_counter()
+            results["sst2"] = {"new_bert": sst2_gain(bert_dir),
+                               "committed_bert": sst2_gain(ROOT / "data" / "checkpoints" / CHECKPOINT["bert"]),
+                               "minutes": round((time.perf_counter() - start) / 60, 2), **stamp}
+            RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+    print(json.dumps(summary(results)))
+
+
+if __name__ == "__main__":
+    main()
