@@ -17,8 +17,10 @@ $(STAMP): requirements.txt pyproject.toml
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
 
+# Two pytest-xdist workers; conftest.py keeps each notebook's cells, and each test module, on one
+# worker and starts the longest groups first.
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadgroup
 
 # The course on Google Colab's package versions (requirements-colab.txt; see the README's Colab
 # section): a separate environment, the install check, the library and widget tests, every

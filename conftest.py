@@ -50,11 +50,9 @@ def _seconds(item: pytest.Item) -> float:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.getoption("numprocesses", None):
+    # The workers collect; xdist tells them the mode by this flag (as its own hook reads it).
+    if not config.getvalue("loadgroup"):
         return
-    if config.getoption("dist", "no") != "loadgroup":
-        raise pytest.UsageError("with -n, pass --dist loadgroup: a notebook's cells must run in one "
-                                "kernel, in order (make test does this)")
     for item in items:
         group = _group(item)
         if group is not None:
@@ -64,7 +62,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        return
+    if config.getoption("dist", "no") != "loadgroup":
+        raise pytest.UsageError("with -n, pass --dist loadgroup: a notebook's cells must run in one "
+                                "kernel, in order (make test does this)")
     # The groups' queue order is the collection order set above, not xdist's "largest group first"
     # (which counts tests, not seconds).
-    if config.getoption("numprocesses", None) and hasattr(config.option, "loadscopereorder"):
-        config.option.loadscopereorder = False
+    config.option.loadscopereorder = False

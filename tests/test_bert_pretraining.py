@@ -170,3 +170,32 @@ def test_pretrain_bert_stops_at_the_first_non_finite_loss():
         pretrain_bert(model, _Tok(), _articles(), steps=3, batch_size=4, max_len=24, progress=False)
 
 
+
+
+def test_pretrain_bert_sequence_length_schedule(monkeypatch):
+    """The first short_steps steps train on pairs cut to short_len pieces, the rest at max_len."""
+    from onehot2gpt import bert_pretraining
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32,
+                                          max_len=32, dropout=0.0))
+    lengths = []
+    real = bert_pretraining.pretraining_batch
+
+    def recording(articles, batch_size, max_len, tokenizer, generator, whole_word=False):
+        batch = real(articles, batch_size, max_len, tokenizer, generator, whole_word)
+        lengths.append((max_len, batch["input_ids"].size(1)))
+        return batch
+
+    monkeypatch.setattr(bert_pretraining, "pretraining_batch", recording)
+    history = bert_pretraining.pretrain_bert(model, _Tok(), _articles(), steps=5, batch_size=4, max_len=24,
+                                             short_len=10, short_steps=3, warmup=1, progress=False)
+    assert len(history["loss"]) == 5
+    assert [asked for asked, _ in lengths] == [10, 10, 10, 24, 24]
+    assert all(got <= asked for asked, got in lengths)            # pairs are cut to the length asked
+    for bad, match in ((dict(short_len=40, short_steps=2), "short_len must be between 8 and max_len=24"),
+                       (dict(short_len=10, short_steps=9), "short_steps must be between 0 and steps=5"),
+                       (dict(short_steps=2), "needs short_len")):
+        with pytest.raises(ValueError, match=match):
+            bert_pretraining.pretrain_bert(model, _Tok(), _articles(), steps=5, batch_size=4, max_len=24,
+                                           progress=False, **bad)

@@ -73,7 +73,8 @@ def test_the_recipes_defaults_are_what_the_checkpoint_recorded(name):
     if name == "bert-wikitext2":
         assert {k: args[k] for k in ("steps", "batch_size", "max_len", "lr", "seed")} == \
             {k: info[k] for k in ("steps", "batch_size", "max_len", "lr", "seed")}
-        assert args["vocab_size"] == config["vocab_size"]
+        assert args["vocab_size"] == config["vocab_size"] and args["dropout"] == config["dropout"]
+        assert args["short_steps"] == 0 and args["warmup"] == 100           # no length schedule then
         return
     recipe = info["recipe"]
     for key in ("iters", "batch_size", "block_size", "lr", "warmup"):
@@ -83,3 +84,23 @@ def test_the_recipes_defaults_are_what_the_checkpoint_recorded(name):
         assert (args["min_lr"], args["weight_decay"]) == (recipe["min_lr"], recipe["weight_decay"])
         assert (args["d_model"], args["n_layers"], args["n_heads"]) == \
             (config["d_model"], config["n_layers"], config["n_heads"])
+
+
+def test_laptop_recipes_add_their_arguments_and_parse():
+    """Each laptop recipe is the checkpoint's command plus its LAPTOP arguments, which the
+    module's own parser accepts (a misspelt option would fail here, not an hour into a run)."""
+    import importlib
+
+    from onehot2gpt.recipes import LAPTOP, LAPTOP_BUDGET_MINUTES
+
+    assert set(LAPTOP) == set(LAPTOP_BUDGET_MINUTES) == {"bert-wikitext2", "gpt-wikitext2", "bilm-wikitext2"}
+    for name, extra in LAPTOP.items():
+        argv = command(name, "/tmp/out", laptop=True)
+        assert argv == command(name, "/tmp/out")[:len(argv) - len(extra)] + extra
+        parsed = vars(importlib.import_module(argv[1]).build_parser().parse_args(argv[2:]))
+        assert parsed["dropout"] == 0.0, f"{name}: the laptop recipe trains without dropout"
+    with pytest.raises(ValueError, match="has no laptop variant"):
+        command("zero-shot", laptop=True)
+    out = subprocess.run([sys.executable, "-m", "onehot2gpt.recipes", "bert-wikitext2", "--laptop", "--dry-run"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip().endswith(" ".join(LAPTOP["bert-wikitext2"]))

@@ -581,7 +581,9 @@ def _train_command(args: argparse.Namespace) -> None:
           f"saved {args.out} ({size_mb:.1f} MB of weights)")
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m onehot2gpt.elmo train --out DIR``; its defaults are the arguments
+    that built the committed ``bilm-wikitext2``."""
     parser = argparse.ArgumentParser(prog="python -m onehot2gpt.elmo", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train the course biLM on WikiText-2 and save it")
@@ -600,8 +602,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     train.add_argument("--ngram", type=int, default=3, help="order of the n-gram baseline")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--threads", type=int, default=None)
-    args = parser.parse_args(argv)
-    _train_command(args)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the command line (see :func:`build_parser`)."""
+    _train_command(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":
