@@ -18,9 +18,11 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
 
 # Two pytest-xdist workers; conftest.py keeps each notebook's cells, and each test module, on one
-# worker and starts the longest groups first.
+# worker and starts the longest groups first. Two notebooks at once, each with 2 torch threads on
+# 2 cores, wait for each other's threads: with OpenMP's default busy-wait both ran 2.5x slower
+# than one after the other; a short spin (GOMP_SPINCOUNT) makes a waiting thread yield its core.
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadgroup
+	GOMP_SPINCOUNT=2000 $(PY) -m pytest -n 2 --dist loadgroup
 
 # The course on Google Colab's package versions (requirements-colab.txt; see the README's Colab
 # section): a separate environment, the install check, the library and widget tests, every
