@@ -17,12 +17,10 @@ $(STAMP): requirements.txt pyproject.toml
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
 
-# Two pytest-xdist workers; conftest.py keeps each notebook's cells, and each test module, on one
-# worker and starts the longest groups first. Two notebooks at once, each with 2 torch threads on
-# 2 cores, wait for each other's threads: with OpenMP's default busy-wait both ran 2.5x slower
-# than one after the other; a short spin (GOMP_SPINCOUNT) makes a waiting thread yield its core.
+# One process: on 2 cores the suite is CPU-bound, and two pytest-xdist workers were slower (see the
+# README). On more cores, `pytest -n 4 --dist loadgroup` works (conftest.py groups the tests).
 test: $(STAMP)
-	GOMP_SPINCOUNT=2000 $(PY) -m pytest -n 2 --dist loadgroup
+	$(PY) -m pytest
 
 # The course on Google Colab's package versions (requirements-colab.txt; see the README's Colab
 # section): a separate environment, the install check, the library and widget tests, every
