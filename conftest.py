@@ -51,7 +51,7 @@ def _seconds(item: pytest.Item) -> float:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The workers collect; xdist tells them the mode by this flag (as its own hook reads it).
-    if not config.getvalue("loadgroup"):
+    if not getattr(config.option, "loadgroup", False):
         return
     for item in items:
         group = _group(item)
