@@ -19,7 +19,7 @@ same way beside it.
 
 Run from the repository root, on 2 quiet cores (about an hour)::
 
-    python bench/recipes.py [--only bert gpt bilm sst2] [--keep DIR] [--threads 2]
+    python bench/recipes.py [--only bert gpt bilm sst2] [--keep DIR]
 
 ``--only`` runs some parts (``sst2`` needs the BERT of the same run, or ``--keep`` of an earlier
 one); ``--keep DIR`` writes the checkpoints to DIR (default: a temporary folder, deleted). The
@@ -46,6 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "recipes.json"
 PARTS = ("bert", "gpt", "bilm", "sst2")
+THREADS = 2                     # the recipes' budget is for 2 cores; every command defaults to 2
 CHECKPOINT = {"bert": "bert-wikitext2", "gpt": "gpt-wikitext2", "bilm": "bilm-wikitext2"}
 
 
@@ -70,17 +71,16 @@ def scores(part: str, info: dict) -> dict:
     return {"bilm_valid_ppl_forward": info["valid_ppl_fwd"], "bilm_valid_ppl_backward": info["valid_ppl_bwd"]}
 
 
-def run_recipe(part: str, out: Path, threads: int) -> dict:
+def run_recipe(part: str, out: Path) -> dict:
     """Run one laptop recipe in a fresh process → its minutes and scores."""
     from onehot2gpt.recipes import LAPTOP_BUDGET_MINUTES, command
 
     name = CHECKPOINT[part]
-    # The documented command, in a fresh process (it prints the training command it runs);
-    # every training command uses 2 threads unless told otherwise.
+    # The documented command, in a fresh process (it prints the training command it runs); every
+    # training command uses 2 torch threads, the budget's "2 cores".
     argv = [sys.executable, "-m", "onehot2gpt.recipes", name, "--laptop", "--out", str(out / name)]
     start = time.perf_counter()
-    done = subprocess.run(argv, cwd=ROOT, env={**os.environ, "TQDM_DISABLE": "1",
-                                               "ONEHOT2GPT_THREADS": str(threads)})
+    done = subprocess.run(argv, cwd=ROOT, env={**os.environ, "ONEHOT2GPT_THREADS": str(THREADS)})
     minutes = (time.perf_counter() - start) / 60
     if done.returncode != 0:
         raise SystemExit(f"the {name} recipe failed (exit {done.returncode}); its output is above")
@@ -162,20 +162,19 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS))
     p.add_argument("--keep", type=Path, default=None, help="write the checkpoints here (default: deleted)")
-    p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
     from onehot2gpt.utils import set_threads
 
-    set_threads(args.threads)
+    set_threads(THREADS)
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    stamp = {"date": datetime.date.today().isoformat(), "commit": commit(), "threads": args.threads,
+    stamp = {"date": datetime.date.today().isoformat(), "commit": commit(), "threads": THREADS,
              "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory() as tmp:
         out = args.keep or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
         for part in ("bert", "gpt", "bilm"):
             if part in args.only:
-                results[part] = {**run_recipe(part, out, args.threads), **stamp}
+                results[part] = {**run_recipe(part, out), **stamp}
                 RESULTS.parent.mkdir(parents=True, exist_ok=True)
                 RESULTS.write_text(json.dumps(results, indent=1) + "\n")
         if "sst2" in args.only:
