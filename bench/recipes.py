@@ -3,13 +3,15 @@
 For BERT (30 minutes), the subword GPT (15) and the biLM (10), this runs
 ``python -m onehot2gpt.recipes NAME --laptop --out DIR`` in a fresh process, times it with the
 wall clock (data, vocabulary, training and the final evaluation included), reads the scores the
-command records in ``DIR/config.json`` and puts them beside the committed checkpoint's, which are
-the quality targets:
+command records in ``DIR/config.json`` and puts them beside the committed checkpoint's. The quality
+targets (:data:`TARGETS`) are the scores of the checkpoints committed before issue 20, fixed here:
+the subword GPT and the biLM have since been replaced by what their laptop recipes built, so the
+committed scores are no longer the bar:
 
 * BERT: masked-piece accuracy and NSP accuracy on 50 fixed batches of WikiText-2 valid
   (``evaluate_pretraining``, the same evaluation as the committed checkpoint's 38.7% / 83.3%);
-* subword GPT: validation loss, the mean of 50 fixed windows of WikiText-2 valid (committed 4.82);
-* biLM: forward and backward perplexity on WikiText-2 valid (committed 145.7 / 141.7).
+* subword GPT: validation loss, the mean of 50 fixed windows of WikiText-2 valid (target 4.816);
+* biLM: forward and backward perplexity on WikiText-2 valid (target 145.67 / 141.66).
 
 Then ``sst2_pretraining_gain``: SST-2 accuracy (872 test sentences) of the new BERT fine-tuned on
 8,000 fixed random training rows, minus that of a randomly initialised BERT of the same size with
@@ -48,6 +50,13 @@ RESULTS = ROOT / "bench" / "results" / "recipes.json"
 PARTS = ("bert", "gpt", "bilm", "sst2")
 THREADS = 2                     # the recipes' budget is for 2 cores; every command defaults to 2
 CHECKPOINT = {"bert": "bert-wikitext2", "gpt": "gpt-wikitext2", "bilm": "bilm-wikitext2"}
+# key → (comparison, target): the budgets, and the scores of the checkpoints committed before issue 20
+# (BERT 20,000 steps on a GPU; the subword GPT 4,000 updates with dropout 0.1; the biLM with dropout 0.1)
+TARGETS = {"bert_minutes": ("<=", 30), "gpt_wikitext_minutes": ("<=", 15), "bilm_minutes": ("<=", 10),
+           "bert_mlm_accuracy": (">=", 0.3867), "bert_nsp_accuracy": (">=", 0.83),
+           "gpt_wikitext_val_loss": ("<=", 4.816),
+           "bilm_valid_ppl_forward": ("<=", 145.67), "bilm_valid_ppl_backward": ("<=", 141.66),
+           "sst2_pretraining_gain": (">=", 3.0)}
 
 
 def read_info(directory: Path) -> dict:
@@ -142,19 +151,11 @@ def summary(results: dict) -> dict:
     if "sst2" in results:
         flat["sst2_pretraining_gain"] = results["sst2"]["new_bert"]["gain_points"]
         flat["sst2_pretraining_gain_committed_bert"] = results["sst2"]["committed_bert"]["gain_points"]
-    committed = {k: v for part in ("bert", "gpt", "bilm") for k, v in results.get(part, {}).get("committed", {}).items()}
-    targets = {"bert_minutes": ("<=", 30), "gpt_wikitext_minutes": ("<=", 15), "bilm_minutes": ("<=", 10),
-               "bert_mlm_accuracy": (">=", committed.get("bert_mlm_accuracy")),
-               "bert_nsp_accuracy": (">=", 0.83),
-               "gpt_wikitext_val_loss": ("<=", committed.get("gpt_wikitext_val_loss")),
-               "bilm_valid_ppl_forward": ("<=", committed.get("bilm_valid_ppl_forward")),
-               "bilm_valid_ppl_backward": ("<=", committed.get("bilm_valid_ppl_backward")),
-               "sst2_pretraining_gain": (">=", 3.0)}
     met = {}
-    for key, (op, target) in targets.items():
-        if key in flat and target is not None:
+    for key, (op, target) in TARGETS.items():
+        if key in flat:
             met[key] = flat[key] <= target if op == "<=" else flat[key] >= target
-    return {**flat, "targets": {k: f"{op} {t}" for k, (op, t) in targets.items() if t is not None},
+    return {**flat, "targets": {k: f"{op} {t}" for k, (op, t) in TARGETS.items()},
             "met": met, "not_met": sorted(k for k, ok in met.items() if not ok)}
 
 

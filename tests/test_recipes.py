@@ -63,7 +63,7 @@ def _defaults(recipe: str):
     return vars(module.build_parser().parse_args(argv[2:]))
 
 
-@pytest.mark.parametrize("name", ["bert-wikitext2", "gpt-char-shakespeare", "gpt-wikitext2"])
+@pytest.mark.parametrize("name", ["bert-wikitext2", "gpt-char-shakespeare", "gpt-wikitext2", "bilm-wikitext2"])
 def test_the_recipes_defaults_are_what_the_checkpoint_recorded(name):
     """Not just the same command line: the values the command trains with by default are the ones
     the committed checkpoint records (a changed default would rebuild something else)."""
@@ -76,10 +76,19 @@ def test_the_recipes_defaults_are_what_the_checkpoint_recorded(name):
         assert args["vocab_size"] == config["vocab_size"] and args["dropout"] == config["dropout"]
         assert args["short_steps"] == 0 and args["warmup"] == 100           # no length schedule then
         return
+    if name == "bilm-wikitext2":
+        for key in ("epochs", "batch_size", "lr", "seed"):
+            assert args[key] == info[key], f"{name}: --{key.replace('_', '-')} {args[key]} but trained with {info[key]}"
+        assert (args["min_freq"], args["max_words"]) == (info["vocab"]["min_freq"], info["vocab"]["max_words"])
+        assert (args["d_model"], args["hidden"], args["n_layers"], args["dropout"]) == \
+            (config["d_model"], config["hidden"], config["n_layers"], config["dropout"])
+        return
     recipe = info["recipe"]
     for key in ("iters", "batch_size", "block_size", "lr", "warmup"):
         assert args[key] == recipe[key], f"{name}: --{key.replace('_', '-')} {args[key]} but trained with {recipe[key]}"
     assert args["seed"] == info["seed"] and args["block_size"] == config["max_len"]
+    if name == "gpt-wikitext2":
+        assert args["dropout"] == config["dropout"], f"--dropout {args['dropout']} but trained with {config['dropout']}"
     if name == "gpt-char-shakespeare":
         assert (args["min_lr"], args["weight_decay"]) == (recipe["min_lr"], recipe["weight_decay"])
         assert (args["d_model"], args["n_layers"], args["n_heads"]) == \
