@@ -25,6 +25,8 @@ from urllib.parse import quote, urlparse
 
 import pytest
 
+from onehot2gpt.exercises import cell_tags
+
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "tests" / "screenshots"
 CHROMIUM = os.environ.get("ONEHOT2GPT_CHROMIUM", "/usr/bin/chromium")
@@ -187,14 +189,58 @@ def block_the_internet(context):
     context.route(re.compile(r"^https?://(?!127\.0\.0\.1[:/])"), handle)
 
 
+def browser_available() -> bool:
+    """Whether this machine has what the browser test needs (Playwright and Chromium)."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return False
+    return Path(CHROMIUM).exists()
+
+
+# JupyterLab's cell tag for "this cell is expected to raise": Run All Cells goes on past its error.
+RAISES = "raises-exception"
+
+
 def copy_notebooks(dest: Path) -> Path:
-    """Copy the course notebooks to `dest`/notebooks: a run in the browser never writes to the
-    repository's notebooks, whatever JupyterLab saves."""
+    """Copy the course notebooks to `dest`/notebooks and their student versions to
+    `dest`/notebooks/student: a run in the browser never writes to the repository's notebooks,
+    whatever JupyterLab saves. In the student copies each check cell also gets the tag
+    ``raises-exception``, so that Run All Cells runs the whole notebook although its unsolved checks
+    fail (a student meets them one by one; the test wants every cell's outcome in one run)."""
     target = dest / "notebooks"
-    target.mkdir(parents=True)
+    (target / "student").mkdir(parents=True)
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         shutil.copy2(path, target / path.name)
+    for path in sorted((ROOT / "notebooks" / "student").glob("[0-9][0-9]_*.ipynb")):
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        for cell in notebook["cells"]:
+            if cell["cell_type"] == "code" and "check" in cell_tags(cell):
+                cell.setdefault("metadata", {})["tags"] = [*cell_tags(cell), RAISES]
+        (target / "student" / path.name).write_text(json.dumps(notebook, indent=1), encoding="utf-8")
     return target
+
+
+def student_run_problems(notebook: dict, name: str) -> list[str]:
+    """What is wrong with an executed student version (nbformat JSON): every check cell must fail
+    with the AssertionError that says the exercise is not written yet, and no other cell may fail
+    (the rest of the notebook runs without the solutions). Empty when all is right."""
+    problems = []
+    for i, cell in enumerate(notebook["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if "check" in cell_tags(cell):
+            if not errors or errors[0]["ename"] != "AssertionError":
+                problems.append(f"{name} cell {i}: an unsolved exercise's check must fail with AssertionError, "
+                                f"got {errors[0]['ename'] if errors else 'no error'}")
+            elif "not written yet" not in errors[0]["evalue"]:
+                problems.append(f"{name} cell {i}: the check's message should say the exercise is not "
+                                f"written yet: {errors[0]['evalue'][:200]!r}")
+        elif errors:
+            problems.append(f"{name} cell {i} fails in the student version: {errors[0]['ename']}: "
+                            f"{errors[0]['evalue'][:300]}")
+    return problems
 
 
 # -- one notebook in the browser ----------------------------------------------------------------
@@ -224,7 +270,7 @@ class Notebook:
             self.external[request.url] = f"failed: {request.failure}"
 
     def open(self, timeout: float = 120):
-        workspace = re.sub(r"\W", "-", self.stem)
+        workspace = re.sub(r"\W", "-", str(Path(self.path).with_suffix("")))
         self.page.goto(self.lab.url(f"lab/workspaces/{workspace}/tree/{quote(self.path)}?reset"))
         first_cell = self.page.locator(".jp-NotebookPanel .jp-Notebook .jp-CodeCell").first
         first_cell.wait_for(timeout=timeout * 1000)
@@ -280,27 +326,46 @@ class Notebook:
     def prompts(self) -> list[str]:
         return [t.strip() for t in self.page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()]
 
-    def run_all(self, n_code_cells: int, timeout: float):
+    def run_all(self, n_code_cells: int, timeout: float, may_fail: list[bool] | None = None):
         """Run → Run All Cells from the menu bar; wait until no cell is queued or running, then
-        check that every code cell ran once, in order, in this kernel."""
+        check that every code cell ran once, in order, in this kernel. No traceback may show, unless
+        `may_fail` is given: one flag per code cell of the page, in order, True for the cells that
+        are expected to fail (a student version's checks, tagged raises-exception; the caller
+        examines their errors in the saved file)."""
         self.page.locator(".lm-MenuBar-itemLabel", has_text=exact("Run")).click()
         self.page.locator(".lm-Menu-itemLabel", has_text=exact("Run All Cells")).click()
         wait_until(lambda: any("*" in p for p in self.prompts()), 30,
                    "JupyterLab to queue the cells ([*] prompts) after Run All Cells")
+
+        def finished():
+            prompts = self.prompts()
+            if may_fail is None:
+                return not any("*" in p for p in prompts)
+            if any("*" in p for p in prompts):
+                return False
+            if sum(bool(re.search(r"\[\d+\]", p)) for p in prompts) >= n_code_cells:
+                return True
+            # After the first failing check JupyterLab clears the [*] of the queued cells while the
+            # kernel goes on running them (and the kernel's reported state is no guide: widget
+            # messages flip it to idle mid-cell). The run has stopped early only if a cell that
+            # may not fail shows a traceback.
+            return any(shown and not allowed for shown, allowed in zip(self.cell_tracebacks(), may_fail))
+
         try:
-            wait_until(lambda: not any("*" in p for p in self.prompts()), timeout,
-                       f"all cells of {self.path} to run", interval=1.0)
+            wait_until(finished, timeout, f"all cells of {self.path} to run", interval=1.0)
         except AssertionError:
             running = self.page.locator(".jp-CodeCell", has=self.page.locator(".jp-InputPrompt",
                                                                                has_text="[*]")).first
             source = running.locator(".jp-InputArea-editor").inner_text() if running.count() else "?"
             raise AssertionError(f"{self.path}: cells still running after {timeout:.0f} s; the first "
                                  f"one starts {source[:200]!r}") from None
-        self.assert_no_traceback(self.page.locator(".jp-Notebook"))
+        if may_fail is None:
+            self.assert_no_traceback(self.page.locator(".jp-Notebook"))
         numbers = [int(m[1]) for p in self.prompts() if (m := re.search(r"\[(\d+)\]", p))]
         assert numbers == list(range(1, n_code_cells + 1)), (
             f"{self.path}: Run All Cells should run its {n_code_cells} code cells once each, in order, "
-            f"in a fresh kernel; the prompts read {self.prompts()}")
+            f"in a fresh kernel; the prompts read {self.prompts()}; the last traceback in the page: "
+            f"{(self.tracebacks() or ['none'])[-1][-1500:]}")
         self.assert_kernel_alive()
 
     def cell(self, source: str):
@@ -329,15 +394,44 @@ class Notebook:
             panel.wait_for(timeout=30_000)
         return panel.inner_text()
 
-    def assert_no_traceback(self, where=None, log_console: bool = False):
-        """No Python traceback in the outputs inside `where` (default: the notebook), nor in the
-        log console when `log_console` is true (a widget callback that raised)."""
+    def cell_tracebacks(self) -> list[bool]:
+        """For each code cell of the page, in order: whether its output shows a Python traceback."""
+        return self.page.evaluate("""() => Array.from(document.querySelectorAll('.jp-Notebook .jp-CodeCell'))
+            .map(cell => Array.from(cell.querySelectorAll('.jp-OutputArea-output'))
+                 .some(out => out.innerText.includes('Traceback (most recent call last)')))""")
+
+    def tracebacks(self, where=None) -> list[str]:
+        """The outputs inside `where` (default: the notebook) that show a Python traceback."""
         where = where or self.page.locator(".jp-Notebook")
-        texts = where.locator(".jp-OutputArea-output").all_inner_texts()
-        if log_console:
-            texts.append(self.log_console())
-        tracebacks = [t for t in texts if "Traceback (most recent call last)" in t]
+        return [t for t in where.locator(".jp-OutputArea-output").all_inner_texts()
+                if "Traceback (most recent call last)" in t]
+
+    def assert_no_traceback(self, where=None, log_console: bool = False, besides: list[str] = ()):
+        """No Python traceback in the outputs inside `where` (default: the notebook) other than
+        those in `besides` (a student version's failing checks), nor in the log console when
+        `log_console` is true (a widget callback that raised)."""
+        tracebacks = [t for t in self.tracebacks(where) if t not in besides]
+        if log_console and "Traceback (most recent call last)" in (console := self.log_console()):
+            tracebacks.append(console)
         assert not tracebacks, f"{self.path}: a Python traceback in the page:\n{tracebacks[0][-2500:]}"
+
+    def save(self, timeout: float = 60) -> dict:
+        """File → Save Notebook; wait until the file on disk holds this run (it changed and parses)
+        and return it as nbformat JSON."""
+        file = self.lab.root / self.path
+        before = file.stat().st_mtime_ns
+        self.page.locator(".lm-MenuBar-itemLabel", has_text=exact("File")).click()
+        self.page.locator(".lm-Menu-itemLabel", has_text=exact("Save Notebook")).click()
+
+        def saved():
+            if file.stat().st_mtime_ns == before:
+                return None
+            try:
+                return json.loads(file.read_text(encoding="utf-8"))
+            except json.JSONDecodeError:          # caught while the server writes it
+                return None
+
+        return wait_until(saved, timeout, f"JupyterLab to save {self.path}")
 
     def screenshot(self, target, step: str):
         """Save `target` (a locator, or the page) as tests/screenshots/<notebook>-<n>-<step>.png."""

@@ -1,9 +1,11 @@
 """The notebooks' widgets in a real browser: JupyterLab on 127.0.0.1, Debian's Chromium driven by
-Playwright. For every notebook that shows a widget, the test opens it, runs all cells from the Run
-menu, then uses each widget as a student would (types a sentence, moves a slider with the keyboard,
-picks from a drop-down, presses a button) and waits for the kernel's answer to appear in the page.
-After each step the kernel must still be alive and idle; at the end no Python traceback may show in
-the notebook or in JupyterLab's log console (where errors in widget callbacks go). Pictures of each
+Playwright. For every notebook the test opens its student version, runs all cells from the Run
+menu and saves it: every check cell must fail as unsolved and nothing else (the student version's
+only run in the suite). Then, where the notebook shows widgets, it uses each as a student would
+(types a sentence, moves a slider with the keyboard, picks from a drop-down, presses a button) and
+waits for the kernel's answer to appear in the page. After each step the kernel must still be
+alive and idle; at the end no Python traceback may show in the notebook, besides the failing
+checks', or in JupyterLab's log console (where errors in widget callbacks go). Pictures of each
 step go to tests/screenshots/ (git-ignored), with the seconds each notebook took in timings.json.
 
 bertviz draws only when its CDN scripts load: the test checks for its SVG when they do, and
@@ -24,7 +26,8 @@ import pytest
 from browser_helpers import (BERTVIZ_SCRIPTS, CHROMIUM, CHROMIUM_ARGS, ROOT, SCREENSHOTS, JupyterLab,
                              Notebook, block_the_internet, choose, control, copy_notebooks, exact,
                              dropdown_options, dropdown_value, image_src, press_slider, require,
-                             slider_value, type_text, type_textarea, wait_until)
+                             slider_value, student_run_problems, type_text, type_textarea, wait_until)
+from onehot2gpt.exercises import cell_tags
 
 try:
     from playwright.sync_api import Error as PlaywrightError
@@ -468,21 +471,34 @@ def browser_context(lab):
         playwright.stop()
 
 
-@pytest.mark.parametrize("stem", sorted(SCENARIOS))
-def test_widgets_answer_in_the_browser(lab, browser_context, stem):
+@pytest.mark.parametrize("stem", sorted(NOTEBOOKS))
+def test_student_version_runs_and_its_widgets_answer_in_the_browser(lab, browser_context, stem):
+    """The student version, as a student meets it: opened in JupyterLab, Run All Cells. Saved, every
+    check cell must have failed with "not written yet" and no other cell at all (the notebook runs
+    without the solutions); then the notebook's widget scenario, if it has one, with no traceback
+    besides those checks'. The student versions run here and nowhere else in the suite (without a
+    browser, outside CI, tests/test_notebooks.py runs them with nbclient instead)."""
     path = NOTEBOOKS[stem]
     for old in SCREENSHOTS.glob(f"{stem}-*.png"):
         old.unlink()
     started = time.monotonic()
-    nb = Notebook(browser_context, lab, f"notebooks/{path.name}")
+    student = ROOT / "notebooks" / "student" / path.name
+    nb = Notebook(browser_context, lab, f"notebooks/student/{path.name}")
     try:
         nb.open()
         opened = time.monotonic()
-        nb.run_all(len(code_cells(path)), RUN_ALL_S)
+        cells = [c for c in json.loads(student.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+        nb.run_all(len(code_cells(student)), RUN_ALL_S, may_fail=["check" in cell_tags(c) for c in cells])
         ran = time.monotonic()
-        SCENARIOS[stem](nb)
+        problems = student_run_problems(nb.save(), f"student/{path.name}")
+        assert not problems, "\n".join(problems)
+        checks = nb.tracebacks()                      # each failing check shows its traceback
+        n_checks = sum("check" in cell_tags(c) for c in cells)
+        assert len(checks) == n_checks, f"{len(checks)} tracebacks in the page, {n_checks} check cells"
+        if stem in SCENARIOS:
+            SCENARIOS[stem](nb)
         nb.assert_kernel_alive()
-        nb.assert_no_traceback(log_console=True)
+        nb.assert_no_traceback(log_console=True, besides=checks)
         TIMINGS[stem] = {"open_s": round(opened - started, 1), "run_all_s": round(ran - opened, 1),
                          "widgets_s": round(time.monotonic() - ran, 1)}
     except BaseException:
