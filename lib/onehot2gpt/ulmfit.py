@@ -1,0 +1,169 @@
+"""ULMFiT's fine-tuning techniques, for a classifier on the course's LSTM language model.
+
+Taught in notebook 04, after ELMo, following Howard & Ruder (2018), "Universal Language Model
+Fine-tuning for Text Classification". ELMo freezes its language model and learns only how to mix
+its layers; ULMFiT fine-tunes the whole language model for the task, and three techniques keep
+that from wiping out what pre-training taught:
+
+* **discriminative fine-tuning**: each layer group gets its own learning rate, lower further down
+  (the paper divides by 2.6 per group, η^{l−1} = η^l / 2.6), since the lower layers hold the most
+  general knowledge (:func:`discriminative_lrs`);
+* **slanted triangular learning rates** (STLR): a short linear rise to η_max over the first
+  ``cut_frac`` of the steps, then a long linear fall to η_max / ``ratio``
+  (:func:`slanted_triangular_lr`);
+* **gradual unfreezing**: only the top group (the new classifier) trains in the first epoch; each
+  epoch one more group below joins (:func:`trainable_groups`).
+
+:class:`LMClassifier` puts ULMFiT's head on the forward language model of a course
+:class:`~onehot2gpt.elmo.BiLM`: *concat pooling* [h_T ; maxpool(h) ; meanpool(h)] of the top layer's
+states over the real tokens, then two linear layers. Its :meth:`LMClassifier.groups` are the layer
+groups the three techniques act on, bottom to top: the token layer, each LSTM layer, the head.
+(ULMFiT's middle step, fine-tuning the language model on the task's own text first, is left out.)
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import torch
+from torch import nn
+
+from .elmo import BiLM
+
+__all__ = ["slanted_triangular_lr", "discriminative_lrs", "trainable_groups", "LMClassifier"]
+
+
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {value}")
+    return float(value)
+
+
+def slanted_triangular_lr(step: int, total_steps: int, lr_max: float, cut_frac: float = 0.1,
+                          ratio: float = 32) -> float:
+    """The STLR learning rate at `step` (0 … total_steps − 1) of a run of `total_steps` updates.
+
+    With cut = ⌊total_steps · cut_frac⌋ (at least 1) and
+    p = step / cut while step < cut, else 1 − (step − cut) / (total_steps − cut),
+    the rate is lr_max · (1 + p · (ratio − 1)) / ratio: it climbs from lr_max / ratio to lr_max
+    over the first `cut` steps and falls back towards lr_max / ratio, which it would reach one step
+    after the last. (The paper writes the fall's length as cut · (1/cut_frac − 1), the same number
+    when total_steps · cut_frac is whole.) The paper's values: cut_frac 0.1, ratio 32.
+    """
+    total_steps = _positive_int(total_steps, "total_steps")
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise TypeError(f"step must be an int, got {type(step).__name__} {step!r}")
+    if not 0 <= step < total_steps:
+        raise ValueError(f"step must be in 0 … {total_steps - 1} (total_steps={total_steps}), got {step}")
+    lr_max = _positive_float(lr_max, "lr_max")
+    cut_frac = _positive_float(cut_frac, "cut_frac")
+    if cut_frac >= 1:
+        raise ValueError(f"cut_frac is the fraction of steps spent rising: below 1, got {cut_frac}")
+    ratio = _positive_float(ratio, "ratio")
+    if ratio < 1:
+        raise ValueError(f"ratio is how many times smaller the lowest rate is: at least 1, got {ratio}")
+    cut = max(1, math.floor(total_steps * cut_frac))
+    if total_steps <= cut:                       # a run too short to fall: rise only
+        p = step / cut
+    elif step < cut:
+        p = step / cut
+    else:
+        p = 1 - (step - cut) / (total_steps - cut)
+    return lr_max * (1 + p * (ratio - 1)) / ratio
+
+
+def discriminative_lrs(lr_top: float, n_groups: int, factor: float = 2.6) -> list[float]:
+    """One learning rate per layer group, bottom to top: the top group gets `lr_top`, each group
+    below it `factor` times less (ULMFiT: 2.6). ``factor=1`` gives every group the same rate."""
+    lr_top = _positive_float(lr_top, "lr_top")
+    n_groups = _positive_int(n_groups, "n_groups")
+    factor = _positive_float(factor, "factor")
+    return [lr_top / factor ** (n_groups - 1 - g) for g in range(n_groups)]
+
+
+def trainable_groups(epoch: int, n_groups: int, gradual: bool = True) -> int:
+    """How many layer groups, counted from the top, train in `epoch` (0-based): with gradual
+    unfreezing the top one in epoch 0 and one more each epoch; without it all of them."""
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+        raise ValueError(f"epoch must be an int ≥ 0, got {epoch!r}")
+    n_groups = _positive_int(n_groups, "n_groups")
+    return min(epoch + 1, n_groups) if gradual else n_groups
+
+
+class LMClassifier(nn.Module):
+    """A text classifier on the forward language model of a course biLM, with ULMFiT's head.
+
+    The token layer and the forward LSTM layers are copied from `bilm` (it is left unchanged) and
+    run exactly as in the biLM (a residual connection around every layer after the first). The
+    head reads the top layer's states h (B, T, H) with concat pooling over each row's real tokens,
+    [h at the last real token ; elementwise max ; mean] (B, 3H), then
+    dropout → Linear(3H, hidden) → ReLU → dropout → Linear(hidden, n_classes).
+    """
+
+    def __init__(self, bilm: BiLM, n_classes: int, hidden: int = 50, dropout: float = 0.1):
+        super().__init__()
+        if not isinstance(bilm, BiLM):
+            raise TypeError(f"bilm must be a onehot2gpt.elmo.BiLM (load_bilm gives one), got {type(bilm).__name__}")
+        n_classes = _positive_int(n_classes, "n_classes")
+        if n_classes < 2:
+            raise ValueError("a classifier needs at least 2 classes")
+        hidden = _positive_int(hidden, "hidden")
+        if not 0 <= dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.vocab_size = bilm.config.vocab_size
+        self.tok_emb = copy.deepcopy(bilm.tok_emb)
+        self.tok_proj = copy.deepcopy(bilm.tok_proj)
+        self.lstms = copy.deepcopy(bilm.fwd_layers)
+        H = bilm.config.hidden
+        self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(3 * H, hidden), nn.ReLU(),
+                                  nn.Dropout(dropout), nn.Linear(hidden, n_classes))
+        for p in self.parameters():                # a biLM loaded from float16 may be half precision
+            p.data = p.data.float()
+
+    def groups(self) -> list[list[nn.Parameter]]:
+        """The layer groups, bottom to top: token layer, each LSTM layer, the head."""
+        return ([[*self.tok_emb.parameters(), *self.tok_proj.parameters()]]
+                + [list(lstm.parameters()) for lstm in self.lstms] + [list(self.head.parameters())])
+
+    def top_states(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """ids (B, T), mask (B, T) bool (right padding) → the top LSTM layer's states (B, T, H)."""
+        if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.dim() != 2:
+            raise TypeError(f"ids must be a (B, T) torch.long tensor, got "
+                            f"{getattr(ids, 'dtype', type(ids).__name__)} of shape {tuple(getattr(ids, 'shape', ()))}")
+        if not isinstance(mask, torch.Tensor) or mask.shape != ids.shape:
+            raise ValueError(f"mask must be a tensor of the ids' shape {tuple(ids.shape)}")
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.vocab_size):
+            raise ValueError(f"token ids must be in 0 … {self.vocab_size - 1}: encode with the biLM's vocabulary")
+        mask = mask.bool()
+        if not bool(mask[:, 0].all()):
+            raise ValueError("every row needs at least one real token, and padding only on the right")
+        h = self.tok_proj(self.tok_emb(ids))
+        for j, lstm in enumerate(self.lstms):
+            out, _ = lstm(h)
+            h = out + h if j > 0 else out
+        return h
+
+    def features(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Concat pooling of the top layer over the real tokens → (B, 3H)."""
+        h = self.top_states(ids, mask)
+        mask = mask.bool()
+        lengths = mask.sum(1)
+        last = h[torch.arange(h.size(0)), lengths - 1]                              # (B, H)
+        biggest = h.masked_fill(~mask[:, :, None], float("-inf")).amax(1)           # (B, H)
+        mean = (h * mask[:, :, None]).sum(1) / lengths[:, None]                      # (B, H)
+        return torch.cat([last, biggest, mean], dim=-1)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """ids (B, T), mask (B, T) → class scores (B, n_classes)."""
+        return self.head(self.features(ids, mask))

@@ -1,0 +1,110 @@
+"""ULMFiT's schedules and the classifier on the course biLM's forward LM."""
+
+import math
+
+import pytest
+import torch
+
+from onehot2gpt.elmo import BiLM, BiLMConfig
+from onehot2gpt.ulmfit import LMClassifier, discriminative_lrs, slanted_triangular_lr, trainable_groups
+
+
+def test_slanted_triangular_lr_rises_then_falls_as_in_the_paper():
+    T, lr = 1000, 0.01                      # cut = 100: the paper's formula with whole numbers
+    rates = [slanted_triangular_lr(t, T, lr) for t in range(T)]
+    cut = 100
+    assert rates[0] == pytest.approx(lr / 32)
+    assert rates[cut] == pytest.approx(lr) and max(rates) == rates[cut]
+    assert all(a < b for a, b in zip(rates[:cut], rates[1:cut + 1]))          # rises for cut steps
+    assert all(a > b for a, b in zip(rates[cut:], rates[cut + 1:]))           # then only falls
+    for t in (0, 37, 100, 450, 999):        # Howard & Ruder's equation (3), written out
+        p = t / cut if t < cut else 1 - (t - cut) / (cut * (1 / 0.1 - 1))
+        assert rates[t] == pytest.approx(lr * (1 + p * 31) / 32)
+    assert min(rates) > lr / 32 * 0.999     # never below lr / ratio, whatever the length
+    short = [slanted_triangular_lr(t, 7, lr) for t in range(7)]               # cut = ⌊0.7⌋ → 1
+    assert short[0] == pytest.approx(lr / 32) and short[1] == pytest.approx(lr)
+    assert all(r > 0 for r in short)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: slanted_triangular_lr(10, 10, 0.1), ValueError, "step must be in 0"),
+    (lambda: slanted_triangular_lr(-1, 10, 0.1), ValueError, "step must be in 0"),
+    (lambda: slanted_triangular_lr(1.0, 10, 0.1), TypeError, "step must be an int"),
+    (lambda: slanted_triangular_lr(1, 0, 0.1), ValueError, "total_steps must be at least 1"),
+    (lambda: slanted_triangular_lr(1, 10, float("nan")), ValueError, "lr_max must be a positive finite"),
+    (lambda: slanted_triangular_lr(1, 10, 0.1, cut_frac=1.5), ValueError, "below 1"),
+    (lambda: slanted_triangular_lr(1, 10, 0.1, ratio=0.5), ValueError, "at least 1"),
+    (lambda: discriminative_lrs(0.1, 0), ValueError, "n_groups must be at least 1"),
+    (lambda: discriminative_lrs("0.1", 3), TypeError, "lr_top must be a number"),
+    (lambda: trainable_groups(-1, 3), ValueError, "epoch must be an int"),
+])
+def test_schedules_refuse_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_discriminative_lrs_and_gradual_unfreezing():
+    assert discriminative_lrs(0.01, 4) == pytest.approx([0.01 / 2.6 ** 3, 0.01 / 2.6 ** 2, 0.01 / 2.6, 0.01])
+    assert discriminative_lrs(0.01, 3, factor=1) == [0.01] * 3
+    assert [trainable_groups(e, 4) for e in range(6)] == [1, 2, 3, 4, 4, 4]
+    assert [trainable_groups(e, 4, gradual=False) for e in range(3)] == [4, 4, 4]
+
+
+def tiny_bilm():
+    torch.manual_seed(0)
+    return BiLM(BiLMConfig.tiny(vocab_size=30))
+
+
+def test_classifier_runs_the_forward_lm_as_the_bilm_and_pools_only_real_tokens():
+    bilm = tiny_bilm().eval()
+    model = LMClassifier(bilm, 3).eval()
+    ids = torch.randint(4, 30, (3, 7))
+    mask = torch.arange(7)[None, :] < torch.tensor([7, 4, 1])[:, None]
+    ids = ids.masked_fill(~mask, 0)
+    with torch.no_grad():
+        top = model.top_states(ids, mask)
+        fwd_top = bilm._run(ids, mask)[1][-1]                     # the biLM's own forward stack
+        torch.testing.assert_close(top, fwd_top)
+        features = model.features(ids, mask)
+        H = bilm.config.hidden
+        for b, n in enumerate([7, 4, 1]):
+            real = top[b, :n]
+            expected = torch.cat([real[-1], real.max(0).values, real.mean(0)])
+            torch.testing.assert_close(features[b], expected)
+        # padding changes nothing: the same rows with other padding ids and more of it
+        longer = torch.cat([ids, torch.full((3, 3), 5)], 1)
+        longer_mask = torch.cat([mask, torch.zeros(3, 3, dtype=torch.bool)], 1)
+        torch.testing.assert_close(model(longer, longer_mask), model(ids, mask))
+    assert features.shape == (3, 3 * H)
+    groups = model.groups()
+    assert len(groups) == bilm.config.n_layers + 2
+    assert sum(p.numel() for g in groups for p in g) == sum(p.numel() for p in model.parameters())
+    assert bilm.fwd_layers[0].weight_ih_l0 is not model.lstms[0].weight_ih_l0      # a copy
+
+
+def test_classifier_learns_a_task_and_refuses_bad_input():
+    model = LMClassifier(tiny_bilm(), 2, dropout=0.0)
+    torch.manual_seed(1)
+    ids = torch.randint(4, 30, (64, 6))
+    labels = (ids == 7).any(1).long()                             # "does token 7 occur?"
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    first = None
+    for _ in range(60):
+        loss = torch.nn.functional.cross_entropy(model(ids, mask), labels)
+        first = first if first is not None else loss.item()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert loss.item() < 0.5 * first
+    with pytest.raises(TypeError, match="torch.long"):
+        model(ids.float(), mask)
+    with pytest.raises(ValueError, match="token ids must be in"):
+        model(ids + 100, mask)
+    with pytest.raises(ValueError, match="at least one real token"):
+        model(ids, torch.zeros_like(mask))
+    with pytest.raises(TypeError, match="BiLM"):
+        LMClassifier(torch.nn.Linear(2, 2), 2)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        LMClassifier(tiny_bilm(), 1)
+    assert math.isfinite(loss.item())
