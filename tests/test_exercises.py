@@ -151,6 +151,13 @@ def _sense(vectors, labels):
     return sum(same) / len(same) - sum(diff) / len(diff)
 
 
+def _stlr(step, total, lr_max, cut_frac, ratio):
+    """STLR as Howard & Ruder write it, with the fall's length as the remaining steps."""
+    cut = max(1, int(total * cut_frac))
+    p = step / cut if step < cut else 1 - (step - cut) / (total - cut)
+    return lr_max * (1 + p * (ratio - 1)) / ratio
+
+
 def test_lm_and_elmo_checks_accept_independent_solutions(capsys):
     ex.check_next_token_pairs(_pairs_03)
     ex.check_perplexity(lambda lp: float(torch.exp(-lp.mean())))
@@ -158,7 +165,8 @@ def test_lm_and_elmo_checks_accept_independent_solutions(capsys):
     ex.check_reverse_padded(_reverse)
     ex.check_scalar_mix(_mix)
     ex.check_sense_score(_sense)
-    assert capsys.readouterr().out.count("✓") == 6
+    ex.check_slanted_triangular_lr(_stlr)
+    assert capsys.readouterr().out.count("✓") == 7
 
 
 @pytest.mark.parametrize("check, wrong", [
@@ -168,6 +176,9 @@ def test_lm_and_elmo_checks_accept_independent_solutions(capsys):
     (ex.check_reverse_padded, lambda ids, lengths: ids.flip(1)),                         # reverses padding too
     (ex.check_scalar_mix, lambda layers, s, g: g * layers.mean(-2)),                     # ignores s
     (ex.check_sense_score, lambda v, labels: _sense(v, labels) + 0.1),
+    (ex.check_slanted_triangular_lr, lambda t, T, lr, cf, r: lr * min(t / max(1, int(T * cf)), 1)),   # from 0, no fall
+    (ex.check_slanted_triangular_lr, lambda t, T, lr, cf, r: _stlr(t, T, lr, cf, r) if t < T // 2 else lr / r),
+    (ex.check_slanted_triangular_lr, lambda t, T, lr, cf, r: _stlr(min(t + 1, T - 1), T, lr, cf, r)),  # one step early
 ])
 def test_lm_and_elmo_checks_reject_wrong_answers(check, wrong):
     assert_rejects(check, wrong)

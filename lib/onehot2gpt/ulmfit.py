@@ -107,8 +107,8 @@ class LMClassifier(nn.Module):
     The token layer and the forward LSTM layers are copied from `bilm` (it is left unchanged) and
     run exactly as in the biLM (a residual connection around every layer after the first). The
     head reads the top layer's states h (B, T, H) with concat pooling over each row's real tokens,
-    [h at the last real token ; elementwise max ; mean] (B, 3H), then
-    dropout → Linear(3H, hidden) → ReLU → dropout → Linear(hidden, n_classes).
+    [h at the last real token ; elementwise max ; mean] (B, 3H), then ULMFiT's two blocks,
+    batch norm → dropout → Linear(3H, hidden) → ReLU, batch norm → dropout → Linear(hidden, n_classes).
     """
 
     def __init__(self, bilm: BiLM, n_classes: int, hidden: int = 50, dropout: float = 0.1):
@@ -126,8 +126,8 @@ class LMClassifier(nn.Module):
         self.tok_proj = copy.deepcopy(bilm.tok_proj)
         self.lstms = copy.deepcopy(bilm.fwd_layers)
         H = bilm.config.hidden
-        self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(3 * H, hidden), nn.ReLU(),
-                                  nn.Dropout(dropout), nn.Linear(hidden, n_classes))
+        self.head = nn.Sequential(nn.BatchNorm1d(3 * H), nn.Dropout(dropout), nn.Linear(3 * H, hidden), nn.ReLU(),
+                                  nn.BatchNorm1d(hidden), nn.Dropout(dropout), nn.Linear(hidden, n_classes))
         for p in self.parameters():                # a biLM loaded from float16 may be half precision
             p.data = p.data.float()
 

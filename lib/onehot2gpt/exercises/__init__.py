@@ -18,7 +18,8 @@ from .nb01 import check_one_hot, check_bag_of_words, check_encode, check_cosine_
 from .nb02 import (check_skipgram_pairs, check_negative_sampling_loss, check_analogy, check_noise_distribution,
                    check_sgns_step)
 from .nb03 import check_next_token_pairs, check_perplexity, check_bigram_prob, check_lstm_cell
-from .nb04 import check_reverse_padded, check_scalar_mix, check_sense_score, check_bilm_layers
+from .nb04 import (check_reverse_padded, check_scalar_mix, check_sense_score, check_bilm_layers,
+                   check_slanted_triangular_lr)
 from .nb05 import (check_attention_with_loops, check_causal_mask, check_multi_head_attention,
                    check_split_heads)
 from .nb06 import check_positional_encoding, check_layer_norm, check_encoder_block, check_greedy_decode

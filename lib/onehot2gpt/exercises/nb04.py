@@ -183,3 +183,47 @@ def check_bilm_layers(fn: Callable) -> None:
                         "lstm_stack(bwd_lstms, reverse_padded(x, lengths))]; layers = [cat([x, x], -1)] "
                         "+ [cat([f, b], -1) for f, b in zip(fwd, bwd)]; stack them on dim 2 and multiply "
                         "by the mask arange(T) < lengths[:, None], broadcast to (B, T, 1, 1)")
+
+
+# ---------------------------------------------------------------------------------------------
+# ULMFiT: the slanted triangular learning rate
+
+
+def check_slanted_triangular_lr(fn: Callable) -> None:
+    """Exercise: fn(step, total_steps, lr_max, cut_frac, ratio) → STLR's learning rate at `step`;
+    compared with :func:`onehot2gpt.ulmfit.slanted_triangular_lr` at every step of a run."""
+    from ..ulmfit import slanted_triangular_lr
+
+    def make(gen):
+        total = rand_int(gen, 8, 300)
+        lr_max = float(10 ** (-4 + 3 * torch.rand(1, generator=gen)))
+        cut_frac = [0.05, 0.1, 0.2, 0.25, 0.3][rand_int(gen, 0, 5)]
+        ratio = [8.0, 16.0, 32.0][rand_int(gen, 0, 3)]
+        return total, lr_max, cut_frac, ratio
+
+    def every_step(schedule):
+        def rates(total, lr_max, cut_frac, ratio):
+            return torch.tensor([float(schedule(t, total, lr_max, cut_frac, ratio)) for t in range(total)],
+                                dtype=torch.float64)
+        return rates
+
+    def diagnose(got, expected, total, lr_max, cut_frac, ratio):
+        if got.numel() != expected.numel() or not torch.isfinite(got).all():
+            return None
+        if abs(got[0]) < 1e-12:
+            return "your rate starts at 0; STLR starts at lr_max / ratio (p = 0 gives (1 + 0) / ratio)"
+        if int(got.argmax()) != int(expected.argmax()):
+            return (f"your rate peaks at step {int(got.argmax())}, STLR at step {int(expected.argmax())} "
+                    f"(cut = ⌊total_steps · cut_frac⌋ = ⌊{total} · {cut_frac}⌋)")
+        if got[-1] < expected[-1] * 0.5:
+            return "your rate falls too far: at the last step it should be just above lr_max / ratio"
+        return None
+
+    check_function(every_step(fn), every_step(slanted_triangular_lr), make, name="slanted_triangular_lr",
+                   diagnose=diagnose, rtol=1e-6, atol=1e-12,
+                   concept="STLR rises linearly from lr_max / ratio to lr_max over the first cut = "
+                           "⌊total_steps · cut_frac⌋ steps (at least 1), then falls linearly for the "
+                           "remaining steps, back towards lr_max / ratio; p goes 0 → 1 → 0 and the "
+                           "rate is lr_max · (1 + p · (ratio − 1)) / ratio",
+                   hint="cut = max(1, math.floor(total_steps * cut_frac)); p = step / cut if step < cut "
+                        "else 1 - (step - cut) / (total_steps - cut); return lr_max * (1 + p * (ratio - 1)) / ratio")
