@@ -24,6 +24,7 @@ COMMITTED = {
     "gpt-char-shakespeare": ("GPT", "Vocab"),
     "gpt-wikitext2": ("GPT", "WordPieceTokenizer"),
     "word2vec-wikitext2": ("WordVectors", "Vocab"),
+    "glove-wikitext2": ("WordVectors", "Vocab"),
     "minilm-qa-squad": ("BertForQuestionAnswering", "WordPieceTokenizer"),
     **{f"zero-shot-qa{s}": ("GPT", "WorldTokenizer") for s in ("000", "005", "020", "100")},
 }

@@ -105,7 +105,17 @@ def test_word2vec_checks_accept_independent_solutions(capsys):
             scores[i] = -1e9
         return int(scores.argmax())
     ex.check_analogy(analogy)
-    assert capsys.readouterr().out.count("✓") == 4
+
+    def ngrams(word, lo, hi):
+        marked, out = f"<{word}>", []
+        for n in range(lo, hi + 1):
+            start = 0
+            while start + n <= len(marked):
+                out.append(marked[start:start + n])
+                start += 1
+        return out
+    ex.check_char_ngrams(ngrams)
+    assert capsys.readouterr().out.count("✓") == 5
 
 
 @pytest.mark.parametrize("check, wrong", [
@@ -115,6 +125,9 @@ def test_word2vec_checks_accept_independent_solutions(capsys):
     (ex.check_negative_sampling_loss, lambda v, u, n: _loss_by_hand(v, u, -n)),          # sign of noise
     (ex.check_noise_distribution, lambda c: c / c.sum()),                               # no 0.75
     (ex.check_analogy, lambda unit, a, b, c: int((unit @ (unit[b] - unit[a] + unit[c])).argmax())),  # a,b,c not excluded
+    (ex.check_char_ngrams, lambda w, lo, hi: [w[i:i + n] for n in range(lo, hi + 1) for i in range(len(w) - n + 1)]),  # no < >
+    (ex.check_char_ngrams, lambda w, lo, hi: [f"<{w}>"[i:i + n] for i in range(len(w) + 2) for n in range(lo, hi + 1)
+                                              if i + n <= len(w) + 2]),                                       # order
 ])
 def test_word2vec_checks_reject_wrong_answers(check, wrong):
     assert_rejects(check, wrong)

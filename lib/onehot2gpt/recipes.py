@@ -11,8 +11,8 @@ cuda`` may be added to any of them where a GPU is lent (the committed BERT was t
 CPU gives the same recipe, about 86 minutes on 2 cores instead of a few). ``--laptop`` gives the
 2-core recipes of :data:`LAPTOP`; those of the subword GPT and the biLM are their defaults:
 
-* ``word2vec-wikitext2``, ``bilm-wikitext2``, ``bert-wikitext2``, ``gpt-char-shakespeare``,
-  ``gpt-wikitext2``: notebooks 02, 03–04, 07–08 and 09;
+* ``word2vec-wikitext2``, ``glove-wikitext2``, ``bilm-wikitext2``, ``bert-wikitext2``,
+  ``gpt-char-shakespeare``, ``gpt-wikitext2``: notebooks 02, 03–04, 07–08 and 09;
 * ``zero-shot``: the four ``zero-shot-qa*`` checkpoints of notebook 10, in one run;
 * ``minilm-qa``: all-MiniLM-L6-v2 fine-tuned for extractive QA on SQuAD 1.1 (notebook 08's
   question-answering widget). SQuAD's dev set is the only split the course mirrors, so it is split
@@ -103,6 +103,8 @@ RECIPES = {
 COMMANDS = {
     "word2vec-wikitext2": ("onehot2gpt.word2vec", ["train"], ["word2vec-wikitext2"],
                            "skip-gram word vectors on WikiText-2 (notebook 02)"),
+    "glove-wikitext2": ("onehot2gpt.glove", ["train"], ["glove-wikitext2"],
+                        "GloVe word vectors on WikiText-2 (notebook 02)"),
     "bilm-wikitext2": ("onehot2gpt.elmo", ["train"], ["bilm-wikitext2"],
                        "the ELMo biLM on WikiText-2 (notebooks 03-04)"),
     "bert-wikitext2": ("onehot2gpt.bert_pretraining", ["train"], ["bert-wikitext2"],

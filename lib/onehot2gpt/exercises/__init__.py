@@ -16,7 +16,7 @@ from .checking import (HINT_AFTER, assert_same, check_function, reset_attempts, 
                        yours_or)
 from .nb01 import check_one_hot, check_bag_of_words, check_encode, check_cosine_similarity
 from .nb02 import (check_skipgram_pairs, check_negative_sampling_loss, check_analogy, check_noise_distribution,
-                   check_sgns_step)
+                   check_sgns_step, check_char_ngrams)
 from .nb03 import check_next_token_pairs, check_perplexity, check_bigram_prob, check_lstm_cell
 from .nb04 import (check_reverse_padded, check_scalar_mix, check_sense_score, check_bilm_layers,
                    check_slanted_triangular_lr)

@@ -240,3 +240,37 @@ def check_sgns_step(fn: Callable) -> None:
                         "in_w.index_add_(0, words, −lr · Σ_j g_j u_j) and out_w.index_add_(0, "
                         "targets, −lr · g v) so repeated rows add up",
                    diagnose=_step_diagnose)
+
+
+_WORDS = ["where", "bank", "a", "of", "unbelievable", "rivers", "learning", "it", "naïve", "bookshelf",
+          "tokyo", "runnning", "the", "x", "ceo", "embeddings"]
+
+
+def check_char_ngrams(fn: Callable) -> None:
+    """Exercise: fastText's character n-grams of a word, ``fn(word, min_n, max_n)`` → list of str,
+    compared with :func:`onehot2gpt.fasttext.char_ngrams` (order included)."""
+    from ..fasttext import char_ngrams
+
+    def make(gen):
+        word = _WORDS[rand_int(gen, 0, len(_WORDS))]
+        min_n = rand_int(gen, 1, 4)
+        return word, min_n, min_n + rand_int(gen, 0, 4)
+
+    def diagnose(got, expected, word, min_n, max_n):
+        if not isinstance(got, list):
+            return None
+        if got and all(not g.startswith("<") for g in got):
+            return "the word must be written with its boundary marks first: '<' + word + '>'"
+        if sorted(got) == sorted(expected):
+            return "the right n-grams in the wrong order: all of length min_n first, left to right, then the next length"
+        if len(got) == len(expected) - 1 or len(got) == len(expected) - (max_n - min_n + 1):
+            return "one n-gram short per length: an n-gram may end at the last character (range(len(s) - n + 1))"
+        return None
+
+    check_function(fn, char_ngrams, make, name="char_ngrams", diagnose=diagnose,
+                   concept="fastText writes the word between boundary marks, <word>, and takes every "
+                           "substring of each length from min_n to max_n, shortest first and left to "
+                           "right within a length; the marks make prefixes and suffixes their own "
+                           "n-grams ('<wh' is not 'wh' in the middle of a word)",
+                   hint="s = '<' + word + '>'; return [s[i:i + n] for n in range(min_n, max_n + 1) "
+                        "for i in range(len(s) - n + 1)]")

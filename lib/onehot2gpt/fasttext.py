@@ -1,0 +1,226 @@
+"""fastText: a word is the sum of its character n-grams, so every word gets a vector.
+
+Taught in notebook 02, beside word2vec. Follows Bojanowski, Grave, Joulin & Mikolov (2017),
+"Enriching Word Vectors with Subword Information". word2vec gives each vocabulary word its own
+vector and nothing to a word it never saw; fastText writes a word with boundary marks, ``<where>``,
+takes its character n-grams of length 3 to 6 (``<wh``, ``whe``, …, ``ere>``, ``<whe``, …), and
+represents the word by its own vector plus those of its n-grams (their mean, as the reference
+implementation computes it: the sum scaled by one over their number). An unseen or misspelled word
+shares most of its n-grams with words that were seen, so it still gets a sensible vector.
+
+* :func:`char_ngrams` and :func:`ngram_bucket`: the n-grams of a word, and the row each one hashes
+  to (FNV-1a over the UTF-8 bytes, modulo ``buckets``, as fastText does: n-grams are never stored,
+  only their rows);
+* :func:`subword_table`: for every vocabulary word, its rows (its own, then its n-grams');
+* :func:`train_fasttext`: skip-gram with negative sampling, the same examples, sub-sampling and
+  noise as :mod:`onehot2gpt.word2vec`, with each input word read as the mean of its rows. As in the
+  reference implementation, every one of those rows receives the whole gradient of the mean, not
+  its 1/n share (measured on a third of WikiText-2, 2 epochs: with the 1/n share all vectors
+  collapsed towards one direction, cosines ≈ 0.999, Google analogies 0.04; with the whole
+  gradient 0.24);
+* :class:`FastTextVectors`: the vector of any word, in the vocabulary or not, and
+  :meth:`FastTextVectors.word_vectors` for the analogy and WordSim-353 evaluation.
+
+``bench/fasttext.py`` trains gensim's ``FastText`` beside it with the same settings.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+from tqdm.auto import tqdm
+
+from onehot2gpt.utils import check_finite_loss
+from onehot2gpt.vocab import Vocab
+from onehot2gpt.word_vectors import WordVectors
+
+__all__ = ["char_ngrams", "ngram_bucket", "subword_table", "FastTextVectors", "train_fasttext"]
+
+BOW, EOW = "<", ">"
+
+
+def char_ngrams(word: str, min_n: int = 3, max_n: int = 6) -> list[str]:
+    """The character n-grams of ``<word>``, lengths `min_n` … `max_n`, shortest first and left to
+    right within a length (a short word's whole ``<word>`` is one of them, as in fastText).
+
+    Example:
+        >>> char_ngrams("where", 3, 3)
+        ['<wh', 'whe', 'her', 'ere', 're>']
+    """
+    if not isinstance(word, str):
+        raise TypeError(f"word must be a string, got {type(word).__name__}")
+    if not word:
+        raise ValueError("an empty word has no n-grams")
+    if not (isinstance(min_n, int) and isinstance(max_n, int) and 1 <= min_n <= max_n):
+        raise ValueError(f"need 1 ≤ min_n ≤ max_n, got {min_n}, {max_n}")
+    marked = BOW + word + EOW
+    return [marked[i:i + n] for n in range(min_n, max_n + 1) for i in range(len(marked) - n + 1)]
+
+
+def ngram_bucket(ngram: str, buckets: int) -> int:
+    """The row of an n-gram: 32-bit FNV-1a of its UTF-8 bytes, modulo `buckets`."""
+    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
+        raise ValueError(f"buckets must be a positive int, got {buckets!r}")
+    h = 2166136261
+    for byte in ngram.encode("utf-8"):
+        h = ((h ^ byte) * 16777619) & 0xFFFFFFFF
+    return h % buckets
+
+
+def subword_table(words: Sequence[str], buckets: int, min_n: int = 3, max_n: int = 6) -> tuple[Tensor, Tensor]:
+    """For each word k of `words`, its rows of the input table: k itself, then V + bucket of each
+    n-gram. Returned flat, as (rows (R,), offsets (V,)), the layout ``F.embedding_bag`` reads."""
+    V = len(words)
+    rows, offsets = [], []
+    for k, word in enumerate(words):
+        offsets.append(len(rows))
+        rows.append(k)
+        rows.extend(V + ngram_bucket(g, buckets) for g in char_ngrams(word, min_n, max_n))
+    return torch.tensor(rows, dtype=torch.long), torch.tensor(offsets, dtype=torch.long)
+
+
+class FastTextVectors:
+    """Trained fastText input vectors: the vocabulary's own rows (V, D), the n-gram rows
+    (buckets, D), and the n-gram settings. ``ft[word]`` works for any word with an n-gram."""
+
+    def __init__(self, word_rows: Tensor, ngram_rows: Tensor, vocab: Vocab, min_n: int = 3, max_n: int = 6,
+                 config: dict | None = None):
+        if word_rows.dim() != 2 or word_rows.shape[0] != len(vocab) or ngram_rows.dim() != 2 \
+                or ngram_rows.shape[1] != word_rows.shape[1]:
+            raise ValueError(f"expected word rows ({len(vocab)}, D) and n-gram rows (buckets, D), got "
+                             f"{tuple(word_rows.shape)} and {tuple(ngram_rows.shape)}")
+        self.word_rows, self.ngram_rows, self.vocab = word_rows.float(), ngram_rows.float(), vocab
+        self.min_n, self.max_n, self.config = min_n, max_n, dict(config or {})
+
+    @property
+    def buckets(self) -> int:
+        return self.ngram_rows.shape[0]
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.vocab.stoi
+
+    def __getitem__(self, word: str) -> Tensor:
+        """The word's vector: the mean of its own row (if it is in the vocabulary) and its n-grams'."""
+        if not isinstance(word, str) or not word:
+            raise KeyError(f"a word must be a non-empty string, got {word!r}")
+        vecs = [self.ngram_rows[ngram_bucket(g, self.buckets)] for g in char_ngrams(word, self.min_n, self.max_n)]
+        if word in self.vocab.stoi:
+            vecs.insert(0, self.word_rows[self.vocab.stoi[word]])
+        if not vecs:
+            raise KeyError(f"{word!r} is shorter than {self.min_n - 2} characters and not in the vocabulary: "
+                           f"it has no n-gram of length {self.min_n}, so no vector")
+        return torch.stack(vecs).mean(0)
+
+    def word_vectors(self) -> WordVectors:
+        """The vectors of the vocabulary's words (as ``ft[word]``), for neighbours and evaluation."""
+        rows, offsets = subword_table(self.vocab.itos, self.buckets, self.min_n, self.max_n)
+        table = torch.cat([self.word_rows, self.ngram_rows])
+        return WordVectors(F.embedding_bag(rows, table, offsets, mode="mean"), self.vocab, self.config)
+
+    def most_similar(self, word: str, topn: int = 5, restrict: int | None = None) -> list[tuple[str, float]]:
+        """The `topn` vocabulary words nearest to any `word` (cosine), the word itself left out."""
+        wv = self.word_vectors()
+        query = self[word]
+        sims = wv.unit_vectors[:restrict] @ (query / query.norm().clamp_min(1e-12))
+        best = sims.topk(min(topn + 1, len(sims)))
+        return [(wv.vocab.itos[i], round(float(s), 4)) for s, i in zip(*best) if wv.vocab.itos[i] != word][:topn]
+
+
+def train_fasttext(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = None, dim: int = 100,
+                   window: int = 5, negative: int = 5, min_count: int = 5, sample: float = 1e-3,
+                   min_n: int = 3, max_n: int = 6, buckets: int = 200_000, epochs: int = 5,
+                   lr: float = 0.05, min_lr: float = 1e-4, batch_size: int = 4096, seed: int = 0,
+                   threads: int | None = 1, progress: bool = True,
+                   corpus_name: str | None = None) -> FastTextVectors:
+    """Skip-gram with negative sampling where each input word is the mean of its subword rows.
+
+    The examples are word2vec's (:func:`onehot2gpt.word2vec.epoch_batches`: sub-sampled, reduced
+    windows, never across a sentence): each (context word, centre word) pair reads the context
+    word's subword rows and predicts the centre against `negative` noise words. Plain SGD on
+    sparse gradients, the learning rate falling linearly from `lr` to `min_lr`. With `threads` = 1
+    (the default) a run is bit-reproducible; more torch threads are faster (2: about 1.3×) but sum
+    the sparse updates in varying order; None keeps torch's setting."""
+    from onehot2gpt.word2vec import (NoiseSampler, encode_corpus, epoch_batches, keep_probabilities,
+                                     noise_distribution)
+
+    for name, value in (("dim", dim), ("window", window), ("negative", negative), ("epochs", epochs),
+                        ("buckets", buckets), ("batch_size", batch_size)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    start = time.perf_counter()
+    vocab, ids, sentence_ids = encode_corpus(sentences, vocab, min_count)
+    V = len(vocab)
+    sub_rows, sub_offsets = subword_table(vocab.itos, buckets, min_n, max_n)
+    sub_lengths = torch.diff(sub_offsets, append=torch.tensor([len(sub_rows)]))
+    counts = torch.bincount(ids, minlength=V)
+    keep = keep_probabilities(counts, sample)
+    draw_noise = NoiseSampler(noise_distribution(counts))
+    generator = torch.Generator().manual_seed(seed)
+    # word2vec.c's initialisation: inputs uniform in ±0.5 / dim, outputs 0
+    inputs = nn.Parameter((torch.rand(V + buckets, dim, generator=generator) - 0.5) / dim)
+    outputs = nn.Parameter(torch.zeros(V, dim))
+    optimizer = torch.optim.SGD([inputs, outputs], lr=lr)
+    history = []
+    old_threads = torch.get_num_threads()
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be a positive int or None, got {threads!r}")
+        torch.set_num_threads(threads)
+    bar = tqdm(total=epochs, disable=not progress, desc="fastText", unit="epoch",
+               bar_format="{l_bar}{bar}| {n:.2f}/{total} [{elapsed}<{remaining}{postfix}]")
+    try:
+        for epoch in range(epochs):
+            batches = epoch_batches(ids, sentence_ids, keep, window, batch_size, generator)
+            total, n_total = 0.0, 0
+            for i, (contexts, centres) in enumerate(batches):
+                found = contexts >= 0
+                words = contexts[found]                                       # (P,) input words
+                targets = centres[:, None].expand_as(contexts)[found]         # (P,) words to predict
+                unique, inverse = torch.unique(words, return_inverse=True)
+                lengths = sub_lengths[unique]
+                starts = sub_offsets[unique]
+                first = torch.cumsum(lengths, 0) - lengths                   # where each word's rows start
+                flat = sub_rows[torch.repeat_interleave(starts - first, lengths) + torch.arange(int(lengths.sum()))]
+                total_rows = F.embedding_bag(flat, inputs, first, mode="sum", sparse=True)
+                # the value is the mean of the rows; the gradient reaches every row in full, as in the
+                # reference implementation (which adds the whole error to each of the word's rows)
+                share = (1.0 / lengths.float())[:, None]
+                bag = total_rows * share + (total_rows - total_rows.detach()) * (1 - share)
+                v = bag[inverse]                                              # (P, D)
+                noise = draw_noise((len(words), negative), generator)
+                u = F.embedding(torch.cat([targets[:, None], noise], 1), outputs, sparse=True)   # (P, 1+K, D)
+                scores = torch.bmm(u, v[:, :, None])[..., 0]                  # (P, 1+K)
+                loss = -(F.logsigmoid(scores[:, 0]) + F.logsigmoid(-scores[:, 1:]).sum(1)).sum()
+                step_lr = lr - (lr - min_lr) * (epoch + i / len(batches)) / epochs
+                for group in optimizer.param_groups:
+                    group["lr"] = step_lr
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += check_finite_loss(loss, i, lr=lr, what=f"fastText (epoch {epoch + 1})")
+                n_total += len(words)
+                if i % 64 == 0:
+                    bar.n = epoch + i / len(batches)
+                    bar.set_postfix(loss=f"{total / max(n_total, 1):.3f}", lr=f"{step_lr:.4f}")
+            history.append(total / max(n_total, 1))
+            bar.n = epoch + 1
+            bar.set_postfix(loss=f"{history[-1]:.3f}")
+        used_threads = torch.get_num_threads()
+    finally:
+        bar.close()
+        torch.set_num_threads(old_threads)
+    config = {"model": "fasttext-skipgram", "dim": dim, "window": window, "negative": negative,
+              "min_count": min_count, "sample": sample, "min_n": min_n, "max_n": max_n, "buckets": buckets,
+              "epochs": epochs, "lr": lr, "min_lr": min_lr, "batch_size": batch_size, "seed": seed,
+              "corpus": corpus_name, "n_tokens": len(ids), "threads": used_threads,
+              "train_seconds": round(time.perf_counter() - start, 1),
+              "loss_per_epoch": [round(x, 4) for x in history]}
+    weights = inputs.detach()
+    return FastTextVectors(weights[:V].clone(), weights[V:].clone(), vocab, min_n, max_n, config)

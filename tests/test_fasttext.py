@@ -1,0 +1,81 @@
+"""fastText: n-grams and their hashing, the subword table, training, vectors for unseen words."""
+
+import pytest
+import torch
+
+from onehot2gpt.fasttext import FastTextVectors, char_ngrams, ngram_bucket, subword_table, train_fasttext
+from onehot2gpt.vocab import Vocab
+
+
+def test_char_ngrams_and_the_hash():
+    assert char_ngrams("where", 3, 3) == ["<wh", "whe", "her", "ere", "re>"]
+    grams = char_ngrams("where")
+    assert len(grams) == 5 + 4 + 3 + 2 and "<where>" not in grams and grams[-2:] == ["<where", "where>"]
+    assert char_ngrams("a", 3, 6) == ["<a>"]
+    # FNV-1a, 32 bits: the published test vectors
+    assert ngram_bucket("", 2**32) == 0x811C9DC5 and ngram_bucket("a", 2**32) == 0xE40C292C
+    assert ngram_bucket("foobar", 2**32) == 0xBF9CF968
+    assert 0 <= ngram_bucket("日本", 7) < 7
+
+
+def test_subword_table_lists_each_word_then_its_ngrams():
+    rows, offsets = subword_table(["ab", "where"], buckets=50, min_n=3, max_n=4)
+    assert offsets.tolist() == [0, 1 + len(char_ngrams("ab", 3, 4))]
+    assert rows[0] == 0 and rows[offsets[1]] == 1
+    assert rows[1:offsets[1]].tolist() == [2 + ngram_bucket(g, 50) for g in char_ngrams("ab", 3, 4)]
+
+
+def test_vectors_for_known_and_unseen_words_are_the_mean_of_their_rows():
+    vocab = Vocab(["where", "here"], {"where": 3, "here": 2}, specials=())
+    gen = torch.Generator().manual_seed(0)
+    ft = FastTextVectors(torch.randn(2, 4, generator=gen), torch.randn(11, 4, generator=gen), vocab, 3, 4)
+    grams = [ft.ngram_rows[ngram_bucket(g, 11)] for g in char_ngrams("where", 3, 4)]
+    torch.testing.assert_close(ft["where"], torch.stack([ft.word_rows[0], *grams]).mean(0))
+    unseen = torch.stack([ft.ngram_rows[ngram_bucket(g, 11)] for g in char_ngrams("wheer", 3, 4)]).mean(0)
+    torch.testing.assert_close(ft["wheer"], unseen)
+    torch.testing.assert_close(ft.word_vectors().vectors[1], ft["here"])
+    with pytest.raises(KeyError, match="non-empty string"):
+        ft[""]
+
+
+def test_training_learns_and_unseen_spellings_land_near_their_word():
+    gen = torch.Generator().manual_seed(0)
+    families = {"a": ["running", "runner", "runs"], "b": ["swimming", "swimmer", "swims"]}
+    context = {"a": ["track", "shoes", "race"], "b": ["pool", "water", "lake"]}
+    sentences = []
+    for _ in range(400):
+        f = "ab"[int(torch.randint(0, 2, (1,), generator=gen))]
+        words = [families[f][int(torch.randint(0, 3, (1,), generator=gen))] for _ in range(2)]
+        words += [context[f][int(torch.randint(0, 3, (1,), generator=gen))] for _ in range(3)]
+        sentences.append(words)
+    ft = train_fasttext(sentences, dim=16, window=3, negative=3, min_count=1, sample=0, buckets=500,
+                        epochs=8, lr=0.1, batch_size=64, progress=False)
+    losses = ft.config["loss_per_epoch"]
+    assert losses[-1] < losses[0]
+    cos = lambda a, b: float(torch.cosine_similarity(ft[a], ft[b], dim=0))
+    assert "runnning" not in ft and cos("runnning", "running") > cos("runnning", "swimming")
+    assert ft.most_similar("swimmming", topn=3)[0][0].startswith("swim")
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: char_ngrams(5), TypeError, "must be a string"),
+    (lambda: char_ngrams(""), ValueError, "empty word"),
+    (lambda: char_ngrams("abc", 4, 3), ValueError, "min_n ≤ max_n"),
+    (lambda: ngram_bucket("abc", 0), ValueError, "buckets must be a positive int"),
+    (lambda: train_fasttext([["a", "b"]], min_count=1, buckets=0), ValueError, "buckets must be a positive"),
+    (lambda: train_fasttext([["a", "b"]], min_count=1, lr=-1), ValueError, "lr must be a positive"),
+    (lambda: train_fasttext("a b"), TypeError, "list of token lists"),
+    (lambda: train_fasttext([["a", "b"]], min_count=1, threads=0), ValueError, "threads must be a positive"),
+])
+def test_bad_input_is_refused_with_a_clear_message(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_one_thread_is_bit_reproducible_and_the_thread_count_is_restored():
+    sentences = [["the", "cat", "sat", "on", "the", "mat"], ["a", "dog", "sat", "on", "a", "log"]] * 30
+    before = torch.get_num_threads()
+    runs = [train_fasttext(sentences, dim=8, window=2, negative=2, min_count=1, sample=0, buckets=100,
+                           epochs=2, batch_size=32, threads=1, progress=False) for _ in range(2)]
+    assert torch.equal(runs[0].word_rows, runs[1].word_rows) and torch.equal(runs[0].ngram_rows, runs[1].ngram_rows)
+    assert torch.get_num_threads() == before and runs[0].config["threads"] == 1
