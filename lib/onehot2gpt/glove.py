@@ -162,12 +162,14 @@ def train_glove(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = Non
     bar = tqdm(total=steps, desc="GloVe", disable=not progress)
     # torch's sparse AdaGrad warns once that it skips its sparse-tensor checks; its inputs are ours
     warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
+    step = 0
     for epoch in range(epochs):
         order = torch.randperm(len(counts), generator=generator)
         total = 0.0
         for batch in order.split(batch_size):
             loss = model(rows[batch], cols[batch], counts[batch], x_max, alpha)
-            total += check_finite_loss(loss, bar.n, lr=lr, what=f"GloVe (epoch {epoch + 1})")
+            total += check_finite_loss(loss, step, lr=lr, what=f"GloVe (epoch {epoch + 1})")
+            step += 1
             optimizer.zero_grad()
             (0.5 * loss).backward()         # the reference code's step: the gradient of ½ f·error² per pair
             optimizer.step()
