@@ -30,11 +30,11 @@ def test_slanted_triangular_lr_rises_then_falls_as_in_the_paper():
     (lambda: slanted_triangular_lr(10, 10, 0.1), ValueError, "step must be in 0"),
     (lambda: slanted_triangular_lr(-1, 10, 0.1), ValueError, "step must be in 0"),
     (lambda: slanted_triangular_lr(1.0, 10, 0.1), TypeError, "step must be an int"),
-    (lambda: slanted_triangular_lr(1, 0, 0.1), ValueError, "total_steps must be at least 1"),
+    (lambda: slanted_triangular_lr(1, 0, 0.1), ValueError, r"total_steps must be a positive int \(at least 1\)"),
     (lambda: slanted_triangular_lr(1, 10, float("nan")), ValueError, "lr_max must be a positive finite"),
     (lambda: slanted_triangular_lr(1, 10, 0.1, cut_frac=1.5), ValueError, "below 1"),
     (lambda: slanted_triangular_lr(1, 10, 0.1, ratio=0.5), ValueError, "at least 1"),
-    (lambda: discriminative_lrs(0.1, 0), ValueError, "n_groups must be at least 1"),
+    (lambda: discriminative_lrs(0.1, 0), ValueError, r"n_groups must be a positive int \(at least 1\)"),
     (lambda: discriminative_lrs("0.1", 3), TypeError, "lr_top must be a number"),
     (lambda: trainable_groups(-1, 3), ValueError, "epoch must be an int"),
 ])

@@ -26,7 +26,6 @@ shares most of its n-grams with words that were seen, so it still gets a sensibl
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 
@@ -35,7 +34,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from onehot2gpt.utils import check_finite_loss
+from onehot2gpt.utils import check_finite_loss, check_positive_int, check_positive_number
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
 
@@ -64,8 +63,7 @@ def char_ngrams(word: str, min_n: int = 3, max_n: int = 6) -> list[str]:
 
 def ngram_bucket(ngram: str, buckets: int) -> int:
     """The row of an n-gram: 32-bit FNV-1a of its UTF-8 bytes, modulo `buckets`."""
-    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
-        raise ValueError(f"buckets must be a positive int, got {buckets!r}")
+    check_positive_int(buckets, "buckets")
     h = 2166136261
     for byte in ngram.encode("utf-8"):
         h = ((h ^ byte) * 16777619) & 0xFFFFFFFF
@@ -150,10 +148,8 @@ def train_fasttext(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = 
 
     for name, value in (("dim", dim), ("window", window), ("negative", negative), ("epochs", epochs),
                         ("buckets", buckets), ("batch_size", batch_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
+        check_positive_int(value, name)
+    check_positive_number(lr, "lr")
     start = time.perf_counter()
     vocab, ids, sentence_ids = encode_corpus(sentences, vocab, min_count)
     V = len(vocab)
@@ -170,9 +166,7 @@ def train_fasttext(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = 
     history = []
     old_threads = torch.get_num_threads()
     if threads is not None:
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ValueError(f"threads must be a positive int or None, got {threads!r}")
-        torch.set_num_threads(threads)
+        torch.set_num_threads(check_positive_int(threads, "threads"))
     bar = tqdm(total=epochs, disable=not progress, desc="fastText", unit="epoch",
                bar_format="{l_bar}{bar}| {n:.2f}/{total} [{elapsed}<{remaining}{postfix}]")
     try:

@@ -38,7 +38,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from onehot2gpt.utils import check_finite_loss
+from onehot2gpt.utils import check_finite_loss, check_positive_int, check_positive_number
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
 
@@ -48,8 +48,7 @@ __all__ = ["cooccurrence", "glove_weight", "glove_loss", "GloVe", "train_glove",
 def _check_ids(ids, vocab_size: int, sentence_ids) -> tuple[Tensor, Tensor]:
     if not isinstance(ids, Tensor) or ids.dim() != 1 or ids.dtype not in (torch.int32, torch.int64):
         raise TypeError("ids must be a 1-D integer tensor of word ids (encode_corpus gives one)")
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
-        raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
+    check_positive_int(vocab_size, "vocab_size")
     ids = ids.long()
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
         raise ValueError(f"ids must lie in 0..{vocab_size - 1}: encode the corpus with the same vocabulary")
@@ -113,9 +112,8 @@ class GloVe(nn.Module):
 
     def __init__(self, vocab_size: int, dim: int = 100, generator: torch.Generator | None = None):
         super().__init__()
-        for name, value in (("vocab_size", vocab_size), ("dim", dim)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        check_positive_int(vocab_size, "vocab_size")
+        check_positive_int(dim, "dim")
 
         def uniform(*shape):
             return nn.Parameter((torch.rand(*shape, generator=generator) - 0.5) / dim)
@@ -145,11 +143,9 @@ def train_glove(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = Non
     `min_count` times, most frequent first), so the two can be compared word for word."""
     from onehot2gpt.word2vec import encode_corpus
 
-    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    check_positive_int(epochs, "epochs")
+    check_positive_int(batch_size, "batch_size")
+    check_positive_number(lr, "lr")
     start = time.perf_counter()
     vocab, ids, sentence_ids = encode_corpus(sentences, vocab, min_count)
     rows, cols, counts = cooccurrence(ids, len(vocab), window, sentence_ids)

@@ -30,24 +30,9 @@ import torch
 from torch import nn
 
 from .elmo import BiLM
+from .utils import check_positive_int, check_positive_number
 
 __all__ = ["slanted_triangular_lr", "discriminative_lrs", "trainable_groups", "LMClassifier"]
-
-
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {value}")
-    return float(value)
 
 
 def slanted_triangular_lr(step: int, total_steps: int, lr_max: float, cut_frac: float = 0.1,
@@ -61,16 +46,16 @@ def slanted_triangular_lr(step: int, total_steps: int, lr_max: float, cut_frac: 
     after the last. (The paper writes the fall's length as cut · (1/cut_frac − 1), the same number
     when total_steps · cut_frac is whole.) The paper's values: cut_frac 0.1, ratio 32.
     """
-    total_steps = _positive_int(total_steps, "total_steps")
+    total_steps = check_positive_int(total_steps, "total_steps")
     if isinstance(step, bool) or not isinstance(step, int):
         raise TypeError(f"step must be an int, got {type(step).__name__} {step!r}")
     if not 0 <= step < total_steps:
         raise ValueError(f"step must be in 0 … {total_steps - 1} (total_steps={total_steps}), got {step}")
-    lr_max = _positive_float(lr_max, "lr_max")
-    cut_frac = _positive_float(cut_frac, "cut_frac")
+    lr_max = check_positive_number(lr_max, "lr_max")
+    cut_frac = check_positive_number(cut_frac, "cut_frac")
     if cut_frac >= 1:
         raise ValueError(f"cut_frac is the fraction of steps spent rising: below 1, got {cut_frac}")
-    ratio = _positive_float(ratio, "ratio")
+    ratio = check_positive_number(ratio, "ratio")
     if ratio < 1:
         raise ValueError(f"ratio is how many times smaller the lowest rate is: at least 1, got {ratio}")
     cut = max(1, math.floor(total_steps * cut_frac))
@@ -86,9 +71,9 @@ def slanted_triangular_lr(step: int, total_steps: int, lr_max: float, cut_frac: 
 def discriminative_lrs(lr_top: float, n_groups: int, factor: float = 2.6) -> list[float]:
     """One learning rate per layer group, bottom to top: the top group gets `lr_top`, each group
     below it `factor` times less (ULMFiT: 2.6). ``factor=1`` gives every group the same rate."""
-    lr_top = _positive_float(lr_top, "lr_top")
-    n_groups = _positive_int(n_groups, "n_groups")
-    factor = _positive_float(factor, "factor")
+    lr_top = check_positive_number(lr_top, "lr_top")
+    n_groups = check_positive_int(n_groups, "n_groups")
+    factor = check_positive_number(factor, "factor")
     return [lr_top / factor ** (n_groups - 1 - g) for g in range(n_groups)]
 
 
@@ -97,7 +82,7 @@ def trainable_groups(epoch: int, n_groups: int, gradual: bool = True) -> int:
     unfreezing the top one in epoch 0 and one more each epoch; without it all of them."""
     if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
         raise ValueError(f"epoch must be an int ≥ 0, got {epoch!r}")
-    n_groups = _positive_int(n_groups, "n_groups")
+    n_groups = check_positive_int(n_groups, "n_groups")
     return min(epoch + 1, n_groups) if gradual else n_groups
 
 
@@ -115,10 +100,10 @@ class LMClassifier(nn.Module):
         super().__init__()
         if not isinstance(bilm, BiLM):
             raise TypeError(f"bilm must be a onehot2gpt.elmo.BiLM (load_bilm gives one), got {type(bilm).__name__}")
-        n_classes = _positive_int(n_classes, "n_classes")
+        n_classes = check_positive_int(n_classes, "n_classes")
         if n_classes < 2:
             raise ValueError("a classifier needs at least 2 classes")
-        hidden = _positive_int(hidden, "hidden")
+        hidden = check_positive_int(hidden, "hidden")
         if not 0 <= dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.vocab_size = bilm.config.vocab_size

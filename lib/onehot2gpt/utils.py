@@ -149,6 +149,24 @@ class TrainingDiverged(FloatingPointError):
     """The training loss became NaN or infinite: the weights are no longer usable."""
 
 
+def check_positive_int(value, name: str) -> int:
+    """`value` if it is an int of at least 1 (a bool is not), else an error that names `name`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be a positive int, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be a positive int (at least 1), got {value}")
+    return value
+
+
+def check_positive_number(value, name: str) -> float:
+    """`value` as a float if it is a finite number above 0, else an error that names `name`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {value}")
+    return float(value)
+
+
 def check_finite_loss(loss, step: int, *, lr: float | None = None, what: str = "training") -> float:
     """The loss of update `step` (0, 1, …) as a float, or `TrainingDiverged` when it is NaN or ±inf.
 
