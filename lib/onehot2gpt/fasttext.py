@@ -94,6 +94,7 @@ class FastTextVectors:
                              f"{tuple(word_rows.shape)} and {tuple(ngram_rows.shape)}")
         self.word_rows, self.ngram_rows, self.vocab = word_rows.float(), ngram_rows.float(), vocab
         self.min_n, self.max_n, self.config = min_n, max_n, dict(config or {})
+        self._word_vectors: WordVectors | None = None
 
     @property
     def buckets(self) -> int:
@@ -115,18 +116,18 @@ class FastTextVectors:
         return torch.stack(vecs).mean(0)
 
     def word_vectors(self) -> WordVectors:
-        """The vectors of the vocabulary's words (as ``ft[word]``), for neighbours and evaluation."""
-        rows, offsets = subword_table(self.vocab.itos, self.buckets, self.min_n, self.max_n)
-        table = torch.cat([self.word_rows, self.ngram_rows])
-        return WordVectors(F.embedding_bag(rows, table, offsets, mode="mean"), self.vocab, self.config)
+        """The vectors of the vocabulary's words (as ``ft[word]``), for neighbours and evaluation;
+        computed once (the rows never change after training)."""
+        if self._word_vectors is None:
+            rows, offsets = subword_table(self.vocab.itos, self.buckets, self.min_n, self.max_n)
+            table = torch.cat([self.word_rows, self.ngram_rows])
+            self._word_vectors = WordVectors(F.embedding_bag(rows, table, offsets, mode="mean"), self.vocab,
+                                             self.config)
+        return self._word_vectors
 
-    def most_similar(self, word: str, topn: int = 5, restrict: int | None = None) -> list[tuple[str, float]]:
+    def most_similar(self, word: str, topn: int = 5) -> list[tuple[str, float]]:
         """The `topn` vocabulary words nearest to any `word` (cosine), the word itself left out."""
-        wv = self.word_vectors()
-        query = self[word]
-        sims = wv.unit_vectors[:restrict] @ (query / query.norm().clamp_min(1e-12))
-        best = sims.topk(min(topn + 1, len(sims)))
-        return [(wv.vocab.itos[i], round(float(s), 4)) for s, i in zip(*best) if wv.vocab.itos[i] != word][:topn]
+        return self.word_vectors().most_similar(self[word], k=topn, exclude=[word])
 
 
 def train_fasttext(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = None, dim: int = 100,
