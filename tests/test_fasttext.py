@@ -3,7 +3,10 @@
 import pytest
 import torch
 
-from onehot2gpt.fasttext import FastTextVectors, char_ngrams, ngram_bucket, subword_table, train_fasttext
+from torch.nn import functional as F
+
+from onehot2gpt.fasttext import (FastTextVectors, char_ngrams, ngram_bucket, subword_table, train_fasttext,
+                                   train_step)
 from onehot2gpt.vocab import Vocab
 
 
@@ -79,3 +82,36 @@ def test_one_thread_is_bit_reproducible_and_the_thread_count_is_restored():
                            epochs=2, batch_size=32, threads=1, progress=False) for _ in range(2)]
     assert torch.equal(runs[0].word_rows, runs[1].word_rows) and torch.equal(runs[0].ngram_rows, runs[1].ngram_rows)
     assert torch.get_num_threads() == before and runs[0].config["threads"] == 1
+
+
+def test_the_hand_derived_step_is_autograd_and_sgd_with_the_whole_gradient_to_every_row():
+    """train_step against the same step written with autograd: the mean of each word's rows as the
+    value, every row receiving the gradient of the mean in full (not its 1/n share)."""
+    words_list = ["where", "here", "there", "hero"]
+    rows, offsets = subword_table(words_list, buckets=50)
+    g = torch.Generator().manual_seed(0)
+    table = torch.randn(4 + 50, 8, generator=g)
+    out_w = torch.randn(4, 8, generator=g)
+    words = torch.tensor([0, 2, 0, 2, 1])              # words 0 and 2 are read twice, word 3 never
+    targets = torch.tensor([1, 0, 3, 2, 2])
+    noise = torch.randint(4, (5, 3), generator=g)
+    lr = 0.1
+
+    leaf_in, leaf_out = table.clone().requires_grad_(), out_w.clone().requires_grad_()
+    lengths = torch.diff(offsets, append=torch.tensor([len(rows)]))
+    summed = F.embedding_bag(rows, leaf_in, offsets, mode="sum")          # (V, D)
+    share = (1.0 / lengths.float())[:, None]
+    bags = summed * share + (summed - summed.detach()) * (1 - share)     # value: the mean; gradient: whole
+    scores = (leaf_out[torch.cat([targets[:, None], noise], 1)] @ bags[words][:, :, None])[..., 0]
+    loss = -(F.logsigmoid(scores[:, 0]) + F.logsigmoid(-scores[:, 1:]).sum(1)).sum()
+    loss.backward()
+
+    new_in, new_out = table.clone(), out_w.clone()
+    step_loss = train_step(new_in, new_out, rows, offsets, words, targets, noise, lr)
+    assert step_loss == pytest.approx(loss.item(), rel=1e-5)
+    torch.testing.assert_close(new_in, table - lr * leaf_in.grad)
+    torch.testing.assert_close(new_out, out_w - lr * leaf_out.grad)
+    ends = offsets.tolist()[1:] + [len(rows)]
+    read = {int(r) for w in (0, 1, 2) for r in rows[offsets[w]:ends[w]]}
+    untouched = torch.tensor([r not in read for r in range(len(table))])   # rows of no word read here
+    assert untouched.sum() >= 20 and torch.equal(new_in[untouched], table[untouched])

@@ -30,7 +30,7 @@ import time
 from collections.abc import Sequence
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
@@ -38,7 +38,7 @@ from onehot2gpt.utils import check_finite_loss, check_positive_int, check_positi
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
 
-__all__ = ["char_ngrams", "ngram_bucket", "subword_table", "FastTextVectors", "train_fasttext"]
+__all__ = ["char_ngrams", "ngram_bucket", "subword_table", "FastTextVectors", "train_step", "train_fasttext"]
 
 BOW, EOW = "<", ">"
 
@@ -130,6 +130,34 @@ class FastTextVectors:
         return self.word_vectors().most_similar(self[word], k=topn, exclude=[word])
 
 
+def train_step(table: Tensor, out_w: Tensor, sub_rows: Tensor, sub_offsets: Tensor, words: Tensor,
+               targets: Tensor, noise: Tensor, lr: float) -> float:
+    """One SGD step of skip-gram with negative sampling on subword rows, in place; returns the summed loss.
+
+    `table` (V + buckets, D) holds the words' own rows and the n-gram rows, `out_w` (V, D) the output
+    vectors; (`sub_rows`, `sub_offsets`) is :func:`subword_table`'s layout. Each pair reads its input
+    word `words` (P,) as the mean of that word's rows and predicts `targets` (P,) against `noise`
+    (P, K). The gradients are derived by hand (:func:`onehot2gpt.word2vec.negative_sampling_grads`),
+    from the values before the step, and added with ``index_add_``: what autograd and SGD give, except
+    that, as in fastText, every row of a word receives the whole gradient of the mean, not its 1/n
+    share. A word that occurs in several pairs is read once and its steps are summed."""
+    from onehot2gpt.word2vec import negative_sampling_grads
+
+    D = table.shape[1]
+    unique, inverse = torch.unique(words, return_inverse=True)               # (U,), (P,)
+    lengths = torch.diff(sub_offsets, append=sub_offsets.new_tensor([len(sub_rows)]))[unique]
+    first = torch.cumsum(lengths, 0) - lengths                               # each word's first row in `flat`
+    flat = sub_rows[torch.repeat_interleave(sub_offsets[unique] - first, lengths) + torch.arange(int(lengths.sum()))]
+    bags = F.embedding_bag(flat, table, first, mode="mean")                  # (U, D) each word's mean
+    ids = torch.cat([targets[:, None], noise], 1)                            # (P, 1+K): the word, then noise
+    loss, input_step, output_step = negative_sampling_grads(bags[inverse, None], out_w[ids],
+                                                            input_scale=-lr, output_scale=-lr)
+    word_step = torch.zeros_like(bags).index_add_(0, inverse, input_step[:, 0])        # (U, D) summed per word
+    table.index_add_(0, flat, word_step.repeat_interleave(lengths, 0))      # the whole step to every row
+    out_w.index_add_(0, ids.reshape(-1), output_step.reshape(-1, D))
+    return float(loss)
+
+
 def train_fasttext(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = None, dim: int = 100,
                    window: int = 5, negative: int = 5, min_count: int = 5, sample: float = 1e-3,
                    min_n: int = 3, max_n: int = 6, buckets: int = 200_000, epochs: int = 5,
@@ -140,10 +168,9 @@ def train_fasttext(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = 
 
     The examples are word2vec's (:func:`onehot2gpt.word2vec.epoch_batches`: sub-sampled, reduced
     windows, never across a sentence): each (context word, centre word) pair reads the context
-    word's subword rows and predicts the centre against `negative` noise words. Plain SGD on
-    sparse gradients, the learning rate falling linearly from `lr` to `min_lr`. With `threads` = 1
-    (the default) a run is bit-reproducible; more torch threads are faster (2: about 1.3×) but sum
-    the sparse updates in varying order; None keeps torch's setting."""
+    word's subword rows and predicts the centre against `negative` noise words. Plain SGD with
+    hand-derived gradients (:func:`train_step`), the learning rate falling linearly from `lr` to
+    `min_lr`. With `threads` = 1 (the default) a run is bit-reproducible; None keeps torch's setting."""
     from onehot2gpt.word2vec import (NoiseSampler, encode_corpus, epoch_batches, keep_probabilities,
                                      noise_distribution)
 
@@ -155,15 +182,13 @@ def train_fasttext(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = 
     vocab, ids, sentence_ids = encode_corpus(sentences, vocab, min_count)
     V = len(vocab)
     sub_rows, sub_offsets = subword_table(vocab.itos, buckets, min_n, max_n)
-    sub_lengths = torch.diff(sub_offsets, append=torch.tensor([len(sub_rows)]))
     counts = torch.bincount(ids, minlength=V)
     keep = keep_probabilities(counts, sample)
     draw_noise = NoiseSampler(noise_distribution(counts))
     generator = torch.Generator().manual_seed(seed)
     # word2vec.c's initialisation: inputs uniform in ±0.5 / dim, outputs 0
-    inputs = nn.Parameter((torch.rand(V + buckets, dim, generator=generator) - 0.5) / dim)
-    outputs = nn.Parameter(torch.zeros(V, dim))
-    optimizer = torch.optim.SGD([inputs, outputs], lr=lr)
+    inputs = (torch.rand(V + buckets, dim, generator=generator) - 0.5) / dim
+    outputs = torch.zeros(V, dim)
     history = []
     old_threads = torch.get_num_threads()
     if threads is not None:
@@ -178,27 +203,9 @@ def train_fasttext(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = 
                 found = contexts >= 0
                 words = contexts[found]                                       # (P,) input words
                 targets = centres[:, None].expand_as(contexts)[found]         # (P,) words to predict
-                unique, inverse = torch.unique(words, return_inverse=True)
-                lengths = sub_lengths[unique]
-                starts = sub_offsets[unique]
-                first = torch.cumsum(lengths, 0) - lengths                   # where each word's rows start
-                flat = sub_rows[torch.repeat_interleave(starts - first, lengths) + torch.arange(int(lengths.sum()))]
-                total_rows = F.embedding_bag(flat, inputs, first, mode="sum", sparse=True)
-                # the value is the mean of the rows; the gradient reaches every row in full, as in the
-                # reference implementation (which adds the whole error to each of the word's rows)
-                share = (1.0 / lengths.float())[:, None]
-                bag = total_rows * share + (total_rows - total_rows.detach()) * (1 - share)
-                v = bag[inverse]                                              # (P, D)
                 noise = draw_noise((len(words), negative), generator)
-                u = F.embedding(torch.cat([targets[:, None], noise], 1), outputs, sparse=True)   # (P, 1+K, D)
-                scores = torch.bmm(u, v[:, :, None])[..., 0]                  # (P, 1+K)
-                loss = -(F.logsigmoid(scores[:, 0]) + F.logsigmoid(-scores[:, 1:]).sum(1)).sum()
                 step_lr = lr - (lr - min_lr) * (epoch + i / len(batches)) / epochs
-                for group in optimizer.param_groups:
-                    group["lr"] = step_lr
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
+                loss = train_step(inputs, outputs, sub_rows, sub_offsets, words, targets, noise, step_lr)
                 total += check_finite_loss(loss, i, lr=lr, what=f"fastText (epoch {epoch + 1})")
                 n_total += len(words)
                 if i % 64 == 0:
@@ -217,5 +224,4 @@ def train_fasttext(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = 
               "corpus": corpus_name, "n_tokens": len(ids), "threads": used_threads,
               "train_seconds": round(time.perf_counter() - start, 1),
               "loss_per_epoch": [round(x, 4) for x in history]}
-    weights = inputs.detach()
-    return FastTextVectors(weights[:V].clone(), weights[V:].clone(), vocab, min_n, max_n, config)
+    return FastTextVectors(inputs[:V].clone(), inputs[V:].clone(), vocab, min_n, max_n, config)
