@@ -572,3 +572,23 @@ def test_every_check_replays_the_answers_of_its_reference_recorded_in_another_pr
     # and the same answers fail against other hidden inputs: the hidden seed matters
     verdict, message = grading.replay_check("check_one_hot(f)", tmp_path / "check_one_hot.pt", [7])
     assert verdict == "fail" and "hidden test" in message
+
+
+def test_the_grading_command_starts_without_the_iri_grammar():
+    """Every submission is graded in a fresh `python -m onehot2gpt.grading --worker` process; its
+    start must not pay for jsonschema's optional IRI checker (rfc3987_syntax compiles a grammar at
+    import, about 0.9 s per process), which the notebook schema never uses."""
+    import subprocess
+    import sys
+
+    probe = ("import runpy, sys\n"
+             "sys.argv = ['onehot2gpt.grading', '--help']\n"
+             "try:\n"
+             "    runpy.run_module('onehot2gpt.grading', run_name='__main__', alter_sys=True)\n"
+             "except SystemExit:\n"
+             "    pass\n"
+             "print('jsonschema' in sys.modules, sys.modules.get('rfc3987_syntax') is None)\n")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split()[-2:] == ["True", "True"], (
+        f"after the command's imports: jsonschema loaded, rfc3987_syntax not loaded? {run.stdout[-300:]}")
