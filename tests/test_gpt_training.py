@@ -243,17 +243,21 @@ def test_gpt_wikitext_command_writes_a_checkpoint_with_the_bert_vocabulary(tmp_p
     from onehot2gpt.subword import WordPieceTokenizer
     original = gpt_training.wikitext_stream
 
+    valid = []
+
     def small_stream(tokenizer, split="train"):                    # a slice of valid for both: fast
-        return original(tokenizer, "valid")[:20000]
+        valid[:] = valid or [original(tokenizer, "valid")[:20000]]
+        return valid[0]
     monkeypatch.setattr(gpt_training, "wikitext_stream", small_stream)
     out = tmp_path / "gpt"
     gpt_training.main(["wikitext", "--out", str(out), "--iters", "3", "--batch-size", "4",
-                   "--eval-every", "3", "--threads", "1"])
+                   "--eval-every", "3", "--eval-batches", "2", "--threads", "1"])
     model = load_gpt(out)
     tok = WordPieceTokenizer.load(out / "vocab.txt")
     assert model.config.vocab_size == len(tok) and model.config.max_len == 64
     info = json.loads((out / "config.json").read_text())["info"]
     assert info["iters"] == 3 and info["command"].startswith("python -m onehot2gpt.gpt_training wikitext")
+    assert info["val_loss_is"].startswith("mean of 2 fixed windows")
 
 
 def test_a_diverging_run_stops_with_the_step_the_loss_and_the_fix():

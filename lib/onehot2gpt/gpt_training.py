@@ -269,7 +269,7 @@ def _train_gpt_wikitext_command(args, argv):
     torch.manual_seed(args.seed)
     config = GPTConfig.small(vocab_size=len(tokenizer), max_len=args.block_size, dropout=args.dropout)
     model = GPT(config).to(args.device)
-    history = train_gpt(model, train, val, **recipe, eval_every=args.eval_every, eval_batches=50,
+    history = train_gpt(model, train, val, **recipe, eval_every=args.eval_every, eval_batches=args.eval_batches,
                         eval_batch_size=32, seed=args.seed, desc="GPT WikiText-2")
     info = {"data": "WikiText-2 train as one WordPiece stream (wikitext_stream), the course BERT's vocabulary",
             "command": "python -m onehot2gpt.gpt_training " + " ".join(sys.argv[1:] if argv is None else argv),
@@ -277,7 +277,7 @@ def _train_gpt_wikitext_command(args, argv):
             "seconds": round(history["train_seconds"], 1), "ms_per_iter": round(history["ms_per_iter"], 1),
             "total_seconds": round(time.time() - start, 1), "val_loss": round(history["val_loss"], 4),
             "val_perplexity": round(math.exp(history["val_loss"]), 1),
-            "val_loss_is": f"mean of 50 fixed windows (32 x {args.block_size} pieces) of WikiText-2 valid",
+            "val_loss_is": f"mean of {args.eval_batches} fixed windows (32 x {args.block_size} pieces) of WikiText-2 valid",
             "dropout": args.dropout, "threads": args.threads, "device": args.device, "seed": args.seed}
     save_gpt(model.cpu(), args.out, info=info, tokenizer=tokenizer)
     print(json.dumps(info))
@@ -331,6 +331,8 @@ def build_parser():
     wiki.add_argument("--warmup", type=int, default=100)
     wiki.add_argument("--dropout", type=float, default=0.0)
     wiki.add_argument("--eval-every", type=int, default=500)
+    wiki.add_argument("--eval-batches", type=int, default=50,
+                      help="fixed validation windows of 32 x block size scored at each evaluation")
     wiki.add_argument("--threads", type=int, default=2)
     wiki.add_argument("--seed", type=int, default=0)
     wiki.add_argument("--device", default="cpu", help="cpu (the documented run) or cuda")
