@@ -574,17 +574,18 @@ def test_every_check_replays_the_answers_of_its_reference_recorded_in_another_pr
     assert verdict == "fail" and "hidden test" in message
 
 
-def test_the_grading_command_starts_without_the_iri_grammar():
-    """Every submission is graded in a fresh `python -m onehot2gpt.grading --worker` process; its
-    start must not pay for jsonschema's optional IRI checker (rfc3987_syntax compiles a grammar at
+@pytest.mark.parametrize("command", ["onehot2gpt.grading", "onehot2gpt.autograders"])
+def test_the_grading_commands_start_without_the_iri_grammar(command):
+    """Every submission is graded in a fresh `python -m onehot2gpt.grading --worker` process, and the
+    autograders run one `python -m onehot2gpt.autograders` per exercise; their start must not pay for jsonschema's optional IRI checker (rfc3987_syntax compiles a grammar at
     import, about 0.9 s per process), which the notebook schema never uses."""
     import subprocess
     import sys
 
     probe = ("import runpy, sys\n"
-             "sys.argv = ['onehot2gpt.grading', '--help']\n"
+             f"sys.argv = ['{command}', '--help']\n"
              "try:\n"
-             "    runpy.run_module('onehot2gpt.grading', run_name='__main__', alter_sys=True)\n"
+             f"    runpy.run_module('{command}', run_name='__main__', alter_sys=True)\n"
              "except SystemExit:\n"
              "    pass\n"
              "print('jsonschema' in sys.modules, sys.modules.get('rfc3987_syntax') is None)\n")
