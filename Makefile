@@ -17,10 +17,11 @@ $(STAMP): requirements.txt pyproject.toml
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
 
-# One process: on 2 cores the suite is CPU-bound, and two pytest-xdist workers were slower (see the
-# README). On more cores, `pytest -n 4 --dist loadgroup` works (conftest.py groups the tests).
+# Two pytest-xdist workers, each process on one torch thread (conftest.py sets it, and groups the
+# tests so that each notebook's cells and each test module stay on one worker): the browser test on
+# one, the notebooks under nbval and the library tests on the other. See the README.
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadgroup
 
 # The course on Google Colab's package versions (requirements-colab.txt; see the README's Colab
 # section): a separate environment, the install check, the library and widget tests, every

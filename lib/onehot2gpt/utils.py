@@ -42,8 +42,9 @@ def seeded(seed: int) -> Iterator[None]:
 
 
 def set_threads(n: int | None = None) -> int:
-    """Use `n` CPU threads for torch (default: ONEHOT2GPT_THREADS or all cores, at most 2 so that
-    notebook outputs match those stored, which were made on 2 cores). Returns the count used."""
+    """Use `n` CPU threads for torch (default: ONEHOT2GPT_THREADS, else all cores but at most 2).
+    Returns the count used. The notebooks' stored outputs were made with ONEHOT2GPT_THREADS=1, as
+    the test suite runs them; another count can change the last digits of some trained results."""
     if n is None:
         n = int(os.environ.get("ONEHOT2GPT_THREADS", min(2, os.cpu_count() or 1)))
     if n < 1:
