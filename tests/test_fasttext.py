@@ -115,3 +115,16 @@ def test_the_hand_derived_step_is_autograd_and_sgd_with_the_whole_gradient_to_ev
     read = {int(r) for w in (0, 1, 2) for r in rows[offsets[w]:ends[w]]}
     untouched = torch.tensor([r not in read for r in range(len(table))])   # rows of no word read here
     assert untouched.sum() >= 20 and torch.equal(new_in[untouched], table[untouched])
+
+
+def test_the_step_refuses_mismatched_or_wrongly_typed_tensors():
+    rows, offsets = subword_table(["where", "here"], buckets=10)
+    table, out_w = torch.zeros(12, 4), torch.zeros(2, 4)
+    words, targets, noise = torch.tensor([0, 1]), torch.tensor([1, 0]), torch.zeros(2, 3, dtype=torch.long)
+    with pytest.raises(TypeError, match="words must be a tensor of int64 ids, got torch.float32"):
+        train_step(table, out_w, rows, offsets, words.float(), targets, noise, 0.1)
+    with pytest.raises(TypeError, match="table must be a 2-D float tensor"):
+        train_step(table.long(), out_w, rows, offsets, words, targets, noise, 0.1)
+    with pytest.raises(ValueError, match=r"noise \(P, K\)"):
+        train_step(table, out_w, rows, offsets, words, targets, noise[:1], 0.1)
+    assert torch.equal(table, torch.zeros(12, 4))                     # nothing was changed

@@ -577,8 +577,9 @@ def test_every_check_replays_the_answers_of_its_reference_recorded_in_another_pr
 @pytest.mark.parametrize("command", ["onehot2gpt.grading", "onehot2gpt.autograders"])
 def test_the_grading_commands_start_without_the_iri_grammar(command):
     """Every submission is graded in a fresh `python -m onehot2gpt.grading --worker` process, and the
-    autograders run one `python -m onehot2gpt.autograders` per exercise; their start must not pay for jsonschema's optional IRI checker (rfc3987_syntax compiles a grammar at
-    import, about 0.9 s per process), which the notebook schema never uses."""
+    autograders run one `python -m onehot2gpt.autograders` per exercise; their start must not pay
+    for jsonschema's optional IRI checker (rfc3987_syntax compiles a grammar at import, about 0.9 s
+    per process), which the notebook schema never uses."""
     import subprocess
     import sys
 

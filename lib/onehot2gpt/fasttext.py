@@ -143,6 +143,21 @@ def train_step(table: Tensor, out_w: Tensor, sub_rows: Tensor, sub_offsets: Tens
     share. A word that occurs in several pairs is read once and its steps are summed."""
     from onehot2gpt.word2vec import negative_sampling_grads
 
+    for name, t in (("table", table), ("out_w", out_w)):
+        if not isinstance(t, Tensor) or t.dim() != 2 or not t.is_floating_point():
+            raise TypeError(f"{name} must be a 2-D float tensor, got "
+                            f"{tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__}"
+                            + (f" of {t.dtype}" if isinstance(t, Tensor) else ""))
+    for name, t in (("sub_rows", sub_rows), ("sub_offsets", sub_offsets), ("words", words),
+                    ("targets", targets), ("noise", noise)):
+        if not isinstance(t, Tensor) or t.dtype != torch.long:
+            raise TypeError(f"{name} must be a tensor of int64 ids, got "
+                            f"{t.dtype if isinstance(t, Tensor) else type(t).__name__}")
+    if out_w.shape[1] != table.shape[1] or words.shape != targets.shape or words.dim() != 1 \
+            or noise.dim() != 2 or noise.shape[0] != len(words):
+        raise ValueError(f"expected table (N, D), out_w (V, D), words and targets (P,), noise (P, K); got "
+                         f"{tuple(table.shape)}, {tuple(out_w.shape)}, {tuple(words.shape)}, "
+                         f"{tuple(targets.shape)}, {tuple(noise.shape)}")
     D = table.shape[1]
     unique, inverse = torch.unique(words, return_inverse=True)               # (U,), (P,)
     lengths = torch.diff(sub_offsets, append=sub_offsets.new_tensor([len(sub_rows)]))[unique]
