@@ -182,8 +182,8 @@ def test_pretrain_bert_sequence_length_schedule(monkeypatch):
     lengths = []
     real = bert_pretraining.pretraining_batch
 
-    def recording(articles, batch_size, max_len, tokenizer, generator, whole_word=False):
-        batch = real(articles, batch_size, max_len, tokenizer, generator, whole_word)
+    def recording(articles, batch_size, max_len, tokenizer, generator, whole_word=False, **kw):
+        batch = real(articles, batch_size, max_len, tokenizer, generator, whole_word, **kw)
         lengths.append((max_len, batch["input_ids"].size(1)))
         return batch
 
@@ -199,3 +199,61 @@ def test_pretrain_bert_sequence_length_schedule(monkeypatch):
         with pytest.raises(ValueError, match=match):
             bert_pretraining.pretrain_bert(model, _Tok(), _articles(), steps=5, batch_size=4, max_len=24,
                                            progress=False, **bad)
+
+
+def test_pretraining_batch_masks_the_share_asked_for_and_15_percent_by_default():
+    from onehot2gpt.bert_pretraining import pretraining_batch
+    articles = _articles()
+
+    def chosen_share(**kw):
+        batch = pretraining_batch(articles, 200, 24, _Tok(), torch.Generator().manual_seed(5), **kw)
+        real = ~torch.isin(batch["input_ids"], torch.tensor([0, 2, 3]))     # not [PAD] [CLS] [SEP]
+        return float((batch["mlm_labels"] != IGNORE_INDEX).sum() / real.sum()), batch
+
+    default, batch = chosen_share()
+    same, batch_015 = chosen_share(mask_prob=0.15)
+    assert torch.equal(batch["mlm_labels"], batch_015["mlm_labels"])   # the default is BERT's 15 %
+    higher, _ = chosen_share(mask_prob=0.4)
+    assert 0.10 < default < 0.20 and 0.33 < higher < 0.47, (default, higher)
+
+
+def test_pretrain_bert_bf16_autocast_trains_float32_weights_and_validates_mask_prob():
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    from onehot2gpt.bert_pretraining import pretrain_bert
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32,
+                                          max_len=32, dropout=0.0))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    history = pretrain_bert(model, _Tok(), _articles(), steps=3, batch_size=4, max_len=24, warmup=1,
+                            bf16=True, mask_prob=0.3, progress=False)
+    assert len(history["loss"]) == 3 and all(math.isfinite(v) for v in history["loss"])
+    assert all(v.dtype == torch.float32 for v in model.state_dict().values() if v.is_floating_point())
+    assert not torch.equal(before["nsp.weight"], model.state_dict()["nsp.weight"])   # it learned
+    for bad in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match="mask_prob is the share of pieces to predict"):
+            pretrain_bert(model, _Tok(), _articles(), steps=2, batch_size=4, max_len=24, mask_prob=bad,
+                          progress=False)
+
+
+def test_the_train_command_refuses_bf16_without_native_support(monkeypatch, tmp_path):
+    from onehot2gpt import bert_pretraining
+    monkeypatch.setattr(bert_pretraining, "native_bf16", lambda device="cpu": False)
+    with pytest.raises(SystemExit, match="no native bfloat16.*Leave out --bf16"):
+        bert_pretraining.main(["train", "--out", str(tmp_path / "b"), "--bf16", "--steps", "1"])
+    assert not (tmp_path / "b").exists()                              # refused before any work
+    assert bert_pretraining.native_bf16("meta") is False
+
+
+def test_pretrain_bert_minimises_mlm_plus_nsp_weight_times_nsp():
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    from onehot2gpt.bert_pretraining import pretrain_bert
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32,
+                                          max_len=32, dropout=0.0))
+    h = pretrain_bert(model, _Tok(), _articles(), steps=3, batch_size=4, max_len=24, warmup=1,
+                      nsp_weight=3.0, progress=False)
+    torch.testing.assert_close(torch.tensor(h["loss"]), torch.tensor(h["mlm_loss"]) + 3 * torch.tensor(h["nsp_loss"]))
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="nsp_weight scales the next-sentence loss"):
+            pretrain_bert(model, _Tok(), _articles(), steps=2, batch_size=4, max_len=24, nsp_weight=bad,
+                          progress=False)

@@ -75,6 +75,8 @@ def test_the_recipes_defaults_are_what_the_checkpoint_recorded(name):
             {k: info[k] for k in ("steps", "batch_size", "max_len", "lr", "seed")}
         assert args["vocab_size"] == config["vocab_size"] and args["dropout"] == config["dropout"]
         assert args["short_steps"] == 0 and args["warmup"] == 100           # no length schedule then
+        assert args["mask_prob"] == info.get("mask_prob", 0.15) and args["bf16"] == info.get("bf16", False)
+        assert args["nsp_weight"] == info.get("nsp_weight", 1.0)
         return
     if name == "bilm-wikitext2":
         for key in ("epochs", "batch_size", "lr", "seed"):
@@ -112,4 +114,22 @@ def test_laptop_recipes_add_their_arguments_and_parse():
         command("zero-shot", laptop=True)
     out = subprocess.run([sys.executable, "-m", "onehot2gpt.recipes", "bert-wikitext2", "--laptop", "--dry-run"],
                          capture_output=True, text=True, check=True).stdout
-    assert out.strip().endswith(" ".join(LAPTOP["bert-wikitext2"]))
+    from onehot2gpt.bert_pretraining import native_bf16
+    expected = [a for a in LAPTOP["bert-wikitext2"] if native_bf16() or a != "--bf16"]   # see the next test
+    assert out.strip().endswith(" ".join(expected))
+
+
+def test_the_bert_laptop_recipe_drops_bf16_where_the_cpu_lacks_it(monkeypatch, capsys):
+    """--laptop's bfloat16 autocast is only faster with native bfloat16; elsewhere the recipe says
+    so and runs the same steps in float32 instead of failing."""
+    from onehot2gpt import bert_pretraining, recipes
+
+    assert "--bf16" in recipes.LAPTOP["bert-wikitext2"]
+    monkeypatch.setattr(bert_pretraining, "native_bf16", lambda device="cpu": False)
+    recipes.main(["bert-wikitext2", "--laptop", "--dry-run", "--out", "/tmp/x"])
+    out, err = capsys.readouterr()
+    assert out.strip().endswith(" ".join(a for a in recipes.LAPTOP["bert-wikitext2"] if a != "--bf16"))
+    assert "no native bfloat16" in err and "float32" in err
+    monkeypatch.setattr(bert_pretraining, "native_bf16", lambda device="cpu": True)
+    recipes.main(["bert-wikitext2", "--laptop", "--dry-run", "--out", "/tmp/x"])
+    assert capsys.readouterr().out.strip().endswith("--bf16")

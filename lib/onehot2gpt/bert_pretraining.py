@@ -141,9 +141,10 @@ def pretraining_pairs(articles: Sequence[Sequence[Sequence[int]]], batch_size: i
 
 
 def pretraining_batch(articles: Sequence[Sequence[Sequence[int]]], batch_size: int, max_len: int,
-                      tokenizer, generator: torch.Generator, whole_word: bool = False):
+                      tokenizer, generator: torch.Generator, whole_word: bool = False,
+                      mask_prob: float = 0.15):
     """One BERT pre-training batch from articles of tokenised sentences (lists of ids): the pairs
-    of :func:`pretraining_pairs`, masked by :func:`mask_tokens` (same `generator`). Returns a dict
+    of :func:`pretraining_pairs`, masked by :func:`mask_tokens` (same `generator`, `mask_prob`). Returns a dict
     of (B, T) tensors input_ids, token_type_ids, attention_mask, mlm_labels and (B,) nsp_labels."""
     batch = pretraining_pairs(articles, batch_size, max_len, tokenizer, generator)
     input_ids = batch["input_ids"]
@@ -154,7 +155,8 @@ def pretraining_batch(articles: Sequence[Sequence[Sequence[int]]], batch_size: i
                                for row in input_ids.tolist()])
         word_ids = starts.long().cumsum(1) - 1
     inputs, labels = mask_tokens(input_ids, mask_id=tokenizer.mask_id, vocab_size=len(tokenizer),
-                                 special_ids=specials, word_ids=word_ids, generator=generator)
+                                 special_ids=specials, word_ids=word_ids, generator=generator,
+                                 prob=mask_prob)
     return {**batch, "input_ids": inputs, "mlm_labels": labels}
 
 
@@ -186,20 +188,32 @@ def pretraining_loss(model, batch):
 
 def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: int = 64,
                   max_len: int = 64, lr: float = 1e-3, warmup: int = 100, seed: int = 0,
-                  short_len: int | None = None, short_steps: int = 0,
-                  progress: bool = True, desc: str = "BERT") -> dict[str, list[float]]:
+                  short_len: int | None = None, short_steps: int = 0, mask_prob: float = 0.15,
+                  bf16: bool = False, nsp_weight: float = 1.0, progress: bool = True,
+                  desc: str = "BERT") -> dict[str, list[float]]:
     """Masked LM + next-sentence prediction on `articles` (lists of tokenised sentences) with
     AdamW, linear warm-up and linear decay; returns per-step "loss", "mlm_loss", "nsp_loss".
 
     A sequence-length schedule, as the BERT paper's (90% of its steps at 128 tokens, the rest at
     512): with `short_len`, the first `short_steps` of the `steps` train on pairs cut to
     `short_len` tokens, which cost about half as much per step at half the length; the rest at
-    `max_len`. The learning-rate schedule runs over all `steps`."""
+    `max_len`. The learning-rate schedule runs over all `steps`.
+
+    `mask_prob` is the share of pieces chosen for prediction in training (BERT's 15 %; evaluation
+    always uses 15 %). With `bf16` the forward pass runs under bfloat16 autocast (matrix products
+    in bfloat16, weights, gradients and the optimiser in float32): about 30 % less time per step
+    on a CPU with native bfloat16 (AVX512-BF16 or AMX), slower on one without
+    (:func:`native_bf16`). The loss minimised is MLM + `nsp_weight` × NSP (BERT's is 1)."""
     if short_len is not None and not 8 <= short_len <= max_len:
         raise ValueError(f"short_len must be between 8 and max_len={max_len}; got {short_len}")
     if not 0 <= short_steps <= steps or (short_steps and short_len is None):
         raise ValueError(f"short_steps must be between 0 and steps={steps}, and needs short_len; "
                          f"got short_steps={short_steps}, short_len={short_len}")
+    if not 0.0 < mask_prob < 1.0:
+        raise ValueError(f"mask_prob is the share of pieces to predict, between 0 and 1; got {mask_prob}")
+    if not nsp_weight >= 0:
+        raise ValueError(f"nsp_weight scales the next-sentence loss, a number >= 0; got {nsp_weight}")
+    device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -209,8 +223,11 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
     with tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0) as bar:
         for step in range(steps):
             length = short_len if step < short_steps else max_len
-            batch = pretraining_batch(articles, batch_size, length, tokenizer, g)
-            loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(model, batch)
+            batch = pretraining_batch(articles, batch_size, length, tokenizer, g, mask_prob=mask_prob)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(model, batch)
+                if nsp_weight != 1.0:
+                    loss = mlm_loss + nsp_weight * nsp_loss
             optimizer_step(loss, opt, sched, model.parameters(), 1.0)
             check_finite_loss(loss, step, lr=lr, what=desc)
             for key, value in (("loss", loss), ("mlm_loss", mlm_loss), ("nsp_loss", nsp_loss)):
@@ -244,6 +261,21 @@ def evaluate_pretraining(model, tokenizer, articles, *, batches: int = 50, batch
             "nsp_accuracy": nsp_correct / nsp_count}
 
 
+def native_bf16(device: str | torch.device = "cpu") -> bool:
+    """Whether bfloat16 autocast speeds training up on `device`: a CUDA GPU that supports it, or a
+    CPU with native bfloat16 instructions (AVX512-BF16 or AMX, as oneDNN reports). Elsewhere
+    PyTorch emulates bfloat16 and autocast makes each step slower than float32."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    if device.type != "cpu":
+        return False
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def tokenize_articles(tokenizer, articles: Sequence[Sequence[str]]) -> list[list[list[int]]]:
     """Articles of sentence strings → articles of id lists (no special tokens)."""
     return [[tokenizer.convert_tokens_to_ids(tokenizer.tokenize(s)) for s in art] for art in articles]
@@ -260,6 +292,10 @@ def _train_bert_command(args, argv=None):
     from .utils import set_threads
 
     set_threads(args.threads)
+    if args.bf16 and not native_bf16(args.device):
+        raise SystemExit(f"--bf16: this {args.device} has no native bfloat16 (on a CPU: AVX512-BF16 or "
+                         "AMX), so autocast would make every step slower than float32. Leave out --bf16 "
+                         "(the same recipe in float32 takes about 1.4 times as long).")
     start = time.time()
     train = wikitext_articles("train")
     # score="frequency": the most frequent pair first, as Hugging Face's WordPiece trainer does
@@ -274,7 +310,8 @@ def _train_bert_command(args, argv=None):
     model = BertForPreTraining(config).to(args.device)
     history = pretrain_bert(model, tokenizer, train_ids, steps=args.steps, batch_size=args.batch_size,
                             max_len=args.max_len, lr=args.lr, warmup=args.warmup, seed=args.seed,
-                            short_len=args.short_len, short_steps=args.short_steps)
+                            short_len=args.short_len, short_steps=args.short_steps,
+                            mask_prob=args.mask_prob, bf16=args.bf16, nsp_weight=args.nsp_weight)
     t_train = time.time() - start
     scores = evaluate_pretraining(model, tokenizer, valid_ids, max_len=args.max_len)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -283,6 +320,7 @@ def _train_bert_command(args, argv=None):
             "steps": args.steps,
             "batch_size": args.batch_size, "max_len": args.max_len, "lr": args.lr, "warmup": args.warmup,
             "dropout": args.dropout, "short_len": args.short_len, "short_steps": args.short_steps,
+            "mask_prob": args.mask_prob, "bf16": args.bf16, "nsp_weight": args.nsp_weight,
             "threads": args.threads, "device": args.device, "seed": args.seed, "vocab_seconds": round(t_vocab, 1),
             "total_seconds": round(t_train, 1), "valid": {k: round(v, 4) for k, v in scores.items()},
             "final_train_mlm_loss": round(sum(history["mlm_loss"][-100:]) / len(history["mlm_loss"][-100:]), 4)}
@@ -313,6 +351,13 @@ def build_parser():
     bert.add_argument("--short-len", type=int, default=None,
                       help="train the first --short-steps steps on pairs cut to this length")
     bert.add_argument("--short-steps", type=int, default=0)
+    bert.add_argument("--mask-prob", type=float, default=0.15,
+                      help="share of pieces predicted in training (evaluation always uses 0.15)")
+    bert.add_argument("--nsp-weight", type=float, default=1.0,
+                      help="the loss is MLM + this × NSP (BERT's: 1)")
+    bert.add_argument("--bf16", action="store_true",
+                      help="bfloat16 autocast: about 30%% faster per step where the CPU (AVX512-BF16, AMX) "
+                           "or GPU has native bfloat16; refused elsewhere")
     bert.add_argument("--threads", type=int, default=2)
     bert.add_argument("--seed", type=int, default=0)
     bert.add_argument("--device", default="cpu", help="cpu (the documented run) or cuda")
