@@ -257,3 +257,75 @@ def test_pretrain_bert_minimises_mlm_plus_nsp_weight_times_nsp():
         with pytest.raises(ValueError, match="nsp_weight scales the next-sentence loss"):
             pretrain_bert(model, _Tok(), _articles(), steps=2, batch_size=4, max_len=24, nsp_weight=bad,
                           progress=False)
+
+
+def test_explicit_attention_gives_the_fused_kernels_loss_and_gradients(monkeypatch):
+    """--explicit-attention only changes how attention is computed (the notebook-05 formula
+    instead of PyTorch's fused kernel): with padding in the batch, the loss, every gradient and a
+    few training steps match the fused path; the training loop never counts correct pieces."""
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    from onehot2gpt.bert_pretraining import pretrain_bert, pretraining_batch, pretraining_loss
+
+    def model():
+        torch.manual_seed(0)
+        return BertForPreTraining(BertConfig(vocab_size=VOCAB, d_model=16, n_layers=2, n_heads=2, d_ff=32,
+                                             max_len=32, dropout=0.0))
+
+    fused = torch.nn.functional.scaled_dot_product_attention
+
+    def only_fused_when(explicit):                                  # the explicit path never calls it
+        def sdpa(*a, **k):
+            assert not explicit, "explicit_attention=True still called the fused kernel"
+            return fused(*a, **k)
+        monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", sdpa)
+
+    batch = pretraining_batch(_articles(), 8, 24, _Tok(), torch.Generator().manual_seed(0))
+    assert (batch["attention_mask"] == 0).any()                     # the mask matters in this batch
+    runs = {}
+    for explicit in (False, True):
+        only_fused_when(explicit)
+        m = model()
+        loss, mlm, nsp, correct, n = pretraining_loss(m, batch, explicit_attention=explicit)
+        loss.backward()
+        runs[explicit] = (loss.detach(), correct, n, {k: p.grad.clone() for k, p in m.named_parameters()})
+    torch.testing.assert_close(runs[True][0], runs[False][0])
+    assert runs[True][1:3] == runs[False][1:3] and runs[True][2] > 0
+    for name, grad in runs[False][3].items():
+        torch.testing.assert_close(runs[True][3][name], grad, msg=lambda m: f"{name}: {m}")
+    only_fused_when(False)
+    assert pretraining_loss(model(), batch, count_correct=False)[3] is None
+
+    trained = {}
+    for explicit in (False, True):
+        only_fused_when(explicit)
+        m = model()
+        pretrain_bert(m, _Tok(), _articles(), steps=3, batch_size=4, max_len=24, warmup=1,
+                      explicit_attention=explicit, progress=False)
+        trained[explicit] = m.state_dict()
+    for name, value in trained[False].items():
+        torch.testing.assert_close(trained[True][name], value, msg=lambda m: f"{name}: {m}")
+
+
+def test_the_train_command_records_explicit_attention(tmp_path, monkeypatch):
+    """The option reaches the loop and the checkpoint's recorded info, which says how it was built."""
+    from onehot2gpt import bert_pretraining
+    args = bert_pretraining.build_parser().parse_args(["train", "--out", "x"])
+    assert args.explicit_attention is False                            # the default: the fused kernel
+    args = bert_pretraining.build_parser().parse_args(["train", "--out", "x", "--explicit-attention"])
+    assert args.explicit_attention is True
+    seen = {}
+
+    def fake_pretrain(model, tokenizer, articles, **kw):
+        seen.update(kw)
+        return {"loss": [1.0], "mlm_loss": [1.0], "nsp_loss": [0.5]}
+
+    monkeypatch.setattr(bert_pretraining, "pretrain_bert", fake_pretrain)
+    monkeypatch.setattr(bert_pretraining, "evaluate_pretraining",
+                        lambda *a, **k: {"mlm_accuracy": 0.1, "mlm_loss": 5.0, "nsp_accuracy": 0.5})
+    monkeypatch.setattr("onehot2gpt.data.wikitext_articles",
+                        lambda split: [[" ".join(s) for s in [["the", "cat", "sat"], ["a", "dog", "ran"]]]] * 3)
+    bert_pretraining.main(["train", "--out", str(tmp_path / "b"), "--steps", "1", "--vocab-size", "40",
+                           "--explicit-attention"])
+    import json
+    info = json.loads((tmp_path / "b" / "config.json").read_text())["info"]
+    assert seen["explicit_attention"] is True and info["explicit_attention"] is True

@@ -77,6 +77,7 @@ def test_the_recipes_defaults_are_what_the_checkpoint_recorded(name):
         assert args["short_steps"] == 0 and args["warmup"] == 100           # no length schedule then
         assert args["mask_prob"] == info.get("mask_prob", 0.15) and args["bf16"] == info.get("bf16", False)
         assert args["nsp_weight"] == info.get("nsp_weight", 1.0)
+        assert args["explicit_attention"] == info.get("explicit_attention", False)
         return
     if name == "bilm-wikitext2":
         for key in ("epochs", "batch_size", "lr", "seed"):
@@ -132,4 +133,4 @@ def test_the_bert_laptop_recipe_drops_bf16_where_the_cpu_lacks_it(monkeypatch, c
     assert "no native bfloat16" in err and "float32" in err
     monkeypatch.setattr(bert_pretraining, "native_bf16", lambda device="cpu": True)
     recipes.main(["bert-wikitext2", "--laptop", "--dry-run", "--out", "/tmp/x"])
-    assert capsys.readouterr().out.strip().endswith("--bf16")
+    assert capsys.readouterr().out.strip().endswith(" ".join(recipes.LAPTOP["bert-wikitext2"]))

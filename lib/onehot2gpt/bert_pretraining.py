@@ -170,26 +170,35 @@ def masked_lm_loss(hidden, labels, dense, norm, embedding, bias):
     return F.cross_entropy(F.linear(h, embedding, bias), labels[chosen])
 
 
-def pretraining_loss(model, batch):
+def pretraining_loss(model, batch, count_correct: bool = True, explicit_attention: bool = False):
     """(loss, mlm_loss, nsp_loss, masked predictions correct, masked predictions) for a
     BertForPreTraining; the MLM head runs only at the labelled positions (≈15%), which saves
-    most of the (T × vocab) output layer's cost. The batch moves to the model's device."""
+    most of the (T × vocab) output layer's cost. The batch moves to the model's device.
+
+    With `count_correct` False the count of correct predictions is None: the training loop skips
+    the arg-max over (masked pieces × vocabulary), 3 to 5 % of a step on 2 CPU cores. With
+    `explicit_attention` the encoder computes attention as written in notebook 05 (softmax of
+    Q Kᵀ / √d_k, then × V; :func:`onehot2gpt.attention.scaled_dot_product_attention`) instead of
+    PyTorch's fused kernel: the same numbers, and under bfloat16 autocast on a CPU about twice as
+    fast per step, because the fused kernel's bfloat16 backward is slow there for short sequences."""
     device = next(model.parameters()).device
     batch = {k: v.to(device) for k, v in batch.items()}
-    out = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+    out = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                     output_attentions=explicit_attention)
     chosen = batch["mlm_labels"] != IGNORE_INDEX
     logits = model.mlm(out.last_hidden_state[chosen])                  # (N masked, V)
     targets = batch["mlm_labels"][chosen]
     mlm_loss = F.cross_entropy(logits, targets)
     nsp_loss = F.cross_entropy(model.nsp(out.pooled), batch["nsp_labels"])
-    correct = int((logits.argmax(-1) == targets).sum())
+    correct = int((logits.argmax(-1) == targets).sum()) if count_correct else None
     return mlm_loss + nsp_loss, mlm_loss, nsp_loss, correct, int(targets.numel())
 
 
 def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: int = 64,
                   max_len: int = 64, lr: float = 1e-3, warmup: int = 100, seed: int = 0,
                   short_len: int | None = None, short_steps: int = 0, mask_prob: float = 0.15,
-                  bf16: bool = False, nsp_weight: float = 1.0, progress: bool = True,
+                  bf16: bool = False, nsp_weight: float = 1.0, explicit_attention: bool = False,
+                  progress: bool = True,
                   desc: str = "BERT") -> dict[str, list[float]]:
     """Masked LM + next-sentence prediction on `articles` (lists of tokenised sentences) with
     AdamW, linear warm-up and linear decay; returns per-step "loss", "mlm_loss", "nsp_loss".
@@ -203,7 +212,9 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
     always uses 15 %). With `bf16` the forward pass runs under bfloat16 autocast (matrix products
     in bfloat16, weights, gradients and the optimiser in float32): about 30 % less time per step
     on a CPU with native bfloat16 (AVX512-BF16 or AMX), slower on one without
-    (:func:`native_bf16`). The loss minimised is MLM + `nsp_weight` × NSP (BERT's is 1)."""
+    (:func:`native_bf16`). The loss minimised is MLM + `nsp_weight` × NSP (BERT's is 1).
+    `explicit_attention` computes attention without the fused kernel (:func:`pretraining_loss`):
+    with `bf16` on a CPU, about half the time per step."""
     if short_len is not None and not 8 <= short_len <= max_len:
         raise ValueError(f"short_len must be between 8 and max_len={max_len}; got {short_len}")
     if not 0 <= short_steps <= steps or (short_steps and short_len is None):
@@ -225,7 +236,8 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
             length = short_len if step < short_steps else max_len
             batch = pretraining_batch(articles, batch_size, length, tokenizer, g, mask_prob=mask_prob)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(model, batch)
+                loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(model, batch, count_correct=False,
+                                                                  explicit_attention=explicit_attention)
                 if nsp_weight != 1.0:
                     loss = mlm_loss + nsp_weight * nsp_loss
             optimizer_step(loss, opt, sched, model.parameters(), 1.0)
@@ -311,7 +323,8 @@ def _train_bert_command(args, argv=None):
     history = pretrain_bert(model, tokenizer, train_ids, steps=args.steps, batch_size=args.batch_size,
                             max_len=args.max_len, lr=args.lr, warmup=args.warmup, seed=args.seed,
                             short_len=args.short_len, short_steps=args.short_steps,
-                            mask_prob=args.mask_prob, bf16=args.bf16, nsp_weight=args.nsp_weight)
+                            mask_prob=args.mask_prob, bf16=args.bf16, nsp_weight=args.nsp_weight,
+                            explicit_attention=args.explicit_attention)
     t_train = time.time() - start
     scores = evaluate_pretraining(model, tokenizer, valid_ids, max_len=args.max_len)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -321,6 +334,7 @@ def _train_bert_command(args, argv=None):
             "batch_size": args.batch_size, "max_len": args.max_len, "lr": args.lr, "warmup": args.warmup,
             "dropout": args.dropout, "short_len": args.short_len, "short_steps": args.short_steps,
             "mask_prob": args.mask_prob, "bf16": args.bf16, "nsp_weight": args.nsp_weight,
+            "explicit_attention": args.explicit_attention,
             "threads": args.threads, "device": args.device, "seed": args.seed, "vocab_seconds": round(t_vocab, 1),
             "total_seconds": round(t_train, 1), "valid": {k: round(v, 4) for k, v in scores.items()},
             "final_train_mlm_loss": round(sum(history["mlm_loss"][-100:]) / len(history["mlm_loss"][-100:]), 4)}
@@ -358,6 +372,9 @@ def build_parser():
     bert.add_argument("--bf16", action="store_true",
                       help="bfloat16 autocast: about 30%% faster per step where the CPU (AVX512-BF16, AMX) "
                            "or GPU has native bfloat16; refused elsewhere")
+    bert.add_argument("--explicit-attention", action="store_true",
+                      help="attention as notebook 05 writes it instead of PyTorch's fused kernel: the same "
+                           "numbers, about half the time per step with --bf16 on a CPU")
     bert.add_argument("--threads", type=int, default=2)
     bert.add_argument("--seed", type=int, default=0)
     bert.add_argument("--device", default="cpu", help="cpu (the documented run) or cuda")
