@@ -329,3 +329,46 @@ def test_the_train_command_records_explicit_attention(tmp_path, monkeypatch):
     import json
     info = json.loads((tmp_path / "b" / "config.json").read_text())["info"]
     assert seen["explicit_attention"] is True and info["explicit_attention"] is True
+
+
+def _film_tokenizer():
+    from onehot2gpt.subword import WordPieceTokenizer
+    texts = ["a fine and moving film", "a dull and lifeless film", "the acting is fine",
+             "the plot is dull", "moving , funny and fine", "lifeless acting and a dull plot"]
+    return WordPieceTokenizer.train(texts * 5, vocab_size=60, score="frequency"), texts
+
+
+def test_adapt_mlm_lowers_the_masked_lm_loss_on_the_tasks_text_and_leaves_nsp_alone():
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    from onehot2gpt.bert_pretraining import adapt_mlm
+    tok, texts = _film_tokenizer()
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=len(tok), d_model=32, n_layers=1, n_heads=2, d_ff=64,
+                                          max_len=32, dropout=0.0))
+    nsp_before = model.nsp.weight.detach().clone()
+    emb_before = model.bert.embeddings.tok_emb.weight.detach().clone()
+    losses = adapt_mlm(model, tok, texts, steps=60, batch_size=16, lr=3e-3, mask_prob=0.3, progress=False)
+    assert 50 <= len(losses) <= 60 and all(math.isfinite(v) for v in losses)
+    assert sum(losses[-10:]) / 10 < 0.6 * sum(losses[:10]) / 10, (losses[:10], losses[-10:])
+    assert torch.equal(model.nsp.weight, nsp_before)                   # no next-sentence loss here
+    assert not torch.equal(model.bert.embeddings.tok_emb.weight, emb_before)
+    assert not model.training
+
+
+def test_adapt_mlm_refuses_bad_input_before_training():
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    from onehot2gpt.bert_pretraining import adapt_mlm
+    tok, texts = _film_tokenizer()
+    model = BertForPreTraining(BertConfig(vocab_size=len(tok), d_model=16, n_layers=1, n_heads=2, d_ff=32,
+                                          max_len=32, dropout=0.0))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    for bad, error, match in (("a fine film", TypeError, "list of sentences"),
+                              ([1, 2], TypeError, "list of sentences"),
+                              ([], ValueError, "no sentence"), (["", "  "], ValueError, "no sentence")):
+        with pytest.raises(error, match=match):
+            adapt_mlm(model, tok, bad, steps=2, progress=False)
+    for kw, match in ((dict(steps=0), "steps"), (dict(batch_size=-1), "batch_size"),
+                      (dict(mask_prob=1.0), "mask_prob")):
+        with pytest.raises(ValueError, match=match):
+            adapt_mlm(model, tok, texts, progress=False, **kw)
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())

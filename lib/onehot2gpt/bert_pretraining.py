@@ -4,8 +4,8 @@
 random piece, 10 % unchanged); :func:`nsp_pairs` and :func:`pretraining_pairs` draw next-sentence
 pairs (half the second sentences follow the first, half come from another article);
 :func:`pretraining_loss` adds the two losses; :func:`pretrain_bert` trains
-(:class:`onehot2gpt.bert.BertForPreTraining`) and :func:`evaluate_pretraining` scores held-out
-text. ``python -m onehot2gpt.bert_pretraining train --out DIR`` builds the course checkpoint.
+(:class:`onehot2gpt.bert.BertForPreTraining`), :func:`adapt_mlm` continues the masked LM on a
+task's own unlabelled text and :func:`evaluate_pretraining` scores held-out text. ``python -m onehot2gpt.bert_pretraining train --out DIR`` builds the course checkpoint.
 """
 
 from __future__ import annotations
@@ -249,6 +249,57 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
                 bar.set_postfix(mlm=f"{mlm_loss.item():.2f}", nsp=f"{nsp_loss.item():.2f}", refresh=False)
     model.eval()
     return history
+
+
+def adapt_mlm(model, tokenizer, texts: Sequence[str], *, steps: int = 3000, batch_size: int = 64,
+              max_len: int = 64, lr: float = 5e-4, warmup: float = 0.1, mask_prob: float = 0.15,
+              seed: int = 0, bf16: bool = False, explicit_attention: bool = False, progress: bool = True,
+              desc: str = "adapt") -> list[float]:
+    """Task-adaptive pre-training (Gururangan et al., 2020; ULMFiT's second stage for BERT): more
+    masked-LM steps on the task's own unlabelled `texts` before fine-tuning → the MLM loss per step.
+
+    Each step masks a random batch of single sentences ``[CLS] text [SEP]`` (cut to `max_len`
+    pieces) with BERT's 80/10/10 rule; only the masked LM trains (the sentences have no order to
+    predict). AdamW, `lr` warmed up over the first `warmup` share of `steps`, then decayed linearly
+    to 0; `bf16` and `explicit_attention` as in :func:`pretrain_bert`."""
+    from .utils import check_positive_int
+
+    steps, batch_size = check_positive_int(steps, "steps"), check_positive_int(batch_size, "batch_size")
+    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        raise TypeError("texts is a list of sentences (str), e.g. [text for text, label in rows]")
+    ids = [row for row in (tokenizer.convert_tokens_to_ids(tokenizer.tokenize(t))[:max_len - 2] for t in texts)
+           if row]
+    if not ids:
+        raise ValueError("texts holds no sentence with a piece in it: give the task's unlabelled sentences")
+    if not 0.0 < mask_prob < 1.0:
+        raise ValueError(f"mask_prob is the share of pieces to predict, between 0 and 1; got {mask_prob}")
+    device = next(model.parameters()).device
+    specials = [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
+    g = torch.Generator().manual_seed(seed)
+    warm = max(1, int(warmup * steps))
+    opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
+    losses = []
+    model.train()
+    for step in tqdm(range(steps), desc=desc, disable=not progress, mininterval=2.0):
+        rows = [[tokenizer.cls_id, *ids[int(i)], tokenizer.sep_id]
+                for i in torch.randint(len(ids), (batch_size,), generator=g)]
+        input_ids = pad_batch(rows, tokenizer.pad_id)
+        inputs, labels = mask_tokens(input_ids, mask_id=tokenizer.mask_id, vocab_size=len(tokenizer),
+                                     special_ids=specials, prob=mask_prob, generator=g)
+        if not (labels != IGNORE_INDEX).any():
+            continue                                            # nothing chosen in a tiny batch
+        inputs, labels = inputs.to(device), labels.to(device)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            out = model.bert(inputs, torch.zeros_like(inputs), (input_ids != tokenizer.pad_id).long().to(device),
+                             output_attentions=explicit_attention)
+            chosen = labels != IGNORE_INDEX
+            loss = F.cross_entropy(model.mlm(out.last_hidden_state[chosen]), labels[chosen])
+        losses.append(check_finite_loss(loss, step, lr=lr, what=desc))    # before the update uses it
+        optimizer_step(loss, opt, sched, model.parameters(), 1.0)
+    model.eval()
+    return losses
 
 
 @torch.no_grad()
