@@ -17,19 +17,21 @@ Then ``sst2_pretraining_gain``: SST-2 accuracy (872 test sentences) of the new B
 8,000 fixed random training rows, minus that of a randomly initialised BERT of the same size with
 the same recipe (``bert_tasks.finetune``, 2 epochs, lr 3e-4, batch 32, dropout 0.1 in both, since the
 laptop BERT pre-trains without it), in accuracy points; the committed BERT's gain is measured the
-same way beside it.
+same way beside it. ``sst2-adapted`` (after ``sst2``) repeats it after task-adaptive pre-training
+(``bert_pretraining.adapt_mlm``: masked LM on SST-2's 60,614 unlabelled training sentences, :data:`ADAPT`),
+of the new BERT and, as a control, of a random-init one.
 
 Run from the repository root, on 2 quiet cores (about an hour)::
 
-    python bench/recipes.py [--only bert gpt bilm sst2] [--keep DIR]
+    python bench/recipes.py [--only bert gpt bilm sst2 sst2-adapted] [--keep DIR]
 
 ``--only`` runs some parts (``sst2`` needs the BERT of the same run, or ``--keep`` of an earlier
 one); ``--keep DIR`` writes the checkpoints to DIR (default: a temporary folder, deleted). The
 results are merged into ``bench/results/recipes.json`` (each part with its date and commit) and
 the last line is one JSON object with ``bert_minutes``, ``bert_mlm_accuracy``,
 ``bert_nsp_accuracy``, ``gpt_wikitext_minutes``, ``gpt_wikitext_val_loss``, ``bilm_minutes``,
-``bilm_valid_ppl_forward``, ``bilm_valid_ppl_backward``, ``sst2_pretraining_gain``, the targets and
-which are met.
+``bilm_valid_ppl_forward``, ``bilm_valid_ppl_backward``, ``sst2_pretraining_gain`` (and
+``sst2_adapted_pretraining_gain`` once measured), the targets and which are met.
 """
 
 from __future__ import annotations
