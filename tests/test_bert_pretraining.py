@@ -347,7 +347,8 @@ def test_adapt_mlm_lowers_the_masked_lm_loss_on_the_tasks_text_and_leaves_nsp_al
                                           max_len=32, dropout=0.0))
     nsp_before = model.nsp.weight.detach().clone()
     emb_before = model.bert.embeddings.tok_emb.weight.detach().clone()
-    losses = adapt_mlm(model, tok, texts, steps=60, batch_size=16, lr=3e-3, mask_prob=0.3, progress=False)
+    losses = adapt_mlm(model, tok, texts, steps=60, batch_size=16, max_len=24, lr=3e-3, mask_prob=0.3,
+                       progress=False)
     assert 50 <= len(losses) <= 60 and all(math.isfinite(v) for v in losses)
     assert sum(losses[-10:]) / 10 < 0.6 * sum(losses[:10]) / 10, (losses[:10], losses[-10:])
     assert torch.equal(model.nsp.weight, nsp_before)                   # no next-sentence loss here
@@ -366,9 +367,12 @@ def test_adapt_mlm_refuses_bad_input_before_training():
                               ([1, 2], TypeError, "list of sentences"),
                               ([], ValueError, "no sentence"), (["", "  "], ValueError, "no sentence")):
         with pytest.raises(error, match=match):
-            adapt_mlm(model, tok, bad, steps=2, progress=False)
+            adapt_mlm(model, tok, bad, steps=2, max_len=24, progress=False)
     for kw, match in ((dict(steps=0), "steps"), (dict(batch_size=-1), "batch_size"),
-                      (dict(mask_prob=1.0), "mask_prob")):
+                      (dict(mask_prob=1.0), "mask_prob"), (dict(max_len=2), "between 3"),
+                      (dict(max_len=64), "between 3 and this BERT's 32")):
         with pytest.raises(ValueError, match=match):
-            adapt_mlm(model, tok, texts, progress=False, **kw)
+            adapt_mlm(model, tok, texts, progress=False, **{"max_len": 24, **kw})
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+    with pytest.raises(TypeError, match="BertForPreTraining"):
+        adapt_mlm(model.bert, tok, texts, max_len=24, progress=False)              # the encoder alone: no MLM head

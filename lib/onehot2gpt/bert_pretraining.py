@@ -5,7 +5,8 @@ random piece, 10 % unchanged); :func:`nsp_pairs` and :func:`pretraining_pairs` d
 pairs (half the second sentences follow the first, half come from another article);
 :func:`pretraining_loss` adds the two losses; :func:`pretrain_bert` trains
 (:class:`onehot2gpt.bert.BertForPreTraining`), :func:`adapt_mlm` continues the masked LM on a
-task's own unlabelled text and :func:`evaluate_pretraining` scores held-out text. ``python -m onehot2gpt.bert_pretraining train --out DIR`` builds the course checkpoint.
+task's own unlabelled text and :func:`evaluate_pretraining` scores held-out text.
+``python -m onehot2gpt.bert_pretraining train --out DIR`` builds the course checkpoint.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ def pretraining_loss(model, batch, count_correct: bool = True, explicit_attentio
     most of the (T × vocab) output layer's cost. The batch moves to the model's device.
 
     With `count_correct` False the count of correct predictions is None: the training loop skips
-    the arg-max over (masked pieces × vocabulary), 3 to 5 % of a step on 2 CPU cores. With
+    the arg-max over (masked pieces × vocabulary), 3 % (float32) to 9 % (bfloat16) of a step on 2 CPU cores. With
     `explicit_attention` the encoder computes attention as written in notebook 05 (softmax of
     Q Kᵀ / √d_k, then × V; :func:`onehot2gpt.attention.scaled_dot_product_attention`) instead of
     PyTorch's fused kernel: the same numbers, and under bfloat16 autocast on a CPU about twice as
@@ -264,7 +265,13 @@ def adapt_mlm(model, tokenizer, texts: Sequence[str], *, steps: int = 3000, batc
     to 0; `bf16` and `explicit_attention` as in :func:`pretrain_bert`."""
     from .utils import check_positive_int
 
+    if not (hasattr(model, "bert") and hasattr(model, "mlm")):
+        raise TypeError(f"adapt_mlm trains a BertForPreTraining (an encoder with its masked-LM head); got "
+                        f"{type(model).__name__}. Load the pre-training checkpoint with load_bert(directory)")
     steps, batch_size = check_positive_int(steps, "steps"), check_positive_int(batch_size, "batch_size")
+    if not 3 <= check_positive_int(max_len, "max_len") <= model.bert.config.max_len:
+        raise ValueError(f"max_len counts [CLS] and [SEP] too: between 3 and this BERT's "
+                         f"{model.bert.config.max_len}; got {max_len}")
     if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise TypeError("texts is a list of sentences (str), e.g. [text for text, label in rows]")
     ids = [row for row in (tokenizer.convert_tokens_to_ids(tokenizer.tokenize(t))[:max_len - 2] for t in texts)
