@@ -181,6 +181,15 @@ def sst2_adapted_gain(bert_dir: Path, n_train: int = 8000, epochs: int = 2, lr: 
             "adapt": {**ADAPT, "bf16": bf16, "minutes": minutes}}
 
 
+def new_bert(out: Path) -> Path:
+    """The folder of the BERT that this run (or the earlier run kept in `out`) trained."""
+    bert_dir = out / CHECKPOINT["bert"]
+    if not (bert_dir / "config.json").exists():
+        raise SystemExit(f"no BERT in {bert_dir}: run the bert part in the same run, or pass "
+                         f"--keep with the folder of an earlier run")
+    return bert_dir
+
+
 def commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
@@ -229,20 +238,14 @@ def main(argv=None) -> None:
                 RESULTS.parent.mkdir(parents=True, exist_ok=True)
                 RESULTS.write_text(json.dumps(results, indent=1) + "\n")
         if "sst2" in args.only:
-            bert_dir = out / CHECKPOINT["bert"]
-            if not (bert_dir / "config.json").exists():
-                raise SystemExit(f"no BERT in {bert_dir}: run the bert part in the same run, or pass "
-                                 f"--keep with the folder of an earlier run")
+            bert_dir = new_bert(out)
             start = time.perf_counter()
             results["sst2"] = {"new_bert": sst2_gain(bert_dir),
                                "committed_bert": sst2_gain(ROOT / "data" / "checkpoints" / CHECKPOINT["bert"]),
                                "minutes": round((time.perf_counter() - start) / 60, 2), **stamp}
             RESULTS.write_text(json.dumps(results, indent=1) + "\n")
         if "sst2-adapted" in args.only:
-            bert_dir = out / CHECKPOINT["bert"]
-            if not (bert_dir / "config.json").exists():
-                raise SystemExit(f"no BERT in {bert_dir}: run the bert part in the same run, or pass "
-                                 f"--keep with the folder of an earlier run")
+            bert_dir = new_bert(out)
             if "sst2" not in results:
                 raise SystemExit("sst2-adapted is compared with the sst2 part's random-init BERT: run sst2 first")
             start = time.perf_counter()
