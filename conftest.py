@@ -3,10 +3,10 @@
 Each worker is its own process, so tests that must share one process stay together in an
 ``xdist_group``:
 * the cells of one notebook (nbval runs them in order in one kernel);
-* the tests of one module of tests/, which share module-scoped fixtures (JupyterLab and Chromium
-  for the browser test, the graded submissions, the trained models) that would otherwise be built
-  once per worker;
-except the student-version runs of tests/test_notebooks.py, each a whole notebook on its own.
+* the tests of one module of tests/, which share module-scoped fixtures (the graded submissions,
+  the trained models) that would otherwise be built once per worker;
+except the student-version runs of tests/test_notebooks.py, each a whole notebook on its own, and
+the browser test, in two halves that each start their own JupyterLab and Chromium.
 The groups are queued longest first (from ``--durations`` of a full run on 2 cores), so that the
 long ones do not start last while the other worker idles. Without ``--dist loadgroup`` this file
 changes nothing, and plain ``pytest`` runs everything in one process, in file order.
@@ -26,10 +26,17 @@ import pytest
 os.environ.setdefault("ONEHOT2GPT_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+# The browser test runs every student version in JupyterLab, about as long as all the rest of the
+# suite together, so it is split in two halves of about equal time (tests/screenshots/timings.json),
+# one per worker, each with its own JupyterLab server and Chromium; the other groups fill in after.
+BROWSER = "tests/test_browser.py"
+BROWSER_HALF_B = {"04_elmo", "09_gpt", "06_transformer", "11_beyond", "01_onehot", "05_attention"}
+
 # Seconds each group took on one thread per process (2 workers on 2 cores; the heaviest; every other
-# group counts 1). The browser test, the longest, starts first on one worker; the other runs the rest.
+# group counts 1). The two browser halves start first, one on each worker.
 EXPECTED_SECONDS = {
-    "tests/test_browser.py": 650,
+    f"{BROWSER} (half A)": 330,
+    f"{BROWSER} (half B)": 330,
     "notebooks/08_bert_finetuning.ipynb": 120,
     "notebooks/09_gpt.ipynb": 90,
     "tests/test_grading.py": 80,
@@ -50,7 +57,11 @@ def _group(item: pytest.Item) -> str | None:
     """The xdist group of a test: its notebook or module; None for a student-version run."""
     if item.nodeid.startswith(STUDENT_RUN):
         return None
-    return item.nodeid.split("::")[0]
+    module = item.nodeid.split("::")[0]
+    if module == BROWSER:
+        stem = item.nodeid.partition("[")[2].rstrip("]")
+        return f"{BROWSER} (half {'B' if stem in BROWSER_HALF_B else 'A'})"
+    return module
 
 
 def _seconds(item: pytest.Item) -> float:

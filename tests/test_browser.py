@@ -451,7 +451,12 @@ def lab(tmp_path_factory):
     yield server
     server.stop()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    (SCREENSHOTS / "timings.json").write_text(json.dumps(TIMINGS, indent=1))
+    timings = SCREENSHOTS / "timings.json"     # `make test` runs two halves, one per worker: merge
+    try:
+        earlier = json.loads(timings.read_text())
+    except (OSError, ValueError):
+        earlier = {}
+    timings.write_text(json.dumps({**earlier, **TIMINGS}, indent=1, sort_keys=True))
 
 
 @pytest.fixture(scope="module")
