@@ -227,3 +227,29 @@ def test_student_run_problems_names_each_wrong_outcome():
     for what, (bad, message) in cases.items():
         problems = student_run_problems({"cells": right["cells"] + [bad]}, "nb")
         assert len(problems) == 1 and message in problems[0], (what, problems)
+
+
+def test_the_suites_schedule_names_existing_notebooks_and_modules():
+    """conftest.py's schedule for `make test` names notebooks and test files that exist: a renamed
+    notebook would silently fall into the browser test's first half, a renamed module lose its place
+    at the head of the queue."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("suite_schedule", ROOT / "conftest.py")
+    schedule = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(schedule)
+    stems = {p.stem for p in NOTEBOOKS}
+    assert schedule.BROWSER_HALF_B <= stems, f"not notebooks: {sorted(schedule.BROWSER_HALF_B - stems)}"
+    assert stems - schedule.BROWSER_HALF_B, "the browser test's half A would be empty"
+    for group in schedule.EXPECTED_SECONDS:
+        assert (ROOT / group.split(" (half ")[0]).exists(), f"conftest.py times a group that is gone: {group}"
+    for prefix in schedule.STUDENT_SECONDS:
+        assert any(p.name.startswith(prefix) for p in NOTEBOOKS), f"no notebook {prefix}*"
+
+    class Item:
+        nodeid = ""
+
+    for stem in stems:
+        Item.nodeid = f"{schedule.BROWSER}::test_student_version_runs_and_its_widgets_answer_in_the_browser[{stem}]"
+        half = "B" if stem in schedule.BROWSER_HALF_B else "A"
+        assert schedule._group(Item) == f"{schedule.BROWSER} (half {half})"
