@@ -174,16 +174,14 @@ def graded(tmp_path_factory):
             path.write_text(content, encoding="utf-8")
         else:
             nbformat.write(content, path)
-    start = time.monotonic()
     assert grading.main([str(root / "submissions"), "--reference", str(root / "reference"),
                          "--out", str(root / "out"), "--cell-timeout", str(CELL_TIMEOUT),
                          "--timeout", "120", "--jobs", "2", "--memory-gb", "8"]) == 0
-    seconds = time.monotonic() - start
     server.close()
     with open(root / "out" / "grades.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     markdown = (root / "out" / "grades.md").read_text(encoding="utf-8")
-    return {(r["file"], r["exercise"]): r for r in rows}, rows, markdown, seconds, root / "out"
+    return {(r["file"], r["exercise"]): r for r in rows}, rows, markdown, root / "out"
 
 
 def results(graded, file):
@@ -195,7 +193,7 @@ EXERCISES = ["one_hot", "causal_mask", "encode"]
 
 
 def test_one_row_per_exercise_in_notebook_order(graded):
-    _, rows, _, _, _ = graded
+    _, rows, _, _ = graded
     assert list(rows[0]) == list(grading.CSV_COLUMNS)
     for file in ("alice_01_tiny.ipynb", "bob/01_tiny.ipynb", "broken/01_tiny.ipynb"):
         assert [r["exercise"] for r in rows if r["file"] == file] == EXERCISES
@@ -291,7 +289,7 @@ def test_unknown_notebook_name_is_reported(graded):
 
 
 def test_markdown_summary_counts_passes(graded):
-    _, rows, markdown, _, _ = graded
+    _, rows, markdown, _ = graded
     summary, points = {}, {}
     for line in markdown.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
@@ -347,7 +345,7 @@ def test_the_network_is_cut_where_the_os_allows_and_the_report_says_so(graded):
 
 
 def test_duplicates_are_reported_and_the_best_file_counts(graded):
-    _, _, markdown, _, out = graded
+    _, _, markdown, out = graded
     assert "## Duplicates" in markdown
     assert "dave, 01_tiny.ipynb: dave/01_tiny.ipynb counts; not counted: dave/draft/01_tiny.ipynb" in markdown
     with open(out / "grades_wide.csv", newline="", encoding="utf-8") as f:
