@@ -2,11 +2,13 @@
 
 Each worker is its own process, so tests that must share one process stay together in an
 ``xdist_group``:
-* the cells of one notebook (nbval runs them in order in one kernel);
 * the tests of one module of tests/, which share module-scoped fixtures (the graded submissions,
   the trained models) that would otherwise be built once per worker;
-except the student-version runs of tests/test_notebooks.py, each a whole notebook on its own, and
-the browser test, in two halves that each start their own JupyterLab and Chromium.
+* the cells of one notebook, where nbval is asked to run notebooks/ (they run in order in one
+  kernel; `make test` itself runs each notebook once, in the browser test, see tests/one_run.py);
+except the notebook runs of tests/test_notebooks.py (made only where no browser can), each a whole
+notebook on its own, and the browser test, in two halves that each start their own JupyterLab and
+Chromium.
 The groups are queued longest first (from ``--durations`` of a full run on 2 cores), so that the
 long ones do not start last while the other worker idles. Without ``--dist loadgroup`` this file
 changes nothing, and plain ``pytest`` runs everything in one process, in file order.
@@ -37,19 +39,10 @@ BROWSER_HALF_B = {"04_elmo", "09_gpt", "06_transformer", "11_beyond", "01_onehot
 EXPECTED_SECONDS = {
     f"{BROWSER} (half A)": 330,
     f"{BROWSER} (half B)": 330,
-    "notebooks/08_bert_finetuning.ipynb": 120,
-    "notebooks/09_gpt.ipynb": 90,
     "tests/test_grading.py": 80,
-    "notebooks/04_elmo.ipynb": 70,
-    "notebooks/02_word2vec.ipynb": 50,
-    "notebooks/10_zero_shot.ipynb": 50,
-    "notebooks/06_transformer.ipynb": 35,
-    "notebooks/03_language_models.ipynb": 35,
-    "notebooks/11_beyond.ipynb": 30,
     "tests/test_autograders.py": 27,
-    "notebooks/07_bert_pretraining.ipynb": 25,
 }
-STUDENT_RUN = "tests/test_notebooks.py::test_student_notebook_fails_exactly_its_checks"
+STUDENT_RUN = "tests/test_notebooks.py::test_student_version_fails_exactly_its_checks_and_course_outputs_match"
 STUDENT_SECONDS = {"08_": 93, "09_": 65, "10_": 34, "06_": 30, "03_": 26, "11_": 23, "07_": 18, "04_": 16}
 
 

@@ -26,6 +26,7 @@ from urllib.parse import quote, urlparse
 import pytest
 
 from onehot2gpt.exercises import cell_tags
+from one_run import is_solved_copy, one_run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "tests" / "screenshots"
@@ -203,44 +204,24 @@ RAISES = "raises-exception"
 
 
 def copy_notebooks(dest: Path) -> Path:
-    """Copy the course notebooks to `dest`/notebooks and their student versions to
-    `dest`/notebooks/student: a run in the browser never writes to the repository's notebooks,
-    whatever JupyterLab saves. In the student copies each check cell also gets the tag
-    ``raises-exception``, so that Run All Cells runs the whole notebook although its unsolved checks
-    fail (a student meets them one by one; the test wants every cell's outcome in one run)."""
+    """Copy the course notebooks to `dest`/notebooks and, to `dest`/notebooks/student, what the
+    browser runs for each: its student version with the course's solutions added after its checks
+    (tests/one_run.py), so that one run tests both versions. A run in the browser never writes to
+    the repository's notebooks, whatever JupyterLab saves. The student version's own check cells
+    also get the tag ``raises-exception``, so that Run All Cells runs the whole notebook although
+    they fail (a student meets them one by one; the test wants every cell's outcome in one run)."""
     target = dest / "notebooks"
     (target / "student").mkdir(parents=True)
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         shutil.copy2(path, target / path.name)
-    for path in sorted((ROOT / "notebooks" / "student").glob("[0-9][0-9]_*.ipynb")):
-        notebook = json.loads(path.read_text(encoding="utf-8"))
+        course = json.loads(path.read_text(encoding="utf-8"))
+        student = json.loads((ROOT / "notebooks" / "student" / path.name).read_text(encoding="utf-8"))
+        notebook = one_run_notebook(course, student)
         for cell in notebook["cells"]:
-            if cell["cell_type"] == "code" and "check" in cell_tags(cell):
+            if cell["cell_type"] == "code" and "check" in cell_tags(cell) and not is_solved_copy(cell):
                 cell.setdefault("metadata", {})["tags"] = [*cell_tags(cell), RAISES]
         (target / "student" / path.name).write_text(json.dumps(notebook, indent=1), encoding="utf-8")
     return target
-
-
-def student_run_problems(notebook: dict, name: str) -> list[str]:
-    """What is wrong with an executed student version (nbformat JSON): every check cell must fail
-    with the AssertionError that says the exercise is not written yet, and no other cell may fail
-    (the rest of the notebook runs without the solutions). Empty when all is right."""
-    problems = []
-    for i, cell in enumerate(notebook["cells"]):
-        if cell["cell_type"] != "code":
-            continue
-        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        if "check" in cell_tags(cell):
-            if not errors or errors[0]["ename"] != "AssertionError":
-                problems.append(f"{name} cell {i}: an unsolved exercise's check must fail with AssertionError, "
-                                f"got {errors[0]['ename'] if errors else 'no error'}")
-            elif "not written yet" not in errors[0]["evalue"]:
-                problems.append(f"{name} cell {i}: the check's message should say the exercise is not "
-                                f"written yet: {errors[0]['evalue'][:200]!r}")
-        elif errors:
-            problems.append(f"{name} cell {i} fails in the student version: {errors[0]['ename']}: "
-                            f"{errors[0]['evalue'][:300]}")
-    return problems
 
 
 # -- one notebook in the browser ----------------------------------------------------------------

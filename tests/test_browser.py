@@ -1,7 +1,9 @@
 """The notebooks' widgets in a real browser: JupyterLab on 127.0.0.1, Debian's Chromium driven by
-Playwright. For every notebook the test opens its student version, runs all cells from the Run
-menu and saves it: every check cell must fail as unsolved and nothing else (the student version's
-only run in the suite). Then, where the notebook shows widgets, it uses each as a student would
+Playwright. For every notebook the test opens its student version, with the course's solution and
+its check added after each check (tests/one_run.py), runs all cells from the Run menu and saves it:
+every unsolved check must fail as unsolved and nothing else, and every cell of the course notebook
+must give its stored outputs (each notebook's only run in the suite: this run is its strict nbval
+test too). Then, where the notebook shows widgets, it uses each as a student would
 (types a sentence, moves a slider with the keyboard, picks from a drop-down, presses a button) and
 waits for the kernel's answer to appear in the page. After each step the kernel must still be
 alive and idle; at the end no Python traceback may show in the notebook, besides the failing
@@ -26,7 +28,8 @@ import pytest
 from browser_helpers import (BERTVIZ_SCRIPTS, CHROMIUM, CHROMIUM_ARGS, ROOT, SCREENSHOTS, JupyterLab,
                              Notebook, block_the_internet, choose, control, copy_notebooks, exact,
                              dropdown_options, dropdown_value, image_src, press_slider, require,
-                             slider_value, student_run_problems, type_text, type_textarea, wait_until)
+                             slider_value, type_text, type_textarea, wait_until)
+from one_run import course_run_problems, is_solved_copy, student_run_problems
 from onehot2gpt.exercises import cell_tags
 
 try:
@@ -478,29 +481,33 @@ def browser_context(lab):
 
 @pytest.mark.parametrize("stem", sorted(NOTEBOOKS))
 def test_student_version_runs_and_its_widgets_answer_in_the_browser(lab, browser_context, stem):
-    """The student version, as a student meets it: opened in JupyterLab, Run All Cells. Saved, every
-    check cell must have failed with "not written yet" and no other cell at all (the notebook runs
-    without the solutions); then the notebook's widget scenario, if it has one, with no traceback
-    besides those checks'. The student versions run here and nowhere else in the suite (without a
-    browser, outside CI, tests/test_notebooks.py runs them with nbclient instead)."""
+    """The notebook's one run in the suite, as a student meets it: its student version opened in
+    JupyterLab, Run All Cells, with the course's solution and the check again after each unsolved
+    check (tests/one_run.py). Saved, every unsolved check must have failed with "not written yet"
+    and no other cell at all, and every cell of the course notebook must have given its stored
+    outputs (strict nbval's comparison); then the notebook's widget scenario, if it has one, with no
+    traceback besides the unsolved checks'. Without a browser, outside CI, tests/test_notebooks.py
+    makes the same run with nbclient instead."""
     path = NOTEBOOKS[stem]
     for old in SCREENSHOTS.glob(f"{stem}-*.png"):
         old.unlink()
     started = time.monotonic()
-    student = ROOT / "notebooks" / "student" / path.name
+    run = lab.root / "notebooks" / "student" / path.name        # the student version with the solutions added
     nb = Notebook(browser_context, lab, f"notebooks/student/{path.name}")
     try:
         nb.open()
-        figures_render_offline(nb, student)
+        figures_render_offline(nb, run)
         opened = time.monotonic()
-        cells = [c for c in json.loads(student.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
-        nb.run_all(len(code_cells(student)), RUN_ALL_S, may_fail=["check" in cell_tags(c) for c in cells])
+        cells = [c for c in json.loads(run.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+        unsolved = ["check" in cell_tags(c) and not is_solved_copy(c) for c in cells]
+        nb.run_all(len(code_cells(run)), RUN_ALL_S, may_fail=unsolved)
         ran = time.monotonic()
-        problems = student_run_problems(nb.save(), f"student/{path.name}")
+        saved = nb.save()
+        problems = (student_run_problems(saved, f"student/{path.name}")
+                    + course_run_problems(saved, json.loads(path.read_text(encoding="utf-8")), f"notebooks/{path.name}"))
         assert not problems, "\n".join(problems)
         checks = nb.tracebacks()                      # each failing check shows its traceback
-        n_checks = sum("check" in cell_tags(c) for c in cells)
-        assert len(checks) == n_checks, f"{len(checks)} tracebacks in the page, {n_checks} check cells"
+        assert len(checks) == sum(unsolved), f"{len(checks)} tracebacks in the page, {sum(unsolved)} unsolved checks"
         if stem in SCENARIOS:
             SCENARIOS[stem](nb)
         nb.assert_kernel_alive()

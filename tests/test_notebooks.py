@@ -9,7 +9,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from browser_helpers import browser_available, in_ci, student_run_problems
+from browser_helpers import browser_available, in_ci
+from one_run import (course_run_problems, one_run_notebook, solution_names_used_later,
+                     student_run_problems)
 from onehot2gpt.exercises import cell_tags, make_student_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,18 +78,30 @@ def test_student_notebook_is_in_sync(path):
         f"{student.relative_to(ROOT)} is out of date: run `make student` and commit it"
 
 
-# Each student version is executed once in the suite: in JupyterLab by tests/test_browser.py, which
-# checks the same thing from the saved notebook and then uses its widgets. Only where that test
-# cannot run (no Chromium or Playwright, outside CI, where it is skipped) does this one run them.
+# Each notebook is executed once in the suite: in JupyterLab by tests/test_browser.py, its student
+# version with the course's solutions added after its checks (tests/one_run.py), which tests both
+# versions from the saved notebook and then uses its widgets. Only where that test cannot run (no
+# Chromium or Playwright, outside CI, where it is skipped) does this one make the same run.
 # (Not collected at all where the browser test runs them: no test is skipped.)
 if not (browser_available() or in_ci()):
     @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
-    def test_student_notebook_fails_exactly_its_checks(path):
-        nb = nbformat.read(STUDENT_DIR / path.name, as_version=4)
-        NotebookClient(nb, timeout=900, allow_errors=True, kernel_name="python3",
+    def test_student_version_fails_exactly_its_checks_and_course_outputs_match(path):
+        run = nbformat.reads(json.dumps(one_run_notebook(load(path), load(STUDENT_DIR / path.name))), as_version=4)
+        NotebookClient(run, timeout=900, allow_errors=True, kernel_name="python3",
                        resources={"metadata": {"path": str(STUDENT_DIR)}}).execute()
-        problems = student_run_problems(nb, f"student/{path.name}")
+        saved = json.loads(nbformat.writes(run))
+        problems = (student_run_problems(saved, f"student/{path.name}")
+                    + course_run_problems(saved, load(path), f"notebooks/{path.name}"))
         assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_cells_after_an_exercise_run_without_its_solution(path):
+    """The one run executes the cells after each exercise with its solution in place, so that they
+    give the course's stored outputs; that they also run without it (the student version) rests on
+    this: they reach the exercise's names only through yours_or/yours_if_solved."""
+    problems = solution_names_used_later(load(path), load(STUDENT_DIR / path.name), path.name)
+    assert not problems, "\n".join(problems)
 
 
 def test_nbval_lax_passes_a_solved_student_notebook_and_fails_an_unsolved_one_at_its_checks(tmp_path):
@@ -251,3 +265,112 @@ def test_the_suites_schedule_names_existing_notebooks_and_modules():
         item = SimpleNamespace(nodeid=f"{schedule.BROWSER}::test_student_version_runs_and_its_widgets_answer_in_the_browser[{stem}]")
         half = "B" if stem in schedule.BROWSER_HALF_B else "A"
         assert schedule._group(item) == f"{schedule.BROWSER} (half {half})"
+
+
+# -- the one run of each notebook (tests/one_run.py) --------------------------------------------
+
+def _as_run(course: dict, student: dict) -> dict:
+    """A run of one_run_notebook that went as it should: every cell of the course notebook (solved
+    copies included) with its stored outputs, each unsolved check failing as unsolved."""
+    run = one_run_notebook(course, student)
+    stored = {c.get("id"): c for c in course["cells"]}
+    for cell in run["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        original = stored.get(str(cell.get("id")).removesuffix("-solved"))
+        if "check" in cell_tags(cell) and not str(cell.get("id")).endswith("-solved"):
+            cell["outputs"] = [{"output_type": "error", "ename": "AssertionError",
+                                "evalue": "my_f is not written yet: replace the raise line", "traceback": []}]
+        elif original is not None:
+            cell["outputs"] = json.loads(json.dumps(original["outputs"]))
+    return run
+
+
+def test_one_run_adds_each_solution_and_its_check_after_the_unsolved_check():
+    path = notebook("01")
+    course, student = load(path), load(STUDENT_DIR / path.name)
+    run = one_run_notebook(course, student)
+    checks = [c for c in student["cells"] if "check" in cell_tags(c)]
+    assert len(run["cells"]) == len(student["cells"]) + 2 * len(checks)
+    by_id = {c["id"]: c for c in course["cells"]}
+    ids = [c["id"] for c in run["cells"]]
+    for check in checks:
+        at = ids.index(check["id"])
+        exercise, again = run["cells"][at + 1], run["cells"][at + 2]
+        assert "exercise" in cell_tags(exercise) and exercise["id"].endswith("-solved")
+        assert source(exercise) == source(by_id[exercise["id"].removesuffix("-solved")])   # the solution
+        assert "BEGIN SOLUTION" in source(exercise) and source(again) == source(check)
+    assert len(set(ids)) == len(ids), "cell ids must stay unique"
+    nbformat.validate(nbformat.reads(json.dumps(run), as_version=4))
+
+
+def test_course_run_problems_is_strict_nbvals_verdict():
+    path = notebook("01")
+    course, student = load(path), load(STUDENT_DIR / path.name)
+    assert course_run_problems(_as_run(course, student), course, "01") == []
+    assert student_run_problems(_as_run(course, student), "01") == []
+
+    def first(run, pred):
+        return next(c for c in run["cells"] if c["cell_type"] == "code" and pred(c))
+
+    def printing(c):
+        return any(o.get("output_type") == "stream" for o in c["outputs"]) and "check" not in cell_tags(c) \
+            and not any(m in source(c) for m in IGNORE_MARKERS)
+
+    run = _as_run(course, student)                      # one printed character differs
+    cell = first(run, printing)
+    stream = next(o for o in cell["outputs"] if o["output_type"] == "stream")
+    text = "".join(stream["text"])
+    stream["text"] = text[:-2] + ("X" if text[-2] != "X" else "Y") + text[-1:]
+    problems = course_run_problems(run, course, "01")
+    assert len(problems) == 1 and "outputs differ from the stored ones" in problems[0], problems
+
+    run = _as_run(course, student)                      # a solved check that fails
+    solved = first(run, lambda c: c["id"].endswith("-solved") and "check" in cell_tags(c))
+    solved["outputs"] = [{"output_type": "error", "ename": "AssertionError", "evalue": "wrong", "traceback": []}]
+    problems = course_run_problems(run, course, "01")
+    assert len(problems) == 1 and "fails: AssertionError: wrong" in problems[0], problems
+
+    run = _as_run(course, student)                      # a cell missing from the run
+    run["cells"] = [c for c in run["cells"] if c is not first(run, printing)]
+    assert any("not in the run" in p for p in course_run_problems(run, course, "01"))
+
+    run = _as_run(course, student)                      # sanitized: a memory address, a widget's model id
+    cell = first(run, printing)
+    next(o for o in cell["outputs"] if o["output_type"] == "stream")["text"] += "at 0x7f3a2b1c9d80\n"
+    reference = json.loads(json.dumps(course))
+    twin = next(c for c in reference["cells"] if c["id"] == cell["id"])
+    next(o for o in twin["outputs"] if o["output_type"] == "stream")["text"] += "at 0x55d0c0ffee00\n"
+    assert course_run_problems(run, reference, "01") == []
+
+
+def test_course_run_problems_honours_nbvals_ignore_marker():
+    course = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "metadata": {}, "execution_count": 1,
+         "source": "# NBVAL_IGNORE_OUTPUT\nprint(time.time())", "outputs": [{"output_type": "stream", "name": "stdout", "text": "1.0\n"}]},
+        {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": 2,
+         "source": "print(2)", "outputs": [{"output_type": "stream", "name": "stdout", "text": "2\n"}]}]}
+    run = json.loads(json.dumps(course))
+    run["cells"][0]["outputs"][0]["text"] = "9.0\n"
+    assert course_run_problems(run, course, "x") == []
+    run["cells"][1]["outputs"][0]["text"] = "3\n"
+    assert len(course_run_problems(run, course, "x")) == 1
+
+
+def test_solution_names_used_later_names_a_cell_that_needs_the_solution():
+    def nb(*cells):
+        return {"cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {"tags": tags}, "source": src, "outputs": []}
+                          for i, (src, tags) in enumerate(cells)]}
+
+    exercise = "data = [1, 2]\ndef my_f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\nhelper = 3"
+    stub = "data = [1, 2]\ndef my_f(x):\n    raise NotImplementedError('replace this line')"
+    check = ("check_f(my_f)", ["check"])
+    fine = ("f = yours_or(my_f, lib_f)\nprint(f(data))", [])
+    for later, bad in ((fine, []), (("print(my_f(1))", []), ["my_f"]), (("print(helper)", []), ["helper"]),
+                       (("def my_f(x):\n    return 0\nprint(my_f(1))", []), [])):
+        course = nb((exercise, ["exercise"]), check, later)
+        student = nb((stub, ["exercise"]), check, later)
+        problems = solution_names_used_later(course, student, "nb")
+        assert (problems == []) == (bad == []), (later, problems)
+        for name in bad:
+            assert f"'{name}'" in problems[0] and "yours_or" in problems[0]
