@@ -18,8 +18,9 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
 
 # Two pytest-xdist workers, each process on one torch thread (conftest.py sets it, and groups the
-# tests so that each notebook's cells and each test module stay on one worker): the browser test in
-# two halves, one per worker, then the notebooks under nbval and the library tests. See the README.
+# tests so that each test module stays on one worker): the browser test in two halves, one per
+# worker (every notebook's one run: its student version and the course's stored outputs), then the
+# library tests. See the README.
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup
 
