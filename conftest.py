@@ -43,7 +43,8 @@ EXPECTED_SECONDS = {
     "tests/test_autograders.py": 27,
 }
 STUDENT_RUN = "tests/test_notebooks.py::test_student_version_fails_exactly_its_checks_and_course_outputs_match"
-STUDENT_SECONDS = {"08_": 93, "09_": 65, "10_": 34, "06_": 30, "03_": 26, "11_": 23, "07_": 18, "04_": 16}
+# The fallback runs (no browser): seconds of the same run in the browser on the slow 2-core machine.
+STUDENT_SECONDS = {"08_": 272, "04_": 200, "09_": 196, "10_": 115, "02_": 92, "11_": 88, "06_": 84, "03_": 66, "07_": 52}
 
 
 def _group(item: pytest.Item) -> str | None:

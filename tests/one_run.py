@@ -12,7 +12,8 @@ writes the solution and runs the check once more. So in one kernel, in order,
 
 What this single run does not execute, where two runs did: the cells after an exercise without its
 solution. `solution_names_used_later` checks statically that those cells reach an exercise's
-names only through the check or `yours_or`/`yours_if_solved`, which stand the library's version in.
+names only through the check or `yours_or`/`yours_if_solved`, which stand the library's version in,
+and tests/test_notebooks.py runs each of those stand-ins against its exercise's check.
 """
 
 from __future__ import annotations
@@ -52,8 +53,10 @@ def one_run_notebook(course: dict, student: dict) -> dict:
     """The notebook that runs once for both versions (nbformat JSON): `student` with, after each
     check cell, a copy of the course's exercise cell before that check and of the check itself
     (cell ids ending in "-solved", outputs cleared)."""
-    by_id = {c.get("id"): c for c in course["cells"]}
     ids = [c.get("id") for c in course["cells"]]
+    bad = [i for i in ids if not i or str(i).endswith(SOLVED)] + [i for i in set(ids) if ids.count(i) > 1]
+    assert not bad, f"cell ids must be present, unique and not end in {SOLVED!r}: {bad}"
+    by_id = {c.get("id"): c for c in course["cells"]}
     run = copy.deepcopy(student)
     cells = []
     for cell in run["cells"]:
@@ -151,6 +154,9 @@ def course_run_problems(executed: dict, course: dict, name: str) -> list[str]:
         where = f"{name} Cell {position} ({source(cell).strip().splitlines()[0][:60] if source(cell).strip() else 'empty'!r})"
         if key not in ran:
             problems.append(f"{where}: not in the run")
+            continue
+        if source(ran[key]) != source(cell):
+            problems.append(f"{where}: the run's cell is not the course notebook's (the student version is out of date?)")
             continue
         outputs = ran[key].get("outputs", [])
         options = nbval_options(cell)

@@ -1,9 +1,11 @@
 """Every course notebook is stored with outputs (so nbval compares something), has checked
 exercises, and has a student version that is in sync and fails exactly its check cells."""
 
+import ast
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -13,6 +15,7 @@ from browser_helpers import browser_available, in_ci
 from one_run import (course_run_problems, one_run_notebook, solution_names_used_later,
                      student_run_problems)
 from onehot2gpt.exercises import cell_tags, make_student_notebook
+from onehot2gpt.vocab import Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -248,7 +251,6 @@ def test_the_suites_schedule_names_existing_notebooks_and_modules():
     notebook would silently fall into the browser test's first half, a renamed module lose its place
     at the head of the queue."""
     import importlib.util
-    from types import SimpleNamespace
 
     spec = importlib.util.spec_from_file_location("suite_schedule", ROOT / "conftest.py")
     schedule = importlib.util.module_from_spec(spec)
@@ -258,6 +260,8 @@ def test_the_suites_schedule_names_existing_notebooks_and_modules():
     assert stems - schedule.BROWSER_HALF_B, "the browser test's half A would be empty"
     for group in schedule.EXPECTED_SECONDS:
         assert (ROOT / group.split(" (half ")[0]).exists(), f"conftest.py times a group that is gone: {group}"
+    assert f"def {schedule.STUDENT_RUN.split('::')[1]}(" in Path(__file__).read_text(encoding="utf-8"), \
+        f"conftest.py schedules a test that is gone: {schedule.STUDENT_RUN}"
     for prefix in schedule.STUDENT_SECONDS:
         assert any(p.name.startswith(prefix) for p in NOTEBOOKS), f"no notebook {prefix}*"
 
@@ -286,8 +290,8 @@ def _as_run(course: dict, student: dict) -> dict:
     return run
 
 
-def test_one_run_adds_each_solution_and_its_check_after_the_unsolved_check():
-    path = notebook("01")
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_one_run_adds_each_solution_and_its_check_after_the_unsolved_check(path):
     course, student = load(path), load(STUDENT_DIR / path.name)
     run = one_run_notebook(course, student)
     checks = [c for c in student["cells"] if "check" in cell_tags(c)]
@@ -374,3 +378,78 @@ def test_solution_names_used_later_names_a_cell_that_needs_the_solution():
         assert (problems == []) == (bad == []), (later, problems)
         for name in bad:
             assert f"'{name}'" in problems[0] and "yours_or" in problems[0]
+
+
+# -- the library's stand-ins, which the one run never calls ---------------------------------------
+
+def stand_in_sites():
+    """Every yours_or(my_f, stand_in) and yours_if_solved(my_f, check, stand_in) in the course
+    notebooks: (notebook, cell index, the exercise's function, its check's name, the stand-in's
+    source)."""
+    from one_run import WRAPPERS, _python
+    sites = []
+    for path in NOTEBOOKS:
+        cells = load(path)["cells"]
+        checks = {}          # the exercise function a check cell checks → the check's name
+        for cell in cells:
+            if "check" in cell_tags(cell):
+                for call in ast.walk(ast.parse(_python(source(cell)))):
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id.startswith("check_"):
+                        checks[ast.unparse(call.args[0])] = call.func.id
+        for i, cell in enumerate(cells):
+            if cell["cell_type"] != "code":
+                continue
+            for call in ast.walk(ast.parse(_python(source(cell)))):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in WRAPPERS:
+                    fn = ast.unparse(call.args[0])
+                    check = ast.unparse(call.args[1]) if call.func.id == "yours_if_solved" else checks.get(fn)
+                    stand_in = ast.unparse(call.args[2 if call.func.id == "yours_if_solved" else 1])
+                    sites.append((path, i, fn, check, stand_in))
+    return sites
+
+
+STAND_INS = stand_in_sites()
+# What a stand-in reads from the notebook's run besides imports, functions and classes: 02's works on
+# the ids of the trained model's vocabulary (`quick`); the check's vectors get a vocabulary of their own.
+CONTEXT = {("02", "my_analogy"): lambda: {"quick": SimpleNamespace(vocab=Vocab([f"w{i}" for i in range(26)]))}}
+
+
+def test_every_stand_in_is_found():
+    assert len(STAND_INS) >= 20 and all(check for *_, check, _ in STAND_INS), STAND_INS
+
+
+@pytest.mark.parametrize("path, index, fn, check, stand_in", STAND_INS,
+                         ids=[f"{p.stem[:2]}-{fn}" for p, _, fn, _, _ in STAND_INS])
+def test_the_librarys_stand_in_passes_the_exercises_check(path, index, fn, check, stand_in):
+    """What a student who skips an exercise gets in the cells after it: the library's version,
+    passed in by yours_or/yours_if_solved. The one run has the solutions in place, so it never calls
+    these; here each must pass the check the student's solution must pass. Its names come from the
+    notebook's imports, functions and classes above it (run here; not its other statements)."""
+    from contextlib import redirect_stdout
+    from io import StringIO
+
+    from one_run import _python
+    namespace = {"__name__": "__main__"}
+    cells = load(path)["cells"][:index + 1]
+    for cell in cells:
+        if cell["cell_type"] != "code" or {"exercise", "check"} & set(cell_tags(cell)):
+            continue
+        tree = ast.parse(_python(source(cell)))
+        tree.body = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef))]
+        exec(compile(tree, f"{path.name} cell", "exec"), namespace)
+    namespace.update(CONTEXT.get((path.stem[:2], fn), dict)())
+    exec(f"from onehot2gpt.exercises import {check}", namespace)
+    with redirect_stdout(StringIO()) as printed:
+        namespace[check](eval(stand_in, namespace))
+    assert "✓" in printed.getvalue(), f"{check} printed no success: {printed.getvalue()!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_no_cell_replaces_its_outputs_while_it_runs(path):
+    """The one run compares the outputs JupyterLab saves; strict nbval compared the kernel's messages.
+    They are the same as long as no cell clears or updates what it displayed (clear_output, a display
+    handle's update): then nbval would see both versions and the saved notebook only the last."""
+    for cell in code_cells(load(path)):
+        found = re.findall(r"\bclear_output\s*\(|\bdisplay_id\s*=|\bupdate_display\s*\(", source(cell))
+        assert not found, (f"{path.name}: a cell uses {found[0]!r}; tests/one_run.py compares saved outputs, "
+                           f"which keep only what is left at the end: compare it another way first")
