@@ -22,7 +22,6 @@ import ast
 import copy
 import difflib
 import json
-import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -131,17 +130,13 @@ def _read(notebook: dict) -> nbformat.NotebookNode:
     return nbformat.reads(json.dumps(notebook), as_version=4)
 
 
-def _nodes(outputs) -> list:
-    return [copy.deepcopy(o) for o in outputs]
-
-
 def course_run_problems(executed: dict, course: dict, name: str) -> list[str]:
     """Strict nbval's verdict on the course notebook `course`, from a run of `one_run_notebook`:
     each code cell (its solved copy for exercises and checks) must have run without an error
     (unless marked to raise) and, unless marked to ignore its output, given the stored outputs
     under tests/sanitize.cfg. One line (with nbval's diff) per wrong cell; empty when all is right."""
     patterns = dict(get_sanitize_patterns(SANITIZE.read_text(encoding="utf-8")))
-    executed, course = _read(executed), _read(course)       # as nbval reads a notebook
+    executed, course = _read(executed), _read(course)       # fresh nodes, as nbval reads a notebook (coalescing edits them)
     ran = {c.get("id"): c for c in executed["cells"]}
     problems = []
     position = -1
@@ -167,7 +162,7 @@ def course_run_problems(executed: dict, course: dict, name: str) -> list[str]:
         if options.get("skip") or not options.get("check") or cell.get("execution_count") is None:
             continue
         comparison = _Comparison(patterns)
-        if not comparison.compare_outputs(coalesce_streams(_nodes(outputs)), coalesce_streams(_nodes(cell["outputs"]))):
+        if not comparison.compare_outputs(coalesce_streams(outputs), coalesce_streams(cell["outputs"])):
             diff = "\n".join(str(line) for line in comparison.comparison_traceback)
             problems.append(f"{where}: outputs differ from the stored ones\n{diff[:1500]}")
     return problems
@@ -216,18 +211,18 @@ def _bindings(code: str) -> dict[str, set[str]]:
                 visit(node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body], top)
             elif isinstance(node, ast.Expr):
                 targets(node, top)                                               # a walrus
-    visit(ast.parse(_python(code)).body)
+    visit(ast.parse(python_code(code)).body)
     return found
 
 
-def _python(code: str) -> str:
+def python_code(code: str) -> str:
     """A cell's source without IPython's line magics and shell escapes (not Python)."""
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines())
 
 
 def _reads_outside_wrappers(code: str, names: set[str]) -> set[str]:
     """Which of `names` a cell reads other than as the first argument of yours_or/yours_if_solved."""
-    tree = ast.parse(_python(code))
+    tree = ast.parse(python_code(code))
     allowed = set()
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in WRAPPERS

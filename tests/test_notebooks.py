@@ -12,8 +12,8 @@ import pytest
 from nbclient import NotebookClient
 
 from browser_helpers import browser_available, in_ci
-from one_run import (course_run_problems, one_run_notebook, solution_names_used_later,
-                     student_run_problems)
+from one_run import (SOLVED, WRAPPERS, course_run_problems, is_solved_copy, one_run_notebook, python_code,
+                     solution_names_used_later, source, student_run_problems)
 from onehot2gpt.exercises import cell_tags, make_student_notebook
 from onehot2gpt.vocab import Vocab
 
@@ -26,10 +26,6 @@ ids = [p.name for p in NOTEBOOKS]
 
 def load(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-def source(cell) -> str:
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
 def code_cells(nb):
@@ -281,8 +277,8 @@ def _as_run(course: dict, student: dict) -> dict:
     for cell in run["cells"]:
         if cell["cell_type"] != "code":
             continue
-        original = stored.get(str(cell.get("id")).removesuffix("-solved"))
-        if "check" in cell_tags(cell) and not str(cell.get("id")).endswith("-solved"):
+        original = stored.get(str(cell.get("id")).removesuffix(SOLVED))
+        if "check" in cell_tags(cell) and not is_solved_copy(cell):
             cell["outputs"] = [{"output_type": "error", "ename": "AssertionError",
                                 "evalue": "my_f is not written yet: replace the raise line", "traceback": []}]
         elif original is not None:
@@ -301,8 +297,8 @@ def test_one_run_adds_each_solution_and_its_check_after_the_unsolved_check(path)
     for check in checks:
         at = ids.index(check["id"])
         exercise, again = run["cells"][at + 1], run["cells"][at + 2]
-        assert "exercise" in cell_tags(exercise) and exercise["id"].endswith("-solved")
-        assert source(exercise) == source(by_id[exercise["id"].removesuffix("-solved")])   # the solution
+        assert "exercise" in cell_tags(exercise) and is_solved_copy(exercise)
+        assert source(exercise) == source(by_id[exercise["id"].removesuffix(SOLVED)])   # the solution
         assert "BEGIN SOLUTION" in source(exercise) and source(again) == source(check)
     assert len(set(ids)) == len(ids), "cell ids must stay unique"
     nbformat.validate(nbformat.reads(json.dumps(run), as_version=4))
@@ -330,7 +326,7 @@ def test_course_run_problems_is_strict_nbvals_verdict():
     assert len(problems) == 1 and "outputs differ from the stored ones" in problems[0], problems
 
     run = _as_run(course, student)                      # a solved check that fails
-    solved = first(run, lambda c: c["id"].endswith("-solved") and "check" in cell_tags(c))
+    solved = first(run, lambda c: is_solved_copy(c) and "check" in cell_tags(c))
     solved["outputs"] = [{"output_type": "error", "ename": "AssertionError", "evalue": "wrong", "traceback": []}]
     problems = course_run_problems(run, course, "01")
     assert len(problems) == 1 and "fails: AssertionError: wrong" in problems[0], problems
@@ -386,20 +382,19 @@ def stand_in_sites():
     """Every yours_or(my_f, stand_in) and yours_if_solved(my_f, check, stand_in) in the course
     notebooks: (notebook, cell index, the exercise's function, its check's name, the stand-in's
     source)."""
-    from one_run import WRAPPERS, _python
     sites = []
     for path in NOTEBOOKS:
         cells = load(path)["cells"]
         checks = {}          # the exercise function a check cell checks → the check's name
         for cell in cells:
             if "check" in cell_tags(cell):
-                for call in ast.walk(ast.parse(_python(source(cell)))):
+                for call in ast.walk(ast.parse(python_code(source(cell)))):
                     if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id.startswith("check_"):
                         checks[ast.unparse(call.args[0])] = call.func.id
         for i, cell in enumerate(cells):
             if cell["cell_type"] != "code":
                 continue
-            for call in ast.walk(ast.parse(_python(source(cell)))):
+            for call in ast.walk(ast.parse(python_code(source(cell)))):
                 if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in WRAPPERS:
                     fn = ast.unparse(call.args[0])
                     check = ast.unparse(call.args[1]) if call.func.id == "yours_if_solved" else checks.get(fn)
@@ -428,13 +423,12 @@ def test_the_librarys_stand_in_passes_the_exercises_check(path, index, fn, check
     from contextlib import redirect_stdout
     from io import StringIO
 
-    from one_run import _python
     namespace = {"__name__": "__main__"}
     cells = load(path)["cells"][:index + 1]
     for cell in cells:
         if cell["cell_type"] != "code" or {"exercise", "check"} & set(cell_tags(cell)):
             continue
-        tree = ast.parse(_python(source(cell)))
+        tree = ast.parse(python_code(source(cell)))
         tree.body = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef))]
         exec(compile(tree, f"{path.name} cell", "exec"), namespace)
     namespace.update(CONTEXT.get((path.stem[:2], fn), dict)())
