@@ -5,13 +5,15 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-colab student bench clean-env
+.PHONY: lab test test-colab student bench lock clean-env
 
-$(STAMP): requirements.txt pyproject.toml
+# The pinned set: requirements-lock.txt's two halves by two pip processes at once (every package
+# pinned, nothing to resolve), then requirements.txt and pip check (tools/lock.py).
+$(STAMP): requirements.txt requirements-lock.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) tools/lock.py install
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 lab: $(STAMP)
@@ -52,6 +54,11 @@ student: $(STAMP)
 # Benchmarks print one JSON object as their last line; see README for the numbers.
 bench: $(STAMP)
 	for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# Rewrite requirements-lock.txt from .venv after a change to requirements.txt (install that first).
+lock:
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) tools/lock.py write
 
 clean-env:
 	rm -rf $(VENV)

@@ -87,3 +87,64 @@ def test_ci_runs_the_readme_test_command_with_the_mirror():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "export ONEHOT2GPT_DATA_MIRROR=" in ci and "shared/data" in ci
     assert ci.strip().splitlines()[-1].strip() == "make test"
+
+
+# -- requirements-lock.txt: the whole environment pinned, installed in two halves at once -----------
+
+def _lock():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("lock", ROOT / "tools" / "lock.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_lock_agrees_with_requirements_and_the_running_environment():
+    lock = _lock()
+    first, second = lock.read_lock()
+    pins = {_norm(line.split("==")[0]): line.split("==")[1] for line in first + second}
+    wanted = read_requirements(ROOT / "requirements.txt")
+    differ = {name: (version, pins.get(name, "missing")) for name, version in wanted.items()
+              if pins.get(name) != version}
+    assert not differ, (f"requirements-lock.txt disagrees with requirements.txt (wanted, locked): {differ}; "
+                        f"run `make lock`")
+    # The lock describes this environment: every package in it is installed at its version.
+    wrong = {}
+    for name, version in pins.items():
+        try:
+            installed = metadata.version(name).split("+")[0]
+        except metadata.PackageNotFoundError:
+            installed = "not installed"
+        if installed != version:
+            wrong[name] = (version, installed)
+    assert not wrong, f"installed versions differ from requirements-lock.txt (locked, installed): {wrong}"
+    assert "pip" not in pins and "onehot2gpt" not in pins
+
+
+def test_lock_halves_are_balanced_by_the_greedy_rule():
+    lock = _lock()
+    first, second = lock.split_in_two({"torch": 100, "scipy": 40, "numpy": 35, "six": 1, "tqdm": 2})
+    assert first == ["torch"] and second == ["numpy", "scipy", "six", "tqdm"]
+    assert lock.split_in_two({"a": 5, "b": 5}) == (["a"], ["b"])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("a==1\nb==2\n", "two non-empty halves"),
+    (f"a==1\n{'# -- second half: installed at the same time as the first --'}\n", "two non-empty halves"),
+    ("a>=1\n# -- second half: installed at the same time as the first --\nb==2\n", "not an exact pin"),
+    ("a==1\n# -- second half: installed at the same time as the first --\nA==2\n", "more than once"),
+])
+def test_a_broken_lock_is_refused_with_what_to_do(tmp_path, text, message):
+    lock = _lock()
+    path = tmp_path / "requirements-lock.txt"
+    path.write_text(text)
+    with pytest.raises(SystemExit, match=message):
+        lock.read_lock(path)
+    with pytest.raises(SystemExit, match="is missing"):
+        lock.read_lock(tmp_path / "nothing.txt")
+
+
+def test_make_installs_from_the_lock():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "requirements-lock.txt" in makefile.split("$(STAMP):")[1].splitlines()[0]
+    assert "tools/lock.py install" in makefile
