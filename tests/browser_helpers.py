@@ -307,6 +307,13 @@ class Notebook:
     def prompts(self) -> list[str]:
         return [t.strip() for t in self.page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()]
 
+    _PROGRESS = """() => {
+        const cells = Array.from(document.querySelectorAll('.jp-Notebook .jp-CodeCell'));
+        return [cells.map(c => (c.querySelector('.jp-InputPrompt') || {}).textContent || ''),
+                cells.map(c => Array.from(c.querySelectorAll('.jp-OutputArea-output'))
+                     .some(o => o.textContent.includes('Traceback (most recent call last)')))];
+    }"""
+
     def run_all(self, n_code_cells: int, timeout: float, may_fail: list[bool]):
         """Run → Run All Cells from the menu bar; wait until no cell is queued or running, then
         check that every code cell ran once, in order, in this kernel. `may_fail` has one flag per
@@ -319,7 +326,9 @@ class Notebook:
                    "JupyterLab to queue the cells ([*] prompts) after Run All Cells")
 
         def finished():
-            prompts = self.prompts()
+            # One call into the page every 2 s, reading textContent (no layout, unlike innerText):
+            # the prompts and, for each code cell, whether an output shows a traceback.
+            prompts, shown = self.page.evaluate(self._PROGRESS)
             if any("*" in p for p in prompts):
                 return False
             if sum(bool(re.search(r"\[\d+\]", p)) for p in prompts) >= n_code_cells:
@@ -328,10 +337,10 @@ class Notebook:
             # kernel goes on running them (and the kernel's reported state is no guide: widget
             # messages flip it to idle mid-cell). The run has stopped early only if a cell that
             # may not fail shows a traceback.
-            return any(shown and not allowed for shown, allowed in zip(self.cell_tracebacks(), may_fail))
+            return any(tb and not allowed for tb, allowed in zip(shown, may_fail))
 
         try:
-            wait_until(finished, timeout, f"all cells of {self.path} to run", interval=1.0)
+            wait_until(finished, timeout, f"all cells of {self.path} to run", interval=2.0)
         except AssertionError:
             running = self.page.locator(".jp-CodeCell", has=self.page.locator(".jp-InputPrompt",
                                                                                has_text="[*]")).first
@@ -370,12 +379,6 @@ class Notebook:
             self.page.locator(".lm-Menu-itemLabel", has_text=exact("Show Log Console")).click()
             panel.wait_for(timeout=30_000)
         return panel.inner_text()
-
-    def cell_tracebacks(self) -> list[bool]:
-        """For each code cell of the page, in order: whether its output shows a Python traceback."""
-        return self.page.evaluate("""() => Array.from(document.querySelectorAll('.jp-Notebook .jp-CodeCell'))
-            .map(cell => Array.from(cell.querySelectorAll('.jp-OutputArea-output'))
-                 .some(out => out.innerText.includes('Traceback (most recent call last)')))""")
 
     def tracebacks(self, where=None) -> list[str]:
         """The outputs inside `where` (default: the notebook) that show a Python traceback."""
