@@ -19,6 +19,7 @@ Without them the test fails under CI=true and is skipped elsewhere.
 """
 
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from browser_helpers import (BERTVIZ_SCRIPTS, CHROMIUM, CHROMIUM_ARGS, ROOT, SCREENSHOTS, JupyterLab,
-                             Notebook, block_the_internet, choose, control, copy_notebooks, exact,
+                             LabPage, Notebook, block_the_internet, choose, control, copy_notebooks, exact,
                              dropdown_options, dropdown_value, image_src, press_slider, require,
                              slider_value, type_text, type_textarea, wait_until)
 from one_run import course_run_problems, is_solved_copy, student_run_problems
@@ -463,7 +464,7 @@ def lab(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser_context(lab):
+def lab_page(lab):
     playwright = sync_playwright().start()
     try:
         try:
@@ -472,7 +473,10 @@ def browser_context(lab):
             require(False, f"Chromium at {CHROMIUM} does not start under Playwright: {exc}")
         context = browser.new_context(viewport={"width": 1400, "height": 1200})
         block_the_internet(context)
-        yield context
+        # One tab with JupyterLab loaded once for all the notebooks of this worker (see LabPage).
+        lab_page = LabPage(context, lab, f"browser-{os.getpid()}")
+        lab_page.load()
+        yield lab_page
         context.close()
         browser.close()
     finally:
@@ -480,7 +484,7 @@ def browser_context(lab):
 
 
 @pytest.mark.parametrize("stem", sorted(NOTEBOOKS))
-def test_student_version_runs_and_its_widgets_answer_in_the_browser(lab, browser_context, stem):
+def test_student_version_runs_and_its_widgets_answer_in_the_browser(lab, lab_page, stem):
     """The notebook's one run in the suite, as a student meets it: its student version opened in
     JupyterLab, Run All Cells, with the course's solution and the check again after each unsolved
     check (tests/one_run.py). Saved, every unsolved check must have failed with "not written yet"
@@ -493,7 +497,7 @@ def test_student_version_runs_and_its_widgets_answer_in_the_browser(lab, browser
         old.unlink()
     started = time.monotonic()
     run = lab.root / "notebooks" / "student" / path.name        # the student version with the solutions added
-    nb = Notebook(browser_context, lab, f"notebooks/student/{path.name}")
+    nb = Notebook(lab_page, lab, f"notebooks/student/{path.name}")
     try:
         nb.open()
         figures_render_offline(nb, run)
