@@ -27,6 +27,11 @@ import pytest
 # outputs that nbval compares were made with one thread too. Set before any test imports torch.
 os.environ.setdefault("ONEHOT2GPT_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Progress bars in the kernels redraw at most once a second (tqdm reads TQDM_MININTERVAL; the
+# library's own bars ask for 1–2 s anyway). tqdm's default, ten redraws a second, each a widget
+# message through the kernel, the server and Chromium, cost notebook 11 alone about 10 s of kernel
+# and 8 s of Chromium time in the browser test. The bars and the stored outputs are unchanged.
+os.environ.setdefault("TQDM_MININTERVAL", "1")
 
 # The browser test runs every student version in JupyterLab, about as long as all the rest of the
 # suite together, so it is split in two halves of about equal time (tests/screenshots/timings.json),
