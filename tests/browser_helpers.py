@@ -248,9 +248,7 @@ class LabPage:
         self.page.locator(".lm-MenuBar-itemLabel", has_text=exact(menu)).click()
         self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^\s*{re.escape(item)}")).click()
 
-    def open(self, path: str, timeout: float = 120):
-        if self.page is None or self.page.is_closed():
-            self.load(timeout)
+    def open(self, path: str):
         self.menu("File", "Open from Path")
         box = self.page.locator(".jp-Dialog input")
         box.fill(path)
@@ -301,7 +299,7 @@ class Notebook:
             self.external[request.url] = f"failed: {request.failure}"
 
     def open(self, timeout: float = 120):
-        self.lab_page.open(self.path, timeout)
+        self.lab_page.open(self.path)
         first_cell = self.page.locator(".jp-NotebookPanel .jp-Notebook .jp-CodeCell").first
         first_cell.wait_for(timeout=timeout * 1000)
         panels = self.page.locator(".jp-NotebookPanel").count()
