@@ -1,12 +1,15 @@
 """ULMFiT's schedules and the classifier on the course biLM's forward LM."""
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
 
 from onehot2gpt.elmo import BiLM, BiLMConfig
-from onehot2gpt.ulmfit import LMClassifier, discriminative_lrs, slanted_triangular_lr, trainable_groups
+from onehot2gpt.ulmfit import (ABLATION_SETTINGS, LMClassifier, classifier_accuracy, discriminative_lrs, finetune_classifier,
+                               load_ablation, slanted_triangular_lr, trainable_groups)
 
 
 def test_slanted_triangular_lr_rises_then_falls_as_in_the_paper():
@@ -108,3 +111,96 @@ def test_classifier_learns_a_task_and_refuses_bad_input():
     with pytest.raises(ValueError, match="at least 2 classes"):
         LMClassifier(tiny_bilm(), 1)
     assert math.isfinite(loss.item())
+
+
+def _task(n=64, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(4, 30, (n, 6), generator=g)
+    return ids, torch.ones_like(ids, dtype=torch.bool), (ids[:, -1] < 17).long()      # about half and half
+
+
+def _lm_weights(model):
+    return [p.detach().clone() for g in model.groups()[:-1] for p in g]
+
+
+def test_finetune_classifier_learns_repeats_and_each_switch_does_what_it_says():
+    bilm = tiny_bilm()
+    ids, mask, y = _task()
+    before = LMClassifier(bilm, 2)
+    full = finetune_classifier(bilm, ids, mask, y, seed=0, epochs=8, batch_size=8)
+    assert classifier_accuracy(full, ids, mask, y) > 0.85
+    assert all(p.requires_grad for p in full.parameters()) and not full.training
+    again = finetune_classifier(bilm, ids, mask, y, seed=0, epochs=8, batch_size=8)
+    for a, b in zip(full.parameters(), again.parameters()):      # seeded: the same run twice
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    untouched = _lm_weights(before)                             # the LM's weights as copied from the biLM
+    frozen = finetune_classifier(bilm, ids, mask, y, seed=0, epochs=3, frozen=True)
+    one_epoch = finetune_classifier(bilm, ids, mask, y, seed=0, epochs=1)       # gradual: the head alone first
+    for model in (frozen, one_epoch):
+        for a, b in zip(_lm_weights(model), untouched):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+    at_once = finetune_classifier(bilm, ids, mask, y, seed=0, epochs=1, gradual=False)
+    assert any(not torch.equal(a, b) for a, b in zip(_lm_weights(at_once), untouched))
+    random_lm = finetune_classifier(bilm, ids, mask, y, seed=3, epochs=1, pretrained=False)   # tiny_bilm is seed 0
+    assert not torch.equal(random_lm.tok_emb.weight, before.tok_emb.weight)
+
+
+def test_finetune_classifier_refuses_bad_input():
+    bilm = tiny_bilm()
+    ids, mask, y = _task(8)
+    with pytest.raises(TypeError, match="BiLM"):
+        finetune_classifier(torch.nn.Linear(2, 2), ids, mask, y)
+    with pytest.raises(TypeError, match="torch.long"):
+        finetune_classifier(bilm, ids.float(), mask, y)
+    with pytest.raises(TypeError, match="labels must be a torch.long"):
+        finetune_classifier(bilm, ids, mask, y.float())
+    with pytest.raises(TypeError, match="labels must be a torch.long"):
+        finetune_classifier(bilm, ids, mask, y[:3])
+    with pytest.raises(ValueError, match="labels must be in 0 … 1"):
+        finetune_classifier(bilm, ids, mask, y + 2)
+    with pytest.raises(ValueError, match="no training rows"):
+        finetune_classifier(bilm, ids[:0], mask[:0], y[:0])
+    with pytest.raises(ValueError, match="lr_top"):
+        finetune_classifier(bilm, ids, mask, y, lr_top=0)
+    with pytest.raises(FloatingPointError, match="lower lr_top"):
+        finetune_classifier(bilm, ids, mask, y, lr_top=1e38, gradual=False)
+
+
+def _record(**changes):
+    record = {"seeds": [0, 1], "accuracy": {name: [0.6, 0.61] for name in ABLATION_SETTINGS}}
+    record.update(changes)
+    return record
+
+
+def test_load_ablation_reads_the_committed_run_and_refuses_a_broken_one(tmp_path):
+    committed = load_ablation()                                  # data/results/ulmfit-ablation.json
+    assert set(ABLATION_SETTINGS) <= set(committed["accuracy"]) and len(committed["seeds"]) >= 3
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(_record()), encoding="utf-8")
+    assert load_ablation(good)["accuracy"]["none of the three"] == [0.6, 0.61]
+    with pytest.raises(FileNotFoundError, match="python bench/ulmfit.py"):
+        load_ablation(tmp_path / "missing.json")
+    cases = {"not JSON": ("{ no", "not valid JSON"),
+             "no seeds": (json.dumps(_record(seeds=[])), "'seeds' list"),
+             "a setting missing": (json.dumps(_record(accuracy={"none of the three": [0.6, 0.6]})), "no results for"),
+             "a seed missing": (json.dumps(_record(accuracy={n: [0.6] for n in ABLATION_SETTINGS})), "one accuracy"),
+             "out of range": (json.dumps(_record(accuracy={n: [0.6, 61.0] for n in ABLATION_SETTINGS})), "one accuracy")}
+    for name, (text, match) in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ValueError, match=match):
+            load_ablation(path)
+
+
+def test_the_benchmark_runs_every_setting_and_never_writes_smoke_numbers(tmp_path, capsys):
+    import runpy
+    bench = runpy.run_path(str(Path(__file__).resolve().parents[1] / "bench" / "ulmfit.py"))
+    record = bench["main"](["--smoke", "--seeds", "0", "1"])
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == record
+    assert set(record["accuracy"]) == set(ABLATION_SETTINGS) and record["smoke"]
+    assert all(len(a) == 2 and all(0 <= v <= 1 for v in a) for a in record["accuracy"].values())
+    with pytest.raises(SystemExit):
+        bench["main"](["--smoke", "--out", str(tmp_path / "x.json")])
+    with pytest.raises(SystemExit):
+        bench["main"](["--seeds", "1", "1"])
+    assert not (tmp_path / "x.json").exists()

@@ -24,15 +24,32 @@ groups the three techniques act on, bottom to top: the token layer, each LSTM la
 from __future__ import annotations
 
 import copy
+import json
 import math
+from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .elmo import BiLM
-from .utils import check_positive_int, check_positive_number
+from .utils import check_positive_int, check_positive_number, set_seed
 
-__all__ = ["slanted_triangular_lr", "discriminative_lrs", "trainable_groups", "LMClassifier"]
+__all__ = ["slanted_triangular_lr", "discriminative_lrs", "trainable_groups", "LMClassifier", "finetune_classifier",
+           "classifier_accuracy", "ABLATION_SETTINGS", "ABLATION_FILE", "load_ablation"]
+
+# The settings of notebook 04's ablation (and bench/ulmfit.py): the switches of finetune_classifier.
+ABLATION_SETTINGS: dict[str, dict[str, bool]] = {
+    "ULMFiT (all three)": {},
+    "without discriminative rates": {"discriminative": False},
+    "without STLR (constant rate)": {"slanted": False},
+    "without gradual unfreezing": {"gradual": False},
+    "none of the three": {"discriminative": False, "slanted": False, "gradual": False},
+    "LM frozen, head only": {"frozen": True},
+    "ULMFiT on a random-init LM": {"pretrained": False},
+}
+# Where bench/ulmfit.py keeps its last full run, which notebook 04 reads (load_ablation).
+ABLATION_FILE = Path(__file__).resolve().parents[2] / "data" / "results" / "ulmfit-ablation.json"
 
 
 def slanted_triangular_lr(step: int, total_steps: int, lr_max: float, cut_frac: float = 0.1,
@@ -152,3 +169,107 @@ class LMClassifier(nn.Module):
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """ids (B, T), mask (B, T) → class scores (B, n_classes)."""
         return self.head(self.features(ids, mask))
+
+
+def _check_labelled(ids, mask, y, what: str) -> None:
+    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.dim() != 2:
+        raise TypeError(f"{what} ids must be a (N, T) torch.long tensor (ElmoFeatures.ids gives one), got "
+                        f"{getattr(ids, 'dtype', type(ids).__name__)}")
+    if not isinstance(mask, torch.Tensor) or mask.shape != ids.shape:
+        raise ValueError(f"{what} mask must be a tensor of the ids' shape {tuple(ids.shape)}")
+    if not isinstance(y, torch.Tensor) or y.dtype != torch.long or y.shape != ids.shape[:1]:
+        raise TypeError(f"{what} labels must be a torch.long tensor of shape ({ids.size(0)},), got "
+                        f"{getattr(y, 'dtype', type(y).__name__)} of shape {tuple(getattr(y, 'shape', ()))}")
+    if ids.size(0) == 0:
+        raise ValueError(f"no {what} rows: pass at least one labelled sentence")
+
+
+def finetune_classifier(bilm: BiLM, ids: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor, *, seed: int = 0,
+                        discriminative: bool = True, slanted: bool = True, gradual: bool = True,
+                        frozen: bool = False, pretrained: bool = True, lr_top: float = 1e-2, epochs: int = 4,
+                        batch_size: int = 32, n_classes: int = 2) -> LMClassifier:
+    """ULMFiT's last stage, as notebook 04 writes it out: an :class:`LMClassifier` on `bilm`'s forward
+    LM (or, with ``pretrained=False``, on a biLM of the same config with random weights), trained on
+    (ids, mask, labels) → the trained classifier, in eval mode.
+
+    Adam with β = (0.7, 0.99), the top group's rate `lr_top`; each switch turns one technique off:
+    ``discriminative`` (÷ 2.6 per group below), ``slanted`` (STLR over all the updates; otherwise a
+    constant rate), ``gradual`` (one more group from the top each epoch); ``frozen`` trains only the
+    head throughout. The run is seeded by `seed` (weights of the head, dropout, batch order), so the
+    same call gives the same classifier on the same machine.
+    """
+    if not isinstance(bilm, BiLM):
+        raise TypeError(f"bilm must be a onehot2gpt.elmo.BiLM (load_bilm gives one), got {type(bilm).__name__}")
+    _check_labelled(ids, mask, labels, "training")
+    if int(labels.min()) < 0 or int(labels.max()) >= n_classes:
+        raise ValueError(f"labels must be in 0 … {n_classes - 1}")
+    epochs, batch_size = check_positive_int(epochs, "epochs"), check_positive_int(batch_size, "batch_size")
+    check_positive_number(lr_top, "lr_top")
+    set_seed(seed)
+    model = LMClassifier(bilm if pretrained else BiLM(bilm.config), n_classes=n_classes)
+    groups = model.groups()
+    rates = discriminative_lrs(lr_top, len(groups), factor=2.6 if discriminative else 1.0)
+    optimizer = torch.optim.Adam([{"params": g, "lr": r} for g, r in zip(groups, rates)], betas=(0.7, 0.99))
+    order = torch.Generator().manual_seed(seed)
+    per_epoch = math.ceil(len(labels) / batch_size)
+    step, total = 0, epochs * per_epoch
+    for epoch in range(epochs):
+        trained = 1 if frozen else trainable_groups(epoch, len(groups), gradual)
+        for g, group in enumerate(groups):
+            for p in group:
+                p.requires_grad_(g >= len(groups) - trained)
+        model.train()
+        shuffled = torch.randperm(len(labels), generator=order)
+        for b in range(per_epoch):
+            batch = shuffled[b * batch_size:(b + 1) * batch_size]
+            scale = slanted_triangular_lr(step, total, 1.0) if slanted else 1.0
+            for param_group, rate in zip(optimizer.param_groups, rates):
+                param_group["lr"] = rate * scale
+            width = int(mask[batch].sum(1).max())
+            loss = F.cross_entropy(model(ids[batch, :width], mask[batch, :width]), labels[batch])
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"the loss became {loss.item()} at update {step}: lower lr_top "
+                                         f"(now {lr_top}) and run again")
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step += 1
+    for p in model.parameters():
+        p.requires_grad_(True)
+    return model.eval()
+
+
+@torch.no_grad()
+def classifier_accuracy(model: LMClassifier, ids: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor) -> float:
+    """The share of rows whose top class is their label (the model in eval mode)."""
+    if not isinstance(model, LMClassifier):
+        raise TypeError(f"model must be an LMClassifier, got {type(model).__name__}")
+    _check_labelled(ids, mask, labels, "test")
+    model.eval()
+    return (model(ids, mask).argmax(-1) == labels).float().mean().item()
+
+
+def load_ablation(path: str | Path | None = None) -> dict:
+    """bench/ulmfit.py's last full run (``data/results/ulmfit-ablation.json`` by default) → its record:
+    {"accuracy": {setting: [test accuracy per seed]}, "seeds", "recipe", "command", ...}, checked to
+    hold every setting of :data:`ABLATION_SETTINGS` with one accuracy in [0, 1] per seed."""
+    path = Path(ABLATION_FILE if path is None else path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `python bench/ulmfit.py` from the repository root "
+                                "to make it (about 7 minutes on 2 cores)")
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path} is not valid JSON ({err}); run `python bench/ulmfit.py` again") from err
+    seeds = record.get("seeds") if isinstance(record, dict) else None
+    accuracy = record.get("accuracy") if isinstance(record, dict) else None
+    if not isinstance(seeds, list) or not seeds or not isinstance(accuracy, dict):
+        raise ValueError(f"{path} lacks its 'seeds' list or its 'accuracy' table; run `python bench/ulmfit.py` again")
+    missing = [name for name in ABLATION_SETTINGS if name not in accuracy]
+    if missing:
+        raise ValueError(f"{path} has no results for {', '.join(missing)}; run `python bench/ulmfit.py` again")
+    for name, values in accuracy.items():
+        if (not isinstance(values, list) or len(values) != len(seeds)
+                or not all(isinstance(v, (int, float)) and 0 <= v <= 1 for v in values)):
+            raise ValueError(f"{path}: {name!r} needs one accuracy in [0, 1] per seed ({len(seeds)}), got {values!r}")
+    return record
