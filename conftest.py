@@ -37,7 +37,7 @@ os.environ.setdefault("TQDM_MININTERVAL", "1")
 # suite together, so it is split in two halves of about equal time (tests/screenshots/timings.json),
 # one per worker, each with its own JupyterLab server and Chromium; the other groups fill in after.
 BROWSER = "tests/test_browser.py"
-BROWSER_HALF_B = {"04_elmo", "09_gpt", "06_transformer", "11_beyond", "01_onehot", "05_attention"}
+BROWSER_HALF_B = {"09_gpt", "04_elmo", "06_transformer", "11_beyond", "07_bert_pretraining", "05_attention", "01_onehot"}
 
 # Seconds each group took on one thread per process (2 workers on 2 cores; the heaviest; every other
 # group counts 1). The two browser halves start first, one on each worker.
@@ -49,7 +49,7 @@ EXPECTED_SECONDS = {
 }
 STUDENT_RUN = "tests/test_notebooks.py::test_student_version_fails_exactly_its_checks_and_course_outputs_match"
 # The fallback runs (no browser): seconds of the same run in the browser on the slow 2-core machine.
-STUDENT_SECONDS = {"08_": 272, "04_": 200, "09_": 196, "10_": 115, "02_": 92, "11_": 88, "06_": 84, "03_": 66, "07_": 52}
+STUDENT_SECONDS = {"08_": 272, "09_": 170, "04_": 90, "10_": 115, "02_": 92, "11_": 88, "06_": 84, "03_": 66, "07_": 52}
 
 
 def _group(item: pytest.Item) -> str | None:
