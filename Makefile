@@ -16,15 +16,17 @@ $(STAMP): requirements.txt requirements-lock.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
+# The venv is installed without byte-compiling (tools/lock.py): Python compiles what is imported on
+# first use and keeps it, also where the shell sets PYTHONDONTWRITEBYTECODE.
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/
+	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/jupyter lab notebooks/
 
 # Two pytest-xdist workers, each process on one torch thread (conftest.py sets it, and groups the
 # tests so that each test module stays on one worker): the browser test in two halves, one per
 # worker (every notebook's one run: its student version and the course's stored outputs), then the
 # library tests. See the README.
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadgroup
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n 2 --dist loadgroup
 
 # The course on Google Colab's package versions (requirements-colab.txt; see the README's Colab
 # section): a separate environment, the install check, the library and widget tests, every

@@ -148,3 +148,16 @@ def test_make_installs_from_the_lock():
     makefile = (ROOT / "Makefile").read_text()
     assert "requirements-lock.txt" in makefile.split("$(STAMP):")[1].splitlines()[0]
     assert "tools/lock.py install" in makefile
+
+
+def test_an_install_without_bytecode_runs_with_bytecode_writing_on():
+    """tools/lock.py installs without byte-compiling (half the install's time); Python then compiles
+    what is imported and keeps it only if it may write bytecode, so the commands that run the
+    course make sure it may, even where the shell sets PYTHONDONTWRITEBYTECODE."""
+    source = (ROOT / "tools" / "lock.py").read_text(encoding="utf-8")
+    assert source.count('"--no-compile"') == 2, "both pip steps of tools/lock.py install should skip byte-compiling"
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    for target in ("lab", "test"):
+        recipe = makefile.split(f"\n{target}: $(STAMP)\n")[1].split("\n\n")[0]
+        assert recipe.strip().startswith("env -u PYTHONDONTWRITEBYTECODE "), \
+            f"make {target} should run Python with bytecode writing on: {recipe.strip()!r}"

@@ -10,6 +10,12 @@ requirements.txt`` adds whatever this platform needs that the lock does not list
 torch wheel, for instance, pulls NVIDIA libraries that the CPU wheel does not) and is a no-op
 otherwise, and ``pip check`` confirms that the result is consistent.
 
+The halves are installed with ``--no-compile``: pip would otherwise byte-compile every module of
+every package (torch alone has thousands), half of the install's time, while the course imports
+a fraction of them. Python compiles a module the first time it is imported and keeps the .pyc in
+the venv, so `make lab` and `make test` run Python with bytecode writing on
+(``env -u PYTHONDONTWRITEBYTECODE``) even where the shell switches it off.
+
     python tools/lock.py install     # what `make lab` and `make test` run (with the venv's python)
     python tools/lock.py write       # regenerate the lock from the running environment
 
@@ -124,12 +130,12 @@ def install(path: Path = LOCK, requirements: Path = REQUIREMENTS) -> None:
         for k, half in enumerate(halves):
             part = Path(tmp) / f"half{k + 1}.txt"
             part.write_text("\n".join(half) + "\n", encoding="utf-8")
-            processes.append(subprocess.Popen(pip("install", "--quiet", "--no-deps", "-r", str(part))))
+            processes.append(subprocess.Popen(pip("install", "--quiet", "--no-deps", "--no-compile", "-r", str(part))))
         failed = [k + 1 for k, p in enumerate(processes) if p.wait() != 0]
     if failed:
         raise SystemExit(f"pip could not install half {failed[0]} of {path.name} (its message is above); "
                          f"fix that, then run the command again (a package pip did install stays installed)")
-    subprocess.run(pip("install", "--quiet", "-r", str(requirements)), check=True)
+    subprocess.run(pip("install", "--quiet", "--no-compile", "-r", str(requirements)), check=True)
     check = subprocess.run(pip("check"), capture_output=True, text=True)
     if check.returncode != 0:
         raise SystemExit(f"the installed packages do not fit together (pip check):\n{check.stdout}"
