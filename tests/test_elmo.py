@@ -234,6 +234,23 @@ def features(vocab):
     return ElmoFeatures(BiLM(BiLMConfig.tiny(len(vocab))), vocab)
 
 
+def test_elmo_features_batch_by_length_and_return_the_sentences_in_their_order(features):
+    # more sentences than one batch, lengths mixed: each row equals that sentence encoded alone
+    words = ["the", "bank", "of", "river", "she", "paid", "money"]
+    g = torch.Generator().manual_seed(3)
+    sentences = [[words[int(k)] for k in torch.randint(len(words), (int(n),), generator=g)]
+                 for n in torch.randint(1, 9, (11,), generator=g)]
+    features.batch_size = 4
+    layers, mask = features.encode(sentences)
+    assert layers.shape[:2] == mask.shape == (11, max(len(s) for s in sentences))
+    for b, sentence in enumerate(sentences):
+        alone, alone_mask = features.encode([sentence])
+        n = len(sentence)
+        assert mask[b].sum() == n and bool(alone_mask.all())
+        torch.testing.assert_close(layers[b, :n], alone[0], atol=1e-6, rtol=1e-5)
+        assert not layers[b, n:].any(), "padding positions stay zero"
+
+
 def test_elmo_features_pad_strip_boundaries_and_map_unknown_words(features, vocab):
     sentences = [["The", "bank", "of", "the", "river"], ["she", "paid"], ["zebra", "giraffe"]]
     layers, mask = features.encode(sentences)

@@ -369,18 +369,24 @@ class ElmoFeatures:
 
     @torch.no_grad()
     def encode(self, sentences: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
-        """List of token lists → (layers (B, T, L+1, 2H), mask (B, T) bool), T = longest sentence."""
+        """List of token lists → (layers (B, T, L+1, 2H), mask (B, T) bool), T = longest sentence.
+
+        The sentences run in batches of similar length (each batch only as long as its longest
+        sentence), and come back in the order given."""
         ids, mask = self.ids(sentences)
         self.bilm.eval()
         device = next(self.bilm.parameters()).device
-        parts = []
+        lengths = mask.sum(1)
+        order = lengths.argsort(stable=True)                                  # similar lengths share a batch
+        layers = None
         for i in range(0, len(ids), self.batch_size):
-            part_mask = mask[i:i + self.batch_size]
-            n = int(part_mask.sum(1).max())
-            layers = self.bilm.representations(ids[i:i + self.batch_size, :n].to(device),
-                                               part_mask[:, :n].to(device))
-            parts.append(F.pad(layers, (0, 0, 0, 0, 0, ids.shape[1] - n)).cpu())   # pad T back
-        layers = torch.cat(parts)[:, 1:-1]                                    # drop <bos>, last <eos>
+            rows = order[i:i + self.batch_size]
+            n = int(lengths[rows].max())
+            part = self.bilm.representations(ids[rows, :n].to(device), mask[rows, :n].to(device)).cpu()
+            if layers is None:
+                layers = part.new_zeros(len(ids), ids.shape[1], *part.shape[2:])
+            layers[rows, :n] = part
+        layers = layers[:, 1:-1]                                              # drop <bos>, last <eos>
         # Row b has its <eos> at position len_b (after dropping <bos>): mask it out.
         real = mask[:, 2:]                                                    # (B, T)
         return layers * real[:, :, None, None], real
