@@ -118,14 +118,13 @@ def test_colab_cell_installs_the_course_in_a_fresh_environment(tmp_path):
     """The Colab branch, forced, in a new virtual environment whose "preinstalled" packages (torch,
     transformers, …, as on Colab) come from this one; the repository is this checkout."""
     env_dir = tmp_path / "colab-env"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
+    # No pip or setuptools of its own (ensurepip's setuptools is too old to build an editable wheel
+    # offline): Colab's are recent, as are this environment's, which the .pth file below provides;
+    # pip run by the new interpreter installs into the new environment.
+    venv.EnvBuilder(with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
     own_site = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
                               capture_output=True, text=True, check=True).stdout.strip()
-    # venv's bundled setuptools is too old to build an editable wheel offline; Colab's is recent,
-    # as is this environment's, which the .pth file below provides.
-    subprocess.run([str(python), "-m", "pip", "uninstall", "--quiet", "--yes", "setuptools"], check=True,
-                   capture_output=True)
     # A path line in a .pth file adds this environment's packages without running its .pth files,
     # so the editable install of this checkout is not visible there: only the fresh clone's will be.
     Path(own_site, "zz_preinstalled.pth").write_text("\n".join(site.getsitepackages()) + "\n")

@@ -204,6 +204,23 @@ def test_lm_weight_adds_lambda_times_the_next_token_loss_over_real_tokens():
     assert not torch.allclose(with_pads, l1)
 
 
+def test_loss_gradients_are_those_of_l2_plus_lambda_l1_computed_row_by_row():
+    # gpt1_loss computes the LM logits only where a real next token is predicted; its gradient must
+    # be that of the plain formula, and λ = 0 must leave L1 out of the backward pass entirely.
+    for weight in (0.7, 0.0):
+        model = tiny_classifier().eval()                    # no dropout: the two passes must agree
+        batch = padded_batch()
+        loss = gpt1_loss(model, batch, lm_weight=weight)
+        assert loss.lm.requires_grad == (weight != 0)
+        loss.total.backward()
+        ours = {name: p.grad.clone() for name, p in model.named_parameters()}
+        model.zero_grad()
+        clf = F.cross_entropy(model(batch["input_ids"], batch["lengths"]).logits, batch["labels"])
+        (clf + weight * independent_l1(model.gpt, batch["input_ids"], batch["lengths"])).backward()
+        for name, p in model.named_parameters():
+            torch.testing.assert_close(ours[name], p.grad, msg=f"λ = {weight}: gradient of {name}")
+
+
 def test_padding_values_do_not_change_the_loss():
     model = tiny_classifier()
     batch = padded_batch()

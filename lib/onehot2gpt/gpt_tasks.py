@@ -219,6 +219,12 @@ class GPTForSequenceClassification(nn.Module):
         last = last_positions(input_ids, lengths, attention_mask)              # (B,)
         return hidden[torch.arange(hidden.size(0), device=hidden.device), last], hidden
 
+    def logits_and_states(self, input_ids, lengths=None, attention_mask=None):
+        """→ (class logits (B, n_labels), final hidden states (B, T, D)): the forward pass without
+        the LM logits, which :func:`gpt1_loss` computes only where a real next token is predicted."""
+        h, hidden = self.extract_states(input_ids, lengths, attention_mask)
+        return self.classifier(self.dropout(h)), hidden
+
     def forward(self, input_ids, lengths=None, attention_mask=None) -> GPTClassifierOutput:
         h, hidden = self.extract_states(input_ids, lengths, attention_mask)
         return GPTClassifierOutput(self.classifier(self.dropout(h)), self.gpt.lm_head(hidden))
@@ -238,7 +244,8 @@ class GPTForMultipleChoice(GPTForSequenceClassification):
     def __init__(self, gpt: GPT, dropout: float = 0.1):
         super().__init__(gpt, n_labels=1, dropout=dropout)
 
-    def forward(self, input_ids, lengths=None, attention_mask=None) -> GPTClassifierOutput:
+    def logits_and_states(self, input_ids, lengths=None, attention_mask=None):
+        """→ (scores (B, K), final hidden states (B·K, T, D), one row per answer)."""
         if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 3:
             shape = tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
             raise ValueError(f"multiple choice reads input_ids shaped (B, K, T): K answers per question; "
@@ -249,8 +256,12 @@ class GPTForMultipleChoice(GPTForSequenceClassification):
             if x is not None and tuple(torch.as_tensor(x).shape) != shape:
                 raise ValueError(f"{name} must be shaped {shape} like the questions and answers; "
                                  f"got {tuple(torch.as_tensor(x).shape)}")
-        scores, lm_logits = super().forward(input_ids.flatten(0, 1), flat(lengths), flat(attention_mask))
-        return GPTClassifierOutput(scores.view(B, K), lm_logits.view(B, K, T, -1))
+        scores, hidden = super().logits_and_states(input_ids.flatten(0, 1), flat(lengths), flat(attention_mask))
+        return scores.view(B, K), hidden
+
+    def forward(self, input_ids, lengths=None, attention_mask=None) -> GPTClassifierOutput:
+        scores, hidden = self.logits_and_states(input_ids, lengths, attention_mask)
+        return GPTClassifierOutput(scores, self.gpt.lm_head(hidden).view(*input_ids.shape, -1))
 
 
 # ------------------------------------------------------------------------------ the loss
@@ -271,14 +282,16 @@ def _check_labels(labels, n_labels: int, choices: bool = False) -> None:
                          f"(labels 0 … {n_labels - 1})")
 
 
-def _lm_sum(lm_logits, ids, lengths) -> tuple[torch.Tensor, int]:
-    """(Summed next-token cross-entropy of the real positions, their count): token t + 1 is the
-    target of position t while t + 1 < length, so ``<start>`` is never predicted and ``<extract>`` is."""
-    targets = ids[:, 1:].masked_fill(torch.arange(1, ids.size(1), device=ids.device) >= lengths[:, None],
-                                     IGNORE_INDEX)                                     # (B, T − 1)
-    loss = F.cross_entropy(lm_logits[:, :-1].flatten(0, 1), targets.flatten(),
-                           ignore_index=IGNORE_INDEX, reduction="sum")
-    return loss, int((targets != IGNORE_INDEX).sum())
+def _lm_sum(gpt, hidden, ids, lengths) -> tuple[torch.Tensor, int]:
+    """(Summed next-token cross-entropy of the real positions, their count) from the final hidden
+    states (R, T, D) of rows `ids` (R, T): token t + 1 is the target of position t while
+    t + 1 < length, so ``<start>`` is never predicted and ``<extract>`` is. The LM logits are
+    computed at those positions only: with a vocabulary of 30,000 pieces and a small model, the
+    output layer costs several times the blocks, and padding would pay for it too."""
+    keep = torch.arange(1, ids.size(1), device=ids.device) < lengths[:, None]   # (R, T − 1)
+    logits = gpt.lm_head(hidden[:, :-1][keep])                                  # (n, V)
+    loss = F.cross_entropy(logits.float(), ids[:, 1:][keep], reduction="sum")
+    return loss, int(keep.sum())
 
 
 def _n_classes(model, ids) -> int:
@@ -311,9 +324,10 @@ def gpt1_loss(model: GPTForSequenceClassification, batch: dict, lm_weight: float
     rows, row_lengths = _rows(ids, batch.get("lengths"))
     row_lengths = last_positions(rows, row_lengths) + 1                        # (R,)
     _check_labels(labels, n_classes, choices=ids.dim() == 3)
-    logits, lm_logits = model(ids, row_lengths.view(ids.shape[:-1]))
+    logits, hidden = model.logits_and_states(ids, row_lengths.view(ids.shape[:-1]))
     clf = F.cross_entropy(logits, labels)
-    lm_sum, count = _lm_sum(lm_logits.flatten(0, -3), rows, row_lengths)
+    with torch.set_grad_enabled(torch.is_grad_enabled() and lm_weight != 0):   # λ = 0: L1 only reported
+        lm_sum, count = _lm_sum(model.gpt, hidden, rows, row_lengths)
     lm = lm_sum / max(count, 1)
     return GPT1Loss(clf if lm_weight == 0 else clf + lm_weight * lm, clf, lm)
 
@@ -606,11 +620,12 @@ def evaluate_gpt(model: GPTForSequenceClassification, data: dict, batch_size: in
     predictions, clf_sum, lm_sum, lm_count = [], 0.0, 0.0, 0
     for index in torch.arange(N).split(batch_size):
         batch = _batch(data, index, device)
-        logits, lm_logits = model(batch["input_ids"], batch["lengths"])
+        logits, hidden = model.logits_and_states(batch["input_ids"], batch["lengths"])
         predictions.append(logits.argmax(-1).cpu())
         if "labels" in batch:
             clf_sum += F.cross_entropy(logits.float(), batch["labels"], reduction="sum").item()
-            s, c = _lm_sum(lm_logits.float().flatten(0, -3), *_rows(batch["input_ids"], batch["lengths"]))
+            rows, row_lengths = _rows(batch["input_ids"], batch["lengths"])
+            s, c = _lm_sum(model.gpt, hidden, rows, last_positions(rows, row_lengths) + 1)
             lm_sum, lm_count = lm_sum + s.item(), lm_count + c
     model.train(was_training)
     result: dict = {"predictions": torch.cat(predictions)}
