@@ -46,6 +46,13 @@ EXPECTED_SECONDS = {
     f"{BROWSER} (half B)": 330,
     "tests/test_grading.py": 80,
     "tests/test_autograders.py": 27,
+    # Modules with one long test: queued before the one-second groups, so that none of them is left
+    # for the end while the other worker has nothing to do (test_notebooks.py: the nbval-lax run of
+    # notebook 01, about 30 s; test_course.py: the Colab cell's fresh environment, about 10 s).
+    "tests/test_notebooks.py": 40,
+    "tests/test_course.py": 15,
+    "tests/test_bert_pretraining.py": 15,
+    "tests/test_subword.py": 12,
 }
 STUDENT_RUN = "tests/test_notebooks.py::test_student_version_fails_exactly_its_checks_and_course_outputs_match"
 # The fallback runs (no browser): seconds of the same run in the browser on the slow 2-core machine.
