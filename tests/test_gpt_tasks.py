@@ -483,6 +483,39 @@ def test_finetune_gpt_learns_a_multiple_choice_task():
     assert after["loss"] < before["loss"]
 
 
+def test_evaluate_gpt_gives_multiple_choice_predictions_in_the_questions_order():
+    # evaluate_gpt runs questions sorted by their longest answer; the predictions come back in order.
+    model = tiny_chooser()
+    test = toy_choices(40, seed=3)
+    assert not torch.equal(test["lengths"].amax(-1), test["lengths"].amax(-1).sort().values)
+    one_by_one = torch.cat([evaluate_gpt(model, {k: v[i:i + 1] for k, v in test.items()})["predictions"]
+                            for i in range(40)])
+    result = evaluate_gpt(model, test, batch_size=8)
+    assert result["predictions"].tolist() == one_by_one.tolist()
+    assert result["accuracy"] == pytest.approx((one_by_one == test["labels"]).float().mean().item())
+
+
+@pytest.mark.parametrize("choices", [False, True])
+def test_finetune_gpt_group_by_length_trims_padding_and_still_learns(choices, monkeypatch):
+    from onehot2gpt import gpt_tasks
+
+    train, test = (toy_choices(256, seed=1), toy_choices(128, seed=2)) if choices else \
+        (toy_task(256, seed=1), toy_task(128, seed=2))
+    widths, batch = [], gpt_tasks._batch
+    monkeypatch.setattr(gpt_tasks, "_batch", lambda *a: widths.append((b := batch(*a))["input_ids"].numel()) or b)
+    tokens = {}
+    for grouped in (False, True):
+        widths.clear()
+        torch.manual_seed(0)
+        model = GPTForMultipleChoice(tiny_gpt()) if choices else GPTForSequenceClassification(tiny_gpt(), n_labels=2)
+        history = finetune_gpt(model, train, lm_weight=0.5, epochs=8, batch_size=32, lr=3e-3, warmup=0.1,
+                               progress=False, group_by_length=grouped)
+        assert len(history["total"]) == len(widths) == 8 * 256 // 32
+        tokens[grouped] = sum(widths)
+        assert evaluate_gpt(model, test)["accuracy"] >= 0.9, f"group_by_length={grouped} did not learn"
+    assert tokens[True] < 0.9 * tokens[False]
+
+
 def test_shuffled_ending_choices_hold_the_true_ending_and_a_reordering_of_it():
     words = "one two three four five six seven eight nine ten eleven twelve .".split()
     sentences = [" ".join(words[:k] + words[-1:]) for k in range(4, 13)]    # 5 to 13 words

@@ -567,10 +567,17 @@ def _batch(data: dict, index: torch.Tensor, device) -> dict[str, torch.Tensor]:
             for k, v in data.items() if k in ("input_ids", "lengths", "labels")}
 
 
+def _longest(lengths) -> torch.Tensor:
+    """Each row's length (N,): for multiple choice (N, K), its longest answer's."""
+    lengths = torch.as_tensor(lengths)
+    return lengths.amax(-1) if lengths.dim() == 2 else lengths
+
+
 def finetune_gpt(model: GPTForSequenceClassification, data: dict, *, lm_weight: float = 0.5,
                  epochs: int = 3, batch_size: int = 32, lr: float = 6.25e-5, warmup: float = 0.002,
                  weight_decay: float = 0.01, clip: float = 1.0, max_steps: int | None = None,
-                 seed: int = 0, progress: bool = True, desc: str = "fine-tune") -> dict[str, list[float]]:
+                 seed: int = 0, progress: bool = True, desc: str = "fine-tune",
+                 group_by_length: bool = False) -> dict[str, list[float]]:
     """Fine-tune on `data` (:func:`encode_for_gpt` with labels; for a :class:`GPTForMultipleChoice`,
     :func:`encode_choices_for_gpt`) by GPT-1's recipe → the losses per step: {"total": L3, "clf": L2,
     "lm": L1}. A batch holds `batch_size` rows of `data`: texts, or questions with all their answers.
@@ -578,8 +585,12 @@ def finetune_gpt(model: GPTForSequenceClassification, data: dict, *, lm_weight: 
     AdamW (weight decay 0.01 on matrices only), lr rising linearly over the first `warmup` share of
     the steps (GPT-1: 0.2%) then falling linearly to 0, `epochs` shuffled passes (seeded), gradients
     clipped to norm `clip`. Dropout draws from torch's global generator: call
-    :func:`onehot2gpt.utils.set_seed` first to repeat a run.
+    :func:`onehot2gpt.utils.set_seed` first to repeat a run. A batch runs only up to its longest
+    row; `group_by_length` puts rows of about the same length (a question's longest answer) in a
+    batch, so that little padding is left (:func:`onehot2gpt.bert_tasks.epoch_batches`).
     """
+    from .bert_tasks import epoch_batches
+
     _check_data(model, data, training=True)
     n = data["input_ids"].size(0)
     opt, sched, steps = fine_tuning_optimizer(model, n, epochs=epochs, batch_size=batch_size,
@@ -588,11 +599,12 @@ def finetune_gpt(model: GPTForSequenceClassification, data: dict, *, lm_weight: 
     params = [q for group in opt.param_groups for q in group["params"]]       # the trainable ones
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
+    lengths = _longest(data["lengths"])
     history: dict[str, list[float]] = {"total": [], "clf": [], "lm": []}
     model.train()
     with tqdm(total=steps, desc=desc, disable=not progress, mininterval=1.0) as bar:
         while len(history["total"]) < steps:
-            for index in torch.randperm(n, generator=g).split(batch_size):
+            for index in epoch_batches(lengths, batch_size, g, group_by_length):
                 loss = gpt1_loss(model, _batch(data, index, device), lm_weight)
                 optimizer_step(loss.total, opt, sched, params, clip)
                 check_finite_loss(loss.total, len(history["total"]), lr=lr, what=desc)
@@ -618,7 +630,12 @@ def evaluate_gpt(model: GPTForSequenceClassification, data: dict, batch_size: in
     device = next(model.parameters()).device
     N = data["input_ids"].size(0)
     predictions, clf_sum, lm_sum, lm_count = [], 0.0, 0.0, 0
-    for index in torch.arange(N).split(batch_size):
+    # Rows in order of length, so that a batch holds rows of about the same length and little
+    # padding (the predictions are put back in the rows' order below).
+    order = _longest(data["lengths"]).argsort(stable=True)
+    back = torch.empty_like(order)
+    back[order] = torch.arange(N)
+    for index in order.split(batch_size):
         batch = _batch(data, index, device)
         logits, hidden = model.logits_and_states(batch["input_ids"], batch["lengths"])
         predictions.append(logits.argmax(-1).cpu())
@@ -628,7 +645,7 @@ def evaluate_gpt(model: GPTForSequenceClassification, data: dict, batch_size: in
             s, c = _lm_sum(model.gpt, hidden, rows, last_positions(rows, row_lengths) + 1)
             lm_sum, lm_count = lm_sum + s.item(), lm_count + c
     model.train(was_training)
-    result: dict = {"predictions": torch.cat(predictions)}
+    result: dict = {"predictions": torch.cat(predictions)[back]}
     if "labels" in data:
         result["accuracy"] = (result["predictions"] == data["labels"].cpu()).float().mean().item()
         result["loss"] = clf_sum / N
