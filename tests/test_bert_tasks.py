@@ -19,8 +19,9 @@ from onehot2gpt.bert import (BertConfig, BertForQuestionAnswering, BertForSequen
                              BertForTokenClassification, BertModel)
 from onehot2gpt.subword import WordPieceTokenizer
 from onehot2gpt import bert_tasks
+from onehot2gpt.training import epoch_batches
 from onehot2gpt.bert_tasks import (IGNORE_INDEX, SNLI_LABELS, UPOS_TAGS, decode_answer, encode_pairs,
-                              encode_sentences, encode_squad, encode_tagged, epoch_batches, evaluate, finetune,
+                              encode_sentences, encode_squad, encode_tagged, evaluate, finetune,
                               predict_spans, select, split_by_article, squad_evaluate,
                               squad_exact_match, squad_f1, squad_normalize, tag_accuracy, word_spans)
 

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .bert import best_span
-from .training import fine_tuning_optimizer, optimizer_step, pad_batch
+from .training import epoch_batches, fine_tuning_optimizer, optimizer_step, pad_batch
 from .subword import is_punctuation
 from .utils import IGNORE_INDEX, check_finite_loss
 SNLI_LABELS = ("entailment", "neutral", "contradiction")
@@ -505,38 +505,6 @@ def qa_loss(model, batch: dict) -> torch.Tensor:
     batch: the mean of the start and end cross-entropies, each a softmax over the context and
     [CLS] (position 0: "the answer is not in this window")."""
     return _forward(model, batch, "qa")[0]
-
-
-GROUP_BATCHES = 50        # group_by_length: rows are sorted by length within 50 batches' worth
-
-
-def epoch_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Generator,
-                  group_by_length: bool = False) -> list[torch.Tensor]:
-    """One epoch's batches of row ids: every row once, in ``ceil(n / batch_size)`` batches.
-
-    By default a random permutation cut into batches. With `group_by_length`, rows of about the
-    same length share a batch, so that trimming each batch to its longest row (as
-    :func:`finetune` does) leaves little padding: the permutation is cut into chunks of
-    ``GROUP_BATCHES`` batches, each chunk is sorted by length (longest first) and cut into
-    batches, and the batches are shuffled (the "length-grouped sampler" of Hugging Face's
-    Trainer). Which rows meet in a batch is then less random, which costs nothing measurable in
-    fine-tuning; the work saved is the padding: random batches of short sentences pad to the
-    longest of 32.
-    """
-    lengths = torch.as_tensor(lengths)
-    if lengths.dim() != 1 or lengths.is_floating_point() or lengths.is_complex():
-        raise TypeError(f"lengths must be a 1-d integer tensor (one length per row); got "
-                        f"{lengths.dtype} of shape {tuple(lengths.shape)}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    perm = torch.randperm(len(lengths), generator=generator)
-    if not group_by_length:
-        return list(perm.split(batch_size))
-    batches = []
-    for chunk in perm.split(batch_size * GROUP_BATCHES):
-        longest_first = lengths[chunk].argsort(descending=True, stable=True)
-        batches += chunk[longest_first].split(batch_size)
-    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
 def finetune(model, data: dict, *, task: str, epochs: int = 3, batch_size: int = 32,

@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 
 from .attention import causal_mask
 from .gpt import GPT
-from .training import fine_tuning_optimizer, optimizer_step
+from .training import epoch_batches, fine_tuning_optimizer, optimizer_step
 from .subword import longest_first
 from .utils import IGNORE_INDEX, as_ids, check_finite_loss
 
@@ -587,10 +587,8 @@ def finetune_gpt(model: GPTForSequenceClassification, data: dict, *, lm_weight: 
     clipped to norm `clip`. Dropout draws from torch's global generator: call
     :func:`onehot2gpt.utils.set_seed` first to repeat a run. A batch runs only up to its longest
     row; `group_by_length` puts rows of about the same length (a question's longest answer) in a
-    batch, so that little padding is left (:func:`onehot2gpt.bert_tasks.epoch_batches`).
+    batch, so that little padding is left (:func:`onehot2gpt.training.epoch_batches`).
     """
-    from .bert_tasks import epoch_batches
-
     _check_data(model, data, training=True)
     n = data["input_ids"].size(0)
     opt, sched, steps = fine_tuning_optimizer(model, n, epochs=epochs, batch_size=batch_size,

@@ -1,6 +1,7 @@
 """The training pieces every library trainer shares, in one place: AdamW with weight decay on the
 matrices only, the fine-tuning recipe (warm-up then linear decay), one update step, the two
-learning-rate schedules of the course, and padding a batch of id lists.
+learning-rate schedules of the course, padding a batch of id lists, and the batches of one
+fine-tuning epoch (optionally grouped by length).
 
 The loops that use them sit beside their models: :mod:`onehot2gpt.transformer_tasks` (notebook
 06's encoder–decoder), :mod:`onehot2gpt.bert_pretraining` and :mod:`onehot2gpt.bert_tasks`
@@ -21,7 +22,7 @@ from collections.abc import Iterable, Sequence
 import torch
 
 __all__ = ["adamw", "fine_tuning_optimizer", "optimizer_step", "cosine_lr", "inverse_sqrt_schedule",
-           "pad_batch"]
+           "pad_batch", "epoch_batches"]
 
 
 def adamw(parameters: Iterable[torch.nn.Parameter], *, lr: float, weight_decay: float,
@@ -98,3 +99,36 @@ def pad_batch(rows: Sequence[Sequence[int]], pad_id: int = 0) -> torch.Tensor:
     for i, r in enumerate(rows):
         out[i, :len(r)] = torch.as_tensor(list(r), dtype=torch.long)
     return out
+
+
+GROUP_BATCHES = 50        # group_by_length: rows are sorted by length within 50 batches' worth
+
+
+def epoch_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Generator,
+                  group_by_length: bool = False) -> list[torch.Tensor]:
+    """One epoch's batches of row ids: every row once, in ``ceil(n / batch_size)`` batches.
+
+    By default a random permutation cut into batches. With `group_by_length`, rows of about the
+    same length share a batch, so that trimming each batch to its longest row (as
+    :func:`onehot2gpt.bert_tasks.finetune` and :func:`onehot2gpt.gpt_tasks.finetune_gpt` do)
+    leaves little padding: the permutation is cut into chunks of
+    ``GROUP_BATCHES`` batches, each chunk is sorted by length (longest first) and cut into
+    batches, and the batches are shuffled (the "length-grouped sampler" of Hugging Face's
+    Trainer). Which rows meet in a batch is then less random, though the batches still come in a
+    random order; the work saved is the padding, since a random batch of mostly short sentences
+    pads them all to its longest.
+    """
+    lengths = torch.as_tensor(lengths)
+    if lengths.dim() != 1 or lengths.is_floating_point() or lengths.is_complex():
+        raise TypeError(f"lengths must be a 1-d integer tensor (one length per row); got "
+                        f"{lengths.dtype} of shape {tuple(lengths.shape)}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    perm = torch.randperm(len(lengths), generator=generator)
+    if not group_by_length:
+        return list(perm.split(batch_size))
+    batches = []
+    for chunk in perm.split(batch_size * GROUP_BATCHES):
+        longest_first = lengths[chunk].argsort(descending=True, stable=True)
+        batches += chunk[longest_first].split(batch_size)
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
