@@ -56,7 +56,7 @@ EXPECTED_SECONDS = {
 }
 STUDENT_RUN = "tests/test_notebooks.py::test_student_version_fails_exactly_its_checks_and_course_outputs_match"
 # The fallback runs (no browser): seconds of the same run in the browser on the slow 2-core machine.
-STUDENT_SECONDS = {"08_": 272, "09_": 170, "04_": 90, "10_": 115, "02_": 92, "11_": 88, "06_": 84, "03_": 66, "07_": 52}
+STUDENT_SECONDS = {"08_": 191, "09_": 145, "02_": 122, "10_": 115, "04_": 85, "11_": 75, "06_": 70, "03_": 69, "07_": 62}
 
 
 def _group(item: pytest.Item) -> str | None:
