@@ -19,7 +19,6 @@ from onehot2gpt.bert import (BertConfig, BertForQuestionAnswering, BertForSequen
                              BertForTokenClassification, BertModel)
 from onehot2gpt.subword import WordPieceTokenizer
 from onehot2gpt import bert_tasks
-from onehot2gpt.training import epoch_batches
 from onehot2gpt.bert_tasks import (IGNORE_INDEX, SNLI_LABELS, UPOS_TAGS, decode_answer, encode_pairs,
                               encode_sentences, encode_squad, encode_tagged, evaluate, finetune,
                               predict_spans, select, split_by_article, squad_evaluate,
@@ -368,54 +367,6 @@ def test_finetune_question_answering_overfits(tiny_tok, squad):
                                                      "context_mask", "start_positions", "end_positions")}
     losses = finetune(model, mixed, task="qa", epochs=2, batch_size=12, progress=False)
     assert all(torch.isfinite(torch.tensor(losses)))
-
-
-def _padded_tokens(batches, lengths) -> int:
-    return sum(int(lengths[b].max()) * len(b) for b in batches)
-
-
-@pytest.mark.parametrize("n", [1, 31, 32, 33, 1000, 3300])
-def test_epoch_batches_cover_every_row_once_in_as_many_batches_grouped_or_not(n):
-    lengths = torch.randint(1, 65, (n,), generator=torch.Generator().manual_seed(n))
-    for grouped in (False, True):
-        batches = epoch_batches(lengths, 32, torch.Generator().manual_seed(0), grouped)
-        assert len(batches) == -(-n // 32)
-        assert sorted(torch.cat(batches).tolist()) == list(range(n))
-        assert all(1 <= len(b) <= 32 for b in batches)
-
-
-def test_epoch_batches_ungrouped_are_the_permutation_cut_in_order():
-    # The default draws exactly what finetune drew before the option existed: runs repeat.
-    lengths = torch.randint(1, 65, (100,), generator=torch.Generator().manual_seed(1))
-    batches = epoch_batches(lengths, 32, torch.Generator().manual_seed(3))
-    assert torch.equal(torch.cat(batches), torch.randperm(100, generator=torch.Generator().manual_seed(3)))
-
-
-def test_epoch_batches_grouped_by_length_hold_similar_lengths_in_shuffled_order():
-    n, size = 1000, 32                               # one chunk: each batch a run of the sorted lengths
-    lengths = torch.randint(1, 65, (n,), generator=torch.Generator().manual_seed(2))
-    grouped = epoch_batches(lengths, size, torch.Generator().manual_seed(0), True)
-    spans = sorted((int(lengths[b].min()), int(lengths[b].max())) for b in grouped)
-    assert all(hi <= next_lo for (_, hi), (next_lo, _) in zip(spans, spans[1:])), "batches overlap in length"
-    randomly = epoch_batches(lengths, size, torch.Generator().manual_seed(0), False)
-    assert _padded_tokens(grouped, lengths) < 0.7 * _padded_tokens(randomly, lengths)
-    # Not longest first: the batches come shuffled, and another seed gives another order.
-    maxima = [int(lengths[b].max()) for b in grouped]
-    assert maxima != sorted(maxima, reverse=True) and maxima != sorted(maxima)
-    again = epoch_batches(lengths, size, torch.Generator().manual_seed(0), True)
-    other = epoch_batches(lengths, size, torch.Generator().manual_seed(1), True)
-    assert all(torch.equal(a, b) for a, b in zip(grouped, again))
-    assert [b.tolist() for b in other] != [b.tolist() for b in grouped]
-
-
-def test_epoch_batches_refuse_bad_lengths_and_sizes():
-    with pytest.raises(TypeError, match="integer"):
-        epoch_batches(torch.tensor([1.5, 2.0]), 2, torch.Generator(), True)
-    with pytest.raises(TypeError, match="1-d"):
-        epoch_batches(torch.ones(2, 3, dtype=torch.long), 2, torch.Generator(), True)
-    for bad in (0, -1, 2.0, True):
-        with pytest.raises(ValueError, match="batch_size"):
-            epoch_batches(torch.tensor([1, 2]), bad, torch.Generator())
 
 
 def test_finetune_group_by_length_trims_the_padding_and_still_learns(tiny_tok, monkeypatch):

@@ -1,12 +1,12 @@
-"""The training pieces every trainer shares: AdamW's parameter groups and the fine-tuning recipe
-(padding and the schedules are tested with their first users, in test_transformer_tasks.py and
+"""The training pieces every trainer shares: AdamW's parameter groups, the fine-tuning recipe and
+one epoch's batches (padding and the schedules are tested with their first users, in test_transformer_tasks.py and
 test_gpt_training.py)."""
 
 import pytest
 import torch
 from torch import nn
 
-from onehot2gpt.training import adamw, fine_tuning_optimizer
+from onehot2gpt.training import adamw, epoch_batches, fine_tuning_optimizer
 
 
 def test_adamw_decays_matrices_and_embeddings_only():
@@ -45,3 +45,53 @@ def test_gpt_fine_tuning_does_not_borrow_from_berts_task_module():
     tree = ast.parse(inspect.getsource(onehot2gpt.gpt_tasks))
     sources = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert "bert_tasks" not in sources and "training" in sources
+
+
+# -- one epoch's batches, grouped by length or not (fine-tuning loops of 08 and 09) -------------
+
+def _padded_tokens(batches, lengths) -> int:
+    return sum(int(lengths[b].max()) * len(b) for b in batches)
+
+
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 1000, 3300])
+def test_epoch_batches_cover_every_row_once_in_as_many_batches_grouped_or_not(n):
+    lengths = torch.randint(1, 65, (n,), generator=torch.Generator().manual_seed(n))
+    for grouped in (False, True):
+        batches = epoch_batches(lengths, 32, torch.Generator().manual_seed(0), grouped)
+        assert len(batches) == -(-n // 32)
+        assert sorted(torch.cat(batches).tolist()) == list(range(n))
+        assert all(1 <= len(b) <= 32 for b in batches)
+
+
+def test_epoch_batches_ungrouped_are_the_permutation_cut_in_order():
+    # The default draws exactly what finetune drew before the option existed: runs repeat.
+    lengths = torch.randint(1, 65, (100,), generator=torch.Generator().manual_seed(1))
+    batches = epoch_batches(lengths, 32, torch.Generator().manual_seed(3))
+    assert torch.equal(torch.cat(batches), torch.randperm(100, generator=torch.Generator().manual_seed(3)))
+
+
+def test_epoch_batches_grouped_by_length_hold_similar_lengths_in_shuffled_order():
+    n, size = 1000, 32                               # one chunk: each batch a run of the sorted lengths
+    lengths = torch.randint(1, 65, (n,), generator=torch.Generator().manual_seed(2))
+    grouped = epoch_batches(lengths, size, torch.Generator().manual_seed(0), True)
+    spans = sorted((int(lengths[b].min()), int(lengths[b].max())) for b in grouped)
+    assert all(hi <= next_lo for (_, hi), (next_lo, _) in zip(spans, spans[1:])), "batches overlap in length"
+    randomly = epoch_batches(lengths, size, torch.Generator().manual_seed(0), False)
+    assert _padded_tokens(grouped, lengths) < 0.7 * _padded_tokens(randomly, lengths)
+    # Not longest first: the batches come shuffled, and another seed gives another order.
+    maxima = [int(lengths[b].max()) for b in grouped]
+    assert maxima != sorted(maxima, reverse=True) and maxima != sorted(maxima)
+    again = epoch_batches(lengths, size, torch.Generator().manual_seed(0), True)
+    other = epoch_batches(lengths, size, torch.Generator().manual_seed(1), True)
+    assert all(torch.equal(a, b) for a, b in zip(grouped, again))
+    assert [b.tolist() for b in other] != [b.tolist() for b in grouped]
+
+
+def test_epoch_batches_refuse_bad_lengths_and_sizes():
+    with pytest.raises(TypeError, match="integer"):
+        epoch_batches(torch.tensor([1.5, 2.0]), 2, torch.Generator(), True)
+    with pytest.raises(TypeError, match="1-d"):
+        epoch_batches(torch.ones(2, 3, dtype=torch.long), 2, torch.Generator(), True)
+    for bad, error in ((0, ValueError), (-1, ValueError), (2.0, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="batch_size"):
+            epoch_batches(torch.tensor([1, 2]), bad, torch.Generator())
