@@ -21,8 +21,6 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-from .utils import check_positive_int
-
 __all__ = ["adamw", "fine_tuning_optimizer", "optimizer_step", "cosine_lr", "inverse_sqrt_schedule",
            "pad_batch", "epoch_batches"]
 
@@ -124,7 +122,10 @@ def epoch_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Gener
     if lengths.dim() != 1 or lengths.is_floating_point() or lengths.is_complex():
         raise TypeError(f"lengths must be a 1-d integer tensor (one length per row); got "
                         f"{lengths.dtype} of shape {tuple(lengths.shape)}")
-    check_positive_int(batch_size, "batch_size")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int):   # (utils' check: this module imports none)
+        raise TypeError(f"batch_size must be a positive int, got {type(batch_size).__name__} {batch_size!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int (at least 1), got {batch_size}")
     perm = torch.randperm(len(lengths), generator=generator)
     if not group_by_length:
         return list(perm.split(batch_size))
