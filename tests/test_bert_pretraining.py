@@ -376,3 +376,103 @@ def test_adapt_mlm_refuses_bad_input_before_training():
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
     with pytest.raises(TypeError, match="BertForPreTraining"):
         adapt_mlm(model.bert, tok, texts, max_len=24, progress=False)              # the encoder alone: no MLM head
+
+
+def test_all_nsp_pairs_holds_every_pair_once_half_next_half_random():
+    from onehot2gpt.bert_pretraining import all_nsp_pairs
+    articles = [[f"a{i} s{j}" for j in range(n)] for i, n in enumerate([5, 1, 3, 2, 0, 4])]
+    pairs = all_nsp_pairs(articles, seed=0)
+    assert len(pairs) == 2 * (4 + 0 + 2 + 1 + 0 + 3)
+    assert [label for *_, label in pairs] == [0, 1] * (len(pairs) // 2)
+    nexts = {(a, b) for a, b, label in pairs if label == 0}
+    assert nexts == {(f"a{i} s{j}", f"a{i} s{j + 1}") for i, n in enumerate([5, 1, 3, 2, 0, 4]) for j in range(n - 1)}
+    for a, b, label in pairs:
+        if label == 1:
+            assert b.split()[0] != a.split()[0]                      # from another article
+    assert pairs == all_nsp_pairs(articles, seed=0)
+    assert pairs != all_nsp_pairs(articles, seed=1)                    # the random partners change
+    for bad in ([["one"], ["two"]], [["a", "b"]], [["a", "b"], []]):
+        with pytest.raises(ValueError, match="two or more sentences"):
+            all_nsp_pairs(bad)
+
+
+def _nsp_model(seed=0):
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    torch.manual_seed(seed)
+    return BertForPreTraining(BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32,
+                                         max_len=32, dropout=0.0))
+
+
+def _sensitive_head(model, articles):
+    """Point the NSP head of a random model along the pooled vectors' spread, so that its answers
+    differ from pair to pair (a random head answers every pair alike)."""
+    from onehot2gpt.bert_pretraining import evaluate_nsp
+    pooled = []
+    handle = model.bert.register_forward_hook(lambda module, args, out: pooled.append(out.pooled.detach()))
+    evaluate_nsp(model, _Tok(), articles, max_len=20, mask_prob=0.0, batch_size=1)
+    handle.remove()
+    pooled = torch.cat(pooled)
+    u = pooled[0] - pooled.mean(0)
+    scores = (pooled @ u).sort().values
+    middle = scores[len(scores) // 2 - 1: len(scores) // 2 + 1].mean()    # between two pairs, not on one
+    with torch.no_grad():
+        model.nsp.weight.copy_(torch.stack([u, -u]))
+        model.nsp.bias.copy_(torch.stack([-middle, middle]))
+
+
+def test_evaluate_nsp_scores_every_pair_whatever_the_batching():
+    from onehot2gpt.bert_pretraining import all_nsp_pairs, evaluate_nsp
+    model, articles = _nsp_model().train(), _articles(n=20)
+    _sensitive_head(model, articles)
+    whole = evaluate_nsp(model, _Tok(), articles, max_len=20, mask_prob=0.0)
+    assert model.training                                             # left as it was found
+    assert whole["pairs"] == len(all_nsp_pairs(articles, seed=1234)) == whole["correct"].numel() == 2 * 20 * 3
+    assert whole["nsp_accuracy"] == pytest.approx(whole["correct"].float().mean().item())
+    assert 0 < whole["correct"].sum() < whole["pairs"] and whole["correct"].tolist() != [True, False] * 60
+    # padding and batching change nothing: one pair at a time gives the same predictions
+    single = evaluate_nsp(model, _Tok(), articles, max_len=20, mask_prob=0.0, batch_size=1)
+    assert torch.equal(single["correct"], whole["correct"])
+    # a head that always says IsNext is right on exactly half the pairs
+    with torch.no_grad():
+        model.nsp.weight.zero_()
+        model.nsp.bias.copy_(torch.tensor([5.0, -5.0]))
+    always = evaluate_nsp(model, _Tok(), articles, max_len=20)
+    assert always["nsp_accuracy"] == 0.5
+    assert always["correct"].tolist() == [True, False] * (always["pairs"] // 2)
+
+
+def test_evaluate_nsp_masks_the_input_like_pre_training_and_is_seeded():
+    from onehot2gpt.bert_pretraining import evaluate_nsp
+    model, articles = _nsp_model(1), _articles(n=20)
+    seen = []
+    model.bert.register_forward_pre_hook(lambda module, args: seen.append(args[0].clone()))
+
+    def inputs(**kw):
+        seen.clear()
+        evaluate_nsp(model, _Tok(), articles, max_len=20, **kw)
+        return torch.cat([torch.nn.functional.pad(x, (0, 20 - x.size(1))) for x in seen])
+
+    whole, masked = inputs(mask_prob=0.0), inputs(mask_prob=0.5)
+    assert not (whole == MASK).any()
+    real = ~torch.isin(whole, torch.tensor(SPECIALS))
+    assert _within(((masked == MASK) & real).sum().item() / real.sum().item(), 0.5 * 0.8, real.sum().item())
+    assert torch.equal(masked, inputs(mask_prob=0.5))                  # the same masks again
+    assert not torch.equal(masked, inputs(mask_prob=0.5, seed=7))
+
+
+def test_evaluate_nsp_refuses_bad_input():
+    from onehot2gpt.bert_pretraining import evaluate_nsp
+    model, articles = _nsp_model(), _articles(n=4)
+    with pytest.raises(TypeError, match="BertForPreTraining"):
+        evaluate_nsp(model.bert, _Tok(), articles)                   # the encoder alone: no NSP head
+    for kw, error, match in ((dict(max_len=4), ValueError, "between 5 and this BERT's 32"),
+                             (dict(max_len=64), ValueError, "between 5 and this BERT's 32"),
+                             (dict(max_len=20.0), TypeError, "max_len"),
+                             (dict(batch_size=0), ValueError, "batch_size"),
+                             (dict(mask_prob=1.0), ValueError, "mask_prob"),
+                             (dict(mask_prob=-0.1), ValueError, "mask_prob"),
+                             (dict(mask_prob="0.15"), ValueError, "mask_prob")):
+        with pytest.raises(error, match=match):
+            evaluate_nsp(model, _Tok(), articles, **{"max_len": 20, **kw})
+    with pytest.raises(ValueError, match="two or more sentences"):
+        evaluate_nsp(model, _Tok(), [[[5, 6, 7]]], max_len=20)
