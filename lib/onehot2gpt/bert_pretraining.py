@@ -109,11 +109,21 @@ def _nsp_example(a: list[int], b: list[int], cls_id: int, sep_id: int, max_len: 
     return ids, [0] * (len(a) + 2) + [1] * (len(b) + 1)
 
 
+SAMPLES = ("article", "sentence")
+
+
 def pretraining_pairs(articles: Sequence[Sequence[Sequence[int]]], batch_size: int, max_len: int,
-                      tokenizer, generator: torch.Generator) -> dict[str, torch.Tensor]:
+                      tokenizer, generator: torch.Generator, sample: str = "article") -> dict[str, torch.Tensor]:
     """`batch_size` next-sentence-prediction pairs [CLS] A [SEP] B [SEP], not yet masked: half
     IsNext (label 0), half NotNext (1), drawn from articles of tokenised sentences with
-    `generator`. Returns (B, T) input_ids, token_type_ids, attention_mask and (B,) nsp_labels."""
+    `generator`. Returns (B, T) input_ids, token_type_ids, attention_mask and (B,) nsp_labels.
+
+    `sample` "article" (the course checkpoint's) draws an article, then a sentence in it, so a
+    sentence of a 2-sentence article comes up hundreds of times more often than one of a
+    300-sentence article; "sentence" draws sentence A (and a NotNext partner B) uniformly from all
+    sentences, as BERT's own data preparation walks through every sentence of every document."""
+    if sample not in SAMPLES:
+        raise ValueError(f"sample is one of {SAMPLES}; got {sample!r}")
     usable = [i for i, a in enumerate(articles) if len(a) >= 2]
     if len(usable) < 2:
         raise ValueError("need at least two articles with two or more sentences each")
@@ -121,13 +131,33 @@ def pretraining_pairs(articles: Sequence[Sequence[Sequence[int]]], batch_size: i
     def draw(n):
         return int(torch.randint(n, (1,), generator=generator))
 
+    if sample == "sentence":
+        import bisect
+        import itertools
+
+        starts = list(itertools.accumulate(len(articles[a]) - 1 for a in usable))   # sentences with a next one
+        sizes = list(itertools.accumulate(len(articles[a]) for a in usable))       # every sentence
+
+        def pick(cumulative):                    # → (article, sentence index), uniform over sentences
+            r = draw(cumulative[-1])
+            k = bisect.bisect_right(cumulative, r)
+            return usable[k], r - (cumulative[k - 1] if k else 0)
+
     rows, segs, nsp = [], [], []
     for _ in range(batch_size):
-        art = usable[draw(len(usable))]
-        i = draw(len(articles[art]) - 1)
+        if sample == "sentence":
+            art, i = pick(starts)
+        else:
+            art = usable[draw(len(usable))]
+            i = draw(len(articles[art]) - 1)
         is_next = draw(2) == 0
         if is_next:
             b = articles[art][i + 1]
+        elif sample == "sentence":
+            other, j = pick(sizes)
+            while other == art:
+                other, j = pick(sizes)
+            b = articles[other][j]
         else:
             other = usable[draw(len(usable))]
             while other == art:
@@ -144,11 +174,12 @@ def pretraining_pairs(articles: Sequence[Sequence[Sequence[int]]], batch_size: i
 
 def pretraining_batch(articles: Sequence[Sequence[Sequence[int]]], batch_size: int, max_len: int,
                       tokenizer, generator: torch.Generator, whole_word: bool = False,
-                      mask_prob: float = 0.15):
+                      mask_prob: float = 0.15, sample: str = "article"):
     """One BERT pre-training batch from articles of tokenised sentences (lists of ids): the pairs
-    of :func:`pretraining_pairs`, masked by :func:`mask_tokens` (same `generator`, `mask_prob`). Returns a dict
+    of :func:`pretraining_pairs` (drawn by article or by sentence, `sample`), masked by
+    :func:`mask_tokens` (same `generator`, `mask_prob`). Returns a dict
     of (B, T) tensors input_ids, token_type_ids, attention_mask, mlm_labels and (B,) nsp_labels."""
-    batch = pretraining_pairs(articles, batch_size, max_len, tokenizer, generator)
+    batch = pretraining_pairs(articles, batch_size, max_len, tokenizer, generator, sample=sample)
     input_ids = batch["input_ids"]
     specials = [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
     word_ids = None
@@ -200,7 +231,7 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
                   max_len: int = 64, lr: float = 1e-3, warmup: int = 100, seed: int = 0,
                   short_len: int | None = None, short_steps: int = 0, mask_prob: float = 0.15,
                   bf16: bool = False, nsp_weight: float = 1.0, explicit_attention: bool = False,
-                  progress: bool = True,
+                  sample: str = "article", progress: bool = True,
                   desc: str = "BERT") -> dict[str, list[float]]:
     """Masked LM + next-sentence prediction on `articles` (lists of tokenised sentences) with
     AdamW, linear warm-up and linear decay; returns per-step "loss", "mlm_loss", "nsp_loss".
@@ -216,7 +247,8 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
     on a CPU with native bfloat16 (AVX512-BF16 or AMX), slower on one without
     (:func:`native_bf16`). The loss minimised is MLM + `nsp_weight` × NSP (BERT's is 1).
     `explicit_attention` computes attention without the fused kernel (:func:`pretraining_loss`):
-    with `bf16` on a CPU, about half the time per step."""
+    with `bf16` on a CPU, about half the time per step. `sample` "sentence" draws the pairs
+    uniformly over sentences instead of over articles (:func:`pretraining_pairs`)."""
     if short_len is not None and not 8 <= short_len <= max_len:
         raise ValueError(f"short_len must be between 8 and max_len={max_len}; got {short_len}")
     if not 0 <= short_steps <= steps or (short_steps and short_len is None):
@@ -226,6 +258,8 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
         raise ValueError(f"mask_prob is the share of pieces to predict, between 0 and 1; got {mask_prob}")
     if not nsp_weight >= 0:
         raise ValueError(f"nsp_weight scales the next-sentence loss, a number >= 0; got {nsp_weight}")
+    if sample not in SAMPLES:
+        raise ValueError(f"sample is one of {SAMPLES}; got {sample!r}")
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
@@ -236,7 +270,7 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
     with tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0) as bar:
         for step in range(steps):
             length = short_len if step < short_steps else max_len
-            batch = pretraining_batch(articles, batch_size, length, tokenizer, g, mask_prob=mask_prob)
+            batch = pretraining_batch(articles, batch_size, length, tokenizer, g, mask_prob=mask_prob, sample=sample)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(model, batch, count_correct=False,
                                                                   explicit_attention=explicit_attention)
@@ -449,7 +483,7 @@ def _train_bert_command(args, argv=None):
                             max_len=args.max_len, lr=args.lr, warmup=args.warmup, seed=args.seed,
                             short_len=args.short_len, short_steps=args.short_steps,
                             mask_prob=args.mask_prob, bf16=args.bf16, nsp_weight=args.nsp_weight,
-                            explicit_attention=args.explicit_attention)
+                            explicit_attention=args.explicit_attention, sample=args.sample)
     t_train = time.time() - start
     scores = evaluate_pretraining(model, tokenizer, valid_ids, max_len=args.max_len)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -459,7 +493,7 @@ def _train_bert_command(args, argv=None):
             "batch_size": args.batch_size, "max_len": args.max_len, "lr": args.lr, "warmup": args.warmup,
             "dropout": args.dropout, "short_len": args.short_len, "short_steps": args.short_steps,
             "mask_prob": args.mask_prob, "bf16": args.bf16, "nsp_weight": args.nsp_weight,
-            "explicit_attention": args.explicit_attention,
+            "explicit_attention": args.explicit_attention, "sample": args.sample,
             "threads": args.threads, "device": args.device, "seed": args.seed, "vocab_seconds": round(t_vocab, 1),
             "total_seconds": round(t_train, 1), "valid": {k: round(v, 4) for k, v in scores.items()},
             "final_train_mlm_loss": round(sum(history["mlm_loss"][-100:]) / len(history["mlm_loss"][-100:]), 4)}
@@ -500,6 +534,9 @@ def build_parser():
     bert.add_argument("--explicit-attention", action="store_true",
                       help="attention as notebook 05 writes it instead of PyTorch's fused kernel: the same "
                            "numbers, about half the time per step with --bf16 on a CPU")
+    bert.add_argument("--sample", choices=SAMPLES, default="article",
+                      help="draw sentence pairs by article, then sentence (the committed checkpoint's), or "
+                           "uniformly over all sentences")
     bert.add_argument("--threads", type=int, default=2)
     bert.add_argument("--seed", type=int, default=0)
     bert.add_argument("--device", default="cpu", help="cpu (the documented run) or cuda")
