@@ -144,6 +144,51 @@ def test_a_broken_lock_is_refused_with_what_to_do(tmp_path, text, message):
         lock.read_lock(tmp_path / "nothing.txt")
 
 
+class _Finished:
+    def __init__(self, returncode):
+        self.returncode = returncode
+
+    def wait(self):
+        return self.returncode
+
+
+@pytest.mark.parametrize("retry_works", [True, False])
+def test_a_failed_half_is_installed_again_alone_before_the_install_stops(tmp_path, monkeypatch, retry_works):
+    """CI once ran out of disk with both halves installing at once: the failed half gets one more
+    try on its own; if that fails too, the install stops naming the half, before anything else."""
+    import subprocess
+
+    lock = _lock()
+    path = tmp_path / "requirements-lock.txt"
+    path.write_text(f"a==1\n{lock.SECOND_HALF}\nb==2\n")
+    calls = []
+
+    def popen(cmd, **kwargs):
+        calls.append(("together", Path(cmd[-1]).read_text().split()))
+        return _Finished(1 if "a==1" in Path(cmd[-1]).read_text() else 0)
+
+    def run(cmd, **kwargs):
+        if cmd[-1].endswith(("half1.txt", "half2.txt")):
+            calls.append(("alone", Path(cmd[-1]).read_text().split()))
+            assert "--no-cache-dir" in cmd and "--no-deps" in cmd
+            return subprocess.CompletedProcess(cmd, 0 if retry_works else 1)
+        calls.append(("then", cmd[3:]))
+        return subprocess.CompletedProcess(cmd, 0, stdout="", stderr="")
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    monkeypatch.setattr(subprocess, "run", run)
+    if retry_works:
+        lock.install(path, tmp_path / "requirements.txt")
+        assert calls[2:] == [("alone", ["a==1"]), ("then", ["install", "--quiet", "--no-compile", "--no-cache-dir",
+                                                              "-r", str(tmp_path / "requirements.txt")]),
+                             ("then", ["check"])]
+    else:
+        with pytest.raises(SystemExit, match="half 1 of requirements-lock.txt, twice.*No space left on device"):
+            lock.install(path, tmp_path / "requirements.txt")
+        assert calls[2:] == [("alone", ["a==1"])], "nothing else may run after a half failed twice"
+    assert sorted(calls[:2]) == [("together", ["a==1"]), ("together", ["b==2"])]
+
+
 def test_make_installs_from_the_lock():
     makefile = (ROOT / "Makefile").read_text()
     assert "requirements-lock.txt" in makefile.split("$(STAMP):")[1].splitlines()[0]

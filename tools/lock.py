@@ -123,19 +123,33 @@ def pip(*args: str) -> list[str]:
     return [sys.executable, "-m", "pip", *args]
 
 
+# Each half: exact pins, nothing to resolve, no byte-compiling (above), and no copy of every wheel
+# in pip's cache (that copy would double the disk the install needs: ~1.7 GB for .venv).
+HALF = ("install", "--quiet", "--no-deps", "--no-compile", "--no-cache-dir", "-r")
+
+
 def install(path: Path = LOCK, requirements: Path = REQUIREMENTS) -> None:
+    """Both halves at once; a half that fails is tried once more on its own after the other has
+    finished (a transient failure, or a disk that two installs at once filled, often clears), and
+    only then does the install stop, saying which half and what to do."""
     halves = read_lock(path)
     with tempfile.TemporaryDirectory() as tmp:
-        processes = []
+        parts = []
         for k, half in enumerate(halves):
-            part = Path(tmp) / f"half{k + 1}.txt"
-            part.write_text("\n".join(half) + "\n", encoding="utf-8")
-            processes.append(subprocess.Popen(pip("install", "--quiet", "--no-deps", "--no-compile", "-r", str(part))))
-        failed = [k + 1 for k, p in enumerate(processes) if p.wait() != 0]
+            parts.append(Path(tmp) / f"half{k + 1}.txt")
+            parts[-1].write_text("\n".join(half) + "\n", encoding="utf-8")
+        processes = [subprocess.Popen(pip(*HALF, str(part))) for part in parts]
+        failed = [k for k, p in enumerate(processes) if p.wait() != 0]
+        if failed:
+            print(f"pip could not install half {', '.join(str(k + 1) for k in failed)} of {path.name} "
+                  f"(its message is above); trying again, one half at a time", file=sys.stderr, flush=True)
+            failed = [k for k in failed if subprocess.run(pip(*HALF, str(parts[k]))).returncode != 0]
     if failed:
-        raise SystemExit(f"pip could not install half {failed[0]} of {path.name} (its message is above); "
-                         f"fix that, then run the command again (a package pip did install stays installed)")
-    subprocess.run(pip("install", "--quiet", "--no-compile", "-r", str(requirements)), check=True)
+        raise SystemExit(f"pip could not install half {failed[0] + 1} of {path.name}, twice (its message is "
+                         f"above); fix that, then run the command again (a package pip did install stays "
+                         f"installed). 'No space left on device': the environment needs about 2 GB free "
+                         f"where .venv is (and pip's temporary files some more, in $TMPDIR)")
+    subprocess.run(pip("install", "--quiet", "--no-compile", "--no-cache-dir", "-r", str(requirements)), check=True)
     check = subprocess.run(pip("check"), capture_output=True, text=True)
     if check.returncode != 0:
         raise SystemExit(f"the installed packages do not fit together (pip check):\n{check.stdout}"
