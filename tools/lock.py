@@ -124,7 +124,7 @@ def pip(*args: str) -> list[str]:
 
 
 # Each half: exact pins, nothing to resolve, no byte-compiling (above), and no copy of every wheel
-# in pip's cache (that copy would double the disk the install needs: ~1.7 GB for .venv).
+# in pip's cache (where wheels come over HTTP, that copy would double the disk the install needs).
 HALF = ("install", "--quiet", "--no-deps", "--no-compile", "--no-cache-dir", "-r")
 
 
