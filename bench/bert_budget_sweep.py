@@ -54,6 +54,10 @@ VARIANTS = {
     "B9": dict(steps=7900, short_steps=0, short_len=None, mask=0.15, nsp_lr_mult=5.0),
     "B11": dict(steps=SHORT + LONG, short_steps=SHORT, mask_long=0.15, dropout=0.1, nsp_lr_mult=5.0),
     "B12": dict(steps=7900, short_steps=0, short_len=None, mask=0.15, sample="sentence", nsp_lr_mult=5.0),
+    # beyond the budget, all at 64 pieces: how much compute NSP 83% takes
+    "L10": dict(steps=10850, short_steps=0, short_len=None),    # the committed recipe's cost
+    "L14": dict(steps=14000, short_steps=0, short_len=None),
+    "L18": dict(steps=18000, short_steps=0, short_len=None),
 }
 
 
