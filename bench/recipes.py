@@ -27,7 +27,7 @@ WikiText-2 valid and test (``bert_pretraining.evaluate_nsp``), compared pair by 
 own 3,200 random pairs have a standard error of about 0.7 points, too coarse to tell a recipe
 1 point behind from one level with the committed BERT.
 
-Run from the repository root, on 2 quiet cores (about 80 minutes)::
+Run from the repository root, on 2 quiet cores (about 90 minutes)::
 
     python bench/recipes.py [--only bert gpt bilm nsp-all sst2 sst2-adapted sst2-tuned] [--keep DIR]
 
