@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -92,6 +91,8 @@ def train_one(name: str, data: Path, out: Path, device: str, deadline: float) ->
     from onehot2gpt.bert import BertConfig, BertForPreTraining
     from onehot2gpt.bert_pretraining import evaluate_nsp, evaluate_pretraining, pretraining_batch, pretraining_loss
     from onehot2gpt.subword import WordPieceTokenizer
+    from onehot2gpt.training import optimizer_step
+    from onehot2gpt.utils import check_finite_loss
 
     start = time.time()
     torch.set_num_threads(1)
@@ -125,14 +126,10 @@ def train_one(name: str, data: Path, out: Path, device: str, deadline: float) ->
                                   mask_prob=mask, sample=c["sample"])
         _, mlm, nsp, _, _ = pretraining_loss(model, batch, count_correct=False)
         loss = mlm + c["nsp_weight"] * nsp
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
+        optimizer_step(loss, opt, sched, model.parameters(), 1.0)
         done = step + 1
-        if done % 500 == 0 and not math.isfinite(loss.item()):
-            raise SystemExit(f"{name}: the loss is {loss.item()} at step {done}; lower lr (now {c['lr']})")
+        if done % 500 == 0:                  # not every step: reading the loss waits for the GPU
+            check_finite_loss(loss, step, lr=c["lr"], what=name)
     model.eval()
     result = {"name": name, "config": c, "units": units(c), "steps_done": done, "truncated": truncated,
               "train_seconds": round(time.time() - start, 1),
