@@ -58,6 +58,31 @@ def test_masked_keys_get_zero_weight_and_fully_masked_rows_no_nans(qkv):
     assert not out.isnan().any() and (w == 0).all()
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_masking_equals_filling_the_scores_with_minus_infinity_outputs_and_gradients(qkv, dtype):
+    """The mask is applied as an added −∞ bias (cheaper backward): every output and every gradient
+    must be bit-for-bit what filling the masked scores with −∞ gives, in float32 and in bfloat16,
+    with a padding mask and with a mask that leaves one query no key at all (zero gradients, no NaNs)."""
+    def filled(q, k, v, mask):  # the textbook form, written out here as the reference
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(~mask, float("-inf"))
+        w = torch.softmax(scores, -1).nan_to_num(0.0)
+        return w @ v, w
+
+    ids = torch.tensor([[5, 6, 7, 0, 0, 0, 0], [5, 6, 7, 8, 9, 10, 0]])
+    empty_row = torch.ones(5, 7, dtype=torch.bool)
+    empty_row[2] = False
+    for mask in (padding_mask(ids), empty_row):
+        results = []
+        for attend in (scaled_dot_product_attention, filled):
+            leaves = [t.to(dtype).clone().requires_grad_() for t in qkv]
+            out, w = attend(*leaves, mask)
+            (out.float().square().sum() + (w.float() * 3).sum()).backward()
+            results.append([out, w] + [t.grad for t in leaves])
+        for ours, reference in zip(*results):
+            assert not ours.isnan().any()
+            assert torch.equal(ours, reference)
+
+
 def test_masks_must_be_boolean(qkv):
     q, k, v = qkv
     with pytest.raises(TypeError, match="boolean"):
