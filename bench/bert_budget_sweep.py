@@ -57,12 +57,32 @@ VARIANTS = {
     "L10": dict(steps=10850, short_steps=0, short_len=None),    # the committed recipe's cost
     "L14": dict(steps=14000, short_steps=0, short_len=None),
     "L18": dict(steps=18000, short_steps=0, short_len=None),
+    # 2026-11-27, after the attention mask became an added bias (a 64-piece step 0.73x the time on
+    # the CPU): 30 minutes now hold about 10,000-11,000 steps of 64 pairs at 64 pieces
+    "F10": dict(steps=10000, short_steps=0, short_len=None),
+    "F11": dict(steps=11000, short_steps=0, short_len=None),
+    "F11s": dict(steps=11000, short_steps=0, short_len=None, seed=1),
+    "F12": dict(steps=12000, short_steps=0, short_len=None),
+    "Q96": dict(steps=8300, short_steps=0, short_len=None, batch=96),       # ≈ 11,000 units
+    "Q128": dict(steps=6300, short_steps=0, short_len=None, batch=128),     # ≈ 11,000 units
+    "Q128lr": dict(steps=6300, short_steps=0, short_len=None, batch=128, lr=1.4e-3),
+    "Q128lr17": dict(steps=6300, short_steps=0, short_len=None, batch=128, lr=1.7e-3),
+    "Q128lr2": dict(steps=6300, short_steps=0, short_len=None, batch=128, lr=2e-3),
+    "Q128lrs": dict(steps=6300, short_steps=0, short_len=None, batch=128, lr=1.4e-3, seed=1),
+    "Q128lr58": dict(steps=5800, short_steps=0, short_len=None, batch=128, lr=1.4e-3),     # ≈ 10,100 units
+    "Q128lr2_58": dict(steps=5800, short_steps=0, short_len=None, batch=128, lr=2e-3),
+    "F11lr": dict(steps=11000, short_steps=0, short_len=None, lr=1.4e-3),
 }
+# CPU time of one step of `batch` pairs at 64 pieces against one of 64 pairs (2 cores, bfloat16,
+# the bias-mask attention, 2026-11-27: 230, 306 and 401 ms per step, interleaved)
+BATCH_COST = {64: 1.0, 96: 1.33, 128: 1.74}
 
 
 def units(config: dict) -> float:
-    """CPU cost of a variant in long-step units (a 32-piece step costs 0.55 of a 64-piece one)."""
-    return config["short_steps"] * 0.55 + (config["steps"] - config["short_steps"])
+    """CPU cost of a variant in long-step units (a 32-piece step costs 0.55 of a 64-piece one; a
+    step of 96 or 128 pairs BATCH_COST's multiple of one of 64)."""
+    per_step = BATCH_COST[config["batch"]]
+    return per_step * (config["short_steps"] * 0.55 + (config["steps"] - config["short_steps"]))
 
 
 def prepare(data: Path) -> None:
