@@ -131,11 +131,13 @@ LAPTOP = {
     # 15 % (more targets per step; evaluation stays at 15 %), bfloat16 autocast (about 30 % less time
     # per step; dropped, with a note, on a CPU without native bfloat16), attention computed
     # explicitly rather than by the fused kernel, whose bfloat16 backward is slow on CPUs (the same
-    # numbers). The earlier 30-minute-class recipe spent half its steps on pairs cut to 32 pieces
-    # (the BERT paper's length schedule): cheaper, but next-sentence prediction learns from
-    # full-length pairs and stayed at 81-82 %, under the committed 83.3 %. This one reaches 84.5 %
-    # (masked pieces 40.1 %) in about 48 minutes on the 2026-11-27 machine; no variant measured
-    # reached 83 % within 30 minutes (bench/bert_budget_sweep.py).
+    # numbers). Next-sentence prediction learns from full-length pairs, so no step is cut to 32
+    # pieces (the BERT paper's length schedule: cheaper, but NSP stayed at 81-82 %). This recipe
+    # reached 84.5 % NSP (masked pieces 40.1 %) in about 48 minutes on the 2026-11-27 machine, before
+    # the attention mask became an added bias (a step 0.73 × the time since). Fewer steps at lr
+    # 1.4e-3 (10,000: 31.3 minutes; 12,000: 38.8) kept masked pieces but ended at 82.2 and 82.5 %
+    # NSP on the recipe's 3,200 pairs; no variant measured reaches 83 % within 30 minutes
+    # (bench/bert_budget_sweep.py, bench/results/recipes.json).
     "bert-wikitext2": ["--steps", "14000", "--mask-prob", "0.25", "--dropout", "0", "--warmup", "200",
                        "--bf16", "--explicit-attention"],
     # The subword GPT (3,500 updates, no dropout) and the biLM (no dropout): their laptop recipes
