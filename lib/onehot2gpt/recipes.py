@@ -135,9 +135,9 @@ LAPTOP = {
     # pieces (the BERT paper's length schedule: cheaper, but NSP stayed at 81-82 %). This recipe
     # reached 84.5 % NSP (masked pieces 40.1 %) in about 48 minutes on the 2026-11-27 machine, before
     # the attention mask became an added bias, and in 43.3 minutes since (the same weights). Fewer
-    # steps at lr 1.4e-3 (10,000: 31.3 minutes; 12,000: 38.8) kept masked pieces but ended at 82.2 and 82.5 %
-    # NSP on the recipe's 3,200 pairs; no variant measured reaches 83 % within 30 minutes
-    # (bench/bert_budget_sweep.py, bench/results/recipes.json).
+    # steps at lr 1.4e-3 (10,000: 31.3 minutes; 12,000: 38.8) kept masked pieces but ended at 82.2
+    # and 82.5 % NSP on the recipe's 3,200 pairs; no variant measured reaches 83 % within 30
+    # minutes (bench/bert_budget_sweep.py, bench/results/recipes.json).
     "bert-wikitext2": ["--steps", "14000", "--mask-prob", "0.25", "--dropout", "0", "--warmup", "200",
                        "--bf16", "--explicit-attention"],
     # The subword GPT (3,500 updates, no dropout) and the biLM (no dropout): their laptop recipes
