@@ -121,7 +121,7 @@ COMMANDS = {
 
 # The laptop recipes (issue 20): the arguments that, added to a recipe's command, retrain its
 # model on 2 CPU cores, each at the committed checkpoint's quality or better, with a time budget
-# (BERT 30 minutes, the subword GPT 15, the biLM 10; BERT's takes about 48 minutes, see below).
+# (BERT 30 minutes, the subword GPT 15, the biLM 10; BERT's takes about 43 minutes, see below).
 # bench/recipes.py runs them and scores each against the committed checkpoint; the README's
 # "Recipes on a laptop" section says what each change measured.
 LAPTOP = {
@@ -137,7 +137,9 @@ LAPTOP = {
     # the attention mask became an added bias, and in 43.3 minutes since (the same weights). Fewer
     # steps at lr 1.4e-3 (10,000: 31.3 minutes; 12,000: 38.8) kept masked pieces but ended at 82.2
     # and 82.5 % NSP on the recipe's 3,200 pairs; no variant measured reaches 83 % within 30
-    # minutes (bench/bert_budget_sweep.py, bench/results/recipes.json).
+    # minutes (bench/bert_budget_sweep.py, bench/results/recipes.json), and torch.compile did not
+    # shorten a step of the loop. Its BERT fine-tunes 1.5-2 points worse in notebook 08 than the
+    # committed one, so it does not replace it (README, "Recipes on a laptop").
     "bert-wikitext2": ["--steps", "14000", "--mask-prob", "0.25", "--dropout", "0", "--warmup", "200",
                        "--bf16", "--explicit-attention"],
     # The subword GPT (3,500 updates, no dropout) and the biLM (no dropout): their laptop recipes
