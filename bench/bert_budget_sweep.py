@@ -18,6 +18,10 @@ seconds after the start; one that has not finished by then is scored where it st
     python bench/bert_budget_sweep.py prepare DIR           # tokenised WikiText-2 + vocab.txt
     python bench/bert_budget_sweep.py run DIR [NAME ...] [--device cuda] [--deadline 420] [--out OUT]
 
+Each variant is also fine-tuned as notebook 08 does (``bench/recipes.py``'s ``notebook08_scores``:
+SST-2 from 800 rows, POS from 600 sentences whole and frozen, three seeds) on the sets ``prepare``
+stores in DIR/notebook08.pt: a better pre-training score is no use if the payoffs fall.
+
 ``prepare`` needs the data (or ``ONEHOT2GPT_DATA_MIRROR``); ``run`` needs only DIR, so DIR can travel
 to a GPU machine without network. The last line printed is one JSON object, the variants' scores.
 """
@@ -72,6 +76,14 @@ VARIANTS = {
     "Q128lr58": dict(steps=5800, short_steps=0, short_len=None, batch=128, lr=1.4e-3),     # ≈ 10,100 units
     "Q128lr2_58": dict(steps=5800, short_steps=0, short_len=None, batch=128, lr=2e-3),
     "F11lr": dict(steps=11000, short_steps=0, short_len=None, lr=1.4e-3),
+    # 2026-11-27, evening: the 14,000-step laptop BERT beat the committed one on pre-training scores
+    # but fine-tuned worse in notebook 08 (POS -1.6 points over three seeds); every variant now also
+    # scores notebook 08's runs. Which change costs them: the committed BERT's own recipe as the
+    # reference, and the laptop recipe with dropout back (about twice the CPU time per step, which
+    # units() does not price) or with 15 % masking.
+    "C20": dict(steps=20000, short_steps=0, short_len=None, mask=0.15, dropout=0.1, warmup=100),
+    "L14d": dict(steps=14000, short_steps=0, short_len=None, dropout=0.1),
+    "L14m": dict(steps=14000, short_steps=0, short_len=None, mask=0.15),
 }
 # CPU time of one step of `batch` pairs at 64 pieces against one of 64 pairs (2 cores, bfloat16,
 # the bias-mask attention, 2026-11-27: 230, 306 and 401 ms per step, interleaved)
@@ -101,6 +113,14 @@ def prepare(data: Path) -> None:
     with tempfile.NamedTemporaryFile("w", dir=data, delete=False, suffix=".part") as fh:
         json.dump(ids, fh, separators=(",", ":"))
     os.replace(fh.name, data / "ids.json")
+    # notebook 08's fine-tuning sets (bench/recipes.py's notebook08 part), so that each variant is
+    # also judged by what the course shows, on a machine without the data
+    import torch
+    from recipes import notebook08_data
+
+    with tempfile.NamedTemporaryFile(dir=data, delete=False, suffix=".part") as fh:
+        torch.save(notebook08_data(tokenizer), fh)
+    os.replace(fh.name, data / "notebook08.pt")
     print(json.dumps({"prepared": str(data), "vocab": len(tokenizer), **{k: len(v) for k, v in ids.items()}}))
 
 
@@ -156,6 +176,11 @@ def train_one(name: str, data: Path, out: Path, device: str, deadline: float) ->
               "fixed": {k: round(v, 4) for k, v in evaluate_pretraining(model, tokenizer, ids["valid"]).items()}}
     for split in ("valid", "test"):
         result[f"nsp_all_{split}"] = round(evaluate_nsp(model, tokenizer, ids[split])["nsp_accuracy"], 4)
+    if (data / "notebook08.pt").is_file():          # absent in a folder prepared before 2026-11-27
+        from recipes import notebook08_scores
+
+        sets = torch.load(data / "notebook08.pt", weights_only=True)
+        result["notebook08"] = notebook08_scores(model.bert, sets, device)
     (out / f"{name}.json").write_text(json.dumps(result, indent=1))
     return result
 
@@ -214,7 +239,9 @@ def main(argv=None) -> None:
                                                "mlm_accuracy": r["fixed"]["mlm_accuracy"],
                                                "nsp_accuracy": r["fixed"]["nsp_accuracy"],
                                                "nsp_all_valid": r["nsp_all_valid"],
-                                               "nsp_all_test": r["nsp_all_test"]} for r in results}}))
+                                               "nsp_all_test": r["nsp_all_test"],
+                                               **({"notebook08": {k: r["notebook08"][k] for k in ("sst2", "pos", "pos_frozen")}}
+                                                  if "notebook08" in r else {})} for r in results}}))
 
 
 if __name__ == "__main__":

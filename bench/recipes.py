@@ -22,6 +22,11 @@ same way beside it. ``sst2-adapted`` (after ``sst2``) repeats it after task-adap
 of the new BERT and, as a control, of a random-init one. ``sst2-tuned`` repeats it with each model's
 learning rate and dropout chosen on SST-2's dev split (:func:`sst2_tuned_gain`).
 
+``notebook08`` repeats notebook 08's live fine-tuning runs (:func:`notebook08_scores`: SST-2 from 800
+rows, POS from 600 sentences with the whole BERT and with it frozen; the mean of three seeds) from the
+new BERT, the committed one and a random-init one: the payoffs the course shows. A BERT with better pre-training scores
+can still fine-tune worse there (the 2026-11-27 laptop BERT did, by 1.5-2 points on every task).
+
 ``nsp-all`` scores the new and the committed BERT's next-sentence prediction on every pair of
 WikiText-2 valid and test (``bert_pretraining.evaluate_nsp``), compared pair by pair: the recipe's
 own 3,200 random pairs have a standard error of about 0.7 points, too coarse to tell a recipe
@@ -29,9 +34,9 @@ own 3,200 random pairs have a standard error of about 0.7 points, too coarse to 
 
 Run from the repository root, on 2 quiet cores (about 90 minutes)::
 
-    python bench/recipes.py [--only bert gpt bilm nsp-all sst2 sst2-adapted sst2-tuned] [--keep DIR]
+    python bench/recipes.py [--only bert gpt bilm nsp-all sst2 sst2-adapted sst2-tuned notebook08] [--keep DIR]
 
-``--only`` runs some parts (``nsp-all`` and the ``sst2`` parts need the BERT of the same run, or
+``--only`` runs some parts (``nsp-all``, the ``sst2`` parts and ``notebook08`` need the BERT of the same run, or
 ``--keep`` of an earlier one); ``--keep DIR`` writes the checkpoints to DIR (default: a temporary folder, deleted). The
 results are merged into ``bench/results/recipes.json`` (each part with its date and commit) and
 the last line is one JSON object with ``bert_minutes``, ``bert_mlm_accuracy``,
@@ -55,7 +60,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "recipes.json"
-PARTS = ("bert", "gpt", "bilm", "nsp-all", "sst2", "sst2-adapted", "sst2-tuned")
+PARTS = ("bert", "gpt", "bilm", "nsp-all", "sst2", "sst2-adapted", "sst2-tuned", "notebook08")
 THREADS = 2                     # the recipes' budget is for 2 cores; every command defaults to 2
 CHECKPOINT = {"bert": "bert-wikitext2", "gpt": "gpt-wikitext2", "bilm": "bilm-wikitext2"}
 # key → (comparison, target): the budgets, and the scores of the checkpoints committed before issue 20
@@ -125,6 +130,69 @@ def _sst2(bert_dir: Path, n_train: int):
     train_x = bert_tasks.encode_sentences(tok, [t for t, _ in train], [y for _, y in train], max_len=64)
     test_x = bert_tasks.encode_sentences(tok, [t for t, _ in test], [y for _, y in test], max_len=64)
     return tok, texts, train_x, test_x
+
+
+def notebook08_data(tok) -> dict:
+    """Notebook 08's live fine-tuning sets, encoded with `tok` (its cells 5 and 16): SST-2's 800
+    training rows (shuffled with seed 0, at most 48 pieces) and its 872 test sentences (64), the
+    first 600 training and 400 test sentences of UD English EWT with their part-of-speech tags (64)."""
+    from onehot2gpt import bert_tasks, data
+
+    rows = data.read_sst2("train")
+    random.Random(0).shuffle(rows)
+    rows, test = rows[:800], data.read_sst2("test")
+    pos_train, pos_test = data.read_ud_pos("train")[:600], data.read_ud_pos("test")[:400]
+    tagged = lambda r: bert_tasks.encode_tagged(tok, [w for w, _ in r], [t for _, t in r], max_len=64)
+    return {"sst2_train": bert_tasks.encode_sentences(tok, [t for t, _ in rows], [y for _, y in rows], max_len=48),
+            "sst2_test": bert_tasks.encode_sentences(tok, [t for t, _ in test], [y for _, y in test], max_len=64),
+            "pos_train": tagged(pos_train), "pos_test": tagged(pos_test)}
+
+
+def notebook08_scores(encoder, sets: dict, device: str = "cpu", seeds: tuple[int, ...] = (0, 1, 2)) -> dict:
+    """Notebook 08's live fine-tuning runs (``bert_tasks.finetune``, 2 epochs, batches grouped by
+    length, dropout 0.1) from fresh copies of `encoder` (a BertModel, left unchanged) on
+    :func:`notebook08_data`'s `sets` → mean test accuracy over `seeds` (each seeds the head's
+    initialisation, the dropout and the shuffling; one run moves by up to 3 points with the seed),
+    and each run's: ``sst2`` (lr 3e-4), ``pos`` (lr 1e-3) and ``pos_frozen`` (the encoder frozen,
+    the head alone at lr 3e-3)."""
+    import copy
+
+    from onehot2gpt import bert_tasks
+    from onehot2gpt.bert import BertForSequenceClassification, BertForTokenClassification, set_dropout
+    from onehot2gpt.utils import set_seed
+
+    n_tags = len(bert_tasks.UPOS_TAGS)
+    heads = {"sst2": (lambda e: BertForSequenceClassification(e, 2), "sequence", "sst2", 3e-4),
+             "pos": (lambda e: BertForTokenClassification(e, n_tags), "token", "pos", 1e-3),
+             "pos_frozen": (lambda e: BertForTokenClassification(e, n_tags, freeze_bert=True), "token", "pos", 3e-3)}
+    runs: dict[str, list[float]] = {name: [] for name in heads}
+    for seed in seeds:
+        for name, (head, task, data, lr) in heads.items():
+            set_seed(seed)
+            model = head(set_dropout(copy.deepcopy(encoder).cpu(), 0.1)).to(device)
+            bert_tasks.finetune(model, sets[f"{data}_train"], task=task, epochs=2, lr=lr, group_by_length=True,
+                                progress=False)
+            runs[name].append(round(bert_tasks.evaluate(model, sets[f"{data}_test"], task)["accuracy"], 4))
+    return {**{name: round(sum(v) / len(v), 4) for name, v in runs.items()}, "runs": runs, "seeds": list(seeds)}
+
+
+def notebook08(bert_dir: Path) -> dict:
+    """:func:`notebook08_scores` of the BERT in `bert_dir`, the committed one and a random-init one of
+    the same size (seed 0), and the new one's differences from the committed one, in points."""
+    import torch
+
+    from onehot2gpt.bert import BertModel, load_bert
+    from onehot2gpt.subword import WordPieceTokenizer
+
+    sets = notebook08_data(WordPieceTokenizer.load(bert_dir / "vocab.txt"))
+    new = load_bert(bert_dir).bert
+    torch.manual_seed(0)
+    result = {"new_bert": notebook08_scores(new, sets),
+              "committed_bert": notebook08_scores(load_bert(ROOT / "data" / "checkpoints" / CHECKPOINT["bert"]).bert, sets),
+              "random_init": notebook08_scores(BertModel(new.config), sets)}
+    result["new_minus_committed_points"] = {k: round(100 * (result["new_bert"][k] - result["committed_bert"][k]), 1)
+                                            for k in ("sst2", "pos", "pos_frozen")}
+    return result
 
 
 def _finetune_sst2(encoder, train_x, test_x, epochs: int, lr: float) -> float:
@@ -291,6 +359,8 @@ def summary(results: dict) -> dict:
         flat["sst2_adapted_pretraining_gain"] = results["sst2_adapted"]["gain_points"]
     if "sst2_tuned" in results:
         flat["sst2_tuned_pretraining_gain"] = results["sst2_tuned"]["new_bert_gain_points"]
+    if "notebook08" in results:
+        flat["notebook08_new_minus_committed_points"] = results["notebook08"]["new_minus_committed_points"]
     if "nsp_all_pairs" in results:
         flat["bert_nsp_accuracy_all_pairs"] = results["nsp_all_pairs"]["valid"]["new_bert"]
         flat["bert_nsp_accuracy_all_pairs_committed"] = results["nsp_all_pairs"]["valid"]["committed_bert"]
@@ -349,6 +419,11 @@ def main(argv=None) -> None:
         if "sst2-tuned" in args.only:
             start = time.perf_counter()
             results["sst2_tuned"] = {**sst2_tuned_gain(new_bert(out)),
+                                     "minutes": round((time.perf_counter() - start) / 60, 2), **stamp}
+            RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+        if "notebook08" in args.only:
+            start = time.perf_counter()
+            results["notebook08"] = {**notebook08(new_bert(out)),
                                      "minutes": round((time.perf_counter() - start) / 60, 2), **stamp}
             RESULTS.write_text(json.dumps(results, indent=1) + "\n")
     print(json.dumps(summary(results)))

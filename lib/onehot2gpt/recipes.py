@@ -138,8 +138,9 @@ LAPTOP = {
     # steps at lr 1.4e-3 (10,000: 31.3 minutes; 12,000: 38.8) kept masked pieces but ended at 82.2
     # and 82.5 % NSP on the recipe's 3,200 pairs; no variant measured reaches 83 % within 30
     # minutes (bench/bert_budget_sweep.py, bench/results/recipes.json), and torch.compile did not
-    # shorten a step of the loop. Its BERT fine-tunes 1.5-2 points worse in notebook 08 than the
-    # committed one, so it does not replace it (README, "Recipes on a laptop").
+    # shorten a step of the loop. Its BERT fine-tunes worse than the committed one on notebook 08's
+    # POS runs (-1.6 points over three seeds, bench/recipes.py --only notebook08), SNLI and SQuAD,
+    # so it does not replace it (README, "Recipes on a laptop").
     "bert-wikitext2": ["--steps", "14000", "--mask-prob", "0.25", "--dropout", "0", "--warmup", "200",
                        "--bf16", "--explicit-attention"],
     # The subword GPT (3,500 updates, no dropout) and the biLM (no dropout): their laptop recipes
