@@ -22,10 +22,11 @@ same way beside it. ``sst2-adapted`` (after ``sst2``) repeats it after task-adap
 of the new BERT and, as a control, of a random-init one. ``sst2-tuned`` repeats it with each model's
 learning rate and dropout chosen on SST-2's dev split (:func:`sst2_tuned_gain`).
 
-``notebook08`` repeats notebook 08's live fine-tuning runs (:func:`notebook08_scores`: SST-2 from 800
-rows, POS from 600 sentences with the whole BERT and with it frozen; the mean of three seeds) from the
-new BERT, the committed one and a random-init one: the payoffs the course shows. A BERT with better pre-training scores
-can still fine-tune worse there (the 2026-11-27 laptop BERT did, by 1.5-2 points on every task).
+``notebook08`` repeats notebook 08's live fine-tuning runs (:func:`notebook08_scores`: SST-2 from
+800 rows, POS from 600 sentences with the whole BERT and with it frozen; the mean of three seeds)
+from the new BERT, the committed one and a random-init one: the payoffs the course shows. A BERT
+with better pre-training scores can still fine-tune worse there (every laptop BERT of 2026-11-27
+did on POS, by 1.3 to 3.3 points).
 
 ``nsp-all`` scores the new and the committed BERT's next-sentence prediction on every pair of
 WikiText-2 valid and test (``bert_pretraining.evaluate_nsp``), compared pair by pair: the recipe's
@@ -36,8 +37,8 @@ Run from the repository root, on 2 quiet cores (about 90 minutes)::
 
     python bench/recipes.py [--only bert gpt bilm nsp-all sst2 sst2-adapted sst2-tuned notebook08] [--keep DIR]
 
-``--only`` runs some parts (``nsp-all``, the ``sst2`` parts and ``notebook08`` need the BERT of the same run, or
-``--keep`` of an earlier one); ``--keep DIR`` writes the checkpoints to DIR (default: a temporary folder, deleted). The
+``--only`` runs some parts (``nsp-all``, the ``sst2`` parts and ``notebook08`` need the BERT of the
+same run, or ``--keep`` of an earlier one); ``--keep DIR`` writes the checkpoints to DIR (default: a temporary folder, deleted). The
 results are merged into ``bench/results/recipes.json`` (each part with its date and commit) and
 the last line is one JSON object with ``bert_minutes``, ``bert_mlm_accuracy``,
 ``bert_nsp_accuracy``, ``gpt_wikitext_minutes``, ``gpt_wikitext_val_loss``, ``bilm_minutes``,
