@@ -41,7 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
 BASE = dict(steps=14000, short_len=32, short_steps=7000, batch=64, mask=0.25, mask_long=None,
-            dropout=0.0, lr=1e-3, warmup=200, sample="article", nsp_weight=1.0, nsp_lr_mult=1.0, seed=0)
+            dropout=0.0, attn_dropout=None, dropout_at=None, lr=1e-3, warmup=200, sample="article", nsp_weight=1.0,
+            nsp_lr_mult=1.0, seed=0)
 SHORT, LONG = 5000, 5150          # 0.55 × 5,000 + 5,150 = 7,900 units: the 30-minute budget
 VARIANTS = {
     "R": {},                                                    # the committed recipe (10,850 units)
@@ -84,6 +85,18 @@ VARIANTS = {
     "C20": dict(steps=20000, short_steps=0, short_len=None, mask=0.15, dropout=0.1, warmup=100),
     "L14d": dict(steps=14000, short_steps=0, short_len=None, dropout=0.1),
     "L14m": dict(steps=14000, short_steps=0, short_len=None, mask=0.15),
+    # 2026-11-28: dropout 0.1 on the embeddings and residual branches only, none on the attention
+    # weights (``attn_dropout``: None means the same rate as ``dropout``)
+    "L14h": dict(steps=14000, short_steps=0, short_len=None, dropout=0.1, attn_dropout=0.0),
+    # which of those dropout layers it takes, at 10,000 steps (``dropout_at``: the nn.Dropout layers
+    # whose names end with one of these keep the rate, the rest are set to 0; None keeps all). On the
+    # CPU each costs time by its size: the embeddings' and the residual branches' 64 x 64 x 128
+    # values, the feed-forward's inner 64 x 64 x 512
+    "F10h": dict(steps=10000, short_steps=0, short_len=None, dropout=0.1, attn_dropout=0.0),
+    "F10e": dict(steps=10000, short_steps=0, short_len=None, dropout=0.1, attn_dropout=0.0,
+                 dropout_at=("embeddings.dropout",)),
+    "F10r": dict(steps=10000, short_steps=0, short_len=None, dropout=0.1, attn_dropout=0.0,
+                 dropout_at=("embeddings.dropout", "dropout1", "dropout2")),
 }
 # CPU time of one step of `batch` pairs at 64 pieces against one of 64 pairs (2 cores, bfloat16,
 # the bias-mask attention, 2026-11-27: 230, 306 and 401 ms per step, interleaved)
@@ -143,6 +156,14 @@ def train_one(name: str, data: Path, out: Path, device: str, deadline: float) ->
     torch.manual_seed(c["seed"])
     model = BertForPreTraining(BertConfig.tiny(vocab_size=len(tokenizer), max_len=128,
                                                dropout=c["dropout"])).to(device)
+    if c["attn_dropout"] is not None:                # the attention weights' rate, a float attribute
+        for m in model.modules():
+            if not isinstance(m, torch.nn.Dropout) and isinstance(getattr(m, "dropout", None), float):
+                m.dropout = float(c["attn_dropout"])
+    if c["dropout_at"] is not None:
+        for mname, m in model.named_modules():
+            if isinstance(m, torch.nn.Dropout) and not mname.endswith(tuple(c["dropout_at"])):
+                m.p = 0.0
     groups: dict = {}
     for pname, p in model.named_parameters():
         head = pname.startswith("nsp.") or "pooler" in pname
