@@ -123,7 +123,7 @@ COMMANDS = {
 # model on 2 CPU cores, each at the committed checkpoint's quality or better, with a time budget
 # (BERT 30 minutes, the subword GPT 15, the biLM 10; BERT's takes about 43 minutes, see below).
 # bench/recipes.py runs them and scores each against the committed checkpoint; the README's
-# "Recipes on a laptop" section says what each change measured.
+# "Recipes on a laptop" section sums up what each change measured (bench/RECIPES_LOG.md has it all).
 LAPTOP = {
     # BERT: 14,000 steps, every one on pairs of up to 64 pieces (the committed BERT's 20,000 with
     # dropout took about 86 minutes on 2 cores). No dropout (on a 2M-word corpus seen a few times
