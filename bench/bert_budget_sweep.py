@@ -10,8 +10,9 @@ pieces is 1, at 32 pieces 0.55 (their time ratio on the 2-core machines); the co
 
 On the GPU the loop runs in float32 with PyTorch's fused attention (the same model and
 arithmetic as the CPU recipe's, without its bfloat16 rounding), and the knobs go beyond
-``pretrain_bert``'s: a separate masking share for the long phase (``mask_long``) and a learning-rate
-multiplier for the NSP head and pooler (``nsp_lr_mult``). Variants run until ``--deadline``
+``pretrain_bert``'s: a separate masking share for the long phase (``mask_long``), a learning-rate
+multiplier for the NSP head and pooler (``nsp_lr_mult``), the attention weights' dropout apart from
+the rest (``attn_dropout``) and which dropout layers keep their rate (``dropout_at``). Variants run until ``--deadline``
 seconds after the start; one that has not finished by then is scored where it stopped and marked
 ``truncated`` (its learning rate had not decayed: compare it only with others stopped alike).
 
