@@ -8,7 +8,7 @@ arguments, time and scores in the checkpoint's ``config.json`` under ``info``.
 Every committed checkpoint has one (``list`` shows them). Most run the command of the module that
 trains that model, whose defaults are the arguments that built it (``--dry-run`` prints it instead); ``--device
 cuda`` may be added to any of them where a GPU is lent (the committed BERT was trained on one; the
-CPU gives the same recipe, about 86 minutes on 2 cores instead of a few). ``--laptop`` gives the
+CPU gives the same recipe in 1.5 to 3 hours on 2 cores, by machine, instead of a few minutes). ``--laptop`` gives the
 2-core recipes of :data:`LAPTOP`; those of the subword GPT and the biLM are their defaults:
 
 * ``word2vec-wikitext2``, ``glove-wikitext2``, ``bilm-wikitext2``, ``bert-wikitext2``,
@@ -126,7 +126,7 @@ COMMANDS = {
 # "Recipes on a laptop" section sums up what each change measured (bench/RECIPES_LOG.md has it all).
 LAPTOP = {
     # BERT: 14,000 steps, every one on pairs of up to 64 pieces (the committed BERT's 20,000 with
-    # dropout took about 86 minutes on 2 cores). No dropout (on a 2M-word corpus seen a few times
+    # dropout take 1.5 to 3 hours on 2 cores, by machine). No dropout (on a 2M-word corpus seen a few times
     # it only slows learning), a longer warm-up, 25 % of the pieces predicted in training instead of
     # 15 % (more targets per step; evaluation stays at 15 %), bfloat16 autocast (about 30 % less time
     # per step; dropped, with a note, on a CPU without native bfloat16), attention computed
