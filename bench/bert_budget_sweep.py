@@ -138,11 +138,31 @@ def prepare(data: Path) -> None:
     print(json.dumps({"prepared": str(data), "vocab": len(tokenizer), **{k: len(v) for k, v in ids.items()}}))
 
 
+def build_model(config: dict, vocab_size: int):
+    """The course BERT's size with `config`'s dropout: ``dropout`` on every layer, then
+    ``attn_dropout`` (unless None) on the attention weights and, with ``dropout_at``, 0 on every
+    ``nn.Dropout`` whose name ends with none of its entries."""
+    import torch
+
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+
+    c = {**BASE, **config}
+    model = BertForPreTraining(BertConfig.tiny(vocab_size=vocab_size, max_len=128, dropout=c["dropout"]))
+    if c["attn_dropout"] is not None:                # the attention weights' rate, a float attribute
+        for m in model.modules():
+            if not isinstance(m, torch.nn.Dropout) and isinstance(getattr(m, "dropout", None), float):
+                m.dropout = float(c["attn_dropout"])
+    if c["dropout_at"] is not None:
+        for mname, m in model.named_modules():
+            if isinstance(m, torch.nn.Dropout) and not mname.endswith(tuple(c["dropout_at"])):
+                m.p = 0.0
+    return model
+
+
 def train_one(name: str, data: Path, out: Path, device: str, deadline: float) -> dict:
     """Train and score one variant; write OUT/NAME.json and return it."""
     import torch
 
-    from onehot2gpt.bert import BertConfig, BertForPreTraining
     from onehot2gpt.bert_pretraining import evaluate_nsp, evaluate_pretraining, pretraining_batch, pretraining_loss
     from onehot2gpt.subword import WordPieceTokenizer
     from onehot2gpt.training import optimizer_step
@@ -155,16 +175,7 @@ def train_one(name: str, data: Path, out: Path, device: str, deadline: float) ->
     tokenizer = WordPieceTokenizer.load(data / "vocab.txt")
     ids = json.loads((data / "ids.json").read_text())
     torch.manual_seed(c["seed"])
-    model = BertForPreTraining(BertConfig.tiny(vocab_size=len(tokenizer), max_len=128,
-                                               dropout=c["dropout"])).to(device)
-    if c["attn_dropout"] is not None:                # the attention weights' rate, a float attribute
-        for m in model.modules():
-            if not isinstance(m, torch.nn.Dropout) and isinstance(getattr(m, "dropout", None), float):
-                m.dropout = float(c["attn_dropout"])
-    if c["dropout_at"] is not None:
-        for mname, m in model.named_modules():
-            if isinstance(m, torch.nn.Dropout) and not mname.endswith(tuple(c["dropout_at"])):
-                m.p = 0.0
+    model = build_model(c, len(tokenizer)).to(device)
     groups: dict = {}
     for pname, p in model.named_parameters():
         head = pname.startswith("nsp.") or "pooler" in pname
