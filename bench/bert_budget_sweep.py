@@ -12,8 +12,8 @@ On the GPU the loop runs in float32 with PyTorch's fused attention (the same mod
 arithmetic as the CPU recipe's, without its bfloat16 rounding), and the knobs go beyond
 ``pretrain_bert``'s: a separate masking share for the long phase (``mask_long``), a learning-rate
 multiplier for the NSP head and pooler (``nsp_lr_mult``), the attention weights' dropout apart from
-the rest (``attn_dropout``) and which dropout layers keep their rate (``dropout_at``). Variants run until ``--deadline``
-seconds after the start; one that has not finished by then is scored where it stopped and marked
+the rest (``attn_dropout``) and which dropout layers keep their rate (``dropout_at``). Variants run
+until ``--deadline`` seconds after the start; one that has not finished by then is scored where it stopped and marked
 ``truncated`` (its learning rate had not decayed: compare it only with others stopped alike).
 
     python bench/bert_budget_sweep.py prepare DIR           # tokenised WikiText-2 + vocab.txt

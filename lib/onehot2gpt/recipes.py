@@ -8,8 +8,8 @@ arguments, time and scores in the checkpoint's ``config.json`` under ``info``.
 Every committed checkpoint has one (``list`` shows them). Most run the command of the module that
 trains that model, whose defaults are the arguments that built it (``--dry-run`` prints it instead); ``--device
 cuda`` may be added to any of them where a GPU is lent (the committed BERT was trained on one; the
-CPU gives the same recipe in 1.5 to 3 hours on 2 cores, by machine, instead of a few minutes). ``--laptop`` gives the
-2-core recipes of :data:`LAPTOP`; those of the subword GPT and the biLM are their defaults:
+CPU gives the same recipe in 1.5 to 3 hours on 2 cores, by machine, instead of a few minutes).
+``--laptop`` gives the 2-core recipes of :data:`LAPTOP`; those of the subword GPT and the biLM are their defaults:
 
 * ``word2vec-wikitext2``, ``glove-wikitext2``, ``bilm-wikitext2``, ``bert-wikitext2``,
   ``gpt-char-shakespeare``, ``gpt-wikitext2``: notebooks 02, 03–04, 07–08 and 09;
@@ -126,8 +126,8 @@ COMMANDS = {
 # "Recipes on a laptop" section sums up what each change measured (bench/RECIPES_LOG.md has it all).
 LAPTOP = {
     # BERT: 14,000 steps, every one on pairs of up to 64 pieces (the committed BERT's 20,000 with
-    # dropout take 1.5 to 3 hours on 2 cores, by machine). No dropout (on a 2M-word corpus seen a few times
-    # it only slows learning), a longer warm-up, 25 % of the pieces predicted in training instead of
+    # dropout take 1.5 to 3 hours on 2 cores, by machine). No dropout (on a 2M-word corpus seen a
+    # few times it only slows learning), a longer warm-up, 25 % of the pieces predicted in training instead of
     # 15 % (more targets per step; evaluation stays at 15 %), bfloat16 autocast (about 30 % less time
     # per step; dropped, with a note, on a CPU without native bfloat16), attention computed
     # explicitly rather than by the fused kernel, whose bfloat16 backward is slow on CPUs (the same
