@@ -125,26 +125,25 @@ COMMANDS = {
 # bench/recipes.py runs them and scores each against the committed checkpoint; the README's
 # "Recipes on a laptop" section sums up what each change measured (bench/RECIPES_LOG.md has it all).
 LAPTOP = {
-    # BERT: 14,000 steps, every one on pairs of up to 64 pieces (the committed BERT's 20,000
-    # with dropout take 1.5 to 3 hours on 2 cores, by machine). No dropout (on a 2M-word corpus
-    # seen a few times it only slows learning), a longer warm-up, 25 % of the pieces predicted
-    # in training instead of 15 % (more targets per step; evaluation stays at 15 %), bfloat16
-    # autocast (about 30 % less time per step; dropped, with a note, on a CPU without native
-    # bfloat16), attention computed explicitly rather than by the fused kernel, whose bfloat16
-    # backward is slow on CPUs (the same numbers). Next-sentence prediction learns from
-    # full-length pairs, so no step is cut to 32 pieces (the BERT paper's length schedule:
-    # cheaper, but NSP stayed at 81-82 %). This recipe reached 84.5 % NSP (masked pieces 40.1 %)
-    # in about 48 minutes on the 2026-11-27 machine, before the attention mask became an added
-    # bias, and in 43.3 minutes since (the same weights; 37.8 on the 2026-11-28 machine, again
-    # the same scores). Fewer steps at lr 1.4e-3 (10,000: 31.3 minutes; 12,000: 38.8) kept
-    # masked pieces but ended at 82.2 and 82.5 % NSP on the recipe's 3,200 pairs; no variant
-    # measured reaches 83 % within 30 minutes (bench/bert_budget_sweep.py,
-    # bench/results/recipes.json), and torch.compile did not shorten a step of the loop.
-    # Dropping NSP (--nsp-weight 0, 10,000 steps at lr 1.4e-3) fits: 26.8 minutes, masked pieces
-    # 41.0 %; but notebook 08's SST-2 from 800 rows fell from 0.589 to 0.536, since only NSP
-    # trains the pooler that the sentence classifier reads, so NSP stays. The 14,000-step BERT fine-tunes
-    # worse than the committed one on notebook 08's POS runs (-1.6 points over three seeds,
-    # bench/recipes.py --only notebook08), SNLI and SQuAD, so it does not replace it (README,
+    # BERT: 14,000 steps, every one on pairs of up to 64 pieces (the committed BERT's 20,000 with
+    # dropout take 1.5 to 3 hours on 2 cores, by machine). No dropout (on a 2M-word corpus seen a
+    # few times it only slows learning), a longer warm-up, 25 % of the pieces predicted in training
+    # instead of 15 % (more targets per step; evaluation stays at 15 %), bfloat16 autocast (about 30
+    # % less time per step; dropped, with a note, on a CPU without native bfloat16), attention
+    # computed explicitly rather than by the fused kernel, whose bfloat16 backward is slow on CPUs
+    # (the same numbers). Next-sentence prediction learns from full-length pairs, so no step is cut
+    # to 32 pieces (the BERT paper's length schedule: cheaper, but NSP stayed at 81-82 %). This
+    # recipe reached 84.5 % NSP (masked pieces 40.1 %) in about 48 minutes on the 2026-11-27
+    # machine, before the attention mask became an added bias, and in 43.3 minutes since (the same
+    # weights; 37.8 on the 2026-11-28 machine, again the same scores). Fewer steps at lr 1.4e-3
+    # (10,000: 31.3 minutes; 12,000: 38.8) kept masked pieces but ended at 82.2 and 82.5 % NSP on
+    # the recipe's 3,200 pairs; no variant measured reaches 83 % within 30 minutes
+    # (bench/bert_budget_sweep.py, bench/results/recipes.json), and torch.compile did not shorten a
+    # step of the loop. Dropping NSP (--nsp-weight 0, 10,000 steps at lr 1.4e-3) fits: 26.8 minutes,
+    # masked pieces 41.0 %; but notebook 08's SST-2 from 800 rows fell from 0.589 to 0.536, since
+    # only NSP trains the pooler that the sentence classifier reads, so NSP stays. The 14,000-step
+    # BERT fine-tunes worse than the committed one on notebook 08's POS runs (-1.6 points over three
+    # seeds, bench/recipes.py --only notebook08), SNLI and SQuAD, so it does not replace it (README,
     # "Recipes on a laptop").
     "bert-wikitext2": ["--steps", "14000", "--mask-prob", "0.25", "--dropout", "0", "--warmup", "200",
                        "--bf16", "--explicit-attention"],
