@@ -542,3 +542,141 @@ def test_pretrain_bert_passes_sample_to_every_batch(monkeypatch):
     with pytest.raises(ValueError, match="sample is one of"):
         bert_pretraining.pretrain_bert(model, _Tok(), _articles(), steps=1, max_len=24, sample="Sentence",
                                        progress=False)
+
+
+# ---- the laptop recipe's faster step: the chunked masked-LM loss and length-sorted batches ----
+
+def _mlm_losses_and_grads(bf16, chunk):
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    from onehot2gpt.bert_pretraining import chunked_mlm_loss
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig.tiny(vocab_size=500, max_len=32, dropout=0.0))
+    with torch.no_grad():
+        model.mlm.decoder.bias.normal_()                     # a bias gradient that is not all alike
+    torch.manual_seed(1)
+    hidden = torch.randn(77, 128, requires_grad=True)       # 77 rows: the last chunk is a short one
+    targets = torch.randint(500, (77,))
+    params = [hidden, *model.mlm.parameters()]               # the decoder's weight is the embedding
+    out = []
+    for chunked in (False, True):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = (chunked_mlm_loss(model, hidden, targets, chunk=chunk) if chunked
+                    else torch.nn.functional.cross_entropy(model.mlm(hidden), targets))
+        out.append((loss, torch.autograd.grad(loss, params)))
+    return out
+
+
+@pytest.mark.parametrize("chunk", [16, 128])
+def test_chunked_mlm_loss_and_every_gradient_equal_the_plain_loss_in_float32(chunk):
+    (plain, plain_grads), (chunked, chunked_grads) = _mlm_losses_and_grads(bf16=False, chunk=chunk)
+    torch.testing.assert_close(chunked, plain)
+    assert len(plain_grads) == 7
+    for a, b in zip(chunked_grads, plain_grads):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_chunked_mlm_loss_under_bfloat16_autocast_matches_within_bfloat16_rounding():
+    (plain, plain_grads), (chunked, chunked_grads) = _mlm_losses_and_grads(bf16=True, chunk=32)
+    torch.testing.assert_close(chunked, plain, rtol=1e-3, atol=1e-3)
+    for a, b in zip(chunked_grads, plain_grads):
+        assert a.dtype == b.dtype
+        torch.testing.assert_close(a, b, rtol=0.02, atol=0.02 * float(b.abs().max()))
+
+
+def test_chunked_mlm_loss_refuses_bad_shapes_and_chunks():
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    from onehot2gpt.bert_pretraining import chunked_mlm_loss
+    model = BertForPreTraining(BertConfig.tiny(vocab_size=50, max_len=32, dropout=0.0))
+    with pytest.raises(ValueError, match=r"\(N, D\)"):
+        chunked_mlm_loss(model, torch.randn(2, 3, 128), torch.zeros(2, dtype=torch.long))
+    for chunk in (0, 2.5, True):
+        with pytest.raises(ValueError, match="chunk"):
+            chunked_mlm_loss(model, torch.randn(4, 128), torch.zeros(4, dtype=torch.long), chunk=chunk)
+
+
+def test_pretraining_loss_with_the_chunked_loss_trains_the_same_step():
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    from onehot2gpt.bert_pretraining import pretraining_batch, pretraining_loss
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32,
+                                          max_len=32, dropout=0.0))
+    batch = pretraining_batch(_articles(), 8, 24, _Tok(), torch.Generator().manual_seed(0))
+    results = []
+    for chunked in (False, True):
+        model.zero_grad()
+        loss, mlm, nsp, correct, n = pretraining_loss(model, batch, count_correct=False, chunked_loss=chunked)
+        loss.backward()
+        results.append((loss.detach(), correct, n, [p.grad.clone() for p in model.parameters()]))
+    (plain, _, n0, plain_grads), (chunked, correct, n1, chunked_grads) = results
+    torch.testing.assert_close(chunked, plain)
+    assert correct is None and n0 == n1 == int((batch["mlm_labels"] != IGNORE_INDEX).sum())
+    for a, b in zip(chunked_grads, plain_grads):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    # evaluation counts correct predictions, which needs the logits: the plain path answers
+    assert pretraining_loss(model, batch, chunked_loss=True)[3] is not None
+
+
+def test_length_sorted_batches_regroup_the_same_pairs_by_length():
+    from onehot2gpt.bert_pretraining import LENGTH_STEP, length_sorted_batches, pretraining_pairs
+    articles = _articles(n=30)
+    pool, size, max_len = 5, 8, 20
+    batches = length_sorted_batches(articles, size, max_len, _Tok(), torch.Generator().manual_seed(4), pool,
+                                    mask_prob=0.25)
+    pairs = pretraining_pairs(articles, pool * size, max_len, _Tok(), torch.Generator().manual_seed(4))
+    assert len(batches) == pool and all(len(b["nsp_labels"]) == size for b in batches)
+
+    def rows(ids, segs, nsp, mask):       # each pair read back whole, its padding dropped
+        return sorted((tuple(i[m.bool()].tolist()), tuple(s[m.bool()].tolist()), int(y))
+                      for i, s, y, m in zip(ids, segs, nsp, mask))
+
+    drawn = rows(pairs["input_ids"], pairs["token_type_ids"], pairs["nsp_labels"], pairs["attention_mask"])
+    unmasked = []
+    for b in batches:
+        lengths = b["attention_mask"].sum(1)
+        # padded to its longest pair, rounded up to a multiple of LENGTH_STEP (at most the drawn width)
+        width = pairs["input_ids"].shape[1]
+        assert b["input_ids"].shape[1] == min(width, -(-int(lengths.max()) // LENGTH_STEP) * LENGTH_STEP)
+        chosen = b["mlm_labels"] != IGNORE_INDEX
+        original = torch.where(chosen, b["mlm_labels"], b["input_ids"])
+        assert set(b) == {"input_ids", "token_type_ids", "attention_mask", "nsp_labels", "mlm_labels"}
+        assert (b["input_ids"][b["attention_mask"] == 0] == _Tok.pad_id).all()
+        assert not chosen[b["attention_mask"] == 0].any()              # padding is never a target
+        unmasked += rows(original, b["token_type_ids"], b["nsp_labels"], b["attention_mask"])
+    assert sorted(unmasked) == drawn        # the same pairs with their segments and labels, each once
+    spans = sorted((int(b["attention_mask"].sum(1).min()), int(b["attention_mask"].sum(1).max())) for b in batches)
+    for (_, hi), (lo, _) in zip(spans, spans[1:]):
+        assert hi <= lo                                                # grouped: the lengths do not interleave
+    padded = sum(b["input_ids"].numel() for b in batches)
+    assert padded < pool * size * pairs["input_ids"].shape[1]         # less padding than drawn batches
+    assert any(b["input_ids"].shape[1] < pairs["input_ids"].shape[1] for b in batches)
+    again = length_sorted_batches(articles, size, max_len, _Tok(), torch.Generator().manual_seed(4), pool,
+                                  mask_prob=0.25)
+    assert all(torch.equal(a["input_ids"], b["input_ids"]) for a, b in zip(batches, again))   # seeded
+    with pytest.raises(ValueError, match="pool"):
+        length_sorted_batches(articles, size, max_len, _Tok(), torch.Generator(), 0)
+
+
+def test_pretrain_bert_with_length_buckets_trains_on_every_drawn_batch(monkeypatch):
+    from onehot2gpt import bert_pretraining
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    pools, real = [], bert_pretraining.length_sorted_batches
+
+    def spy(*args, **kwargs):
+        pools.append(args[2])                                         # the length asked for
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bert_pretraining, "length_sorted_batches", spy)
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32,
+                                          max_len=32, dropout=0.0))
+    history = bert_pretraining.pretrain_bert(model, _Tok(), _articles(), steps=10, batch_size=4, max_len=24,
+                                             short_len=12, short_steps=3, length_buckets=4, chunked_loss=True,
+                                             progress=False)
+    # 3 short steps from one pool of 4; the length changes, so the long steps draw new pools: 4 + 3
+    assert pools == [12, 24, 24] and len(history["loss"]) == 10
+    assert all(math.isfinite(x) for x in history["loss"])
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="length_buckets"):
+            bert_pretraining.pretrain_bert(model, _Tok(), _articles(), steps=1, max_len=24, length_buckets=bad,
+                                           progress=False)

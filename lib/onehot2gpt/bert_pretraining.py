@@ -203,7 +203,105 @@ def masked_lm_loss(hidden, labels, dense, norm, embedding, bias):
     return F.cross_entropy(F.linear(h, embedding, bias), labels[chosen])
 
 
-def pretraining_loss(model, batch, count_correct: bool = True, explicit_attention: bool = False):
+LENGTH_STEP = 16    # length_sorted_batches pads to a multiple of this: few distinct shapes
+
+
+def length_sorted_batches(articles: Sequence[Sequence[Sequence[int]]], batch_size: int, max_len: int,
+                          tokenizer, generator: torch.Generator, pool: int, mask_prob: float = 0.15,
+                          sample: str = "article") -> list[dict[str, torch.Tensor]]:
+    """`pool` pre-training batches whose pairs are grouped by length, so each is padded only to its
+    own longest pair. Draws `pool` × `batch_size` pairs as :func:`pretraining_pairs` does (the same
+    pairs as `pool` calls of `batch_size`), sorts them by length, cuts the sorted list into `pool`
+    batches, masks each with :func:`mask_tokens` and returns them in a random order (`generator`).
+
+    On WikiText-2 at 64 pieces about 14 % of a randomly drawn batch is padding, yet half its pairs
+    fill all 64 pieces, so nearly every batch is padded to the full length; grouped by length, the
+    shorter half of the pairs train in shorter, cheaper batches. A batch then holds pairs of
+    similar length rather than a random mix, which is why the option is measured, not assumed
+    (bench/RECIPES_LOG.md)."""
+    from .utils import check_positive_int
+
+    pool = check_positive_int(pool, "pool")
+    # Each batch is padded to its longest pair rounded up to a multiple of LENGTH_STEP: on a CPU
+    # every new sequence length costs new matrix-product kernels (oneDNN builds one per shape),
+    # and with a length per batch that cost outweighed the padding saved.
+    pairs = pretraining_pairs(articles, pool * batch_size, max_len, tokenizer, generator, sample=sample)
+    order = pairs["attention_mask"].sum(1).argsort(stable=True)
+    specials = [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
+    batches = []
+    for rows in order.split(batch_size):
+        longest = int(pairs["attention_mask"][rows].sum(1).max())
+        length = min(-(-longest // LENGTH_STEP) * LENGTH_STEP, pairs["input_ids"].shape[1])
+        batch = {k: v[rows][:, :length] if v.dim() == 2 else v[rows] for k, v in pairs.items()}
+        inputs, labels = mask_tokens(batch["input_ids"], mask_id=tokenizer.mask_id, vocab_size=len(tokenizer),
+                                     special_ids=specials, generator=generator, prob=mask_prob)
+        batches.append({**batch, "input_ids": inputs, "mlm_labels": labels})
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+
+
+class _ChunkedLinearCrossEntropy(torch.autograd.Function):
+    """Mean cross-entropy of ``h @ weight.T + bias`` against `targets`, scored `chunk` rows at a
+    time with the matrix products in `dtype` and the log-softmax in float32 (what autocast does
+    with ``F.linear`` then ``F.cross_entropy``). The gradients are computed in the forward pass
+    and only scaled in the backward, so no float32 (rows × vocabulary) tensor outlives a chunk."""
+
+    @staticmethod
+    def forward(ctx, h, weight, bias, targets, chunk, dtype):
+        n, d = h.shape
+        needs = ctx.needs_input_grad[:3]
+        with torch.autocast(h.device.type, enabled=False):
+            # the bias as one more column: logits = [h, 1] @ [weight, bias]^T, and one product
+            # gives the gradients of both
+            x = torch.cat([h, h.new_ones(n, 1)], 1).to(dtype)                    # (N, D + 1)
+            w = torch.cat([weight, bias[:, None]], 1).to(dtype)                  # (V, D + 1)
+            g = torch.empty(n, w.shape[0], dtype=dtype, device=h.device) if any(needs) else None
+            total = torch.zeros((), dtype=torch.float32, device=h.device)
+            for s in range(0, n, chunk):
+                t = targets[s:s + chunk]
+                log_p = torch.log_softmax(torch.mm(x[s:s + chunk], w.t()), 1, dtype=torch.float32)
+                total -= log_p.gather(1, t[:, None]).sum()
+                if g is not None:                       # d(summed loss)/d(logits) = softmax − one-hot
+                    p = log_p.exp_()
+                    p[torch.arange(len(t), device=h.device), t] -= 1
+                    g[s:s + chunk] = p
+            saved = [torch.empty(0)] * 3
+            if g is not None:
+                if needs[0]:
+                    saved[0] = (torch.mm(g, w[:, :d]).float() / n).to(h.dtype)
+                if needs[1] or needs[2]:
+                    gwb = torch.mm(x.t(), g).t().float() / n                        # (V, D + 1)
+                    saved[1] = gwb[:, :d].contiguous().to(weight.dtype)
+                    saved[2] = gwb[:, d].contiguous().to(bias.dtype)
+        ctx.save_for_backward(*saved)
+        ctx.needs = needs
+        return total / n
+
+    @staticmethod
+    def backward(ctx, grad):
+        grads = [g * grad if need else None for g, need in zip(ctx.saved_tensors, ctx.needs)]
+        return (*grads, None, None, None)
+
+
+def chunked_mlm_loss(model, hidden, targets, chunk: int = 128):
+    """The masked-LM loss of a BertForPreTraining at the chosen positions, faster on a CPU:
+    `hidden` (N, D) encoder states → the MLM head's transform → mean cross-entropy against the
+    tied embedding plus the decoder's bias, `chunk` rows at a time. Equal to
+    ``F.cross_entropy(model.mlm(hidden), targets)`` (in float32 to rounding; under bfloat16
+    autocast to bfloat16's rounding), with its gradients, but the (N × vocabulary) logits, their
+    log-softmax and its gradient are never held in float32 for all rows at once: at 64 × 64 pieces
+    and 25 % masking those are 26 MB tensors, a quarter of a step's time on 2 cores."""
+    if hidden.dim() != 2 or targets.shape != hidden.shape[:1]:
+        raise ValueError(f"hidden is (N, D) and targets (N,); got {tuple(hidden.shape)} and {tuple(targets.shape)}")
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"chunk is a number of rows, a whole number of at least 1; got {chunk!r}")
+    head, device = model.mlm, hidden.device.type
+    dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else hidden.dtype
+    h = head.norm(head.activation(head.dense(hidden)))
+    return _ChunkedLinearCrossEntropy.apply(h, head.decoder.weight, head.decoder.bias, targets, chunk, dtype)
+
+
+def pretraining_loss(model, batch, count_correct: bool = True, explicit_attention: bool = False,
+                     chunked_loss: bool = False):
     """(loss, mlm_loss, nsp_loss, masked predictions correct, masked predictions) for a
     BertForPreTraining; the MLM head runs only at the labelled positions (≈15%), which saves
     most of the (T × vocab) output layer's cost. The batch moves to the model's device.
@@ -214,17 +312,23 @@ def pretraining_loss(model, batch, count_correct: bool = True, explicit_attentio
     Q Kᵀ / √d_k, then × V; :func:`onehot2gpt.attention.scaled_dot_product_attention`) instead of
     PyTorch's fused kernel: the same numbers, and under bfloat16 autocast on a CPU about twice as
     fast per step, because the fused kernel's bfloat16 backward is slow there for short sequences
-    (and since the padding mask is added as a bias rather than filled in, about 0.73 × that again)."""
+    (and since the padding mask is added as a bias rather than filled in, about 0.73 × that again).
+    With `chunked_loss` (and `count_correct` False, as in training) the masked-LM loss is
+    :func:`chunked_mlm_loss`: the same loss and gradients, a few milliseconds less per step."""
     device = next(model.parameters()).device
     batch = {k: v.to(device) for k, v in batch.items()}
     out = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
                      output_attentions=explicit_attention)
     chosen = batch["mlm_labels"] != IGNORE_INDEX
-    logits = model.mlm(out.last_hidden_state[chosen])                  # (N masked, V)
     targets = batch["mlm_labels"][chosen]
-    mlm_loss = F.cross_entropy(logits, targets)
+    if chunked_loss and not count_correct:
+        mlm_loss = chunked_mlm_loss(model, out.last_hidden_state[chosen], targets)
+        correct = None
+    else:
+        logits = model.mlm(out.last_hidden_state[chosen])              # (N masked, V)
+        mlm_loss = F.cross_entropy(logits, targets)
+        correct = int((logits.argmax(-1) == targets).sum()) if count_correct else None
     nsp_loss = F.cross_entropy(model.nsp(out.pooled), batch["nsp_labels"])
-    correct = int((logits.argmax(-1) == targets).sum()) if count_correct else None
     return mlm_loss + nsp_loss, mlm_loss, nsp_loss, correct, int(targets.numel())
 
 
@@ -232,8 +336,8 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
                   max_len: int = 64, lr: float = 1e-3, warmup: int = 100, seed: int = 0,
                   short_len: int | None = None, short_steps: int = 0, mask_prob: float = 0.15,
                   bf16: bool = False, nsp_weight: float = 1.0, explicit_attention: bool = False,
-                  sample: str = "article", progress: bool = True,
-                  desc: str = "BERT") -> dict[str, list[float]]:
+                  sample: str = "article", chunked_loss: bool = False, length_buckets: int = 0,
+                  progress: bool = True, desc: str = "BERT") -> dict[str, list[float]]:
     """Masked LM + next-sentence prediction on `articles` (lists of tokenised sentences) with
     AdamW, linear warm-up and linear decay; returns per-step "loss", "mlm_loss", "nsp_loss".
 
@@ -249,7 +353,10 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
     (:func:`native_bf16`). The loss minimised is MLM + `nsp_weight` × NSP (BERT's is 1).
     `explicit_attention` computes attention without the fused kernel (:func:`pretraining_loss`):
     with `bf16` on a CPU, about half the time per step. `sample` "sentence" draws the pairs
-    uniformly over sentences instead of over articles (:func:`pretraining_pairs`)."""
+    uniformly over sentences instead of over articles (:func:`pretraining_pairs`).
+    `chunked_loss` computes the masked-LM loss with :func:`chunked_mlm_loss` (the same loss, less
+    time). With `length_buckets` k > 0 the pairs of every k batches are drawn together and grouped
+    by length (:func:`length_sorted_batches`), so short pairs train in short batches."""
     if short_len is not None and not 8 <= short_len <= max_len:
         raise ValueError(f"short_len must be between 8 and max_len={max_len}; got {short_len}")
     if not 0 <= short_steps <= steps or (short_steps and short_len is None):
@@ -261,8 +368,12 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
         raise ValueError(f"nsp_weight scales the next-sentence loss, a number >= 0; got {nsp_weight}")
     if sample not in SAMPLES:
         raise ValueError(f"sample is one of {SAMPLES}; got {sample!r}")
+    if isinstance(length_buckets, bool) or not isinstance(length_buckets, int) or length_buckets < 0:
+        raise ValueError(f"length_buckets is how many batches to draw together and group by length, "
+                         f"a whole number (0: each batch on its own); got {length_buckets!r}")
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
+    queue, queue_len = [], None                 # length-grouped batches drawn but not yet trained on
     opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
@@ -271,10 +382,19 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
     with tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0) as bar:
         for step in range(steps):
             length = short_len if step < short_steps else max_len
-            batch = pretraining_batch(articles, batch_size, length, tokenizer, g, mask_prob=mask_prob, sample=sample)
+            if length_buckets:
+                if not queue or queue_len != length:   # a new pool (or the schedule's length changed)
+                    queue = length_sorted_batches(articles, batch_size, length, tokenizer, g, length_buckets,
+                                                  mask_prob=mask_prob, sample=sample)
+                    queue_len = length
+                batch = queue.pop()
+            else:
+                batch = pretraining_batch(articles, batch_size, length, tokenizer, g, mask_prob=mask_prob,
+                                          sample=sample)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(model, batch, count_correct=False,
-                                                                  explicit_attention=explicit_attention)
+                                                                  explicit_attention=explicit_attention,
+                                                                  chunked_loss=chunked_loss)
                 if nsp_weight != 1.0:
                     loss = mlm_loss + nsp_weight * nsp_loss
             optimizer_step(loss, opt, sched, model.parameters(), 1.0)
@@ -464,6 +584,8 @@ def _train_bert_command(args, argv=None):
     from .utils import set_threads
 
     set_threads(args.threads)
+    if args.length_buckets < 0:
+        raise SystemExit(f"--length-buckets is how many batches to group by length, 0 or more; got {args.length_buckets}")
     if args.bf16 and not native_bf16(args.device):
         raise SystemExit(f"--bf16: this {args.device} has no native bfloat16 (on a CPU: AVX512-BF16 or "
                          "AMX), so autocast would make every step slower than float32. Leave out --bf16 "
@@ -484,7 +606,8 @@ def _train_bert_command(args, argv=None):
                             max_len=args.max_len, lr=args.lr, warmup=args.warmup, seed=args.seed,
                             short_len=args.short_len, short_steps=args.short_steps,
                             mask_prob=args.mask_prob, bf16=args.bf16, nsp_weight=args.nsp_weight,
-                            explicit_attention=args.explicit_attention, sample=args.sample)
+                            explicit_attention=args.explicit_attention, sample=args.sample,
+                            chunked_loss=args.chunked_loss, length_buckets=args.length_buckets)
     t_train = time.time() - start
     scores = evaluate_pretraining(model, tokenizer, valid_ids, max_len=args.max_len)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -495,6 +618,7 @@ def _train_bert_command(args, argv=None):
             "dropout": args.dropout, "short_len": args.short_len, "short_steps": args.short_steps,
             "mask_prob": args.mask_prob, "bf16": args.bf16, "nsp_weight": args.nsp_weight,
             "explicit_attention": args.explicit_attention, "sample": args.sample,
+            "chunked_loss": args.chunked_loss, "length_buckets": args.length_buckets,
             "threads": args.threads, "device": args.device, "seed": args.seed, "vocab_seconds": round(t_vocab, 1),
             "total_seconds": round(t_train, 1), "valid": {k: round(v, 4) for k, v in scores.items()},
             "final_train_mlm_loss": round(sum(history["mlm_loss"][-100:]) / len(history["mlm_loss"][-100:]), 4)}
@@ -538,6 +662,12 @@ def build_parser():
     bert.add_argument("--sample", choices=SAMPLES, default="article",
                       help="draw sentence pairs by article, then sentence (the committed checkpoint's), or "
                            "uniformly over all sentences")
+    bert.add_argument("--chunked-loss", action="store_true",
+                      help="the masked-LM loss and its gradients computed 128 rows at a time: the same "
+                           "loss, less time per step on a CPU")
+    bert.add_argument("--length-buckets", type=int, default=0, metavar="K",
+                      help="draw the pairs of K batches at once and group them by length, so each batch "
+                           "is padded only to its own longest pair (0, the default: no grouping)")
     bert.add_argument("--threads", type=int, default=2)
     bert.add_argument("--seed", type=int, default=0)
     bert.add_argument("--device", default="cpu", help="cpu (the documented run) or cuda")
