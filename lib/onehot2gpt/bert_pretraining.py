@@ -180,15 +180,26 @@ def pretraining_batch(articles: Sequence[Sequence[Sequence[int]]], batch_size: i
     :func:`mask_tokens` (same `generator`, `mask_prob`). Returns a dict
     of (B, T) tensors input_ids, token_type_ids, attention_mask, mlm_labels and (B,) nsp_labels."""
     batch = pretraining_pairs(articles, batch_size, max_len, tokenizer, generator, sample=sample)
+    return mask_pairs(batch, tokenizer, generator, mask_prob=mask_prob, whole_word=whole_word)
+
+
+def _special_ids(tokenizer) -> list[int]:
+    """[PAD] [UNK] [CLS] [SEP] [MASK]: the ids masking never picks."""
+    return [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
+
+
+def mask_pairs(batch: dict[str, torch.Tensor], tokenizer, generator: torch.Generator, mask_prob: float = 0.15,
+               whole_word: bool = False) -> dict[str, torch.Tensor]:
+    """Pairs of :func:`pretraining_pairs` masked by :func:`mask_tokens` (`generator`, `mask_prob`;
+    with `whole_word` all pieces of a chosen word) → the batch with masked input_ids and mlm_labels."""
     input_ids = batch["input_ids"]
-    specials = [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
     word_ids = None
     if whole_word:  # a piece starting with "##" continues the word before it
         starts = torch.tensor([[not tokenizer.convert_ids_to_tokens(int(i)).startswith("##") for i in row]
                                for row in input_ids.tolist()])
         word_ids = starts.long().cumsum(1) - 1
     inputs, labels = mask_tokens(input_ids, mask_id=tokenizer.mask_id, vocab_size=len(tokenizer),
-                                 special_ids=specials, word_ids=word_ids, generator=generator,
+                                 special_ids=_special_ids(tokenizer), word_ids=word_ids, generator=generator,
                                  prob=mask_prob)
     return {**batch, "input_ids": inputs, "mlm_labels": labels}
 
@@ -212,7 +223,7 @@ def length_sorted_batches(articles: Sequence[Sequence[Sequence[int]]], batch_siz
     """`pool` pre-training batches whose pairs are grouped by length, so each is padded only to its
     own longest pair. Draws `pool` × `batch_size` pairs as :func:`pretraining_pairs` does (the same
     pairs as `pool` calls of `batch_size`), sorts them by length, cuts the sorted list into `pool`
-    batches, masks each with :func:`mask_tokens` and returns them in a random order (`generator`).
+    batches, masks each with :func:`mask_pairs` and returns them in a random order (`generator`).
 
     On WikiText-2 at 64 pieces about 14 % of a randomly drawn batch is padding, yet half its pairs
     fill all 64 pieces, so nearly every batch is padded to the full length; grouped by length, the
@@ -227,15 +238,12 @@ def length_sorted_batches(articles: Sequence[Sequence[Sequence[int]]], batch_siz
     # and with a length per batch that cost outweighed the padding saved.
     pairs = pretraining_pairs(articles, pool * batch_size, max_len, tokenizer, generator, sample=sample)
     order = pairs["attention_mask"].sum(1).argsort(stable=True)
-    specials = [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
     batches = []
     for rows in order.split(batch_size):
         longest = int(pairs["attention_mask"][rows].sum(1).max())
         length = min(-(-longest // LENGTH_STEP) * LENGTH_STEP, pairs["input_ids"].shape[1])
         batch = {k: v[rows][:, :length] if v.dim() == 2 else v[rows] for k, v in pairs.items()}
-        inputs, labels = mask_tokens(batch["input_ids"], mask_id=tokenizer.mask_id, vocab_size=len(tokenizer),
-                                     special_ids=specials, generator=generator, prob=mask_prob)
-        batches.append({**batch, "input_ids": inputs, "mlm_labels": labels})
+        batches.append(mask_pairs(batch, tokenizer, generator, mask_prob=mask_prob))
     return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
@@ -437,7 +445,7 @@ def adapt_mlm(model, tokenizer, texts: Sequence[str], *, steps: int = 3000, batc
     if not 0.0 < mask_prob < 1.0:
         raise ValueError(f"mask_prob is the share of pieces to predict, between 0 and 1; got {mask_prob}")
     device = next(model.parameters()).device
-    specials = [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
+    specials = _special_ids(tokenizer)
     g = torch.Generator().manual_seed(seed)
     warm = max(1, int(warmup * steps))
     opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
@@ -533,7 +541,7 @@ def evaluate_nsp(model, tokenizer, articles, *, max_len: int = 64, batch_size: i
         raise ValueError(f"mask_prob is the share of pieces masked, a number from 0 (none) to below 1; "
                          f"got {mask_prob!r}")
     pairs = all_nsp_pairs(articles, seed=seed)
-    specials = [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
+    specials = _special_ids(tokenizer)
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     was_training = model.training
