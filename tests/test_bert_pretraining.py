@@ -680,3 +680,101 @@ def test_pretrain_bert_with_length_buckets_trains_on_every_drawn_batch(monkeypat
         with pytest.raises(ValueError, match="length_buckets"):
             bert_pretraining.pretrain_bert(model, _Tok(), _articles(), steps=1, max_len=24, length_buckets=bad,
                                            progress=False)
+
+
+def _sparse_model(n_layers=2):
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=VOCAB, d_model=16, n_layers=n_layers, n_heads=2, d_ff=32,
+                                          max_len=32, dropout=0.0))
+    return model
+
+
+@pytest.mark.parametrize("explicit", [False, True])
+def test_encode_for_losses_gives_the_full_encoders_rows_and_pooled_cls(explicit):
+    """The top layer run only at [CLS] and the masked pieces gives exactly the rows the full
+    encoder gives there, in x[chosen]'s order, and the same pooled [CLS]: pairs with different
+    numbers of masked pieces and padding in the batch."""
+    from onehot2gpt.bert_pretraining import encode_for_losses, pretraining_batch
+    model = _sparse_model(n_layers=2)
+    batch = pretraining_batch(_articles(), 8, 24, _Tok(), torch.Generator().manual_seed(0), mask_prob=0.25)
+    chosen = batch["mlm_labels"] != IGNORE_INDEX
+    counts = chosen.sum(1)
+    assert (batch["attention_mask"] == 0).any() and counts.min() < counts.max()   # the batch tests both
+    full = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+    hidden, pooled = encode_for_losses(model.bert, batch, chosen, explicit_attention=explicit)
+    assert hidden.shape == (int(counts.sum()), 16)
+    torch.testing.assert_close(hidden, full.last_hidden_state[chosen])
+    torch.testing.assert_close(pooled, full.pooled)
+
+
+def test_pretraining_loss_with_the_sparse_top_layer_gives_the_same_loss_and_gradients():
+    """--sparse-top changes no number: the loss, the count of correct pieces and every
+    parameter's gradient equal the full encoder's, with the plain and the chunked MLM loss, and a
+    few training steps end at the same weights."""
+    from onehot2gpt.bert_pretraining import pretrain_bert, pretraining_batch, pretraining_loss
+    batch = pretraining_batch(_articles(), 8, 24, _Tok(), torch.Generator().manual_seed(0), mask_prob=0.25)
+    for count_correct, chunked in ((True, False), (False, True)):
+        runs = {}
+        for sparse in (False, True):
+            model = _sparse_model()
+            loss, mlm, nsp, correct, n = pretraining_loss(model, batch, count_correct=count_correct,
+                                                          chunked_loss=chunked, sparse_top=sparse)
+            loss.backward()
+            runs[sparse] = (loss.detach(), nsp.detach(), correct, n,
+                            {k: p.grad.clone() for k, p in model.named_parameters()})
+        torch.testing.assert_close(runs[True][0], runs[False][0])
+        torch.testing.assert_close(runs[True][1], runs[False][1])
+        assert runs[True][2:4] == runs[False][2:4]
+        for name, grad in runs[False][4].items():
+            assert grad.abs().sum() > 0, f"{name} got no gradient, so the test could not see it differ"
+            torch.testing.assert_close(runs[True][4][name], grad, rtol=1e-5, atol=1e-6,
+                                       msg=lambda m: f"{name}: {m}")
+    trained = {}
+    for sparse in (False, True):
+        model = _sparse_model()
+        pretrain_bert(model, _Tok(), _articles(), steps=3, batch_size=4, max_len=24, warmup=1, mask_prob=0.25,
+                      sparse_top=sparse, progress=False)
+        trained[sparse] = model.state_dict()
+    for name, value in trained[False].items():
+        torch.testing.assert_close(trained[True][name], value, rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}: {m}")
+
+
+def test_encode_for_losses_refuses_what_it_cannot_compute():
+    from onehot2gpt.bert_pretraining import encode_for_losses, pretraining_batch
+    from onehot2gpt.transformer import Encoder
+    model = _sparse_model()
+    batch = pretraining_batch(_articles(), 4, 24, _Tok(), torch.Generator().manual_seed(0))
+    chosen = batch["mlm_labels"] != IGNORE_INDEX
+    with pytest.raises(ValueError, match="bool tensor"):
+        encode_for_losses(model.bert, batch, chosen.long())
+    with pytest.raises(ValueError, match="bool tensor"):
+        encode_for_losses(model.bert, batch, chosen[:, :-1])
+    cls_too = chosen.clone()
+    cls_too[0, 0] = True
+    with pytest.raises(ValueError, match=r"\[CLS\]"):
+        encode_for_losses(model.bert, batch, cls_too)
+    model.bert.encoder = Encoder(2, 16, 2, 32, norm_first=True)
+    with pytest.raises(ValueError, match="pre-norm"):
+        encode_for_losses(model.bert, batch, chosen)
+
+
+def test_the_train_command_passes_and_records_sparse_top(tmp_path, monkeypatch):
+    from onehot2gpt import bert_pretraining
+    assert bert_pretraining.build_parser().parse_args(["train", "--out", "x"]).sparse_top is False
+    seen = {}
+
+    def fake_pretrain(model, tokenizer, articles, **kw):
+        seen.update(kw)
+        return {"loss": [1.0], "mlm_loss": [1.0], "nsp_loss": [0.5]}
+
+    monkeypatch.setattr(bert_pretraining, "pretrain_bert", fake_pretrain)
+    monkeypatch.setattr(bert_pretraining, "evaluate_pretraining",
+                        lambda *a, **k: {"mlm_accuracy": 0.1, "mlm_loss": 5.0, "nsp_accuracy": 0.5})
+    monkeypatch.setattr("onehot2gpt.data.wikitext_articles",
+                        lambda split: [[" ".join(s) for s in [["the", "cat", "sat"], ["a", "dog", "ran"]]]] * 3)
+    bert_pretraining.main(["train", "--out", str(tmp_path / "b"), "--steps", "1", "--vocab-size", "40",
+                           "--sparse-top"])
+    import json
+    info = json.loads((tmp_path / "b" / "config.json").read_text())["info"]
+    assert seen["sparse_top"] is True and info["sparse_top"] is True

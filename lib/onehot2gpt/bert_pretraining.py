@@ -308,8 +308,51 @@ def chunked_mlm_loss(model, hidden, targets, chunk: int = 128):
     return _ChunkedLinearCrossEntropy.apply(h, head.decoder.weight, head.decoder.bias, targets, chunk, dtype)
 
 
+def encode_for_losses(bert, batch, chosen, explicit_attention: bool = False):
+    """The encoder states the two pre-training losses read, with the top layer run only where they
+    read it: (states at the `chosen` positions (N, D), in row-major order as ``x[chosen]``; pooled
+    [CLS] (B, D)). Below the top layer every position is needed (the top layer's keys and values
+    come from all of them), but the top layer's queries, attention output, feed-forward and
+    LayerNorms are needed only at [CLS] and the masked pieces: at 64 pieces and 25 % masking about
+    a third of the rows. The numbers are those of running the whole top layer and picking the rows
+    afterwards (``tests/test_bert_pretraining.py``); only post-norm encoders (BERT's) are handled.
+
+    `batch` holds "input_ids", "token_type_ids" and "attention_mask" (B, T); `chosen` is a (B, T)
+    bool tensor that is False at position 0 ([CLS])."""
+    *lower, top = bert.encoder.layers
+    if top.norm_first:
+        raise ValueError("encode_for_losses handles post-norm encoders (BERT's); this one is pre-norm")
+    if chosen.dtype != torch.bool or chosen.shape != batch["input_ids"].shape:
+        raise ValueError(f"chosen must be a bool tensor of the batch's shape {tuple(batch['input_ids'].shape)}; "
+                         f"got {chosen.dtype} {tuple(chosen.shape)}")
+    if bool(chosen[:, 0].any()):
+        raise ValueError("chosen marks position 0 ([CLS]), which is never a masked piece")
+    mask = (batch["attention_mask"] != 0)[:, None, None, :]                   # (B, 1, 1, T)
+    x = bert.embeddings(batch["input_ids"], batch["token_type_ids"])
+    for layer in lower:
+        x, _ = layer(x, mask, need_weights=explicit_attention)
+    # the rows the losses read, per pair: [CLS], then the chosen positions in order; pairs with
+    # fewer chosen positions are filled with other positions, computed and never read
+    keep = chosen.clone()
+    keep[:, 0] = True
+    counts = keep.sum(1)
+    # rounded up to a multiple of 8, so few distinct shapes reach the matrix products (on a CPU
+    # each new shape costs new oneDNN kernels)
+    width = min(-(-int(counts.max()) // 8) * 8, keep.shape[1])
+    rows = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)[:, :width]   # (B, M)
+    xq = x.gather(1, rows[..., None].expand(-1, -1, x.shape[-1]))                  # (B, M, D)
+    # the top block as EncoderBlock.forward (post-norm), queries at those rows, keys at all
+    a, _ = top.self_attn(xq, x, x, mask=mask, need_weights=explicit_attention)
+    h = top.norm1(xq + top.dropout1(a))
+    h = top.norm2(h + top.dropout2(top.ff(h)))
+    read = torch.arange(width, device=h.device) < counts[:, None]                 # (B, M)
+    read[:, 0] = False
+    pooled = torch.tanh(bert.pooler(h[:, 0])) if bert.pooler is not None else None
+    return h[read], pooled
+
+
 def pretraining_loss(model, batch, count_correct: bool = True, explicit_attention: bool = False,
-                     chunked_loss: bool = False):
+                     chunked_loss: bool = False, sparse_top: bool = False):
     """(loss, mlm_loss, nsp_loss, masked predictions correct, masked predictions) for a
     BertForPreTraining; the MLM head runs only at the labelled positions (≈15%), which saves
     most of the (T × vocab) output layer's cost. The batch moves to the model's device.
@@ -322,21 +365,27 @@ def pretraining_loss(model, batch, count_correct: bool = True, explicit_attentio
     fast per step, because the fused kernel's bfloat16 backward is slow there for short sequences
     (and since the padding mask is added as a bias rather than filled in, about 0.73 × that again).
     With `chunked_loss` (and `count_correct` False, as in training) the masked-LM loss is
-    :func:`chunked_mlm_loss`: the same loss and gradients, a few milliseconds less per step."""
+    :func:`chunked_mlm_loss`: the same loss and gradients, a few milliseconds less per step. With
+    `sparse_top` the encoder's top layer runs only at [CLS] and the masked pieces
+    (:func:`encode_for_losses`): the same losses and gradients, less time per step."""
     device = next(model.parameters()).device
     batch = {k: v.to(device) for k, v in batch.items()}
-    out = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                     output_attentions=explicit_attention)
     chosen = batch["mlm_labels"] != IGNORE_INDEX
     targets = batch["mlm_labels"][chosen]
+    if sparse_top:
+        hidden, pooled = encode_for_losses(model.bert, batch, chosen, explicit_attention)
+    else:
+        out = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                         output_attentions=explicit_attention)
+        hidden, pooled = out.last_hidden_state[chosen], out.pooled
     if chunked_loss and not count_correct:
-        mlm_loss = chunked_mlm_loss(model, out.last_hidden_state[chosen], targets)
+        mlm_loss = chunked_mlm_loss(model, hidden, targets)
         correct = None
     else:
-        logits = model.mlm(out.last_hidden_state[chosen])              # (N masked, V)
+        logits = model.mlm(hidden)                                     # (N masked, V)
         mlm_loss = F.cross_entropy(logits, targets)
         correct = int((logits.argmax(-1) == targets).sum()) if count_correct else None
-    nsp_loss = F.cross_entropy(model.nsp(out.pooled), batch["nsp_labels"])
+    nsp_loss = F.cross_entropy(model.nsp(pooled), batch["nsp_labels"])
     return mlm_loss + nsp_loss, mlm_loss, nsp_loss, correct, int(targets.numel())
 
 
@@ -345,7 +394,7 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
                   short_len: int | None = None, short_steps: int = 0, mask_prob: float = 0.15,
                   bf16: bool = False, nsp_weight: float = 1.0, explicit_attention: bool = False,
                   sample: str = "article", chunked_loss: bool = False, length_buckets: int = 0,
-                  progress: bool = True, desc: str = "BERT") -> dict[str, list[float]]:
+                  sparse_top: bool = False, progress: bool = True, desc: str = "BERT") -> dict[str, list[float]]:
     """Masked LM + next-sentence prediction on `articles` (lists of tokenised sentences) with
     AdamW, linear warm-up and linear decay; returns per-step "loss", "mlm_loss", "nsp_loss".
 
@@ -364,7 +413,9 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
     uniformly over sentences instead of over articles (:func:`pretraining_pairs`).
     `chunked_loss` computes the masked-LM loss with :func:`chunked_mlm_loss` (the same loss, less
     time). With `length_buckets` k > 0 the pairs of every k batches are drawn together and grouped
-    by length (:func:`length_sorted_batches`), so short pairs train in short batches."""
+    by length (:func:`length_sorted_batches`), so short pairs train in short batches. With
+    `sparse_top` the encoder's top layer runs only at the rows the losses read
+    (:func:`encode_for_losses`): the same losses and gradients, less time per step."""
     if short_len is not None and not 8 <= short_len <= max_len:
         raise ValueError(f"short_len must be between 8 and max_len={max_len}; got {short_len}")
     if not 0 <= short_steps <= steps or (short_steps and short_len is None):
@@ -402,7 +453,8 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(model, batch, count_correct=False,
                                                                   explicit_attention=explicit_attention,
-                                                                  chunked_loss=chunked_loss)
+                                                                  chunked_loss=chunked_loss,
+                                                                  sparse_top=sparse_top)
                 if nsp_weight != 1.0:
                     loss = mlm_loss + nsp_weight * nsp_loss
             optimizer_step(loss, opt, sched, model.parameters(), 1.0)
@@ -615,7 +667,8 @@ def _train_bert_command(args, argv=None):
                             short_len=args.short_len, short_steps=args.short_steps,
                             mask_prob=args.mask_prob, bf16=args.bf16, nsp_weight=args.nsp_weight,
                             explicit_attention=args.explicit_attention, sample=args.sample,
-                            chunked_loss=args.chunked_loss, length_buckets=args.length_buckets)
+                            chunked_loss=args.chunked_loss, length_buckets=args.length_buckets,
+                            sparse_top=args.sparse_top)
     t_train = time.time() - start
     scores = evaluate_pretraining(model, tokenizer, valid_ids, max_len=args.max_len)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -627,6 +680,7 @@ def _train_bert_command(args, argv=None):
             "mask_prob": args.mask_prob, "bf16": args.bf16, "nsp_weight": args.nsp_weight,
             "explicit_attention": args.explicit_attention, "sample": args.sample,
             "chunked_loss": args.chunked_loss, "length_buckets": args.length_buckets,
+            "sparse_top": args.sparse_top,
             "threads": args.threads, "device": args.device, "seed": args.seed, "vocab_seconds": round(t_vocab, 1),
             "total_seconds": round(t_train, 1), "valid": {k: round(v, 4) for k, v in scores.items()},
             "final_train_mlm_loss": round(sum(history["mlm_loss"][-100:]) / len(history["mlm_loss"][-100:]), 4)}
@@ -676,6 +730,9 @@ def build_parser():
     bert.add_argument("--length-buckets", type=int, default=0, metavar="K",
                       help="draw the pairs of K batches at once and group them by length, so each batch "
                            "is padded only to its own longest pair (0, the default: no grouping)")
+    bert.add_argument("--sparse-top", action="store_true",
+                      help="run the encoder's top layer only at [CLS] and the masked pieces, the rows the "
+                           "losses read: the same losses and gradients, less time per step")
     bert.add_argument("--threads", type=int, default=2)
     bert.add_argument("--seed", type=int, default=0)
     bert.add_argument("--device", default="cpu", help="cpu (the documented run) or cuda")
