@@ -306,13 +306,10 @@ def test_explicit_attention_gives_the_fused_kernels_loss_and_gradients(monkeypat
         torch.testing.assert_close(trained[True][name], value, msg=lambda m: f"{name}: {m}")
 
 
-def test_the_train_command_records_explicit_attention(tmp_path, monkeypatch):
-    """The option reaches the loop and the checkpoint's recorded info, which says how it was built."""
+def _fake_train_command(monkeypatch):
+    """bert_pretraining's train command with the loop, the evaluation and the data faked: returns
+    the keyword arguments the loop was called with (filled in by each run)."""
     from onehot2gpt import bert_pretraining
-    args = bert_pretraining.build_parser().parse_args(["train", "--out", "x"])
-    assert args.explicit_attention is False                            # the default: the fused kernel
-    args = bert_pretraining.build_parser().parse_args(["train", "--out", "x", "--explicit-attention"])
-    assert args.explicit_attention is True
     seen = {}
 
     def fake_pretrain(model, tokenizer, articles, **kw):
@@ -324,6 +321,17 @@ def test_the_train_command_records_explicit_attention(tmp_path, monkeypatch):
                         lambda *a, **k: {"mlm_accuracy": 0.1, "mlm_loss": 5.0, "nsp_accuracy": 0.5})
     monkeypatch.setattr("onehot2gpt.data.wikitext_articles",
                         lambda split: [[" ".join(s) for s in [["the", "cat", "sat"], ["a", "dog", "ran"]]]] * 3)
+    return seen
+
+
+def test_the_train_command_records_explicit_attention(tmp_path, monkeypatch):
+    """The option reaches the loop and the checkpoint's recorded info, which says how it was built."""
+    from onehot2gpt import bert_pretraining
+    args = bert_pretraining.build_parser().parse_args(["train", "--out", "x"])
+    assert args.explicit_attention is False                            # the default: the fused kernel
+    args = bert_pretraining.build_parser().parse_args(["train", "--out", "x", "--explicit-attention"])
+    assert args.explicit_attention is True
+    seen = _fake_train_command(monkeypatch)
     bert_pretraining.main(["train", "--out", str(tmp_path / "b"), "--steps", "1", "--vocab-size", "40",
                            "--explicit-attention"])
     import json
@@ -762,17 +770,7 @@ def test_encode_for_losses_refuses_what_it_cannot_compute():
 def test_the_train_command_passes_and_records_sparse_top(tmp_path, monkeypatch):
     from onehot2gpt import bert_pretraining
     assert bert_pretraining.build_parser().parse_args(["train", "--out", "x"]).sparse_top is False
-    seen = {}
-
-    def fake_pretrain(model, tokenizer, articles, **kw):
-        seen.update(kw)
-        return {"loss": [1.0], "mlm_loss": [1.0], "nsp_loss": [0.5]}
-
-    monkeypatch.setattr(bert_pretraining, "pretrain_bert", fake_pretrain)
-    monkeypatch.setattr(bert_pretraining, "evaluate_pretraining",
-                        lambda *a, **k: {"mlm_accuracy": 0.1, "mlm_loss": 5.0, "nsp_accuracy": 0.5})
-    monkeypatch.setattr("onehot2gpt.data.wikitext_articles",
-                        lambda split: [[" ".join(s) for s in [["the", "cat", "sat"], ["a", "dog", "ran"]]]] * 3)
+    seen = _fake_train_command(monkeypatch)
     bert_pretraining.main(["train", "--out", str(tmp_path / "b"), "--steps", "1", "--vocab-size", "40",
                            "--sparse-top"])
     import json
