@@ -181,19 +181,3 @@ def test_attention_source_serves_the_encoder_maps(encoder_model, seq2seq):
     small = Vocab(list("abcdefghijk"))  # ids 4..14 fit the seq2seq source vocabulary of 15
     _, maps = attention_source(seq2seq, small, list)("abcd")
     assert len(maps) == 2 and maps[1].shape == (1, 2, 4, 4)
-
-
-@pytest.mark.parametrize("norm_first", [False, True])
-def test_encoder_block_with_context_computes_only_the_given_rows(norm_first):
-    """EncoderBlock(x_rows, context=x): keys and values from every row of x, the block's output at
-    the rows given, equal to the whole block's output at those rows (post- and pre-norm)."""
-    from onehot2gpt.transformer import EncoderBlock
-    torch.manual_seed(0)
-    block = EncoderBlock(16, 2, 32, norm_first=norm_first, activation="gelu").eval()
-    x = torch.randn(3, 7, 16)
-    mask = torch.ones(3, 1, 1, 7, dtype=torch.bool)
-    mask[0, ..., 5:] = False                                           # padding in one row
-    rows = torch.tensor([0, 2, 3])
-    full, _ = block(x, mask)
-    part, _ = block(x[:, rows], mask, context=x)
-    torch.testing.assert_close(part, full[:, rows])

@@ -188,7 +188,13 @@ class BertModel(nn.Module):
     def forward(self, input_ids, token_type_ids=None, attention_mask=None,
                 output_hidden_states: bool = False, output_attentions: bool = False) -> BertOutput:
         # 1. Which keys each query may see: the real tokens.
-        mask = self.key_mask(input_ids, attention_mask)           # (B, 1, 1, T)
+        if attention_mask is None:
+            mask = padding_mask(input_ids, self.config.pad_id)    # (B, 1, 1, T)
+        elif attention_mask.shape != input_ids.shape:
+            raise ValueError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)} "
+                             f"(1 = real token, 0 = padding); got {tuple(attention_mask.shape)}")
+        else:
+            mask = (attention_mask != 0)[:, None, None, :]        # (B, 1, 1, T)
         # 2. Embeddings, then the encoder; without maps it takes the fused attention kernel.
         x = self.embeddings(input_ids, token_type_ids)
         if output_hidden_states:
@@ -201,22 +207,9 @@ class BertModel(nn.Module):
         else:
             x, maps = self.encoder(x, mask, need_weights=output_attentions)
             hidden = None
-        return BertOutput(x, self.pool(x), hidden, maps)
-
-    def key_mask(self, input_ids, attention_mask=None):
-        """(B, 1, 1, T) bool: the keys each query may see, the real tokens. `attention_mask` is
-        Hugging Face's (B, T), 1 for real tokens; by default every token that is not pad_id is real."""
-        if attention_mask is None:
-            return padding_mask(input_ids, self.config.pad_id)
-        if attention_mask.shape != input_ids.shape:
-            raise ValueError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)} "
-                             f"(1 = real token, 0 = padding); got {tuple(attention_mask.shape)}")
-        return (attention_mask != 0)[:, None, None, :]
-
-    def pool(self, x):
-        """The pooler summarises the sequence by the [CLS] vector (position 0): tanh(W x[:, 0] + b),
-        (B, D); None without a pooler."""
-        return torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None
+        # 3. The pooler summarises the sequence by the [CLS] vector (position 0).
+        pooled = torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None
+        return BertOutput(x, pooled, hidden, maps)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -327,7 +327,7 @@ def encode_for_losses(bert, batch, chosen, explicit_attention: bool = False):
                          f"got {chosen.dtype} {tuple(chosen.shape)}")
     if bool(chosen[:, 0].any()):
         raise ValueError("chosen marks position 0 ([CLS]), which is never a masked piece")
-    mask = bert.key_mask(batch["input_ids"], batch["attention_mask"])       # (B, 1, 1, T)
+    mask = (batch["attention_mask"] != 0)[:, None, None, :]                   # (B, 1, 1, T)
     x = bert.embeddings(batch["input_ids"], batch["token_type_ids"])
     for layer in lower:
         x, _ = layer(x, mask, need_weights=explicit_attention)
@@ -341,10 +341,14 @@ def encode_for_losses(bert, batch, chosen, explicit_attention: bool = False):
     width = min(-(-int(counts.max()) // 8) * 8, keep.shape[1])
     rows = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)[:, :width]   # (B, M)
     xq = x.gather(1, rows[..., None].expand(-1, -1, x.shape[-1]))                  # (B, M, D)
-    h, _ = top(xq, mask, need_weights=explicit_attention, context=x)             # queries at those rows
+    # the top block as EncoderBlock.forward (post-norm), queries at those rows, keys at all
+    a, _ = top.self_attn(xq, x, x, mask=mask, need_weights=explicit_attention)
+    h = top.norm1(xq + top.dropout1(a))
+    h = top.norm2(h + top.dropout2(top.ff(h)))
     read = torch.arange(width, device=h.device) < counts[:, None]                 # (B, M)
     read[:, 0] = False
-    return h[read], bert.pool(h)
+    pooled = torch.tanh(bert.pooler(h[:, 0])) if bert.pooler is not None else None
+    return h[read], pooled
 
 
 def pretraining_loss(model, batch, count_correct: bool = True, explicit_attention: bool = False,

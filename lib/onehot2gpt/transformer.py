@@ -147,9 +147,7 @@ class EncoderBlock(nn.Module):
 
     norm_first=False (post-norm, the paper): x = LN(x + Attn(x)); x = LN(x + FF(x)).
     norm_first=True (pre-norm, GPT-2):        x = x + Attn(LN(x)); x = x + FF(LN(x)).
-    forward(x (B, T, D), mask=None, need_weights=False, context=None) → (x, weights (B, H, T, T)
-    or None). With `context` (B, S, D) the keys and values come from it and only x's rows are
-    computed: x holds some of context's rows, and the result is the block's at those rows.
+    forward(x (B, T, D), mask=None, need_weights=False) → (x, weights (B, H, T, T) or None).
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
@@ -161,15 +159,13 @@ class EncoderBlock(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(d_model, eps=eps), nn.LayerNorm(d_model, eps=eps)
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
-    def forward(self, x, mask=None, need_weights: bool = False, context=None):
+    def forward(self, x, mask=None, need_weights: bool = False):
         if self.norm_first:
-            q = self.norm1(x)
-            kv = None if context is None else self.norm1(context)
-            a, weights = self.self_attn(q, kv, kv, mask=mask, need_weights=need_weights)
+            a, weights = self.self_attn(self.norm1(x), mask=mask, need_weights=need_weights)
             x = x + self.dropout1(a)
             x = x + self.dropout2(self.ff(self.norm2(x)))
         else:
-            a, weights = self.self_attn(x, context, context, mask=mask, need_weights=need_weights)
+            a, weights = self.self_attn(x, mask=mask, need_weights=need_weights)
             x = self.norm1(x + self.dropout1(a))
             x = self.norm2(x + self.dropout2(self.ff(x)))
         return x, weights
