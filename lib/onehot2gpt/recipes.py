@@ -139,7 +139,8 @@ LAPTOP = {
     # computed in chunks (--chunked-loss, 2026-11-28): 37.1 minutes there, masked pieces 40.1 %,
     # NSP 83.9 %. Fewer steps at lr 1.4e-3 (10,000: 31.3 minutes; 12,000: 38.8) kept masked pieces
     # but ended at 82.2 and 82.5 % NSP on the recipe's 3,200 pairs, and 6,300 steps of 128 pairs at
-    # lr 1.7e-3 (29.4 minutes) at 82.8 % (6,600 with --sparse-top: 82.9 %, and 82.7 % in float32); no variant measured reaches 83 % within 30 minutes
+    # lr 1.7e-3 (29.4 minutes) at 82.8 % (6,600 with --sparse-top: 82.9 %, and 82.7 % in float32);
+    # no variant measured reaches 83 % within 30 minutes
     # (bench/bert_budget_sweep.py, bench/results/recipes.json), and torch.compile did not shorten a
     # step of the loop. Dropping NSP (--nsp-weight 0, 10,000 steps at lr 1.4e-3) fits: 26.8 minutes,
     # masked pieces 41.0 %; but notebook 08's SST-2 from 800 rows fell from 0.589 to 0.536, since
