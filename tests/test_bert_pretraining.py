@@ -554,7 +554,7 @@ def test_pretrain_bert_passes_sample_to_every_batch(monkeypatch):
 
 # ---- the laptop recipe's faster step: the chunked masked-LM loss and length-sorted batches ----
 
-def _mlm_losses_and_grads(bf16, chunk):
+def _mlm_losses_and_grads(bf16, chunk, pad_to=64):
     from onehot2gpt.bert import BertConfig, BertForPreTraining
     from onehot2gpt.bert_pretraining import chunked_mlm_loss
     torch.manual_seed(0)
@@ -568,15 +568,16 @@ def _mlm_losses_and_grads(bf16, chunk):
     out = []
     for chunked in (False, True):
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = (chunked_mlm_loss(model, hidden, targets, chunk=chunk) if chunked
+            loss = (chunked_mlm_loss(model, hidden, targets, chunk=chunk, pad_to=pad_to) if chunked
                     else torch.nn.functional.cross_entropy(model.mlm(hidden), targets))
         out.append((loss, torch.autograd.grad(loss, params)))
     return out
 
 
-@pytest.mark.parametrize("chunk", [16, 128])
-def test_chunked_mlm_loss_and_every_gradient_equal_the_plain_loss_in_float32(chunk):
-    (plain, plain_grads), (chunked, chunked_grads) = _mlm_losses_and_grads(bf16=False, chunk=chunk)
+@pytest.mark.parametrize("chunk, pad_to", [(16, 64), (128, 64), (32, 1), (128, 100)])
+def test_chunked_mlm_loss_and_every_gradient_equal_the_plain_loss_in_float32(chunk, pad_to):
+    """77 rows: padded to 128 (or 100) rows, whose loss and gradients must not count, or not."""
+    (plain, plain_grads), (chunked, chunked_grads) = _mlm_losses_and_grads(bf16=False, chunk=chunk, pad_to=pad_to)
     torch.testing.assert_close(chunked, plain)
     assert len(plain_grads) == 7
     for a, b in zip(chunked_grads, plain_grads):
@@ -584,8 +585,9 @@ def test_chunked_mlm_loss_and_every_gradient_equal_the_plain_loss_in_float32(chu
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
-def test_chunked_mlm_loss_under_bfloat16_autocast_matches_within_bfloat16_rounding():
-    (plain, plain_grads), (chunked, chunked_grads) = _mlm_losses_and_grads(bf16=True, chunk=32)
+@pytest.mark.parametrize("pad_to", [1, 64])
+def test_chunked_mlm_loss_under_bfloat16_autocast_matches_within_bfloat16_rounding(pad_to):
+    (plain, plain_grads), (chunked, chunked_grads) = _mlm_losses_and_grads(bf16=True, chunk=32, pad_to=pad_to)
     torch.testing.assert_close(chunked, plain, rtol=1e-3, atol=1e-3)
     for a, b in zip(chunked_grads, plain_grads):
         assert a.dtype == b.dtype
@@ -601,6 +603,11 @@ def test_chunked_mlm_loss_refuses_bad_shapes_and_chunks():
     for chunk in (0, 2.5, True):
         with pytest.raises(ValueError, match="chunk"):
             chunked_mlm_loss(model, torch.randn(4, 128), torch.zeros(4, dtype=torch.long), chunk=chunk)
+    for pad_to in (0, 8.0, False):
+        with pytest.raises(ValueError, match="pad_to"):
+            chunked_mlm_loss(model, torch.randn(4, 128), torch.zeros(4, dtype=torch.long), pad_to=pad_to)
+    with pytest.raises(ValueError, match="no masked pieces"):
+        chunked_mlm_loss(model, torch.randn(0, 128), torch.zeros(0, dtype=torch.long))
 
 
 def test_pretraining_loss_with_the_chunked_loss_trains_the_same_step():
@@ -776,3 +783,103 @@ def test_the_train_command_passes_and_records_sparse_top(tmp_path, monkeypatch):
     import json
     info = json.loads((tmp_path / "b" / "config.json").read_text())["info"]
     assert seen["sparse_top"] is True and info["sparse_top"] is True
+
+
+def _state_before_step(model, when):
+    """Snapshots of `model`'s weights taken just before training step `when` (1, 2, …) runs its
+    forward pass, and the steps at which each encoder layer ran: (snapshots, {layer: [steps]})."""
+    step, snaps, ran = [0], {}, {}
+
+    def count(module, args):
+        step[0] += 1
+        if step[0] == when:
+            snaps.update({k: v.detach().clone() for k, v in model.state_dict().items()})
+
+    hooks = [model.bert.embeddings.register_forward_pre_hook(count)]
+    for i, layer in enumerate(list(model.bert.encoder.layers)):
+        # on its attention, which runs whether the block is called whole or (--sparse-top) in parts
+        hooks.append(layer.self_attn.register_forward_pre_hook(lambda m, a, i=i: ran.setdefault(i, []).append(step[0])))
+    return snaps, ran, hooks
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_progressive_stacking_trains_the_bottom_half_then_copies_it_on_top(sparse):
+    """--stack-steps S: the first S steps are exactly a 2-layer BERT's training (the top half never
+    runs), then layers 0, 1 are copied onto 2, 3 and all four train."""
+    from onehot2gpt.bert_pretraining import pretrain_bert
+    kw = dict(steps=5, batch_size=4, max_len=24, warmup=1, mask_prob=0.25, sparse_top=sparse, progress=False)
+    model = _sparse_model(n_layers=4)
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    layers = model.bert.encoder.layers
+    snaps, ran, hooks = _state_before_step(model, 4)
+    pretrain_bert(model, _Tok(), _articles(), stack_steps=3, **kw)
+    for h in hooks:
+        h.remove()
+    assert model.bert.encoder.layers is layers and len(layers) == 4        # whole again afterwards
+    assert ran[0] == ran[1] == [1, 2, 3, 4, 5] and ran[2] == ran[3] == [4, 5]
+    for name, value in snaps.items():
+        if name.startswith(("bert.encoder.layers.2.", "bert.encoder.layers.3.")):
+            low = name.replace("layers.2.", "layers.0.").replace("layers.3.", "layers.1.")
+            if value.dim() == 2:                       # matrices start apart (biases 0, norms 1)
+                assert not torch.equal(start[name], start[low]), name         # so a copy is visible
+            torch.testing.assert_close(value, snaps[low], rtol=0, atol=0, msg=lambda m: f"{name}: {m}")
+            assert not torch.equal(model.state_dict()[name], value)           # and then trained on
+    # the first phase is a 2-layer BERT's training: the same weights before step 4
+    small = _sparse_model(n_layers=2)
+    small.load_state_dict({k: v for k, v in start.items() if ".layers.2." not in k and ".layers.3." not in k})
+    small_snaps, _, hooks = _state_before_step(small, 4)
+    pretrain_bert(small, _Tok(), _articles(), **kw)
+    first = next(k for k in small_snaps if ".layers.0." in k and k.endswith("weight"))
+    assert not torch.equal(small_snaps[first], start[first])                # three steps have trained it
+    for name, value in small_snaps.items():
+        torch.testing.assert_close(snaps[name], value, rtol=1e-6, atol=1e-7, msg=lambda m: f"{name}: {m}")
+
+
+def test_stack_layers_copies_weights_and_optimizer_state_without_sharing_them():
+    from onehot2gpt.bert_pretraining import stack_layers
+    model = _sparse_model(n_layers=4)
+    layers = model.bert.encoder.layers
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for _ in range(2):
+        x = torch.randn(2, 5, 16)
+        for layer in layers[:2]:
+            x, _ = layer(x)
+        opt.zero_grad()
+        x.pow(2).mean().backward()
+        opt.step()
+    stack_layers(layers, opt)
+    for low, high in ((layers[0], layers[2]), (layers[1], layers[3])):
+        for p_low, p_high in zip(low.parameters(), high.parameters()):
+            assert torch.equal(p_low, p_high)
+            for key in ("step", "exp_avg", "exp_avg_sq"):
+                assert torch.equal(opt.state[p_high][key], opt.state[p_low][key]), key
+            opt.state[p_high]["exp_avg"].add_(1.0)                             # a copy, not the same tensor
+            assert not torch.equal(opt.state[p_high]["exp_avg"], opt.state[p_low]["exp_avg"])
+            assert p_high.data_ptr() != p_low.data_ptr()
+
+
+def test_progressive_stacking_refuses_bad_settings_and_leaves_the_model_whole():
+    from onehot2gpt.bert_pretraining import pretrain_bert
+    from onehot2gpt.utils import TrainingDiverged
+    kw = dict(batch_size=4, max_len=24, warmup=1, progress=False)
+    for bad in (-1, 5, 6, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="stack_steps"):
+            pretrain_bert(_sparse_model(n_layers=4), _Tok(), _articles(), steps=5, stack_steps=bad, **kw)
+    with pytest.raises(ValueError, match="even number of encoder layers"):
+        pretrain_bert(_sparse_model(n_layers=3), _Tok(), _articles(), steps=5, stack_steps=2, **kw)
+    model = _sparse_model(n_layers=4)
+    layers = model.bert.encoder.layers
+    with pytest.raises(TrainingDiverged):                                     # stops inside the first phase
+        pretrain_bert(model, _Tok(), _articles(), steps=5, stack_steps=4, lr=float("inf"), **kw)
+    assert model.bert.encoder.layers is layers and len(layers) == 4
+
+
+def test_the_train_command_passes_and_records_stack_steps(tmp_path, monkeypatch):
+    from onehot2gpt import bert_pretraining
+    assert bert_pretraining.build_parser().parse_args(["train", "--out", "x"]).stack_steps == 0
+    seen = _fake_train_command(monkeypatch)
+    bert_pretraining.main(["train", "--out", str(tmp_path / "b"), "--steps", "10", "--vocab-size", "40",
+                           "--stack-steps", "6"])
+    import json
+    info = json.loads((tmp_path / "b" / "config.json").read_text())["info"]
+    assert seen["stack_steps"] == 6 and info["stack_steps"] == 6
