@@ -131,25 +131,20 @@ LAPTOP = {
     # instead of 15 % (more targets per step; evaluation stays at 15 %), bfloat16 autocast (about 30
     # % less time per step; dropped, with a note, on a CPU without native bfloat16), attention
     # computed explicitly rather than by the fused kernel, whose bfloat16 backward is slow on CPUs
-    # (the same numbers). Next-sentence prediction learns from full-length pairs, so no step is cut
-    # to 32 pieces (the BERT paper's length schedule: cheaper, but NSP stayed at 81-82 %). This
-    # recipe reached 84.5 % NSP (masked pieces 40.1 %) in about 48 minutes on the 2026-11-27
-    # machine, before the attention mask became an added bias, and in 43.3 minutes since (the same
-    # weights; 37.8 on the 2026-11-28 machine, again the same scores). With the masked-LM loss
-    # computed in chunks (--chunked-loss, 2026-11-28): 37.1 minutes there, masked pieces 40.1 %,
-    # NSP 83.9 %. Fewer steps at lr 1.4e-3 (10,000: 31.3 minutes; 12,000: 38.8) kept masked pieces
-    # but ended at 82.2 and 82.5 % NSP on the recipe's 3,200 pairs, and 6,300 steps of 128 pairs at
-    # lr 1.7e-3 (29.4 minutes) at 82.8 % (6,600 with --sparse-top: 82.9 %, and 82.7 % in float32);
-    # no variant measured reaches 83 % within 30 minutes
-    # (bench/bert_budget_sweep.py, bench/results/recipes.json), and torch.compile did not shorten a
-    # step of the loop. Dropping NSP (--nsp-weight 0, 10,000 steps at lr 1.4e-3) fits: 26.8 minutes,
-    # masked pieces 41.0 %; but notebook 08's SST-2 from 800 rows fell from 0.589 to 0.536, since
-    # only NSP trains the pooler that the sentence classifier reads, so NSP stays. The 14,000-step
-    # BERT fine-tunes worse than the committed one on notebook 08's POS runs (-1.6 points over three
-    # seeds, bench/recipes.py --only notebook08), SNLI and SQuAD, so it does not replace it (README,
-    # "Recipes on a laptop").
+    # (the same numbers), the masked-LM loss without a float32 (pieces x vocabulary) tensor and with
+    # a fixed number of rows (--chunked-loss), and the top layer run only at the rows the two losses
+    # read (--sparse-top; the same numbers). Next-sentence prediction learns from full-length pairs,
+    # so no step is cut to 32 pieces (the BERT paper's length schedule: cheaper, but NSP stayed at
+    # 81-82 %). On the 2026-11-28 machine: 28.8 minutes, masked pieces 40.1 %, NSP 83.8 % (the same
+    # 14,000 steps took 37.1 minutes before the loss lost its float32 softmax and --sparse-top was
+    # added). Measured and not used (bench/RECIPES_LOG.md): fewer steps at a higher learning rate or
+    # with 128 pairs (NSP 82.2-82.9 %), progressive stacking (--stack-steps 8000: 27.2 minutes, NSP
+    # 80.9 %), torch.compile, and dropping NSP (--nsp-weight 0: notebook 08's SST-2 from 800 rows fell
+    # from 0.589 to 0.536, since only NSP trains the pooler the sentence classifier reads). This BERT
+    # fine-tunes worse than the committed one on notebook 08's POS runs (bench/recipes.py --only
+    # notebook08), SNLI and SQuAD, so it does not replace it (README, "Recipes on a laptop").
     "bert-wikitext2": ["--steps", "14000", "--mask-prob", "0.25", "--dropout", "0", "--warmup", "200",
-                       "--bf16", "--explicit-attention", "--chunked-loss"],
+                       "--bf16", "--explicit-attention", "--chunked-loss", "--sparse-top"],
     # The subword GPT (3,500 updates, no dropout) and the biLM (no dropout): their laptop recipes
     # met the targets, so they became the commands' defaults and built the committed checkpoints;
     # nothing is added (the issue-20 run passed "--iters 3500 --dropout 0" and "--dropout 0").
