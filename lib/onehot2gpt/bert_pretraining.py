@@ -403,7 +403,8 @@ def pretraining_loss(model, batch, count_correct: bool = True, explicit_attentio
     fast per step, because the fused kernel's bfloat16 backward is slow there for short sequences
     (and since the padding mask is added as a bias rather than filled in, about 0.73 × that again).
     With `chunked_loss` (and `count_correct` False, as in training) the masked-LM loss is
-    :func:`chunked_mlm_loss`: the same loss and gradients, a few milliseconds less per step. With
+    :func:`chunked_mlm_loss`: the same loss and gradients (to bfloat16's rounding under autocast)
+    in less time per step. With
     `sparse_top` the encoder's top layer runs only at [CLS] and the masked pieces
     (:func:`encode_for_losses`): the same losses and gradients, less time per step."""
     device = next(model.parameters()).device
