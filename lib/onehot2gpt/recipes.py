@@ -135,9 +135,9 @@ LAPTOP = {
     # a fixed number of rows (--chunked-loss), and the top layer run only at the rows the two losses
     # read (--sparse-top; the same numbers). Next-sentence prediction learns from full-length pairs,
     # so no step is cut to 32 pieces (the BERT paper's length schedule: cheaper, but NSP stayed at
-    # 81-82 %). On the 2026-11-28 machine: 28.8 minutes, masked pieces 40.1 %, NSP 83.8 % (the same
-    # 14,000 steps took 37.1 minutes before the loss lost its float32 softmax and --sparse-top was
-    # added). Measured and not used (bench/RECIPES_LOG.md): fewer steps at a higher learning rate or
+    # 81-82 %). On the 2026-11-28 machine: 28.8 and 29.1 minutes (two runs), masked pieces 40.1 %,
+    # NSP 83.8 % (the same 14,000 steps took 37.1 minutes before the loss lost its float32 softmax
+    # and --sparse-top was added). Measured and not used (bench/RECIPES_LOG.md): fewer steps at a higher learning rate or
     # with 128 pairs (NSP 82.2-82.9 %), progressive stacking (--stack-steps 8000: 27.2 minutes, NSP
     # 80.9 %), torch.compile, and dropping NSP (--nsp-weight 0: notebook 08's SST-2 from 800 rows fell
     # from 0.589 to 0.536, since only NSP trains the pooler the sentence classifier reads). This BERT
