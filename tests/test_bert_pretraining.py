@@ -798,7 +798,8 @@ def _state_before_step(model, when):
     hooks = [model.bert.embeddings.register_forward_pre_hook(count)]
     for i, layer in enumerate(list(model.bert.encoder.layers)):
         # on its attention, which runs whether the block is called whole or (--sparse-top) in parts
-        hooks.append(layer.self_attn.register_forward_pre_hook(lambda m, a, i=i: ran.setdefault(i, []).append(step[0])))
+        hooks.append(layer.self_attn.register_forward_pre_hook(
+            lambda m, a, i=i: ran.setdefault(i, []).append(step[0])))
     return snaps, ran, hooks
 
 

@@ -274,11 +274,10 @@ class _ChunkedLinearCrossEntropy(torch.autograd.Function):
                 # (rows × vocabulary) tensor is made: on 2 CPU cores the float32 log-softmax of
                 # bfloat16 logits, 128 rows at a time, took 24 ms at 880 × 8,000 rows; this 5 ms.
                 p = torch.softmax(torch.mm(x, w.t()), 1)
-                rows = torch.arange(n, device=h.device)
                 # −log p at the targets, p rounded to `dtype` (relative error ≤ 2⁻⁸: ≤ 0.004 per row
                 # in the loss); a p that underflowed to 0 counts as the smallest float32 instead of
                 # making the reported loss infinite (its gradient, p − 1 = −1, is right either way)
-                rows, t = rows[:valid], targets[:valid]
+                rows, t = torch.arange(valid, device=h.device), targets[:valid]
                 total -= torch.log(p[rows, t].float().clamp_min(torch.finfo(torch.float32).tiny)).sum()
                 if any(needs):
                     p[rows, t] -= 1
@@ -404,9 +403,8 @@ def pretraining_loss(model, batch, count_correct: bool = True, explicit_attentio
     (and since the padding mask is added as a bias rather than filled in, about 0.73 × that again).
     With `chunked_loss` (and `count_correct` False, as in training) the masked-LM loss is
     :func:`chunked_mlm_loss`: the same loss and gradients (to bfloat16's rounding under autocast)
-    in less time per step. With
-    `sparse_top` the encoder's top layer runs only at [CLS] and the masked pieces
-    (:func:`encode_for_losses`): the same losses and gradients, less time per step."""
+    in less time per step. With `sparse_top` the encoder's top layer runs only at [CLS] and the
+    masked pieces (:func:`encode_for_losses`): the same losses and gradients, less time per step."""
     device = next(model.parameters()).device
     batch = {k: v.to(device) for k, v in batch.items()}
     chosen = batch["mlm_labels"] != IGNORE_INDEX
@@ -490,15 +488,40 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
         opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
     history = {"loss": [], "mlm_loss": [], "nsp_loss": []}
     model.train()
+    device = next(model.parameters()).device
+    queue, queue_len = [], None                 # length-grouped batches drawn but not yet trained on
     if stack_steps:
         model.bert.encoder.layers = torch.nn.ModuleList(layers[:len(layers) // 2])
     try:
-        _pretrain_steps(model, tokenizer, articles, opt, sched, history, g, steps=steps, batch_size=batch_size,
-                        max_len=max_len, lr=lr, short_len=short_len, short_steps=short_steps,
-                        mask_prob=mask_prob, bf16=bf16, nsp_weight=nsp_weight,
-                        explicit_attention=explicit_attention, sample=sample, chunked_loss=chunked_loss,
-                        length_buckets=length_buckets, sparse_top=sparse_top, stack_steps=stack_steps,
-                        layers=layers, progress=progress, desc=desc)
+        with tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0) as bar:
+            for step in range(steps):
+                if stack_steps and step == stack_steps:
+                    stack_layers(layers, opt)
+                    model.bert.encoder.layers = layers
+                length = short_len if step < short_steps else max_len
+                if length_buckets:
+                    if not queue or queue_len != length:   # a new pool (or the schedule's length changed)
+                        queue = length_sorted_batches(articles, batch_size, length, tokenizer, g, length_buckets,
+                                                      mask_prob=mask_prob, sample=sample)
+                        queue_len = length
+                    batch = queue.pop()
+                else:
+                    batch = pretraining_batch(articles, batch_size, length, tokenizer, g, mask_prob=mask_prob,
+                                              sample=sample)
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                    loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(model, batch, count_correct=False,
+                                                                      explicit_attention=explicit_attention,
+                                                                      chunked_loss=chunked_loss,
+                                                                      sparse_top=sparse_top)
+                    if nsp_weight != 1.0:
+                        loss = mlm_loss + nsp_weight * nsp_loss
+                optimizer_step(loss, opt, sched, model.parameters(), 1.0)
+                check_finite_loss(loss, step, lr=lr, what=desc)
+                for key, value in (("loss", loss), ("mlm_loss", mlm_loss), ("nsp_loss", nsp_loss)):
+                    history[key].append(value.item())
+                bar.update()
+                if bar.n % 50 == 0:
+                    bar.set_postfix(mlm=f"{mlm_loss.item():.2f}", nsp=f"{nsp_loss.item():.2f}", refresh=False)
     finally:
         model.bert.encoder.layers = layers     # whole again, even if training stopped in the first phase
     model.eval()
@@ -517,43 +540,6 @@ def stack_layers(layers, optimizer) -> None:
                 if p_low in optimizer.state:
                     optimizer.state[p_high] = {k: v.clone() if torch.is_tensor(v) else v
                                                for k, v in optimizer.state[p_low].items()}
-
-
-def _pretrain_steps(model, tokenizer, articles, opt, sched, history, g, *, steps, batch_size, max_len, lr,
-                    short_len, short_steps, mask_prob, bf16, nsp_weight, explicit_attention, sample,
-                    chunked_loss, length_buckets, sparse_top, stack_steps, layers, progress, desc):
-    """pretrain_bert's loop."""
-    device = next(model.parameters()).device
-    queue, queue_len = [], None                 # length-grouped batches drawn but not yet trained on
-    with tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0) as bar:
-        for step in range(steps):
-            if stack_steps and step == stack_steps:
-                stack_layers(layers, opt)
-                model.bert.encoder.layers = layers
-            length = short_len if step < short_steps else max_len
-            if length_buckets:
-                if not queue or queue_len != length:   # a new pool (or the schedule's length changed)
-                    queue = length_sorted_batches(articles, batch_size, length, tokenizer, g, length_buckets,
-                                                  mask_prob=mask_prob, sample=sample)
-                    queue_len = length
-                batch = queue.pop()
-            else:
-                batch = pretraining_batch(articles, batch_size, length, tokenizer, g, mask_prob=mask_prob,
-                                          sample=sample)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(model, batch, count_correct=False,
-                                                                  explicit_attention=explicit_attention,
-                                                                  chunked_loss=chunked_loss,
-                                                                  sparse_top=sparse_top)
-                if nsp_weight != 1.0:
-                    loss = mlm_loss + nsp_weight * nsp_loss
-            optimizer_step(loss, opt, sched, model.parameters(), 1.0)
-            check_finite_loss(loss, step, lr=lr, what=desc)
-            for key, value in (("loss", loss), ("mlm_loss", mlm_loss), ("nsp_loss", nsp_loss)):
-                history[key].append(value.item())
-            bar.update()
-            if bar.n % 50 == 0:
-                bar.set_postfix(mlm=f"{mlm_loss.item():.2f}", nsp=f"{nsp_loss.item():.2f}", refresh=False)
 
 
 def adapt_mlm(model, tokenizer, texts: Sequence[str], *, steps: int = 3000, batch_size: int = 64,

@@ -137,12 +137,13 @@ LAPTOP = {
     # so no step is cut to 32 pieces (the BERT paper's length schedule: cheaper, but NSP stayed at
     # 81-82 %). On the 2026-11-28 machine: 28.8 and 29.1 minutes (two runs), masked pieces 40.1 %,
     # NSP 83.8 % (the same 14,000 steps took 37.1 minutes before the loss lost its float32 softmax
-    # and --sparse-top was added). Measured and not used (bench/RECIPES_LOG.md): fewer steps at a higher learning rate or
-    # with 128 pairs (NSP 82.2-82.9 %), progressive stacking (--stack-steps 8000: 27.2 minutes, NSP
-    # 80.9 %), torch.compile, and dropping NSP (--nsp-weight 0: notebook 08's SST-2 from 800 rows fell
-    # from 0.589 to 0.536, since only NSP trains the pooler the sentence classifier reads). This BERT
-    # fine-tunes worse than the committed one on notebook 08's POS runs (bench/recipes.py --only
-    # notebook08), SNLI and SQuAD, so it does not replace it (README, "Recipes on a laptop").
+    # and --sparse-top was added). Measured and not used (bench/RECIPES_LOG.md): fewer steps at a
+    # higher learning rate or with 128 pairs (NSP 82.2-82.9 %), progressive stacking (--stack-steps
+    # 8000: 27.2 minutes, NSP 80.9 %), torch.compile, and dropping NSP (--nsp-weight 0: notebook
+    # 08's SST-2 from 800 rows fell from 0.589 to 0.536, since only NSP trains the pooler the
+    # sentence classifier reads). This BERT fine-tunes worse than the committed one on notebook
+    # 08's POS runs (bench/recipes.py --only notebook08), SNLI and SQuAD, so it does not replace it
+    # (README, "Recipes on a laptop").
     "bert-wikitext2": ["--steps", "14000", "--mask-prob", "0.25", "--dropout", "0", "--warmup", "200",
                        "--bf16", "--explicit-attention", "--chunked-loss", "--sparse-top"],
     # The subword GPT (3,500 updates, no dropout) and the biLM (no dropout): their laptop recipes
