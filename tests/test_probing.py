@@ -227,3 +227,115 @@ def test_minilm_gives_the_lecture_notes_two_apples_that_lean_to_their_senses(one
     to_probes = torch.cosine_similarity(apples[:, None, -1], probes[None, :, -1], dim=-1)   # (apple, probe)
     assert to_probes[0, 0] > to_probes[1, 0]          # "company": nearer the CEO's apple than the eaten one
     assert to_probes[1, 1] > to_probes[0, 1]          # "fruit": nearer the eaten apple than the CEO's
+
+
+# Readable sense scores (notebook 04) ------------------------------------------------------------
+
+def two_clusters(per_sense=4, spread=0.1, seed=0):
+    """Two senses as two tight clusters around orthogonal directions."""
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.eye(6)[:2] * 3.0
+    labels = torch.tensor([0] * per_sense + [1] * per_sense)
+    return centres[labels] + spread * torch.randn(2 * per_sense, 6, generator=g), labels
+
+
+def test_pair_accuracy_is_one_for_clusters_zero_when_reversed_and_a_half_for_ties():
+    from onehot2gpt.probing import nearest_sense_accuracy, sense_pair_accuracy
+
+    v, labels = two_clusters()
+    assert sense_pair_accuracy(v, labels) == 1.0
+    assert nearest_sense_accuracy(v, labels) == 1.0
+    # Labels that put each vector with the other cluster: every comparison goes the wrong way.
+    crossed = torch.tensor([0, 0, 1, 1, 1, 1, 0, 0])
+    wrong = torch.cat([v[:2], v[4:6], v[2:4], v[6:]])      # rows 0,1 | 4,5 | 2,3 | 6,7 of v
+    assert sense_pair_accuracy(wrong, torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])) < 0.5
+    assert sense_pair_accuracy(v, crossed) < 0.5
+    # One vector for every sentence (a type vector, like word2vec): ties everywhere, chance.
+    same = torch.ones(6, 3)
+    assert sense_pair_accuracy(same, torch.tensor([0, 0, 0, 1, 1, 1])) == 0.5
+
+
+def test_pair_accuracy_counts_each_anchor_with_each_partner_and_each_other():
+    from onehot2gpt.probing import sense_pair_accuracy
+
+    # Anchor 0's same-sense partner 1 is nearer than other 3 but farther than other 2: by hand,
+    # over all anchors with a partner, 5 of the 8 comparisons go the right way.
+    v = torch.tensor([[1.0, 0.0], [0.6, 0.8], [0.8, 0.6], [0.0, 1.0]])
+    labels = torch.tensor([0, 0, 1, 1])
+    sims = torch.nn.functional.normalize(v, dim=1) @ torch.nn.functional.normalize(v, dim=1).T
+    right = total = 0
+    for i in range(4):
+        for j in range(4):
+            for k in range(4):
+                if i != j and labels[i] == labels[j] and labels[i] != labels[k]:
+                    total += 1
+                    right += float(sims[i, j] > sims[i, k]) + 0.5 * float(sims[i, j] == sims[i, k])
+    assert sense_pair_accuracy(v, labels) == pytest.approx(right / total)
+    assert 0 < right / total < 1
+
+
+def test_nearest_sense_accuracy_leaves_out_a_sense_seen_once():
+    from onehot2gpt.probing import nearest_sense_accuracy
+
+    v, labels = two_clusters(per_sense=3)
+    lone = torch.cat([v, torch.tensor([[0.0, 0.0, 5.0, 0.0, 0.0, 0.0]])])
+    assert nearest_sense_accuracy(lone, torch.cat([labels, torch.tensor([2])])) == 1.0
+
+
+def test_shuffled_labels_p_value_is_small_for_clusters_and_large_for_noise():
+    from onehot2gpt.probing import nearest_sense_accuracy, shuffled_labels_p_value
+
+    v, labels = two_clusters(per_sense=4)
+    # 70 ways to choose which 4 of 8 are sense 0; the true split and its mirror image score 1.
+    assert shuffled_labels_p_value(v, labels) == pytest.approx(2 / 70)
+    assert shuffled_labels_p_value(v, labels, score=nearest_sense_accuracy) == pytest.approx(2 / 70)
+    sampled = shuffled_labels_p_value(v, labels, max_relabelings=50, seed=1)
+    assert sampled == pytest.approx(3 / 51, abs=3 / 51) and sampled >= 1 / 51
+    noise = torch.randn(10, 6, generator=torch.Generator().manual_seed(3))
+    assert shuffled_labels_p_value(noise, torch.tensor([0] * 5 + [1] * 5)) > 0.05
+    three = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2])                   # 8! / (3! 3! 2!) = 560 relabelings
+    assert 0 < shuffled_labels_p_value(torch.randn(8, 4, generator=torch.Generator().manual_seed(0)), three) <= 1
+
+
+@pytest.mark.parametrize("vectors, labels, match", [
+    (torch.randn(4, 3), torch.tensor([0, 0, 1]), "one per vector"),
+    (torch.randn(4, 3), torch.tensor([0.0, 0.0, 1.0, 1.0]), "integer sense ids"),
+    (torch.tensor([[1.0, float("nan")], [1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]), torch.tensor([0, 0, 1, 1]), "NaN"),
+    (torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]), torch.tensor([0, 0, 1, 1]), "all zeros"),
+    (torch.randn(4, 3), torch.tensor([0, 0, 0, 0]), "another"),
+    (torch.randn(4, 3), torch.tensor([0, 1, 2, 3]), "two vectors of one sense"),
+    (torch.tensor([0, 1, 2, 3]), torch.tensor([0, 0, 1, 1]), "float tensor"),
+])
+def test_sense_scores_say_what_is_wrong(vectors, labels, match):
+    from onehot2gpt.probing import sense_pair_accuracy, shuffled_labels_p_value
+
+    with pytest.raises(ValueError, match=match):
+        sense_pair_accuracy(vectors, labels)
+    if match not in ("another", "two vectors of one sense"):
+        with pytest.raises(ValueError, match=match):
+            shuffled_labels_p_value(vectors, labels)
+
+
+def test_chance_p_value_is_the_binomial_tail():
+    from onehot2gpt.probing import chance_p_value
+
+    assert chance_p_value(20, 20) == pytest.approx(0.5 ** 20)
+    assert chance_p_value(0, 20) == pytest.approx(1.0)
+    assert chance_p_value(15, 20) == pytest.approx(21700 / 2 ** 20)       # (C(20,15)+…+C(20,20)) / 2^20
+    assert chance_p_value(2, 3, chance=1 / 3) == pytest.approx(3 * (1 / 3) ** 2 * (2 / 3) + (1 / 3) ** 3)
+    for bad, match in [((21, 20), "correct"), ((3, 0), "total"), ((3, 5, 1.0), "chance"), ((2.5, 5), "correct")]:
+        with pytest.raises(ValueError, match=match):
+            chance_p_value(*bad)
+
+
+def test_probe_result_keeps_its_model_and_predicts_the_test_accuracy():
+    x, y = planted(signal_layer=2)
+    result = train_probe(x[:500], y[:500], x[500:], y[500:], epochs=20, lr=0.05, task="planted")
+    proba = result.predict_proba(x[500:])
+    assert proba.shape == (100, 3) and torch.allclose(proba.sum(1), torch.ones(100))
+    assert (proba.argmax(1) == y[500:]).float().mean().item() == pytest.approx(result.test_accuracy)
+    assert "model" not in repr(result)
+    with pytest.raises(ValueError, match="NaN"):
+        result.predict_proba(torch.full((2, 3, 8), float("nan")))
+    with pytest.raises(ValueError, match="float features"):
+        result.predict_proba(torch.zeros(2, 8))

@@ -14,11 +14,17 @@ one-hot representation is given as ids (N,) with ``onehot_size``.
 Before any probe, notebook 04 simply looks: :func:`contextual_vectors` takes one word's vector at
 every layer of a BERT encoder in several sentences ("bank" by a river, "bank" for money), and
 :func:`sense_grouping_score` says how much more alike the same-sense vectors are than the others.
+Two scores a reader can read go with it: :func:`sense_pair_accuracy` (how often a same-sense
+sentence is nearer than a different-sense one; chance is 0.5) and :func:`nearest_sense_accuracy`
+(how often a word's nearest other occurrence has its sense), and :func:`shuffled_labels_p_value`
+says how often shuffled sense labels score as high, so that "at chance" is a measurement.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -162,6 +168,20 @@ class ProbeResult:
     test_accuracy: float
     layer: int | None = None
     losses: list[float] = field(default_factory=list)
+    model: nn.Module | None = field(default=None, repr=False, compare=False)
+
+    @torch.no_grad()
+    def predict_proba(self, x: Tensor) -> Tensor:
+        """Features (N, n_layers, D), as the probe was trained on → class probabilities (N, C)."""
+        if self.model is None:
+            raise ValueError("this ProbeResult keeps no model: train it with train_probe")
+        if not isinstance(x, Tensor) or not x.is_floating_point() or x.dim() != 3:
+            raise ValueError(f"x must be float features (N, n_layers, D) like the training ones, got "
+                             f"{getattr(x, 'dtype', type(x).__name__)} {tuple(getattr(x, 'shape', ()))}")
+        if not torch.isfinite(x).all():
+            raise ValueError("x holds NaN or inf: encode the sentences again and check the model's input")
+        self.model.eval()
+        return self.model(x).softmax(-1)
 
     def __repr__(self) -> str:
         w = ", ".join(f"{x:.2f}" for x in self.weights.tolist())
@@ -264,7 +284,7 @@ def train_probe(train_x: Tensor, train_y: Tensor, test_x: Tensor, test_y: Tensor
                            gamma=mix.gamma.item() if mix is not None else 1.0,
                            train_accuracy=_accuracy(model, train_x, train_y, batch_size),
                            test_accuracy=_accuracy(model, test_x, test_y, batch_size),
-                           layer=layer, losses=losses)
+                           layer=layer, losses=losses, model=model)
 
 
 def sense_grouping_score(vectors: Tensor, labels: Tensor) -> float:
@@ -281,3 +301,132 @@ def sense_grouping_score(vectors: Tensor, labels: Tensor) -> float:
     unit = vectors / vectors.norm(dim=1, keepdim=True).clamp_min(1e-12)
     sims = unit @ unit.T
     return float(sims[same & off_diagonal].mean() - sims[~same].mean())
+
+
+def _sense_inputs(vectors: Tensor, labels) -> tuple[Tensor, Tensor]:
+    """Check vectors (N, D) and labels (N,); return the cosine matrix (N, N) and the labels."""
+    labels = torch.as_tensor(labels)
+    if not isinstance(vectors, Tensor) or not vectors.is_floating_point() or vectors.dim() != 2:
+        raise ValueError(f"vectors must be a float tensor (N, D), got "
+                         f"{getattr(vectors, 'dtype', type(vectors).__name__)} {tuple(getattr(vectors, 'shape', ()))}")
+    if labels.dim() != 1 or len(labels) != len(vectors) or labels.is_floating_point():
+        raise ValueError(f"labels must be integer sense ids, one per vector ({len(vectors)},), got "
+                         f"{labels.dtype} {tuple(labels.shape)}")
+    if not torch.isfinite(vectors).all():
+        raise ValueError("vectors hold NaN or inf: check the model's output before scoring it")
+    if (vectors.norm(dim=1) == 0).any():
+        raise ValueError("a vector is all zeros, so it has no direction to compare: leave it out")
+    unit = vectors / vectors.norm(dim=1, keepdim=True)
+    return unit @ unit.T, labels
+
+
+def _pair_accuracy(sims: Tensor, labels: Tensor) -> Tensor:
+    """Cosines (N, N) and one or more labellings (..., N) → the pair accuracy of each (...)."""
+    same = labels[..., :, None] == labels[..., None, :]                         # (..., N, N)
+    other = torch.eye(sims.shape[0], dtype=torch.bool)
+    nearer = (sims[:, :, None] > sims[:, None, :]).double() + 0.5 * (sims[:, :, None] == sims[:, None, :]).double()
+    valid = ((same & ~other)[..., :, :, None] & (~same)[..., :, None, :]).double()   # (..., i, j, k)
+    return (nearer * valid).sum((-3, -2, -1)) / valid.sum((-3, -2, -1))
+
+
+def sense_pair_accuracy(vectors: Tensor, labels) -> float:
+    """Vectors (N, D) of one word in N sentences and their sense labels (N,) → the share of
+    comparisons "i with a same-sense j" against "i with a different-sense k" in which j is the more
+    similar (cosine; ties count half). 1 means every same-sense pair is nearer, 0.5 is chance.
+
+    Example:
+        >>> v = torch.tensor([[1.0, 0.1], [1.0, 0.2], [0.1, 1.0], [0.2, 1.0]])
+        >>> sense_pair_accuracy(v, torch.tensor([0, 0, 1, 1]))
+        1.0
+    """
+    sims, labels = _sense_inputs(vectors, labels)
+    same = labels[:, None] == labels[None, :]
+    if not (same & ~torch.eye(len(labels), dtype=torch.bool)).any() or not (~same).any():
+        raise ValueError(f"need at least two vectors of one sense and one of another, got labels {labels.tolist()}")
+    return float(_pair_accuracy(sims, labels))
+
+
+def nearest_sense_accuracy(vectors: Tensor, labels) -> float:
+    """Vectors (N, D) and sense labels (N,) → the share of vectors whose most similar other vector
+    (cosine) has the same sense. A vector whose sense occurs only once is left out.
+
+    Example:
+        >>> v = torch.tensor([[1.0, 0.1], [1.0, 0.2], [0.1, 1.0], [0.2, 1.0]])
+        >>> nearest_sense_accuracy(v, torch.tensor([0, 0, 1, 1]))
+        1.0
+    """
+    sims, labels = _sense_inputs(vectors, labels)
+    has_partner = (labels[:, None] == labels[None, :]).sum(1) > 1
+    if not has_partner.any() or len(labels.unique()) < 2:
+        raise ValueError(f"need at least two senses, one of them twice, got labels {labels.tolist()}")
+    nearest = sims.fill_diagonal_(-2.0).argmax(1)
+    return float((labels[nearest] == labels)[has_partner].float().mean())
+
+
+def _relabelings(labels: Tensor) -> list[list[int]]:
+    """Every distinct way to give N positions the same multiset of labels."""
+    counts = [(int(s), int(c)) for s, c in zip(*labels.unique(return_counts=True))]
+    out = []
+
+    def place(free: list[int], todo: list[tuple[int, int]], current: dict[int, int]):
+        if not todo:
+            out.append([current[i] for i in range(len(labels))])
+            return
+        (sense, count), rest = todo[0], todo[1:]
+        for chosen in itertools.combinations(free, count):
+            taken = set(chosen)
+            place([i for i in free if i not in taken], rest, {**current, **{i: sense for i in chosen}})
+
+    place(list(range(len(labels))), counts, {})
+    return out
+
+
+def shuffled_labels_p_value(vectors: Tensor, labels, score: Callable = sense_pair_accuracy,
+                            max_relabelings: int = 20_000, seed: int = 0) -> float:
+    """How often sense labels given at random (the same number of each sense) score at least as
+    high as the true ones: a p-value. Small (say < 0.05): the vectors group by sense; large: their
+    score is what chance gives. Every distinct relabelling is tried when there are at most
+    `max_relabelings` of them (10 vectors, 5 and 5: 252), otherwise that many random ones.
+
+    `score(vectors, labels) -> float` is :func:`sense_pair_accuracy` by default; any score where
+    higher means better grouping works.
+    """
+    sims, labels = _sense_inputs(vectors, labels)
+    if max_relabelings < 1:
+        raise ValueError(f"max_relabelings must be at least 1, got {max_relabelings}")
+    observed = score(vectors, labels)
+    sizes = labels.unique(return_counts=True)[1].tolist()
+    n_distinct = math.factorial(len(labels)) // math.prod(math.factorial(c) for c in sizes)
+    if n_distinct <= max_relabelings:
+        shuffled = torch.tensor(_relabelings(labels))                       # (n_distinct, N), all
+        exact = True
+    else:
+        generator = torch.Generator().manual_seed(seed)
+        shuffled = torch.stack([labels[torch.randperm(len(labels), generator=generator)]
+                                for _ in range(max_relabelings)])
+        exact = False
+    if score is sense_pair_accuracy:
+        scores = torch.cat([_pair_accuracy(sims, part) for part in shuffled.split(256)])
+    else:
+        scores = torch.tensor([score(vectors, s) for s in shuffled])
+    at_least = int((scores >= observed - 1e-6).sum())
+    # The true labelling is one of the exact set; a random sample adds it (Phipson & Smyth 2010).
+    return at_least / len(shuffled) if exact else (at_least + 1) / (len(shuffled) + 1)
+
+
+def chance_p_value(correct: int, total: int, chance: float = 0.5) -> float:
+    """The probability that guessing right with probability `chance` gets at least `correct` of
+    `total` (one-sided binomial test): small means better than guessing.
+
+    Example:
+        >>> round(chance_p_value(15, 20), 3)
+        0.021
+    """
+    if not isinstance(total, int) or isinstance(total, bool) or total < 1:
+        raise ValueError(f"total must be a positive whole number of items, got {total!r}")
+    if not isinstance(correct, int) or isinstance(correct, bool) or not 0 <= correct <= total:
+        raise ValueError(f"correct must be a whole number from 0 to total ({total}), got {correct!r}")
+    if not 0 < chance < 1:
+        raise ValueError(f"chance must be a probability strictly between 0 and 1, got {chance!r}")
+    return float(sum(math.comb(total, k) * chance ** k * (1 - chance) ** (total - k)
+                     for k in range(correct, total + 1)))
