@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import html
 import io
-import re
 import warnings
 
 from typing import TYPE_CHECKING
@@ -387,8 +386,9 @@ def bertviz_view(attentions, tokens, view: str = "head", sentence_b_start: int |
     """bertviz's interactive head view (or `view="model"`: all layers × heads) of (1, H, T, T) maps.
 
     `html_action="return"` gives an ``IPython.display.HTML`` object, `"view"` displays it.
-    bertviz's page loads require.js, d3 and jquery from a CDN, so offline it stays blank (an
-    empty "Layer" menu); :class:`AttentionExplorer` is the view that works offline.
+    bertviz's own page loads require.js, d3 and jQuery from a CDN and stays blank offline; this
+    one carries the copies the package ships, inline (:mod:`onehot2gpt.vendor`), so it draws with
+    no network, also in a notebook saved or exported as HTML.
     """
     views = ("head", "model")
     if view not in views:
@@ -403,30 +403,15 @@ def bertviz_view(attentions, tokens, view: str = "head", sentence_b_start: int |
     import bertviz
     from IPython.display import HTML, display
 
+    from .vendor import offline_bertviz_page
+
     show = bertviz.head_view if view == "head" else bertviz.model_view
     page = show(layers, list(tokens), sentence_b_start=sentence_b_start, html_action="return")
-    page = HTML(_wait_for_require(page.data))
+    page = HTML(offline_bertviz_page(page.data))
     if html_action == "view":
         display(page)
         return None
     return page
-
-
-_INLINE_SCRIPT = re.compile(r'(<script type="text/javascript">)(.*?)(</script>)', re.S)
-
-
-def _wait_for_require(page: str) -> str:
-    """bertviz's page loads require.js with a <script src> and uses it at once in an inline script;
-    in JupyterLab the inline one can run first ("require is not defined") and the view stays blank
-    until the cell is run again. Run the inline script only once require.js has arrived."""
-    def wrap(m):
-        return (f"{m.group(1)}(function run() {{ if (typeof window.require === 'undefined') "
-                f"{{ return setTimeout(run, 50); }}\n{m.group(2)}\n}})();{m.group(3)}")
-    wrapped, n = _INLINE_SCRIPT.subn(wrap, page)
-    if n == 0 or "require" not in page:
-        raise RuntimeError("bertviz's page has changed shape (no inline script using require); "
-                           "update _wait_for_require for this bertviz version")
-    return wrapped
 
 
 class AttentionExplorer(_SavedView, W.VBox):
@@ -659,10 +644,11 @@ class FillInTheBlank(_SavedView, W.VBox):
 
     `predict(text, top_k)` returns [(position, [(token, probability), …]), …], one entry per
     [MASK] (:func:`onehot2gpt.bert.fill_mask` with a model and tokenizer bound). State for code and
-    tests: ``.predictions`` (the last result).
+    tests: ``.predictions`` (the last result). The default sentence is one the course BERT
+    (``bert-wikitext2``) fills in right: its first guess is "century".
     """
 
-    def __init__(self, predict, text: str = "the [MASK] of the united states lives in washington .",
+    def __init__(self, predict, text: str = "the church was built in the 12th [MASK] .",
                  top_k: int = 5):
         self.predict = predict
         self.predictions: list = []
@@ -703,8 +689,9 @@ PRECIPITATION = ("In meteorology, precipitation is any product of the condensati
 
 
 class QuestionAnswerer(_SavedView, W.VBox):
-    """Paste a passage, ask a question: the answer highlighted in the passage, and the start and
-    end probabilities over the passage's word pieces.
+    """Paste a passage, ask a question: the answer highlighted in the passage, or "no answer in
+    this passage" when the null span ([CLS]) wins (``answer_question``'s `null_threshold`), and
+    the start and end probabilities over the passage's word pieces.
 
     `answer(passage, question)` returns :func:`onehot2gpt.bert_tasks.answer_question`'s dict (bind the
     model and tokenizer with ``functools.partial``). The question answers on Enter, the button on
@@ -751,8 +738,10 @@ class QuestionAnswerer(_SavedView, W.VBox):
     def _html(passage: str, r: dict) -> str:
         a, b = r["char_span"]
         s, e = r["words"]
-        text = (html.escape(passage[:a]) + "<mark style='background:#ffd54f'><b>" + html.escape(passage[a:b])
-                + "</b></mark>" + html.escape(passage[b:]))
+        no_answer = r.get("no_answer", False)
+        mark = "<mark style='background:#e0e0e0'>" if no_answer else "<mark style='background:#ffd54f'><b>"
+        text = (html.escape(passage[:a]) + mark + html.escape(passage[a:b])
+                + ("</mark>" if no_answer else "</b></mark>") + html.escape(passage[b:]))
         cols = []
         for i, (tok, ps, pe) in enumerate(zip(r["tokens"], r["p_start"], r["p_end"])):
             picked = "background:#fff3c4;" if r["start"] <= i <= r["end"] else ""
@@ -763,8 +752,18 @@ class QuestionAnswerer(_SavedView, W.VBox):
                 f"<div style='width:5px;height:{40 * ps:.1f}px;background:#4c72b0'></div>"
                 f"<div style='width:5px;height:{40 * pe:.1f}px;background:#dd8452'></div></div>"
                 f"<div style='font:10px monospace'>{html.escape(tok)}</div></div>")
-        return (f"<p><b>Answer:</b> {html.escape(r['answer'])} &nbsp; <span style='color:#666'>(words {s}–{e} "
-                f"of the passage; P(start) {r['p_start'][r['start']]:.2f}, P(end) {r['p_end'][r['end']]:.2f})</span></p>"
+        if no_answer:
+            head = (f"<p><b>Answer: no answer in this passage.</b> <span style='color:#666'>The null span "
+                    f"([CLS]) scores {r['null_score']:.1f}; the best span, “{html.escape(r['best_span'])}” "
+                    f"(grey, words {s}–{e}), beats it by {r['margin']:.1f}, not more than the threshold "
+                    f"{r['null_threshold']:.1f}.</span></p>")
+        else:
+            null = (f"; it beats the null span ([CLS]) by {r['margin']:.1f}" if r.get("margin") is not None
+                    and r.get("null_threshold") is not None else "")
+            head = (f"<p><b>Answer:</b> {html.escape(r['answer'])} &nbsp; <span style='color:#666'>(words {s}–{e} "
+                    f"of the passage; P(start) {r['p_start'][r['start']]:.2f}, P(end) {r['p_end'][r['end']]:.2f}"
+                    f"{null})</span></p>")
+        return (head +
                 f"<div style='line-height:1.5;max-width:900px'>{text}</div>"
                 f"<p style='margin-bottom:2px'><span style='color:#4c72b0'>■</span> P(start) &nbsp; "
                 f"<span style='color:#dd8452'>■</span> P(end) over the passage's word pieces, on a 0–1 scale (full height = 1; hover for the values; answer shaded)</p>"
