@@ -34,8 +34,8 @@ CHROMIUM = os.environ.get("ONEHOT2GPT_CHROMIUM", "/usr/bin/chromium")
 # Flags that work as root in a container (and keep Chromium from calling home).
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run", "--disable-quic", "--disable-sync"]
-# bertviz's views load these from a CDN; every other request outside 127.0.0.1 is blocked, so the
-# course's own views are shown to work with no network at all.
+# Where bertviz's own pages load their scripts from. Every request outside 127.0.0.1 is blocked, these
+# too: the course's views, bertviz_view's pages among them (onehot2gpt.vendor), need no network.
 BERTVIZ_SCRIPTS = ("https://cdnjs.cloudflare.com/ajax/libs/require.js/",
                    "https://cdnjs.cloudflare.com/ajax/libs/d3/",
                    "https://cdnjs.cloudflare.com/ajax/libs/jquery/")
@@ -180,10 +180,10 @@ class JupyterLab:
 
 
 def block_the_internet(context):
-    """Abort every request a page makes outside 127.0.0.1, except bertviz's scripts."""
+    """Abort every request a page makes outside 127.0.0.1."""
     def handle(route):
         url = route.request.url
-        if urlparse(url).hostname in ("127.0.0.1", None) or url.startswith(BERTVIZ_SCRIPTS):
+        if urlparse(url).hostname in ("127.0.0.1", None):
             route.continue_()
         else:
             route.abort("blockedbyclient")

@@ -10,9 +10,8 @@ alive and idle; at the end no Python traceback may show in the notebook, besides
 checks', or in JupyterLab's log console (where errors in widget callbacks go). Pictures of each
 step go to tests/screenshots/ (git-ignored), with the seconds each notebook took in timings.json.
 
-bertviz draws only when its CDN scripts load: the test checks for its SVG when they do, and
-otherwise that bertviz stays blank as documented while the course's own views draw. Every other
-request outside 127.0.0.1 is blocked, so those views are shown to need no network.
+Every request outside 127.0.0.1 is blocked, so the views are shown to need no network: bertviz's
+too, whose pages carry the scripts the package ships (onehot2gpt.vendor) instead of asking a CDN.
 
 Needs `apt-get install -y chromium` and `pip install playwright` (never `playwright install`).
 Without them the test fails under CI=true and is skipped elsewhere.
@@ -160,35 +159,30 @@ def attention_explorer(nb: Notebook, source: str):
     return root
 
 
-def check_bertviz(nb: Notebook, source: str, explorer):
-    """bertviz draws (SVG) when its CDN scripts load; offline it stays blank and the course's
-    AttentionExplorer, which needs no network, still draws."""
+def bertviz_drawn(view, what: str, layers: int | None = None, timeout: float = ANSWER_S):
+    """Wait until the bertviz page `view` (its root <div id="bertviz-…">) has drawn: attention lines
+    in its SVG and, for a head view (`layers` given), one Layer option per layer."""
+    def drawn():
+        lines, options = view.locator("svg line").count(), view.locator("#layer option").count()
+        return lines > 0 and (layers is None or options == layers) and (lines, options)
+    return wait_until(drawn, timeout, what)
+
+
+def check_bertviz(nb: Notebook, source: str, layers: int | None = None):
+    """bertviz draws with every request outside 127.0.0.1 blocked, and asks the network for nothing:
+    its page carries its scripts (onehot2gpt.vendor)."""
     cell = nb.cell(source)
     view = cell.locator("[id^='bertviz-']")
     view.wait_for(state="attached", timeout=30_000)
-    require_js = wait_until(lambda: [u for u in nb.external if u.startswith(BERTVIZ_SCRIPTS[0])], 60,
-                            "the browser to ask for bertviz's require.js (its HTML output must run)")[0]
-    try:  # a CDN that does not answer within a minute counts as unreachable
-        wait_until(lambda: nb.external[require_js] != "pending", 60, "the answer for require.js")
-    except AssertionError:
-        pass
-    reachable = nb.external[require_js] == "ok"
-    if reachable:
-        try:
-            wait_until(lambda: view.locator("svg text").count() >= 2
-                       and view.locator("#layer option").count(),
-                       ANSWER_S, "bertviz to draw its SVG and fill its Layer menu")
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}; its scripts: {nb.external}; its output reads "
-                                 f"{cell.locator('.jp-OutputArea').inner_text()[:300]!r}") from None
-    else:  # blank as documented (an empty Layer menu); the course's own view draws
-        assert view.locator("svg").count() == 0 and view.locator("#layer option").count() == 0, \
-            "bertviz drew without its scripts?"
-        assert image_src(explorer.locator("img.widget-image")).startswith("blob:"), \
-            "offline, the AttentionExplorer must still show its picture"
-        expect(explorer.locator(".widget-html").last).to_contain_text("attends most to")
+    try:
+        bertviz_drawn(view, "bertviz to draw its SVG with no network", layers)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; requests outside 127.0.0.1: {nb.external}; its output reads "
+                             f"{cell.locator('.jp-OutputArea').inner_text()[:300]!r}") from None
+    asked = [u for u in nb.external if u.startswith(BERTVIZ_SCRIPTS)]
+    assert not asked, f"bertviz asked a CDN for {asked}"
     view.scroll_into_view_if_needed()
-    nb.screenshot(cell.locator(".jp-OutputArea"), "bertviz-" + ("drawn" if reachable else "offline"))
+    nb.screenshot(cell.locator(".jp-OutputArea"), "bertviz")
 
 
 def notebook_05(nb: Notebook):
@@ -199,7 +193,7 @@ def notebook_05(nb: Notebook):
     type_text(root, "Sentence", "")                            # an empty sentence: a message, no crash
     answer(root, "the sentence is empty", "an empty sentence")
     nb.screenshot(root, "empty-sentence")
-    check_bertviz(nb, 'bertviz_view(attentions, tokens, view="head"', root)
+    check_bertviz(nb, 'bertviz_view(attentions, tokens, view="head"', layers=6)   # MiniLM: 6 layers
 
 
 def notebook_06(nb: Notebook):
@@ -281,7 +275,7 @@ def notebook_08(nb: Notebook):
     settled(nb, root, "choosing MiniLM")
     nb.screenshot(root, "minilm-layer-4")
     attention_explorer(nb, "explorer = AttentionExplorer(sources")
-    check_bertviz(nb, 'bertviz_view(maps, tokens, view="model"', root)
+    check_bertviz(nb, 'bertviz_view(maps, tokens, view="model"')
 
 
 def notebook_09(nb: Notebook):
@@ -556,3 +550,57 @@ def figures_render_offline(nb: Notebook, path: Path):
     wait_until(lambda: nb.figures_shown() == expected, 30,
                lambda: f"the figures of {path.name} to render: {nb.figures_shown()} != {expected}")
     nb.screenshot(nb.page.locator(".jp-MarkdownOutput img").first, "figure")
+
+
+BERTVIZ_CELLS = [
+    "import torch\nfrom onehot2gpt.widgets import bertviz_view\n\n"
+    "tokens = ['[CLS]', 'the', 'cat', '</script>', '[SEP]', 'it', 'purred', '[SEP]']\n"
+    "maps = [torch.softmax(torch.randn(1, 3, 8, 8, generator=torch.Generator().manual_seed(i)), -1) for i in range(2)]",
+    'bertviz_view(maps, tokens, view="head", html_action="view")',
+    'bertviz_view(maps, tokens, view="model", sentence_b_start=5)',
+]
+
+
+def test_bertviz_draws_with_no_network(lab, lab_page, tmp_path):
+    """A head view and a model view, in JupyterLab and in the notebook exported to HTML, draw with
+    every request outside 127.0.0.1 blocked, and ask the network for nothing (block_the_internet
+    makes no exception for them)."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    path = lab.root / "bertviz_offline.ipynb"
+    kernel = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in BERTVIZ_CELLS],
+                                            metadata={"kernelspec": kernel}), path)
+    nb = Notebook(lab_page, lab, path.name)
+    try:
+        nb.open()
+        nb.run_all(len(BERTVIZ_CELLS), 120, may_fail=[False] * len(BERTVIZ_CELLS))
+        head = nb.cell('view="head"').locator("[id^='bertviz-']")
+        model = nb.cell('view="model"').locator("[id^='bertviz-']")
+        lines, options = bertviz_drawn(head, "the head view to draw in JupyterLab", layers=2)
+        assert lines >= 8 * 8 and options == 2, f"head view: {lines} lines, {options} Layer options"
+        assert head.locator("svg text").count() >= 2 * 8, "the head view must show both columns of tokens"
+        lines, _ = bertviz_drawn(model, "the model view to draw in JupyterLab")
+        assert lines >= 2 * 3 * 8 * 8, f"model view: {lines} lines for 2 layers × 3 heads of 8 × 8"
+        assert model.locator("#filter option").count() == 5, "the sentence-pair menu (All, A→A, …)"
+        nb.screenshot(nb.page.locator(".jp-Notebook"), "bertviz-jupyterlab")
+        saved = nb.save()
+        assert not nb.external, f"requests outside 127.0.0.1: {nb.external}"
+        nb.assert_no_traceback(log_console=True)
+    finally:
+        nb.close()
+    # The saved notebook exported as a static HTML page, opened from disk in the same offline browser.
+    page_html, _ = HTMLExporter().from_notebook_node(nbformat.reads(json.dumps(saved), as_version=4))
+    exported = tmp_path / "bertviz_offline.html"
+    exported.write_text(page_html, encoding="utf-8")
+    page = lab_page.context.new_page()
+    try:
+        page.goto(exported.as_uri())
+        views = page.locator("[id^='bertviz-']")
+        wait_until(lambda: views.count() == 2, 30, "both bertviz views in the exported page")
+        bertviz_drawn(views.nth(0), "the head view to draw in the exported HTML", layers=2)
+        bertviz_drawn(views.nth(1), "the model view to draw in the exported HTML")
+        page.screenshot(path=str(SCREENSHOTS / "bertviz-exported.png"), full_page=True)
+    finally:
+        page.close()

@@ -304,19 +304,6 @@ def test_bertviz_views_contain_the_tokens():
     assert "Sentence A -> Sentence B" in pair.data
 
 
-def test_bertviz_script_waits_for_require_js():
-    """In JupyterLab the inline script may run before require.js has loaded: it must wait for it."""
-    import torch
-
-    from onehot2gpt.widgets import bertviz_view
-    maps = [torch.softmax(torch.randn(1, 2, 3, 3), -1)]
-    page = bertviz_view(maps, ["a", "b", "c"]).data
-    inline = page[page.index('<script type="text/javascript">'):]
-    guard = inline.index("typeof window.require === 'undefined'")
-    assert guard < inline.index("require.config(") and "setTimeout(run, 50)" in inline
-    assert page.index("require.min.js") < page.index('<script type="text/javascript">')
-
-
 def test_bertviz_view_rejects_what_bertviz_would_garble():
     import torch
 

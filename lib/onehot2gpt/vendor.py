@@ -88,7 +88,7 @@ if (window.jQuery && window.jQuery.fn && window.jQuery.fn.jquery === "{jquery}")
 (function (define, module, exports) {{
 {d3_js}
 }}).call(window, onehot2gptDefineAs("d3"));
-// bertviz's view script from here on, without its require.config (the CDN paths):
+// bertviz's view script from here on, less its first lines (which set the CDN paths):
 {view_js}
 }})();"""
 
