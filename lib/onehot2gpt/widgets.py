@@ -1591,8 +1591,8 @@ def _thumbnail(weights, size: int = 64) -> bytes:
 
 class AllHeadsView(_SavedView, W.VBox):
     """Every layer × head attention map as a thumbnail (rows: layers); press a head's button to see
-    it large with its tokens. The offline counterpart of bertviz's model view: core widgets and
-    PNGs only, nothing loaded from the internet.
+    it large with its tokens. A counterpart of bertviz's model view made of core widgets and PNGs
+    only, nothing loaded from the internet.
 
     `attentions`: one (1, H, T, T) tensor per layer (what ``output_attentions=True`` returns);
     `tokens`: one string per position. State: ``.selected`` (layer, head) shown large.
