@@ -9,7 +9,8 @@ import torch
 
 from onehot2gpt.gpt import GPT, GPTConfig
 from onehot2gpt.sampling import (apply_temperature, filter_top_k, filter_top_p, generate,
-                                 next_token_distribution)
+                                 next_token_distribution, prompt_generator, real_word_share,
+                                 repeated_ngram_share, repeating_tail, text_words)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -276,3 +277,108 @@ def test_the_prompt_must_be_ids_not_text_or_floats(model):
         generate(model, [1, 2.9], 3)
     assert torch.equal(generate(model, [1, 2], 3, temperature=0), generate(model, torch.tensor([1, 2]), 3,
                                                                            temperature=0))
+
+
+# ------------------------------------------------------------------ one generator per prompt
+
+def test_prompt_generator_is_reproducible_and_differs_between_prompts_and_seeds():
+    draw = lambda g: torch.rand(8, generator=g)
+    assert torch.equal(draw(prompt_generator("ROMEO:")), draw(prompt_generator("ROMEO:")))
+    assert torch.equal(draw(prompt_generator([3, 4, 5])), draw(prompt_generator(torch.tensor([3, 4, 5]))))
+    first = [draw(prompt_generator(p)) for p in ("ROMEO:", "JULIET:", "ROMEO: ", [1, 2])]
+    assert all(not torch.equal(a, b) for a, b in itertools.combinations(first, 2))
+    assert not torch.equal(draw(prompt_generator("ROMEO:", seed=1)), draw(prompt_generator("ROMEO:")))
+
+
+def test_prompt_generators_keep_two_prompts_samples_apart(model):
+    """The bug it fixes: one seed for two prompts whose distributions agree gives the same tokens;
+    a generator per prompt does not."""
+    flat = GPT(GPTConfig.tiny(vocab_size=V, max_len=MAX_LEN)).eval()
+    with torch.no_grad():
+        flat.tok_emb.weight.zero_()                 # every prompt: the same (uniform) distribution
+    a, b = torch.tensor([[1, 2]]), torch.tensor([[3, 4]])
+    same_seed = [generate(flat, p, 8, generator=seeded(0))[0, 2:] for p in (a, b)]
+    assert torch.equal(*same_seed)
+    own = [generate(flat, p, 8, generator=prompt_generator(p))[0, 2:] for p in (a, b)]
+    assert not torch.equal(*own)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: prompt_generator(""), "prompt is empty"),
+    (lambda: prompt_generator([]), "prompt is empty"),
+    (lambda: prompt_generator(3.5), "prompt must be text"),
+    (lambda: prompt_generator([1, 2.5]), "prompt must be text"),
+    (lambda: prompt_generator("a", seed=-1), "seed"),
+    (lambda: prompt_generator("a", seed=1.5), "seed"),
+])
+def test_prompt_generator_rejects_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+# ------------------------------------------------------------------ measuring generated text
+
+def test_text_words_split_strip_and_lower():
+    assert text_words("KING RICHARD:\n  'Tis O'er--the hill;  -- fare-well!\n") == \
+        ["king", "richard", "tis", "o'er--the", "hill", "fare-well"]
+    assert text_words(" \n ,;: -- ") == []
+
+
+def test_real_word_share_counts_known_words():
+    known = set(text_words("To be, or not to be: that is the question."))
+    assert real_word_share("TO BE or not to bee.", known) == pytest.approx(5 / 6)
+    assert real_word_share("question!", known) == 1.0
+    assert real_word_share("zzq xxv", known) == 0.0
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: real_word_share(";; --", {"a"}), "no words"),
+    (lambda: real_word_share("a b", set()), "known_words is empty"),
+    (lambda: real_word_share("a b", "a b"), "known_words must be a set"),
+    (lambda: real_word_share(b"a b", {"a"}), "text must be a str"),
+    (lambda: text_words([1, 2]), "text must be a str"),
+])
+def test_real_word_share_rejects_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_repeated_ngram_share_against_brute_force():
+    rng = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        seq = torch.randint(0, 3, (int(torch.randint(0, 15, (1,), generator=rng)),), generator=rng).tolist()
+        for n in (1, 2, 3):
+            grams = [tuple(seq[i:i + n]) for i in range(len(seq) - n + 1)]
+            expected = sum(g in grams[:i] for i, g in enumerate(grams)) / len(grams) if grams else 0.0
+            assert repeated_ngram_share(seq, n) == pytest.approx(expected)
+    assert repeated_ngram_share("abcdef", 2) == 0.0
+    assert repeated_ngram_share("abababab", 2) == pytest.approx(5 / 7)
+    assert repeated_ngram_share(torch.tensor([1, 1, 1]), 1) == pytest.approx(2 / 3)
+
+
+def test_repeating_tail_finds_the_loop_a_text_ends_in():
+    assert repeating_tail("once upon the shall the shall the shall") == (10, 30)
+    assert repeating_tail("xyzabcabcabc") == (3, 9)
+    assert repeating_tail("abcdefg") == (0, 0)
+    assert repeating_tail("ab" * 50 + "c") == (0, 0)        # the loop must reach the end
+    assert repeating_tail([5, 1, 2, 1, 2]) == (2, 4)
+    assert repeating_tail("qabcabcabc", max_period=2) == (0, 0)
+    rng = torch.Generator().manual_seed(1)
+    for _ in range(20):               # brute force: the longest periodic suffix with 2+ cycles
+        seq = torch.randint(0, 2, (12,), generator=rng).tolist()
+        spans = {p: max(s for s in range(len(seq) + 1) if all(seq[-s:][i] == seq[-s:][i - p] for i in range(p, s)))
+                 for p in range(1, 7)}
+        spans = {p: s for p, s in spans.items() if s >= 2 * p}
+        expected = max(spans.items(), key=lambda kv: (kv[1], -kv[0])) if spans else (0, 0)
+        assert repeating_tail(seq) == expected, seq
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: repeated_ngram_share("abc", 0), "n must be"),
+    (lambda: repeated_ngram_share({1, 2}, 1), "seq must be"),
+    (lambda: repeating_tail(3), "seq must be"),
+    (lambda: repeating_tail("abab", max_period=0), "max_period"),
+])
+def test_repetition_measures_reject_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

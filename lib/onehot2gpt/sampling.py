@@ -234,3 +234,136 @@ def generate(model, ids, max_new_tokens: int, temperature: float = 1.0, top_k: i
                 nxt = torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (B,)
             out = torch.cat([out, nxt[:, None]], dim=1)                             # (B, T + 1)
     return out[0] if squeeze else out
+
+
+# ---------------------------------------------------------------------------------------------
+# One generator per prompt
+
+def prompt_generator(prompt, seed: int = 0) -> torch.Generator:
+    """A random-number generator of its own for one prompt: seeded from `seed` and the prompt.
+
+    Reusing one seed for every prompt hands every sample the same sequence of random draws, so
+    where two prompts give similar distributions the samples pick the same characters and repeat
+    each other's phrases. Seeding from the prompt as well keeps each sample reproducible (the same
+    prompt and seed give the same text) while different prompts draw differently. `prompt` is
+    the prompt's text or its ids (a sequence of ints or a tensor).
+
+    Example:
+        >>> a, b = prompt_generator("ROMEO:"), prompt_generator("JULIET:")
+        >>> torch.rand(1, generator=a).item() != torch.rand(1, generator=b).item()
+        True
+    """
+    import zlib
+
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a whole number ≥ 0, got {seed!r}")
+    if isinstance(prompt, torch.Tensor):
+        prompt = prompt.flatten().tolist()
+    if isinstance(prompt, str):
+        key = prompt.encode("utf-8")
+    elif isinstance(prompt, (list, tuple)) and all(isinstance(i, numbers.Integral) and not isinstance(i, bool)
+                                                   for i in prompt):
+        key = ",".join(str(int(i)) for i in prompt).encode()
+    else:
+        raise ValueError(f"prompt must be text or a sequence of token ids, got {type(prompt).__name__}")
+    if not key:
+        raise ValueError("the prompt is empty: give the text or the ids the sample will continue")
+    # crc32 is stable across runs and machines (Python's hash() of a str is not); the seed goes
+    # into the hashed bytes, because the CPU generator keeps only the low 32 bits of its seed
+    return torch.Generator().manual_seed(zlib.crc32(f"{int(seed)}:".encode() + key))
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring generated text
+
+_PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~“”‘’«»—–…"
+
+
+def text_words(text: str) -> list[str]:
+    """Text → its words: split at whitespace, punctuation stripped from both ends of each piece,
+    lower-cased; pieces with nothing left (a lone "--" or ":") are dropped. An apostrophe inside a
+    word stays ("o'er", "king's").
+
+    Example:
+        >>> text_words("ROMEO:\\nO'er the hill, my lord -- away!")
+        ['romeo', "o'er", 'the', 'hill', 'my', 'lord', 'away']
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a str, got {type(text).__name__}; decode ids to text first")
+    words = (piece.strip(_PUNCTUATION).lower() for piece in text.split())
+    return [w for w in words if w]
+
+
+def real_word_share(text: str, known_words) -> float:
+    """The share of `text`'s words (:func:`text_words`) that are in `known_words`, e.g. the set of
+    words of the training text (``set(text_words(training_text))``): 1.0 when every word the model
+    wrote is one it read, lower the more of its words are invented.
+
+    Example:
+        >>> real_word_share("the kinge of the Hill!", {"the", "of", "hill"})
+        0.8
+    """
+    if isinstance(known_words, str) or not hasattr(known_words, "__contains__"):
+        raise ValueError("known_words must be a set of words (e.g. set(text_words(training_text))), "
+                         f"got {type(known_words).__name__}")
+    if not known_words:
+        raise ValueError("known_words is empty: build it from a text, set(text_words(training_text))")
+    words = text_words(text)
+    if not words:
+        raise ValueError(f"the text has no words to score (got {text[:40]!r}); generate more characters")
+    return sum(w in known_words for w in words) / len(words)
+
+
+def repeated_ngram_share(seq, n: int) -> float:
+    """The share of the n-grams of `seq` (a string: its characters; a list: its items, e.g. words)
+    that already occurred earlier in `seq`: 0 when no n-gram repeats, close to 1 when the text
+    loops. A text with fewer than n + 1 items has no earlier n-gram to repeat, and scores 0.
+
+    Example:
+        >>> repeated_ngram_share("the cat the cat the".split(), 2)   # 'the cat', 'cat the' come back
+        0.5
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"n must be a whole number ≥ 1 (the length of the n-grams), got {n!r}")
+    if isinstance(seq, torch.Tensor):
+        seq = seq.flatten().tolist()
+    if not isinstance(seq, (str, list, tuple)):
+        raise ValueError(f"seq must be a string, a list of words or of ids, got {type(seq).__name__}")
+    grams = [tuple(seq[i:i + n]) for i in range(len(seq) - n + 1)]
+    if not grams:
+        return 0.0
+    seen, repeats = set(), 0
+    for g in grams:
+        repeats += g in seen
+        seen.add(g)
+    return repeats / len(grams)
+
+
+def repeating_tail(seq, max_period: int | None = None) -> tuple[int, int]:
+    """The loop a text ends in → (period, span): the last `span` items of `seq` repeat a cycle of
+    `period` items, at least twice over (span ≥ 2 · period). Among all periods up to `max_period`
+    (default half the length) the one with the longest span wins, the shortest period on a tie;
+    (0, 0) when the text ends in no repeated cycle.
+
+    Example:
+        >>> repeating_tail("once upon the shall the shall the shall")
+        (10, 30)
+    """
+    if isinstance(seq, torch.Tensor):
+        seq = seq.flatten().tolist()
+    if not isinstance(seq, (str, list, tuple)):
+        raise ValueError(f"seq must be a string, a list of words or of ids, got {type(seq).__name__}")
+    n = len(seq)
+    if max_period is None:
+        max_period = n // 2
+    if isinstance(max_period, bool) or not isinstance(max_period, numbers.Integral) or max_period < 1:
+        raise ValueError(f"max_period must be a whole number ≥ 1, got {max_period!r}")
+    best = (0, 0)
+    for p in range(1, min(max_period, n // 2) + 1):
+        i = n - 1
+        while i - p >= 0 and seq[i] == seq[i - p]:
+            i -= 1
+        span = n - 1 - i + p          # seq[i + 1 - p:] repeats with period p
+        if span >= 2 * p and span > best[1]:
+            best = (p, span)
+    return best
