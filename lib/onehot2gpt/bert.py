@@ -414,6 +414,10 @@ def best_span(start_logits, end_logits, max_answer_len: int = 30, allowed=None):
                          f"{tuple(start_logits.shape)} and {tuple(end_logits.shape)}")
     if max_answer_len < 1:
         raise ValueError(f"max_answer_len must be at least 1, got {max_answer_len}")
+    for name, logits in (("start_logits", start_logits), ("end_logits", end_logits)):
+        if torch.isnan(logits).any():
+            raise ValueError(f"{name} holds NaN at positions {torch.isnan(logits).nonzero().flatten()[:5].tolist()}: "
+                             f"the model's output is broken (check its weights and inputs); no span can be chosen")
     T = start_logits.size(0)
     scores = start_logits[:, None].float() + end_logits[None, :].float()          # (T_s, T_e)
     ones = torch.ones(T, T, dtype=torch.bool, device=scores.device)

@@ -305,22 +305,145 @@ def predict_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, context_
     return spans
 
 
+# ------------------------------------------------- 4b: "no answer in this passage" (the null span)
+
+
+def null_margins(start_logits: torch.Tensor, end_logits: torch.Tensor, context_mask: torch.Tensor,
+                 max_answer_len: int = 30) -> tuple[list[tuple[int, int]], torch.Tensor]:
+    """Start and end logits (B, T) with ``[CLS]`` at position 0, context_mask (B, T) → (the best
+    context span per row, as :func:`predict_spans`; margins (B,)): the best span's score
+    ``start[s] + end[e]`` (s ≤ e, at most `max_answer_len` tokens) minus the null span's
+    ``start[0] + end[0]``. A margin at or below a threshold means "no answer in this passage"
+    (:func:`abstains`), BERT's SQuAD 2.0 rule.
+
+    The logits must hold [CLS]'s scores: a model called with [CLS] in its span_mask, as
+    :func:`evaluate` and :func:`answer_question` do. ValueError for NaN logits, for a row whose
+    [CLS] score is -inf (it was masked out) and for a row without context.
+
+    Example:
+        >>> s, e = torch.tensor([[2., 0., 3.]]), torch.tensor([[1., 0., 4.]])
+        >>> null_margins(s, e, torch.tensor([[False, True, True]]))
+        ([(2, 2)], tensor([4.]))
+    """
+    if not start_logits.shape == end_logits.shape == context_mask.shape or start_logits.dim() != 2:
+        raise ValueError(f"start logits {tuple(start_logits.shape)}, end logits {tuple(end_logits.shape)} "
+                         f"and context_mask {tuple(context_mask.shape)} must have the same (B, T) shape")
+    spans, margins = [], []
+    for i, (s, e, allowed) in enumerate(zip(start_logits.detach().float().cpu(), end_logits.detach().float().cpu(),
+                                             context_mask.cpu().bool())):
+        best = best_span(s, e, max_answer_len, allowed)          # refuses NaN
+        if best is None:
+            raise ValueError(f"row {i} has no context token with a finite score: nothing to answer from")
+        null = float(s[0] + e[0])
+        if not torch.isfinite(torch.tensor(null)):
+            raise ValueError(f"row {i}: the [CLS] (null) score is {null}; call the model with [CLS] in its "
+                             f"span_mask (span_mask[:, 0] = True), as evaluate() does")
+        spans.append(best[:2])
+        margins.append(best[2] - null)
+    return spans, torch.tensor(margins)
+
+
+def abstains(margins: torch.Tensor, threshold: float) -> torch.Tensor:
+    """margins (B,) from :func:`null_margins` → bool (B,): True where the null span wins, i.e. the
+    best span beats it by no more than `threshold`: "no answer in this passage"."""
+    _check_threshold(threshold)
+    return torch.as_tensor(margins) <= threshold
+
+
+def _check_threshold(threshold) -> None:
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold != threshold \
+            or abs(threshold) == float("inf"):
+        raise ValueError(f"null_threshold must be a finite number (a score margin, e.g. 0.0); got {threshold!r}")
+
+
+def choose_null_threshold(answerable: torch.Tensor, unanswerable: torch.Tensor) -> float:
+    """Margins of questions whose passage holds the answer and of questions whose passage does not
+    (1-D each) → the threshold that maximises the mean of the two accuracies (answered on the
+    first, abstained on the second), halfway between the two margins around it. Choose it on
+    held-out questions and report on others.
+
+    Example:
+        >>> choose_null_threshold(torch.tensor([5., 6., 1.]), torch.tensor([-2., 0., 3.]))
+        0.5
+    """
+    a, u = torch.as_tensor(answerable).float().flatten(), torch.as_tensor(unanswerable).float().flatten()
+    if len(a) == 0 or len(u) == 0:
+        raise ValueError(f"need margins of both kinds of question; got {len(a)} answerable and "
+                         f"{len(u)} unanswerable")
+    if not (torch.isfinite(a).all() and torch.isfinite(u).all()):
+        raise ValueError("the margins hold NaN or inf: score the questions again with a working model")
+    values = torch.cat([a, u]).unique()                                     # sorted
+    candidates = torch.cat([values[:1] - 1, (values[1:] + values[:-1]) / 2, values[-1:] + 1])
+    answered = (a[None, :] > candidates[:, None]).float().mean(1)
+    abstained = (u[None, :] <= candidates[:, None]).float().mean(1)
+    return float(candidates[int(((answered + abstained) / 2).argmax())])
+
+
+def null_accuracy(answerable: torch.Tensor, unanswerable: torch.Tensor, threshold: float) -> dict[str, float]:
+    """Margins of answerable and unanswerable questions and a threshold → {"answered": the share of
+    answerable questions the model answers, "abstained": the share of unanswerable ones it declines,
+    "balanced": their mean}."""
+    answered = 1 - abstains(answerable, threshold).float().mean().item()
+    abstained = abstains(unanswerable, threshold).float().mean().item()
+    return {"answered": answered, "abstained": abstained, "balanced": (answered + abstained) / 2}
+
+
+def unanswerable_pairs(examples: Sequence[dict], seed: int = 0) -> list[dict]:
+    """SQuAD examples with a "title" → the same questions, each paired with a paragraph of another
+    article that contains none of its gold answers (as whole words, after :func:`squad_normalize`):
+    questions that passage cannot answer
+    (answers [], id with "/other" appended). Pair examples of one side of
+    :func:`split_by_article` among themselves, so both sides stay apart."""
+    paragraphs: dict[str, dict[str, str]] = {}                 # title → {paragraph: normalised}
+    for ex in examples:
+        paragraphs.setdefault(ex["title"], {})[ex["context"]] = f" {squad_normalize(ex['context'])} "
+    if len(paragraphs) < 2:
+        raise ValueError(f"need questions from at least two articles to pair them with other articles' "
+                         f"paragraphs; got {len(paragraphs)}")
+    rng = random.Random(seed)
+    titles = list(paragraphs)
+    out = []
+    for ex in examples:
+        golds = [f" {g} " for g in (squad_normalize(a["text"]) for a in ex.get("answers", [])) if g]
+        others = [p for t in titles if t != ex["title"] for p, low in paragraphs[t].items()
+                  if not any(g in low for g in golds)]
+        if not others:
+            raise ValueError(f"question {ex.get('id')!r}: every other article's paragraph contains its answer")
+        out.append({**ex, "context": rng.choice(others), "answers": [], "id": f"{ex.get('id')}/other"})
+    return out
+
+
 @torch.no_grad()
 def answer_question(model, tokenizer, context: str, question: str, max_len: int = 384,
-                    max_answer_len: int = 30, max_question_len: int = 64) -> dict:
+                    max_answer_len: int = 30, max_question_len: int = 64,
+                    null_threshold: float | None = 0.0) -> dict:
     """Extractive QA on one passage: the span of `context` that a BertForQuestionAnswering picks
     for `question`, and the start and end probabilities over the passage's pieces.
 
-    Returns a dict: "answer" (the passage's own characters, whole words), "char_span" (a, b) into
+    The best span (s ≤ e, at most `max_answer_len` pieces) competes with the null span, start and
+    end both on ``[CLS]``: when the best span's score beats the null score by no more than
+    `null_threshold` (:func:`abstains`), the answer is "no answer in this passage". Pass the
+    threshold chosen on held-out questions for the model (:func:`onehot2gpt.pretrained.qa_null_threshold`
+    for the shipped checkpoint); 0.0 is the plain rule "the null wins if it scores higher";
+    None always answers, as a SQuAD 1.1 model does.
+
+    Returns a dict: "answer" (the passage's own characters, whole words; "" when the null wins),
+    "no_answer" (bool), "best_span" (the best span's text, given or not), "char_span" (a, b) into
     `context`, "words" (s, e): the 1-based positions of the first and last whitespace-separated
-    word of the answer (how the BERT paper's SQuAD figure counts), "tokens" (the passage's
+    word of the best span (how the BERT paper's SQuAD figure counts), "tokens" (the passage's
     pieces), "p_start", "p_end" (lists, one probability per piece: a softmax over the passage
-    only), "start", "end" (indices into "tokens") and "score" (S·h_s + E·h_e).
+    only), "start", "end" (indices into "tokens"), "score" (S·h_s + E·h_e), "null_score"
+    (S·h_[CLS] + E·h_[CLS]), "margin" (score − null_score), "null_threshold", and "argmax"
+    (the pieces with the highest start and end scores, each chosen alone: when the end's comes
+    before the start's, no span s ≤ e is a clear answer).
 
     ValueError, saying what to shorten, for an empty text, a question over `max_question_len`
     pieces, or a passage that does not fit into `max_len` pieces with the question (nothing is
-    silently cut: an answer can only come from text the model has read).
+    silently cut: an answer can only come from text the model has read); ValueError for a
+    threshold that is not a finite number, and for NaN scores from the model.
     """
+    if null_threshold is not None:
+        _check_threshold(null_threshold)
     for name, text in (("passage", context), ("question", question)):
         if not isinstance(text, str):
             raise TypeError(f"the {name} must be a str; got {type(text).__name__}")
@@ -342,20 +465,26 @@ def answer_question(model, tokenizer, context: str, question: str, max_len: int 
     model.eval()
     device = next(model.parameters()).device
     batch = {k: features[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask", "context_mask")}
+    span_mask = batch["context_mask"].clone()
+    span_mask[:, 0] = True                           # [CLS]: the null span, "no answer in this passage"
     start_logits, end_logits = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                                     span_mask=batch["context_mask"])
+                                     span_mask=span_mask)
     model.train(was_training)
+    (s, e), margin = (x[0] for x in null_margins(start_logits, end_logits, features["context_mask"], max_answer_len))
     start_logits, end_logits = start_logits[0].float().cpu(), end_logits[0].float().cpu()
     inside = features["context_mask"][0]
     first = int(inside.nonzero()[0])
-    s, e, score = best_span(start_logits, end_logits, max_answer_len, inside)
+    null_score = float(start_logits[0] + end_logits[0])
+    no_answer = null_threshold is not None and bool(abstains(margin, null_threshold))
     a, b = features["offsets"][0][s][0], features["offsets"][0][e][1]
     ids = features["input_ids"][0][inside].tolist()
-    return {"answer": context[a:b], "char_span": (a, b),
-            "words": (len(context[:a].split()) + 1, len(context[:b].split())),
+    return {"answer": "" if no_answer else context[a:b], "no_answer": no_answer, "best_span": context[a:b],
+            "char_span": (a, b), "words": (len(context[:a].split()) + 1, len(context[:b].split())),
             "tokens": tokenizer.convert_ids_to_tokens(ids),
             "p_start": start_logits[inside].softmax(-1).tolist(), "p_end": end_logits[inside].softmax(-1).tolist(),
-            "start": s - first, "end": e - first, "score": score}
+            "start": s - first, "end": e - first, "score": float(margin) + null_score,
+            "null_score": null_score, "margin": float(margin), "null_threshold": null_threshold,
+            "argmax": (int(start_logits[inside].argmax()), int(end_logits[inside].argmax()))}
 
 
 def squad_normalize(text: str) -> str:
