@@ -213,7 +213,7 @@ def test_contextual_vectors_need_a_tokenizer_that_knows_each_pieces_word(word_mo
 
 
 def test_minilm_gives_the_lecture_notes_two_apples_that_lean_to_their_senses(one_thread):
-    """The ELMo motivation of the seeds: "Jobs was the CEO of apple." / "He finally ate the apple."."""
+    """The ELMo motivation of the lecture notes: "Jobs was the CEO of apple." / "He finally ate the apple."."""
     from onehot2gpt.pretrained import minilm_bert
     from onehot2gpt.probing import contextual_vectors
     try:
