@@ -383,42 +383,48 @@ def _lstm_inset(c: Canvas, x: float, y: float) -> None:
     c.line(og.right, (x + 292, og.cy))
     c.text(x + 290, og.cy - 16, "h_t", 13, anchor="end")
     c.line((x + 12, bus), (ox, bus), arrow=False)
-    c.text(x + 12, bus + 18, "[h_{t−1}; E w_t]", 12, anchor="start", colour=MUTED)
+    c.text(x + 12, bus + 18, "[h_{t−1}; x_t]", 12, anchor="start", colour=MUTED)
     c.text(x + 150, y + 372, "c_t = f ⊙ c_{t−1} + i ⊙ g,   h_t = o ⊙ tanh(c_t)", 12.5)
 
 
 def lstm_lm() -> str:
-    """The LSTM language model unrolled over four steps, with the cell's gates in an inset."""
-    c = Canvas(1000, 500, "LSTM language model, unrolled over four time steps")
+    """The course's LSTM language model (the checkpoint notebook 03 loads) unrolled over four steps:
+    embedding E and projection P, two LSTM layers, projection Q and an adaptive softmax; the
+    cell's gates in an inset."""
+    c = Canvas(1000, 640, "LSTM language model, unrolled over four time steps")
     words = ["the", "cat", "sat", "on"]
-    xs = [135, 285, 435, 585]
-    y_tok, y_emb, y_cell, y_lin, y_soft, y_next = 430, 360, 275, 190, 135, 75
+    xs = [110, 250, 390, 530]
+    y_tok, y_emb, y_proj, y_cell, y_q, y_soft, y_next = 540, 478, 420, 335, 252, 198, 138
     prev = None
     for t, (x, w) in enumerate(zip(xs, words), start=1):
-        tok = c.box(x, y_tok, 80, 34, w, "token", 14)
+        tok = c.box(x, y_tok, 80, 32, w, "token", 14)
         c.text(x, y_tok + 28, f"w_{t}", 12, colour=MUTED)
-        emb = c.box(x, y_emb, 80, 34, f"E w_{t}", "embed", 14)
-        cell = c.box(x, y_cell, 90, 64, "LSTM", "rnn", 15, weight="bold")
-        lin = c.box(x, y_lin, 110, 34, f"E^{{T}}W h_{t}", "out", 14)
-        soft = c.box(x, y_soft, 90, 30, "softmax", "out", 13)
-        nxt = c.box(x, y_next, 80, 34, (words[1:] + ["the"])[t - 1], "token", 14)
-        c.text(x, y_next - 28, f"P(w_{t + 1} | w_{{≤{t}}})", 12, colour=MUTED)
+        emb = c.box(x, y_emb, 80, 30, f"E w_{t}", "embed", 14)
+        proj = c.box(x, y_proj, 112, 30, f"x_{t} = P E w_{t}", "embed", 13)
+        cell = c.stack(x, y_cell, 92, 56, "LSTM", "rnn", 15, copies=1)
+        q = c.box(x, y_q, 80, 30, f"Q h_{t}", "out", 14)
+        soft = c.box(x, y_soft, 124, 30, "adaptive softmax", "out", 12)
+        nxt = c.box(x, y_next, 80, 32, (words[1:] + ["the"])[t - 1], "token", 14)
+        c.text(x, y_next - 30, f"P(w_{t + 1} | w_{{≤{t}}})", 12, colour=MUTED)
         c.arrow(tok.top, emb.bottom)
-        c.arrow(emb.top, cell.bottom)
-        c.arrow(cell.top, lin.bottom)
-        c.text(x + 8, (cell.y0 + lin.y1) / 2, f"h_{t}", 12, anchor="start", colour=MUTED)
-        c.arrow(lin.top, soft.bottom)
+        c.arrow(emb.top, proj.bottom)
+        c.arrow(proj.top, cell.bottom)
+        c.arrow((x, cell.y0 - 5), q.bottom)
+        c.text(x + 8, (cell.y0 - 5 + q.y1) / 2, f"h_{t}", 12, anchor="start", colour=MUTED)
+        c.arrow(q.top, soft.bottom)
         c.arrow(soft.top, nxt.bottom)
-        left = prev.x1 if prev else 40
+        left = prev.x1 + 5 if prev else 30
         for dy, name in ((-16, "c"), (16, "h")):
             c.arrow((left, y_cell + dy), (cell.x0, y_cell + dy))
             c.text((left + cell.x0) / 2, y_cell + dy - 10, f"{name}_{t - 1}", 11, colour=MUTED)
         prev = cell
     for dy in (-16, 16):
-        c.arrow((prev.x1, y_cell + dy), (prev.x1 + 40, y_cell + dy))
+        c.arrow((prev.x1 + 5, y_cell + dy), (prev.x1 + 40, y_cell + dy))
     c.text(prev.x1 + 50, y_cell, "…", 16, anchor="start")
-    c.text(360, 488, "h_t = LSTM(h_{t−1}, E w_t),  P(w_{t+1} | w_{≤t}) = softmax(E^{T}W h_t):"
-           "  the same weights at every step, the output tied to E", 12, colour=MUTED)
+    c.text(500, 598, "x_t = P E w_t,   h_t = LSTM(h_{t−1}, x_t),   log P(w_{t+1} | w_{≤t}) = "
+           "adaptive log-softmax(Q h_t)", 12.5)
+    c.text(500, 620, "two LSTM layers, the second adding its input to its output (a residual); "
+           "the same weights at every step", 12, colour=MUTED)
     _lstm_inset(c, 680, 60)
     return c.svg()
 
