@@ -14,14 +14,23 @@ What notebook 08 shows live in a few seconds, at the size where the numbers sett
   (``recipes.qa_split``), with SQuAD's official normalisation. A question whose answer falls
   outside the 256-piece window counts as a miss.
 
+* ``null``: "no answer in this passage". The held-out articles are split in halves by article
+  (``recipes.null_threshold_report``, the function the QA recipe records its threshold with); up
+  to ``--null-sample`` questions of each half are asked of their own paragraph and of a paragraph
+  of another article of that half (``bert_tasks.unanswerable_pairs``); the threshold on the null
+  margin is chosen on the first half and scored on the second: the share of answerable questions
+  answered, of unanswerable ones declined, and F1 with declining counted as wrong.
+  ``--checkpoint DIR`` scores another QA checkpoint, e.g. one trained on SQuAD 1.1 alone.
+
 Targets (issue 15): SST-2 ≥ 0.85, SNLI ≥ 0.70, SQuAD F1 ≥ 50 on articles never trained on.
 
 Run from the repository root (about 20 minutes on 2 cores)::
 
-    python bench/pretrained.py [--threads 2] [--sst2-train 20000] [--smoke]
+    python bench/pretrained.py [--threads 2] [--sst2-train 20000] [--only sst2,snli,squad,null] [--smoke]
 
-The last line is one JSON object with those four keys, the settings and the seconds of each
-part. ``--smoke`` runs every part on tiny subsets, to check the script, not the numbers.
+The last line is one JSON object with the keys of the parts run, the settings and the seconds of
+each part (``--out FILE`` also writes it there). ``--smoke`` runs every part on tiny subsets, to
+check the script, not the numbers.
 """
 
 from __future__ import annotations
@@ -64,6 +73,14 @@ def run_snli(tok, lr: float, epochs: int, smoke: bool) -> float:
     return fine_tune_minilm(encode(train), encode(test), len(bert_tasks.SNLI_LABELS), lr, epochs)
 
 
+def run_null(checkpoint, sample: int, smoke: bool) -> dict:
+    from onehot2gpt.recipes import null_threshold_report
+
+    model, tok = minilm_qa(checkpoint) if checkpoint else minilm_qa()
+    _, held_out = qa_split(*training_split())
+    return null_threshold_report(model, tok, held_out, model_max_len(), 4 if smoke else sample, seed=0)
+
+
 def run_squad(smoke: bool) -> dict:
     model, tok = minilm_qa()
     max_len = model_max_len()
@@ -98,34 +115,61 @@ def main(argv=None):
     p.add_argument("--sst2-train", type=int, default=20000)
     p.add_argument("--lr", type=float, default=5e-5)
     p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--only", default="sst2,snli,squad,null", help="the parts to run, comma-separated")
+    p.add_argument("--checkpoint", default=None, help="the QA checkpoint for the null part (default: the course's)")
+    p.add_argument("--null-sample", type=int, default=150, help="null part: questions per half of the held-out articles")
+    p.add_argument("--out", default=None, help="also write the JSON result to this file")
     p.add_argument("--smoke", action="store_true", help="tiny subsets: checks the script, not the numbers")
     args = p.parse_args(argv)
+    parts = args.only.split(",")
+    unknown = sorted(set(parts) - {"sst2", "snli", "squad", "null"})
+    if unknown:
+        p.error(f"--only: unknown parts {unknown}; choose from sst2, snli, squad, null")
     threads = set_threads(args.threads)
     tok = WordPieceTokenizer.load(minilm_path() / "vocab.txt")
     result, seconds = {}, {}
 
-    start = time.time()
-    result["sst2_accuracy"] = round(run_sst2(tok, 64 if args.smoke else args.sst2_train, args.lr, args.epochs,
-                                             args.smoke), 4)
-    seconds["sst2"] = round(time.time() - start, 1)
-    print(f"SST-2: {result['sst2_accuracy']:.4f} ({seconds['sst2']:.0f} s)", flush=True)
+    if "sst2" in parts:
+        start = time.time()
+        result["sst2_accuracy"] = round(run_sst2(tok, 64 if args.smoke else args.sst2_train, args.lr, args.epochs,
+                                                 args.smoke), 4)
+        seconds["sst2"] = round(time.time() - start, 1)
+        print(f"SST-2: {result['sst2_accuracy']:.4f} ({seconds['sst2']:.0f} s)", flush=True)
 
-    start = time.time()
-    result["snli_accuracy"] = round(run_snli(tok, args.lr, args.epochs, args.smoke), 4)
-    seconds["snli"] = round(time.time() - start, 1)
-    print(f"SNLI: {result['snli_accuracy']:.4f} ({seconds['snli']:.0f} s)", flush=True)
+    if "snli" in parts:
+        start = time.time()
+        result["snli_accuracy"] = round(run_snli(tok, args.lr, args.epochs, args.smoke), 4)
+        seconds["snli"] = round(time.time() - start, 1)
+        print(f"SNLI: {result['snli_accuracy']:.4f} ({seconds['snli']:.0f} s)", flush=True)
 
-    start = time.time()
-    squad = run_squad(args.smoke)
-    result["squad_exact_match"], result["squad_f1"] = round(squad["exact_match"], 2), round(squad["f1"], 2)
-    seconds["squad"] = round(time.time() - start, 1)
-    print(f"SQuAD on {squad['questions']} questions of {squad['articles']} unseen articles: "
-          f"EM {squad['exact_match']:.1f}, F1 {squad['f1']:.1f} ({seconds['squad']:.0f} s)", flush=True)
+    if "squad" in parts:
+        start = time.time()
+        squad = run_squad(args.smoke)
+        result["squad_exact_match"], result["squad_f1"] = round(squad["exact_match"], 2), round(squad["f1"], 2)
+        result.update(squad_questions=squad["questions"], squad_articles=squad["articles"])
+        seconds["squad"] = round(time.time() - start, 1)
+        print(f"SQuAD on {squad['questions']} questions of {squad['articles']} unseen articles: "
+              f"EM {squad['exact_match']:.1f}, F1 {squad['f1']:.1f} ({seconds['squad']:.0f} s)", flush=True)
 
-    result.update(squad_questions=squad["questions"], squad_articles=squad["articles"], seconds=seconds,
-                  threads=threads, lr=args.lr, epochs=args.epochs, sst2_train=args.sst2_train,
-                  smoke=args.smoke)
+    if "null" in parts:
+        start = time.time()
+        null = result["null"] = run_null(args.checkpoint, args.null_sample, args.smoke)
+        result["null_checkpoint"] = args.checkpoint or "the course's minilm-qa-squad"
+        seconds["null"] = round(time.time() - start, 1)
+        report = null["report"]
+        print(f"null span: threshold {null['threshold']} chosen on {len(null['tune_articles'])} articles; on "
+              f"{report['answerable_questions']} + {report['unanswerable_questions']} questions of "
+              f"{len(null['report_articles'])} others: answered {report['answered']:.3f}, declined "
+              f"{report['abstained']:.3f}; F1 {report['f1_always_answer']} always answering, "
+              f"{report['f1_with_null']} with the null ({seconds['null']:.0f} s)", flush=True)
+
+    result.update(seconds=seconds, threads=threads, lr=args.lr, epochs=args.epochs, sst2_train=args.sst2_train,
+                  parts=parts, smoke=args.smoke)
     print(json.dumps(result))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+            f.write("\n")
 
 
 if __name__ == "__main__":

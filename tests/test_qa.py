@@ -12,8 +12,8 @@ import torch
 from onehot2gpt import bert_tasks
 from onehot2gpt.bert import BertForQuestionAnswering, BertForSequenceClassification
 from onehot2gpt.checkpoints import CheckpointError, checkpoint_path, config_sha256, sha256_file
-from onehot2gpt.pretrained import (QA_CHECKPOINT, minilm_bert, minilm_path, minilm_qa, qa_trainable,
-                                   save_minilm_qa)
+from onehot2gpt.pretrained import (QA_CHECKPOINT, minilm_bert, minilm_path, minilm_qa, qa_null_threshold,
+                                   qa_trainable, save_minilm_qa)
 from onehot2gpt.recipes import RECIPES, minilm_qa_recipe
 from onehot2gpt.subword import WordPieceTokenizer
 from onehot2gpt.widgets import PRECIPITATION, QuestionAnswerer
@@ -57,9 +57,9 @@ def test_recipe_defaults_are_what_built_the_shipped_checkpoint():
 def test_shipped_model_answers_the_precipitation_questions(qa_model):
     model, tok = qa_model
     answers = {q: bert_tasks.answer_question(model, tok, PRECIPITATION, q)["answer"].lower() for q in
-               ("What causes precipitation to fall?", "Where do water droplets collide with ice crystals "
-                                                      "to form precipitation?")}
-    assert "gravity" in answers["What causes precipitation to fall?"], answers
+               ("Under what force does precipitation fall?", "Where do water droplets collide with ice crystals "
+                                                             "to form precipitation?")}
+    assert "gravity" in answers["Under what force does precipitation fall?"], answers
     assert "cloud" in answers["Where do water droplets collide with ice crystals to form precipitation?"], answers
 
 
@@ -141,7 +141,7 @@ def test_answer_question_refuses_a_non_string(qa_model):
 def test_widget_answers_on_start_and_shows_the_span(qa_model):
     model, tok = qa_model
     w = QuestionAnswerer(functools.partial(bert_tasks.answer_question, model, tok))
-    assert w.result is not None and "gravity" in w.result["answer"].lower()
+    assert w.result is not None and "within a cloud" in w.result["answer"].lower()   # the default question
     assert "<mark" in w.output.value and "P(start)" in w.output.value and w.status.value == ""
 
 
@@ -163,6 +163,111 @@ def test_widget_survives_an_exception_in_the_model():
         raise RuntimeError("boom")
     w = QuestionAnswerer(broken)
     assert w.result is None and "boom" in w.status.value
+
+
+# --------------------------------------------------------------------- "no answer in this passage"
+
+BEES = ("Honeybees live in colonies of up to 60,000 workers and a single queen. The workers collect nectar "
+        "from flowers and turn it into honey, which the colony eats during the winter.")
+
+
+def test_shipped_checkpoint_records_a_threshold_chosen_on_held_out_articles():
+    info = json.loads((checkpoint_path(QA_CHECKPOINT) / "config.json").read_text())["info"]
+    null = info["null"]
+    assert qa_null_threshold() == null["threshold"]
+    assert null["tune_articles"] and null["report_articles"]
+    assert not set(null["tune_articles"]) & set(null["report_articles"]), "tune and report on other articles"
+    from onehot2gpt.recipes import qa_split
+    train_titles = {e["title"] for e in qa_split(info["arguments"]["test_fraction"], info["arguments"]["seed"])[0]}
+    assert not train_titles & (set(null["tune_articles"]) | set(null["report_articles"]))
+    assert null["report"]["balanced"] > 0.8
+
+
+def test_the_null_span_separates_held_out_questions(qa_model):
+    """Questions of the report articles, asked of their own paragraph and of another article's."""
+    model, tok = qa_model
+    from onehot2gpt.checkpoints import checkpoint_config
+    from onehot2gpt.recipes import qa_split
+    null = checkpoint_config(QA_CHECKPOINT)["info"]["null"]
+    rows = [e for e in qa_split()[1] if e["title"] in null["report_articles"]]
+    rows = rows[::len(rows) // 16][:16]
+    margins = {}
+    for kind, examples in (("answerable", rows), ("unanswerable", bert_tasks.unanswerable_pairs(rows, seed=7))):
+        f = bert_tasks.encode_squad(tok, examples, max_len=256)
+        if kind == "answerable":
+            f = bert_tasks.select(f, f["answerable"])
+        r = bert_tasks.evaluate(model, f, "qa")
+        margins[kind] = bert_tasks.null_margins(r["start_logits"], r["end_logits"], f["context_mask"])[1]
+    scores = bert_tasks.null_accuracy(margins["answerable"], margins["unanswerable"], qa_null_threshold())
+    assert scores["balanced"] >= 0.75, scores
+
+
+@pytest.mark.parametrize("passage, question, answer", [
+    (PRECIPITATION, "Under what force does precipitation fall?", "gravity"),
+    (BEES, "How many workers can a colony have?", "60,000"),
+    (BEES, "Who won the football World Cup in 1998?", None),
+    (PRECIPITATION, "Who painted the Mona Lisa?", None),
+    ("The Eiffel Tower is in Paris. It was finished in 1889.", "When was the tower finished?", "1889"),
+])
+def test_answer_question_answers_or_declines(qa_model, passage, question, answer):
+    model, tok = qa_model
+    r = bert_tasks.answer_question(model, tok, passage, question, null_threshold=qa_null_threshold())
+    if answer is None:
+        assert r["no_answer"] and r["answer"] == "" and r["margin"] <= r["null_threshold"], r["best_span"]
+    else:
+        assert not r["no_answer"] and answer in r["answer"] and r["margin"] > r["null_threshold"]
+    assert r["best_span"] == passage[r["char_span"][0]:r["char_span"][1]]
+    assert r["score"] == pytest.approx(r["null_score"] + r["margin"], abs=1e-4)
+
+
+def test_without_a_threshold_the_model_always_answers(qa_model):
+    model, tok = qa_model
+    r = bert_tasks.answer_question(model, tok, BEES, "Who won the football World Cup in 1998?", null_threshold=None)
+    assert not r["no_answer"] and r["answer"] == r["best_span"] != ""
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "0.5", True])
+def test_answer_question_refuses_a_bad_threshold(qa_model, bad):
+    model, tok = qa_model
+    with pytest.raises(ValueError, match="null_threshold must be a finite number"):
+        bert_tasks.answer_question(model, tok, BEES, "Why?", null_threshold=bad)
+
+
+def test_answer_question_refuses_nan_scores(tok):
+    class Broken(torch.nn.Module):          # a model whose weights went NaN
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+
+        def forward(self, input_ids, token_type_ids=None, attention_mask=None, span_mask=None):
+            nan = torch.full(input_ids.shape, float("nan"))
+            return nan, nan
+    with pytest.raises(ValueError, match="start_logits holds NaN"):
+        bert_tasks.answer_question(Broken(), tok, BEES, "What do the workers collect?")
+
+
+def test_widget_says_no_answer_in_this_passage_when_the_null_wins(qa_model):
+    model, tok = qa_model
+    w = QuestionAnswerer(functools.partial(bert_tasks.answer_question, model, tok,
+                                           null_threshold=qa_null_threshold()))
+    assert not w.result["no_answer"] and "within a cloud" in w.result["answer"]    # the default is answered
+    assert "no answer" not in w.output.value
+    w.passage.value = BEES
+    w.question.value = "Who won the football World Cup in 1998?"
+    assert w.result["no_answer"] and "no answer in this passage" in w.output.value and w.status.value == ""
+    w.question.value = "How many workers can a colony have?"
+    assert not w.result["no_answer"] and "60,000" in w.result["answer"]
+    assert "no answer in this passage" not in w.output.value and "60,000" in w.output.value
+
+
+def test_a_checkpoint_without_a_threshold_says_how_to_get_one(tmp_path):
+    copy = tmp_path / "qa"
+    shutil.copytree(checkpoint_path(QA_CHECKPOINT), copy)
+    record = json.loads((copy / "config.json").read_text())
+    del record["info"]["null"]
+    (copy / "config.json").write_text(json.dumps(record))
+    with pytest.raises(CheckpointError, match="records no null threshold"):
+        qa_null_threshold(copy)
 
 
 # --------------------------------------------------------------------- mean pooling

@@ -19,7 +19,9 @@ CPU gives the same recipe in 1.5 to 3 hours on 2 cores, by machine, instead of a
   by article (:func:`onehot2gpt.bert_tasks.split_by_article`, 30 % of the 48 articles held out, seed 0):
   the model trains on 34 articles and is scored on 14 it never saw. Only the top layers and the
   start/end head train; the checkpoint stores just those, in float16, on top of the pip package's
-  MiniLM (its sha256 is recorded and checked on load), which keeps it under 15 MB.
+  MiniLM (its sha256 is recorded and checked on load), which keeps it under 15 MB. A second phase
+  adds questions paired with paragraphs of other articles, pointed at [CLS] (SQuAD 2.0's null
+  span), and records the threshold on the null margin chosen on half the held-out articles.
 """
 
 from __future__ import annotations
@@ -49,21 +51,36 @@ def qa_split(test_fraction: float = 0.3, seed: int = 0):
 
 def minilm_qa_recipe(out: str | Path | None = None, *, top_layers: int = 4, epochs: int = 2,
                      batch_size: int = 16, lr: float = 8e-5, max_len: int = 256,
-                     test_fraction: float = 0.3, seed: int = 0, evaluate_on: int | None = None,
+                     test_fraction: float = 0.3, seed: int = 0, null_steps: int = 100,
+                     null_share: float = 0.33, null_lr: float = 5e-5, null_sample: int = 150,
+                     evaluate_on: int | None = None, resume: str | Path | None = None,
                      progress: bool = True) -> dict:
-    """Fine-tune all-MiniLM-L6-v2 for extractive QA and save it → the held-out scores.
+    """Fine-tune all-MiniLM-L6-v2 for extractive QA, teach it to say "no answer", and save it → the
+    held-out scores.
 
-    The recipe (BERT's SQuAD recipe, shortened for a CPU): ``[CLS] question [SEP] passage [SEP]``
+    Phase 1 (BERT's SQuAD recipe, shortened for a CPU): ``[CLS] question [SEP] passage [SEP]``
     cut to `max_len` pieces, questions whose answer the cut removes left out of training; AdamW,
     warm-up over the first 10 % of steps then linear decay, `epochs` passes in batches of
-    `batch_size`; only the top `top_layers` layers and the start/end vectors train. The held-out
-    articles are scored with SQuAD's exact match and F1 (all of them, or the first `evaluate_on`
-    questions)."""
-    from .pretrained import QA_CHECKPOINT, minilm_bert, minilm_path, qa_trainable, save_minilm_qa
+    `batch_size`; only the top `top_layers` layers and the start/end vectors train.
+
+    Phase 2 (SQuAD 2.0's null span): `null_steps` more steps at `null_lr` on training questions,
+    a `null_share` of them paired with a paragraph of another training article
+    (:func:`~onehot2gpt.bert_tasks.unanswerable_pairs`) and pointed at [CLS]. It starts from
+    phase 1's weights rounded to float16, as they are stored; `resume` names a checkpoint folder
+    that holds phase 1's result and skips it (its ``info`` is kept under "phase1").
+
+    Scores: SQuAD's exact match and F1 on the held-out articles (all their questions, or up to
+    `evaluate_on` of them, evenly spread). The held-out articles are split in two halves by article; on up to
+    `null_sample` questions of each half, paired with paragraphs of other articles of that half,
+    the threshold on the null margin (:func:`~onehot2gpt.bert_tasks.null_margins`) is chosen on
+    the first half ("tune") and reported on the second ("report")."""
+    from .pretrained import QA_CHECKPOINT, minilm_bert, minilm_path, minilm_qa, qa_trainable, save_minilm_qa
     from .bert import BertForQuestionAnswering
     from .subword import WordPieceTokenizer
-    from .bert_tasks import encode_squad, evaluate, finetune, select
+    from .bert_tasks import (encode_squad, evaluate, finetune, select, split_by_article,
+                             unanswerable_pairs)
     from .utils import seeded
+    import random
 
     out = Path(out) if out is not None else checkpoints_dir() / QA_CHECKPOINT
     started = time.time()
@@ -71,27 +88,119 @@ def minilm_qa_recipe(out: str | Path | None = None, *, top_layers: int = 4, epoc
     tokenizer = WordPieceTokenizer.load(minilm_path() / "vocab.txt")
     features = encode_squad(tokenizer, train, max_len=max_len)
     features = select(features, features["answerable"])
+    if resume is None:
+        with seeded(seed):
+            bert, _ = minilm_bert()
+            model = BertForQuestionAnswering(bert)         # the start/end head starts random
+            qa_trainable(model, top_layers)
+            losses = finetune(model, features, task="qa", epochs=epochs, batch_size=batch_size, lr=lr,
+                              seed=seed, progress=progress, desc="MiniLM on SQuAD")
+        phase1 = {"steps": len(losses), "final_loss": round(sum(losses[-50:]) / len(losses[-50:]), 4),
+                  "train_seconds": round(time.time() - started), "threads": torch.get_num_threads()}
+        with torch.no_grad():                               # phase 2 starts from what phase 1 stores
+            for p in model.parameters():
+                p.copy_(p.half().float())
+    else:
+        from .checkpoints import checkpoint_config
+
+        model, _ = minilm_qa(resume)
+        phase1 = checkpoint_config(resume)["info"]
+        if "phase2" in phase1:
+            raise ValueError(f"{resume} has been through phase 2 already: resume from a phase-1 checkpoint "
+                             f"(one trained on answerable questions only)")
+    # Phase 2: answerable rows and rows whose passage comes from another article ([CLS] targets).
+    started2 = time.time()
+    rng = random.Random(seed)
+    n_rows = null_steps * batch_size
+    n_null = round(null_share * n_rows)
+    answerable = rng.sample(range(features["input_ids"].size(0)), n_rows - n_null)
+    nulls = encode_squad(tokenizer, unanswerable_pairs(rng.sample(train, n_null), seed=seed), max_len=max_len)
+    mixed = _concat_rows(select(features, answerable), nulls, tokenizer.pad_id)
     with seeded(seed):
-        bert, _ = minilm_bert()
-        model = BertForQuestionAnswering(bert)         # the start/end head starts random
         qa_trainable(model, top_layers)
-        losses = finetune(model, features, task="qa", epochs=epochs, batch_size=batch_size, lr=lr,
-                          seed=seed, progress=progress, desc="MiniLM on SQuAD")
-    trained_s = time.time() - started
-    held_out = test if evaluate_on is None else test[:evaluate_on]
-    scores = evaluate(model, encode_squad(tokenizer, held_out, max_len=max_len), "qa")
-    result = {"exact_match": round(scores["exact_match"], 2), "f1": round(scores["f1"], 2),
+        null_losses = finetune(model, mixed, task="qa", epochs=1, batch_size=batch_size, lr=null_lr,
+                               seed=seed, progress=progress, desc="MiniLM: answer or null")
+    trained_s = time.time() - started2
+    # Scores: SQuAD on the held-out articles, then the null threshold (tune half → report half).
+    held_out = test if evaluate_on is None else test[::max(1, -(-len(test) // evaluate_on))]
+    scored = evaluate(model, encode_squad(tokenizer, held_out, max_len=max_len), "qa")
+    result = {"exact_match": round(scored["exact_match"], 2), "f1": round(scored["f1"], 2),
               "held_out_questions": len(held_out), "held_out_articles": len({e["title"] for e in held_out}),
               "train_questions": int(features["input_ids"].size(0)),
-              "train_articles": len({e["title"] for e in train}), "steps": len(losses),
-              "final_loss": round(sum(losses[-50:]) / len(losses[-50:]), 4),
-              "train_seconds": round(trained_s), "threads": torch.get_num_threads()}
+              "train_articles": len({e["title"] for e in train}), "steps": phase1["steps"] + len(null_losses),
+              "final_loss": round(sum(null_losses[-50:]) / len(null_losses[-50:]), 4),
+              "train_seconds": round(phase1["train_seconds"] + trained_s), "threads": torch.get_num_threads(),
+              "null": null_threshold_report(model, tokenizer, test, max_len, null_sample, seed),
+              "phase1": {**phase1, "source": "this run" if resume is None else f"resumed from {resume}"},
+              "phase2": {"steps": len(null_losses), "rows": n_rows, "null_rows": n_null,
+                                           "train_seconds": round(trained_s),
+                                           "threads": torch.get_num_threads()}}
     args = {"top_layers": top_layers, "epochs": epochs, "batch_size": batch_size, "lr": lr,
-            "max_len": max_len, "test_fraction": test_fraction, "seed": seed}
+            "max_len": max_len, "test_fraction": test_fraction, "seed": seed, "null_steps": null_steps,
+            "null_share": null_share, "null_lr": null_lr, "null_sample": null_sample}
     save_minilm_qa(model, out, top_layers, tokenizer, info={
         "recipe": "minilm-qa", "command": "python -m onehot2gpt.recipes minilm-qa", "arguments": args,
         "data": "SQuAD 1.1 dev, split by article (onehot2gpt.recipes.qa_split)", **result})
     return {**result, "checkpoint": str(out)}
+
+
+def _concat_rows(a: dict, b: dict, pad_id: int) -> dict:
+    """Two ``encode_squad`` dicts → one with the rows of both, (B, T) tensors padded to the longer T."""
+    import torch.nn.functional as F
+
+    T = max(a["input_ids"].size(1), b["input_ids"].size(1))
+    out = {}
+    for k, v in a.items():
+        if torch.is_tensor(v) and v.dim() == 2:
+            pad = pad_id if k == "input_ids" else 0
+            out[k] = torch.cat([F.pad(x.long(), (0, T - x.size(1)), value=pad) for x in (v, b[k])]).to(v.dtype)
+        elif torch.is_tensor(v):
+            out[k] = torch.cat([v, b[k]])
+        else:
+            out[k] = list(v) + list(b[k])
+    return out
+
+
+def null_threshold_report(model, tokenizer, held_out, max_len: int, sample: int, seed: int) -> dict:
+    """The held-out articles split in halves by article → the null threshold chosen on the first
+    half and the scores it gives on the second: the share of answerable questions answered (of
+    those whose answer fits the window), the share of unanswerable ones (paired with a paragraph of
+    another article of the same half) declined, and SQuAD's EM / F1 on the answerable questions
+    when declining counts as a wrong answer. Up to `sample` questions per half, evenly spread."""
+    from .bert_tasks import (abstains, choose_null_threshold, encode_squad, evaluate, null_accuracy,
+                             null_margins, select, split_by_article, squad_evaluate, unanswerable_pairs)
+
+    halves = dict(zip(("tune", "report"), split_by_article(held_out, 0.5, seed)))
+    margins, report = {}, {}
+    for name, rows in halves.items():
+        rows = rows[::max(1, -(-len(rows) // sample))]
+        for kind, examples in (("answerable", rows), ("unanswerable", unanswerable_pairs(rows, seed=seed))):
+            f = encode_squad(tokenizer, examples, max_len=max_len)
+            if kind == "answerable":
+                f = select(f, f["answerable"])
+            r = evaluate(model, f, "qa")
+            _, m = null_margins(r["start_logits"], r["end_logits"], f["context_mask"])
+            margins[name, kind] = m
+            if name == "report" and kind == "answerable":
+                report = {"predictions": r["predictions"], "answers": f["answers"], "margins": m}
+        halves[name] = rows
+    threshold = choose_null_threshold(margins["tune", "answerable"], margins["tune", "unanswerable"])
+    declined = abstains(report["margins"], threshold)
+    given = [("" if d else p) for p, d in zip(report["predictions"], declined.tolist())]
+    always, with_null = (squad_evaluate(report["predictions"], report["answers"]),
+                         squad_evaluate(given, report["answers"]))
+    return {"threshold": round(threshold, 3),
+            "tune_articles": sorted({e["title"] for e in halves["tune"]}),
+            "report_articles": sorted({e["title"] for e in halves["report"]}),
+            "tune": {k: round(v, 4) for k, v in null_accuracy(margins["tune", "answerable"],
+                                                              margins["tune", "unanswerable"], threshold).items()},
+            "report": {**{k: round(v, 4) for k, v in null_accuracy(margins["report", "answerable"],
+                                                                   margins["report", "unanswerable"],
+                                                                   threshold).items()},
+                       "answerable_questions": len(report["answers"]),
+                       "unanswerable_questions": len(margins["report", "unanswerable"]),
+                       "f1_always_answer": round(always["f1"], 2), "f1_with_null": round(with_null["f1"], 2),
+                       "exact_match_with_null": round(with_null["exact_match"], 2)}}
 
 
 RECIPES = {
@@ -204,7 +313,14 @@ def main(argv=None) -> None:
     qa.add_argument("--batch-size", type=int, default=16)
     qa.add_argument("--lr", type=float, default=8e-5)
     qa.add_argument("--max-len", type=int, default=256)
-    qa.add_argument("--evaluate-on", type=int, default=None, help="score only the first N held-out questions")
+    qa.add_argument("--null-steps", type=int, default=100, help="phase 2: steps with unanswerable rows")
+    qa.add_argument("--null-share", type=float, default=0.33, help="phase 2: share of unanswerable rows")
+    qa.add_argument("--null-lr", type=float, default=5e-5)
+    qa.add_argument("--null-sample", type=int, default=150,
+                    help="questions per half of the held-out articles for the null threshold")
+    qa.add_argument("--resume", help="a checkpoint folder holding phase 1's result: run phase 2 only")
+    qa.add_argument("--evaluate-on", type=int, default=None,
+                    help="score only N held-out questions, evenly spread")
     args = parser.parse_args(argv)
     if args.recipe == "list":
         for name, (_, what) in RECIPES.items():
@@ -232,7 +348,8 @@ def main(argv=None) -> None:
           flush=True)
     result = minilm_qa_recipe(args.out, top_layers=args.top_layers, epochs=args.epochs,
                               batch_size=args.batch_size, lr=args.lr, max_len=args.max_len,
-                              evaluate_on=args.evaluate_on)
+                              null_steps=args.null_steps, null_share=args.null_share, null_lr=args.null_lr,
+                              null_sample=args.null_sample, resume=args.resume, evaluate_on=args.evaluate_on)
     print(json.dumps(result))
 
 

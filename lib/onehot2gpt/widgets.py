@@ -701,7 +701,7 @@ class QuestionAnswerer(_SavedView, W.VBox):
     """
 
     def __init__(self, answer, passage: str = PRECIPITATION,
-                 question: str = "What causes precipitation to fall?"):
+                 question: str = "Where do water droplets collide with ice crystals to form precipitation?"):
         self.answer = answer
         self.result: dict | None = None
         self.passage = W.Textarea(value=passage, description="Passage", continuous_update=False,
