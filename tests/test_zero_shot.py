@@ -1,4 +1,5 @@
-"""The zero-shot experiment: the corpus keeps its promises, the tests are held out, scoring is exact."""
+"""The zero-shot experiment: the corpus keeps its promises, the tests separate reading from
+recall, and scoring is exact."""
 
 import re
 
@@ -24,15 +25,54 @@ def corpora(setup):
             for share in (0.0, 0.02, 0.1)}
 
 
-def test_world_is_reproducible_and_split():
+stated_facts = zs.stated_facts
+
+
+def test_stated_facts_reads_every_wording():
+    p = zs.Person("mira", "tolvan", "baker", "goat")
+    for relation, templates in zs.FACT_TEMPLATES.items():
+        for t in templates:
+            text = "the weather in brisk is wet . " + t.format(n="mira", t="tolvan", j="baker", a="goat")
+            assert stated_facts(text) == [("mira", relation, p.fact(relation))], t
+    # fillers, summaries and questions state no fact; a fact inside another wording is not read twice
+    assert stated_facts("on market day mira walks to brisk . mira is a friend of kai . by trade mira is a baker .\n"
+                        "tl;dr : mira is a baker in tolvan .\nq : where does mira live ?\na : tolvan .") == \
+        [("mira", "trade", "baker")]
+    with pytest.raises(TypeError):
+        stated_facts(None)
+
+
+def test_world_is_reproducible_and_has_known_people_and_strangers():
     a, b = zs.World(0), zs.World(0)
-    assert a.people == b.people
+    assert a.people == b.people and a.strangers == b.strangers
     assert zs.World(1).people != a.people
-    assert len(a.test_people) == 12 and not set(a.test_people) & set(a.train_people)
+    assert len(a.people) == 24 and len(a.strangers) == len(zs.NAMES) - 24
+    assert not {p.name for p in a.people} & set(a.strangers)
+    assert a.person(a.people[0].name) == a.people[0] == a.memorised(a.people[0].name)
+    assert a.memorised(a.strangers[0]) is None
+    with pytest.raises(KeyError, match="stranger"):
+        a.person(a.strangers[0])
     with pytest.raises(KeyError, match="nobody called"):
         a.person("gandalf")
-    with pytest.raises(ValueError, match="n_test"):
-        zs.World(0, n_test=0)
+    with pytest.raises(KeyError, match="nobody called"):
+        a.draw("gandalf", zs.random.Random(0))
+    for bad in (0, len(zs.NAMES) - 1, 2.5, True):
+        with pytest.raises(ValueError, match="n_known"):
+            zs.World(0, n_known=bad)
+    with pytest.raises(ValueError, match="relation"):
+        a.people[0].fact("age")
+    with pytest.raises(ValueError, match="not a town"):
+        a.people[0].changed("town", "paris")
+
+
+def test_draw_keeps_known_facts_and_redraws_strangers():
+    world, rng = zs.World(0), zs.random.Random(0)
+    known = world.people[3]
+    assert all(world.draw(known.name, rng) == known for _ in range(20))
+    drawn = [world.draw(world.strangers[0], rng) for _ in range(60)]
+    assert {p.name for p in drawn} == {world.strangers[0]}
+    for relation in zs.RELATIONS:
+        assert len({p.fact(relation) for p in drawn}) >= len(zs.VALUES[relation]) - 2
 
 
 def test_corpora_differ_only_in_the_qa_lines(corpora):
@@ -51,32 +91,99 @@ def test_corpora_differ_only_in_the_qa_lines(corpora):
     qa10 = {i for i, k in enumerate(corpora[0.1].kinds) if k == "qa"}
     assert qa2 < qa10                                    # the small share nests in the large one
     n = len(base.documents)
-    assert 0.05 * n < len(qa10) <= 0.1 * n and 0.005 * n < len(qa2) <= 0.02 * n
+    assert 0.07 * n < len(qa10) < 0.13 * n and 0.01 * n < len(qa2) < 0.03 * n
     counts = base.counts()
     assert abs(counts["translation"] / n - 0.2) < 0.04 and abs(counts["tldr"] / n - 0.1) < 0.03
 
 
-def test_held_out_people_are_never_asked_about_or_summarised(setup, corpora):
-    text = corpora[0.1].text()
-    asked = set(re.findall(r"q : [a-z ]*?\b(\w+) (?:live|do for|keep)", text))
-    summarised = set(re.findall(r"tl;dr : (\w+) is a", text))
-    test_names = {p.name for p in setup.world.test_people}
-    assert asked and summarised
-    assert not asked & test_names and not summarised & test_names
-    assert {p.name for p in setup.world.train_people} >= asked | summarised
-    # ... but they are in the prose: the facts are there to be read.
-    assert all(p.name in text for p in setup.world.test_people)
-
-
-def test_facts_are_consistent_with_the_world(setup, corpora):
+def test_known_facts_are_fixed_and_strangers_facts_cannot_be_memorised(setup, corpora):
     world = setup.world
-    for doc, kind in zip(corpora[0.1].documents, corpora[0.1].kinds):
-        for name, town in re.findall(r"(\w+) lives in (\w+) \.", doc):
-            if name in zs.NAMES:
-                assert world.person(name).town == town
-        if kind == "qa":
-            for name, town in re.findall(r"q : where does (\w+) live \?\na : (\w+) \.", doc):
-                assert world.person(name).town == town
+    seen: dict[tuple[str, str], dict[str, int]] = {}
+    for name, relation, value in stated_facts(corpora[0.1].text()):
+        seen.setdefault((name, relation), {}).setdefault(value, 0)
+        seen[(name, relation)][value] += 1
+    for p in world.people:                       # a known person: one value, always the same
+        for r in zs.RELATIONS:
+            assert seen[(p.name, r)] == {p.fact(r): seen[(p.name, r)][p.fact(r)]}
+    for name in world.strangers:                 # a stranger: no value is theirs
+        for r in zs.RELATIONS:
+            counts = seen[(name, r)]
+            assert len(counts) >= len(zs.VALUES[r]) - 3, (name, r, counts)
+            assert max(counts.values()) / sum(counts.values()) < 0.35, (name, r, counts)
+
+
+def test_questions_and_summaries_in_pretraining_answer_from_their_own_passage(corpora):
+    """Every Q/A answer and every TL;DR is the fact its own paragraph states."""
+    c = corpora[0.1]
+    asked = summarised = 0
+    for doc, kind in zip(c.documents, c.kinds):
+        stated = {(n, r): v for n, r, v in stated_facts(doc.split("\nq :")[0].split("\ntl;dr")[0])}
+        for name, answer in re.findall(r"q : where does (\w+) live \?\na : (\w+) \.", doc):
+            assert stated[(name, "town")] == answer
+            asked += 1
+        for name, trade, town in re.findall(r"tl;dr : (\w+) is a (\w+) in (\w+) \.", doc):
+            assert stated[(name, "trade")] == trade and stated[(name, "town")] == town
+            summarised += 1
+    assert asked > 20 and summarised > 100
+
+
+def test_the_changed_facts_of_the_tests_never_occur_in_pretraining(setup, corpora):
+    """A changed-fact passage states something no pre-training text states; its memorised value
+    is nowhere in it; and a new-person passage is about a stranger."""
+    world = setup.world
+    pretraining = set(stated_facts(corpora[0.1].text()))
+    for test in ("qa_changed", "qa_new"):
+        for item in setup.tests[test]:
+            question = item.prompt.splitlines()[-2]
+            name = next(w for w in question.split() if w in zs.NAMES)
+            relation = next(r for r, q in zs.QUESTIONS.items() if q.format(n=name) in question)
+            value = item.answers[0][:-2]
+            passage = item.prompt[:item.prompt.index("q :")]
+            assert (name, relation, value) in stated_facts(passage)
+            if test == "qa_new":
+                assert name in world.strangers and item.memorised == ()
+            else:
+                known = world.person(name)
+                assert item.memorised == (f"{known.fact(relation)} .",) and value != known.fact(relation)
+                assert known.fact(relation) not in passage.split()
+                assert (name, relation, value) not in pretraining
+            for shot in item.shots:                    # solved examples are about strangers
+                (asked,) = re.findall(r"q : [a-z ]*?\b(\w+) (?:live|do for|keep)", shot)
+                assert asked in world.strangers
+    for item in setup.tests["tldr_changed"]:
+        name = item.answers[0].split()[0]
+        known = world.person(name)
+        assert item.memorised == (zs.tldr(known),) and item.answers != item.memorised
+        changed = [w for w, m in zip(item.answers[0].split(), item.memorised[0].split()) if w != m]
+        assert len(changed) == 1 and changed[0] in item.prompt.split()
+        wrong = next(m for w, m in zip(item.answers[0].split(), item.memorised[0].split()) if w != m)
+        assert wrong not in item.prompt.split() and item.prompt.endswith("tl;dr :")
+    for item in setup.tests["tldr_new"]:
+        assert item.answers[0].split()[0] in world.strangers and item.memorised == ()
+
+
+def test_classify_answer():
+    c = zs.classify_answer
+    assert c(" kestrel .\n", ["kestrel ."], ["marsh ."]) == "read"
+    assert c("kestrel  .\nq : more", ["kestrel ."], ["marsh ."]) == "read"     # the first line counts
+    assert c(" marsh .\n", ["kestrel ."], ["marsh ."]) == "memorised"
+    assert c(" fjell .\n", ["kestrel ."], ["marsh ."]) == "other"
+    assert c(" kestrel . kestrel .\n", ["kestrel ."], ["marsh ."]) == "other"
+    assert c(" kestrel .", ["kestrel ."], ["marsh ."]) == "other"           # never ended its line
+    assert c(" marsh .\n", ["kestrel ."]) == "other"                        # nothing memorisable
+    assert c(" je suis là .\n", ["je suis là .", "j'y suis ."], ["je suis là ."]) == "read"  # read first
+    assert c("\n", ["kestrel ."], ["marsh ."]) == "other"
+    with pytest.raises(ValueError, match="answers is empty"):
+        c(" kestrel .\n", [])
+    with pytest.raises(TypeError, match="not one string"):
+        c(" kestrel .\n", "kestrel .")
+    with pytest.raises(TypeError, match="written"):
+        c(None, ["kestrel ."])
+    assert zs.shares(["read", "other", "read", "memorised"]) == {"read": 0.5, "memorised": 0.25, "other": 0.25}
+    with pytest.raises(ValueError, match="unknown labels"):
+        zs.shares(["read", "copied"])
+    with pytest.raises(ValueError, match="no labels"):
+        zs.shares([])
 
 
 def test_translation_test_sentences_are_held_out(setup):
@@ -84,23 +191,11 @@ def test_translation_test_sentences_are_held_out(setup):
     assert len(setup.test_pairs) == 200 and not train_english & set(setup.test_pairs)
     for refs in setup.test_pairs.values():
         assert refs and len(set(refs)) == len(refs)
+    recalled = {f for _, f in setup.train_pairs}
     for item in setup.tests["translation"]:
         assert item.prompt.endswith(" =") and item.prompt[:-2] in setup.test_pairs
+        assert item.answers == tuple(setup.test_pairs[item.prompt[:-2]]) and set(item.memorised) == recalled
         assert all(s.split(" = ")[0] in train_english for s in item.shots)
-
-
-def test_test_items_ask_about_held_out_people(setup):
-    test_names = {p.name for p in setup.world.test_people}
-    for item in setup.tests["qa"]:
-        question = item.prompt.splitlines()[-2]
-        name = next(w for w in question.split() if w in zs.NAMES)
-        assert name in test_names and item.prompt.endswith("a :")
-        assert item.answers[0][:-2] in {setup.world.person(name).fact(r) for r in zs.RELATIONS}
-        for shot in item.shots:                    # solved examples are about training people
-            (asked,) = re.findall(r"q : [a-z ]*?\b(\w+) (?:live|do for|keep)", shot)
-            assert asked not in test_names
-    for item in setup.tests["tldr"]:
-        assert item.answers[0].split()[0] in test_names and item.prompt.endswith("tl;dr :")
 
 
 def test_tokenizer_round_trip_and_unknown_words(setup, corpora):
@@ -120,6 +215,13 @@ def test_make_corpus_rejects_bad_input(setup):
         zs.make_corpus(setup.world, setup.train_pairs, qa_share=0.9)
     with pytest.raises(ValueError, match="translation pairs"):
         zs.make_corpus(setup.world, [], qa_share=0.1)
+    for bad in (float("nan"), -0.1, "0.1"):
+        with pytest.raises(ValueError, match="qa_share"):
+            zs.make_corpus(setup.world, setup.train_pairs, qa_share=bad)
+    with pytest.raises(ValueError, match="n_documents"):
+        zs.make_corpus(setup.world, setup.train_pairs, qa_share=0.1, n_documents=0)
+    with pytest.raises(ValueError, match="n must be"):
+        zs.make_tests(setup.world, setup.train_pairs, setup.test_pairs, n=0)
 
 
 def test_greedy_agrees_is_greedy_decoding():
@@ -140,7 +242,8 @@ def test_greedy_agrees_is_greedy_decoding():
 
 
 class Oracle(nn.Module):
-    """Predicts the next token of the texts it knows (longest known prefix wins), else token 0."""
+    """Predicts the next token of the texts it knows (longest known prefix wins), else token 0.
+    Its "cache" is the ids read so far, so it runs under sampling.generate like a GPT."""
 
     def __init__(self, tokenizer, texts, max_len=128):
         super().__init__()
@@ -153,30 +256,76 @@ class Oracle(nn.Module):
                 self.next[tuple(ids[:i])] = ids[i]
         self.V = len(tokenizer)
 
-    def forward(self, ids):
+    def forward(self, ids, past_key_values=None, use_cache=False):
+        full = ids if past_key_values is None else torch.cat([past_key_values, ids], dim=1)
         logits = torch.zeros(*ids.shape, self.V)
-        for b, row in enumerate(ids.tolist()):
-            for t in range(len(row)):
-                logits[b, t, self.next.get(tuple(row[:t + 1]), 0)] = 1.0
-        return GPTOutput(logits, None, None)
+        offset = full.size(1) - ids.size(1)
+        for b, row in enumerate(full.tolist()):
+            for t in range(ids.size(1)):
+                logits[b, t, self.next.get(tuple(row[:offset + t + 1]), 0)] = 1.0
+        return GPTOutput(logits, None, full if use_cache else None)
 
 
-def test_evaluate_scores_exact_match(setup):
-    tests = {task: items[:6] for task, items in setup.tests.items()}
+def test_evaluate_labels_read_memorised_and_other(setup):
+    tests = {task: items[:8] for task, items in setup.tests.items()}
     tok = setup.tokenizer
-    # Knows the answer of every second item, zero-shot only; for translation only the last reference.
-    known = [item.prompt + " " + item.answers[-1] + "\n" for items in tests.values()
-             for item in items[::2]]
-    table = zs.evaluate(Oracle(tok, known), tok, tests)
-    for task in zs.TASKS:
-        assert table[task] == {"zero": 0.5, "few": 0.0}
-    # A wrong answer is wrong, and so is a right answer that does not end its line.
-    wrong = [item.prompt + " paris .\n" for item in tests["qa"]]
-    unended = [item.prompt + " " + item.answers[0] + " and more" for item in tests["qa"]]
-    assert zs.evaluate(Oracle(tok, wrong), tok, {"qa": tests["qa"]})["qa"]["zero"] == 0.0
-    assert zs.evaluate(Oracle(tok, unended), tok, {"qa": tests["qa"]})["qa"]["zero"] == 0.0
+    # Zero-shot, the oracle reads items 0, 4 (the passage's line), recalls items 1, 5 where a
+    # memorised line exists, and writes something else on 2, 6; few-shot it knows nothing.
+    texts = []
+    for items in tests.values():
+        for k, item in enumerate(items):
+            if k % 4 == 0:
+                texts.append(item.prompt + " " + item.answers[-1] + "\n")
+            elif k % 4 == 1 and item.memorised:
+                texts.append(item.prompt + " " + item.memorised[0] + "\n")
+            elif k % 4 == 2:
+                texts.append(item.prompt + " paris .\n")
+    table = zs.evaluate(Oracle(tok, texts), tok, tests)
+    for task in zs.TESTS:
+        memorised = 0.25 if tests[task][1].memorised else 0.0
+        # the format: the first word is of the asked kind on items read or recalled, not on "paris"
+        fmt = {} if task == "translation" else {"format": 0.25 + memorised}
+        assert table[task]["zero"] == {"read": 0.25, "memorised": memorised, "other": 0.75 - memorised, **fmt}, task
+        assert table[task]["few"] == {"read": 0.0, "memorised": 0.0, "other": 1.0,
+                                      **({"format": 0.0} if fmt else {})}
+    assert table["qa_changed"]["zero"]["memorised"] == 0.25 and table["qa_new"]["zero"]["memorised"] == 0.0
+    # One pass per candidate line labels as generating the line and reading it does.
+    oracle = Oracle(tok, texts)
+    for task in ("qa_changed", "tldr_changed"):
+        items = tests[task]
+        written = zs.greedy_lines(oracle, tok, [it.prompt for it in items], zs.answer_length(tok, items))
+        assert zs.classify(oracle, tok, items) == [zs.classify_answer(w, it.answers, it.memorised)
+                                                   for w, it in zip(written, items)]
+    # A right answer that does not end its line is not read.
+    unended = [item.prompt + " " + item.answers[0] + " and more" for item in tests["qa_new"]]
+    assert zs.evaluate(Oracle(tok, unended), tok, {"qa_new": tests["qa_new"]})["qa_new"]["zero"]["read"] == 0.0
     with pytest.raises(ValueError, match="modes"):
-        zs.evaluate(Oracle(tok, known), tok, tests, modes=("one",))
+        zs.evaluate(Oracle(tok, texts), tok, tests, modes=("one",))
+    with pytest.raises(ValueError, match="no test items"):
+        zs.evaluate(Oracle(tok, texts), tok, {"qa_new": []})
+
+
+def test_greedy_lines_is_greedy_answer_for_every_prompt():
+    """Batched by length, with the cache: the same lines as one generation per prompt."""
+    world = zs.World(0)
+    tok = zs.WorldTokenizer.build(world, [("hello", "bonjour")])
+    torch.manual_seed(3)
+    model = GPT(GPTConfig.tiny(vocab_size=len(tok), max_len=64)).eval()
+    with torch.no_grad():
+        model.tok_emb.weight.mul_(5.0)
+        model.tok_emb.weight[tok.vocab["\n"]].mul_(3.0)       # line breaks are written now and then
+    rng = zs.random.Random(1)
+    prompts = [world.prose(rng, [world.draw(n, rng) for n in rng.sample(zs.NAMES, 2)]) + "q :"
+               for _ in range(9)] + ["mira", "mira", "tolvan ."]
+    lines = zs.greedy_lines(model, tok, prompts, max_new=6, batch_size=2)
+    assert lines == [zs.greedy_answer(model, tok, p, max_new=6) for p in prompts]
+    assert any(line.endswith("\n") for line in lines) and any(not line.endswith("\n") for line in lines)
+    with pytest.raises(ValueError, match="prompt 1 is empty"):
+        zs.greedy_lines(model, tok, ["mira", ""], max_new=3)
+    with pytest.raises(ValueError, match="context of 64"):
+        zs.greedy_lines(model, tok, ["mira"], max_new=64)
+    with pytest.raises(ValueError, match="max_new"):
+        zs.greedy_lines(model, tok, ["mira"], max_new=0)
 
 
 def test_greedy_matches_rejects_long_or_empty_prompts(setup):
@@ -196,20 +345,27 @@ def test_a_short_training_run_learns_the_corpus(setup):
     uniform = torch.log(torch.tensor(float(len(setup.tokenizer)))).item()
     assert history["loss"][-1] < 0.6 * uniform
     table = zs.evaluate(model, setup.tokenizer, {t: items[:5] for t, items in setup.tests.items()})
-    assert set(table) == set(zs.TASKS) and all(0 <= v <= 1 for row in table.values() for v in row.values())
+    assert set(table) == set(zs.TESTS)
+    for test, row in table.items():
+        for mode in ("zero", "few"):
+            assert set(row[mode]) == set(zs.LABELS) | ({"format"} if test != "translation" else set())
+            assert abs(sum(row[mode][x] for x in zs.LABELS) - 1) < 1e-9 and 0 <= row[mode].get("format", 0) <= 1
 
 
-def test_course_checkpoints_generation_agrees_with_the_one_pass_score(setup):
-    """On the stored 0.5% model (right about half the time): token-by-token greedy generation writes
-    the accepted answer exactly when greedy_matches says so."""
-    (model, tok), = zs.load_course_models([0.005]).values()
+def test_course_checkpoints_generation_agrees_with_the_one_pass_score_and_the_labels(setup):
+    """On a stored model: token-by-token greedy generation writes the passage's answer exactly
+    when greedy_matches says so, and classify labels what generation writes."""
+    (model, tok), = zs.load_course_models([0.1]).values()
     assert tok.vocab.itos == setup.tokenizer.vocab.itos
-    items = setup.tests["qa"][:20] + setup.tests["tldr"][:5]
+    items = setup.tests["qa_new"][:12] + setup.tests["qa_changed"][:12] + setup.tests["tldr_changed"][:6]
     verdicts = zs.greedy_matches(model, tok, [it.prompt for it in items], [it.answers[0] for it in items])
     written = [zs.greedy_answer(model, tok, it.prompt) for it in items]
     assert verdicts == [w == " " + it.answers[0] + "\n" or w == it.answers[0] + "\n"
                         for w, it in zip(written, items)]
-    assert 0 < sum(verdicts[:20]) < 20                     # both outcomes are exercised
+    labels = zs.classify(model, tok, items)
+    assert labels == [zs.classify_answer(w, it.answers, it.memorised) for w, it in zip(written, items)]
+    assert [x == "read" for x in labels] == verdicts
+    assert len(set(labels)) >= 2                           # more than one outcome is exercised
     with pytest.raises(ValueError, match="exceeds the model's context"):
         zs.greedy_answer(model, tok, items[0].prompt, max_new=200)
 

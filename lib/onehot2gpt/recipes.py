@@ -222,7 +222,7 @@ COMMANDS = {
                              "the character GPT on Tiny Shakespeare (notebook 09)"),
     "gpt-wikitext2": ("onehot2gpt.gpt_training", ["wikitext"], ["gpt-wikitext2"],
                       "the subword GPT on WikiText-2 (notebook 09)"),
-    "zero-shot": ("onehot2gpt.zero_shot", [], ["zero-shot-qa000", "zero-shot-qa005", "zero-shot-qa020",
+    "zero-shot": ("onehot2gpt.zero_shot", ["--threads", "1"], ["zero-shot-qa000", "zero-shot-qa005", "zero-shot-qa020",
                                                "zero-shot-qa100"],
                   "the four GPTs of the zero-shot experiment (notebook 10)"),
 }
