@@ -22,6 +22,7 @@ COMMITTED = {
     "bert-wikitext2": ("BertForPreTraining", "WordPieceTokenizer"),
     "bilm-wikitext2": ("BiLM", "Vocab"),
     "gpt-char-shakespeare": ("GPT", "Vocab"),
+    "gpt-char-shakespeare-large": ("GPT", "Vocab"),
     "gpt-wikitext2": ("GPT", "WordPieceTokenizer"),
     "word2vec-wikitext2": ("WordVectors", "Vocab"),
     "glove-wikitext2": ("WordVectors", "Vocab"),

@@ -149,6 +149,54 @@ def test_train_gpt_learns_a_repetitive_text():
     assert history["val_loss"] == end and not model.training
 
 
+def test_bf16_autocasts_the_updates_and_still_learns(monkeypatch):
+    """With bf16 the forward passes of the updates run under bfloat16 autocast (the matrix products
+    come out in bfloat16), the evaluation does not, and the model still learns."""
+    ids, vocab = char_dataset(REPETITIVE)
+    train, val = train_val_split(ids)
+    model = tiny_model(len(vocab))
+    seen = []
+    real = gpt_training._next_token_loss
+
+    def spy(m, x, y):
+        seen.append((m.training, m(x).logits.dtype))
+        return real(m, x, y)
+
+    monkeypatch.setattr(gpt_training, "_next_token_loss", spy)
+    history = train_gpt(model, train, val, iters=40, batch_size=8, block_size=16, lr=3e-3, warmup=5,
+                        eval_every=40, eval_batches=2, bf16=True, progress=False)
+    assert {dtype for training, dtype in seen if training} == {torch.bfloat16}
+    assert {dtype for training, dtype in seen if not training} == {torch.float32}
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert history["evals"][-1][2] < 0.5 * history["evals"][0][2]
+
+
+def test_cli_refuses_bf16_where_the_cpu_lacks_it(monkeypatch, tmp_path):
+    from onehot2gpt import bert_pretraining
+    monkeypatch.setattr(bert_pretraining, "native_bf16", lambda device="cpu": False)
+    with pytest.raises(SystemExit, match="no native bfloat16.*--precision float32"):
+        gpt_training.main(["char", "--out", str(tmp_path / "x"), "--iters", "1", "--precision", "bf16"])
+    assert not (tmp_path / "x").exists()
+
+
+def test_the_large_character_gpt_is_built_by_its_arguments_and_meets_the_bar():
+    """The committed gpt-char-shakespeare-large: its recorded command is LARGE_CHAR_ARGS, its config
+    what they ask for, and its validation loss (recorded by the run) at most 1.65 nats."""
+    import shlex
+    from onehot2gpt.checkpoints import checkpoint_path
+    record = json.loads((checkpoint_path("gpt-char-shakespeare-large") / "config.json").read_text())
+    info, config = record["info"], record["config"]
+    recorded = shlex.split(info["command"])
+    assert recorded[:4] == ["python", "-m", "onehot2gpt.gpt_training", "char"]
+    args = gpt_training.build_parser().parse_args(["char", "--out", "x", *gpt_training.LARGE_CHAR_ARGS])
+    ran = gpt_training.build_parser().parse_args(recorded[3:])
+    assert {k: v for k, v in vars(ran).items() if k not in ("out", "device")} == \
+        {k: v for k, v in vars(args).items() if k not in ("out", "device")}
+    assert (config["n_layers"], config["d_model"], config["n_heads"], config["max_len"]) == \
+        (args.n_layers, args.d_model, args.n_heads, args.block_size)
+    assert info["iters"] == args.iters and info["val_loss"] <= 1.65
+
+
 def test_stop_at_val_stops_at_the_first_evaluation_below():
     ids, vocab = char_dataset(REPETITIVE)
     model = tiny_model(len(vocab))

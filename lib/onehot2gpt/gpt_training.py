@@ -112,14 +112,18 @@ def train_gpt(model, train_data: torch.Tensor, val_data: torch.Tensor | None = N
               warmup: int = 100, weight_decay: float = 0.1, betas: tuple[float, float] = (0.9, 0.99),
               clip: float = 1.0, eval_every: int = 100, eval_batches: int = 200,
               eval_batch_size: int | None = None, stop_at_val: float | None = None, seed: int = 0,
-              progress: bool = True, desc: str = "GPT") -> dict:
+              bf16: bool = False, progress: bool = True, desc: str = "GPT") -> dict:
     """Train a language model on random windows of `train_data` (N,) (nanoGPT's loop).
 
     AdamW (weight decay on matrices and embeddings only, not on biases and LayerNorms), the
     :func:`cosine_lr` schedule, gradient norm clipped to `clip`. With `val_data`, the validation
     loss (:func:`estimate_loss` on `eval_batches` fixed windows of `eval_batch_size`, default
     `batch_size`) is taken before training, every `eval_every` updates and after the last; with
-    `stop_at_val`, training stops at the first evaluation ≤ that value.
+    `stop_at_val`, training stops at the first evaluation ≤ that value. With `bf16` each update's
+    forward pass runs under bfloat16 autocast (matrix products in bfloat16; weights, gradients and
+    AdamW in float32): about half the time per update on a CPU with native bfloat16 (AVX512-BF16 or
+    AMX), slower on one without (:func:`onehot2gpt.bert_pretraining.native_bf16` tells). The
+    validation loss is always taken in float32.
 
     Returns a dict: per update "loss" and "lr"; "evals", a list of (updates done, training
     seconds so far, validation loss); "iters" (updates done), "train_seconds" (time in the
@@ -160,7 +164,8 @@ def train_gpt(model, train_data: torch.Tensor, val_data: torch.Tensor | None = N
             start = time.perf_counter()
             history["lr"].append(opt.param_groups[0]["lr"])
             x, y = lm_batch(train_data, batch_size, block_size, g)
-            loss = _next_token_loss(model, x.to(device), y.to(device))
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                loss = _next_token_loss(model, x.to(device), y.to(device))
             optimizer_step(loss, opt, sched, model.parameters(), clip)
             # .item() (in the check) waits for the device: honest timing
             history["loss"].append(check_finite_loss(loss, step, lr=lr, what=desc))
@@ -197,6 +202,14 @@ COURSE_CHAR_RECIPE = dict(NANOGPT_CHAR_RECIPE, iters=1000, lr=3e-3, min_lr=3e-4,
 # The committed checkpoint gpt-char-shakespeare: nanoGPT's model (GPTConfig.char, 4 layers × 128)
 # with the course's learning rates over 1,500 updates; the defaults of ``gpt_training char``.
 CHECKPOINT_CHAR_RECIPE = dict(COURSE_CHAR_RECIPE, iters=1500)
+# The committed checkpoint gpt-char-shakespeare-large, the character GPT notebook 09 writes with:
+# 4 layers × 256, 128 characters of context, batch 16, 3,000 updates under bfloat16 autocast on one
+# thread. The arguments of ``gpt_training char`` that built it (``onehot2gpt.recipes`` runs them;
+# bench/gpt_char_writes.py scores the result and can retrain it).
+LARGE_CHAR_ARGS = ["--n-layers", "4", "--d-model", "256", "--n-heads", "4", "--block-size", "128",
+                   "--batch-size", "16", "--iters", "3000", "--lr", "2e-3", "--min-lr", "2e-4",
+                   "--warmup", "100", "--eval-every", "500", "--eval-batches", "100", "--threads", "1",
+                   "--precision", "bf16"]
 
 
 def wikitext_stream(tokenizer, split: str = "train") -> torch.Tensor:
@@ -222,7 +235,13 @@ def _train_gpt_char_command(args, argv):
     from .utils import set_threads
 
     set_threads(args.threads)
-    start = time.time()
+    bf16 = args.precision == "bf16"
+    if bf16:
+        from .bert_pretraining import native_bf16
+        if not native_bf16(args.device):
+            raise SystemExit(f"--precision bf16: this {args.device} has no native bfloat16 (on a CPU: AVX512-BF16 "
+                             f"or AMX), where autocast makes each update slower; use --precision float32")
+    start, cpu_start = time.time(), time.process_time()
     ids, vocab = char_dataset(read_tinyshakespeare())
     train, val = train_val_split(ids, 0.1)
     recipe = dict(iters=args.iters, batch_size=args.batch_size, block_size=args.block_size, lr=args.lr,
@@ -234,17 +253,18 @@ def _train_gpt_char_command(args, argv):
     model = GPT(config).to(args.device)
     history = train_gpt(model, train, val, **recipe, eval_every=args.eval_every,
                         eval_batches=args.eval_batches, eval_batch_size=12, seed=args.seed,
-                        desc="GPT char")
+                        bf16=bf16, desc="GPT char")
     info = {"data": "Tiny Shakespeare, first 90% (read_tinyshakespeare, train_val_split)",
             "command": "python -m onehot2gpt.gpt_training " + " ".join(sys.argv[1:] if argv is None else argv),
             "recipe": {**recipe, "betas": list(recipe["betas"])}, "iters": history["iters"],
             "seconds": round(history["train_seconds"], 1), "ms_per_iter": round(history["ms_per_iter"], 1),
             "total_seconds": round(time.time() - start, 1),
+            "process_cpu_seconds": round(time.process_time() - cpu_start, 1),
             "val_loss": round(history["val_loss"], 4),
             "val_loss_is": f"mean of {args.eval_batches} fixed windows (12 x {args.block_size} characters) "
                            f"of the last 10% (estimate_loss, seed 1234)",
             "evals": [[i, round(s, 1), round(v, 4)] for i, s, v in history["evals"]],
-            "threads": args.threads, "device": args.device, "seed": args.seed}
+            "threads": args.threads, "device": args.device, "seed": args.seed, "precision": args.precision}
     save_gpt(model.cpu(), args.out, info=info, tokenizer=vocab)
     print(json.dumps({k: v for k, v in info.items() if k != "evals"}))
 
@@ -318,6 +338,9 @@ def build_parser():
     gpt.add_argument("--eval-batches", type=int, default=200)
     gpt.add_argument("--threads", type=int, default=2)
     gpt.add_argument("--seed", type=int, default=0)
+    gpt.add_argument("--precision", choices=["float32", "bf16"], default="float32",
+                     help="bf16: forward passes under bfloat16 autocast, about half the time per update on "
+                          "a CPU with native bfloat16 (AVX512-BF16 or AMX); refused on one without")
     gpt.add_argument("--device", default="cpu", help="cpu (the documented run) or cuda")
     wiki = sub.add_parser("wikitext", help="train the course subword GPT on WikiText-2",
                           description="GPTConfig.small on WikiText-2 with the course BERT's vocabulary.")

@@ -13,6 +13,8 @@ CPU gives the same recipe in 1.5 to 3 hours on 2 cores, by machine, instead of a
 
 * ``word2vec-wikitext2``, ``glove-wikitext2``, ``bilm-wikitext2``, ``bert-wikitext2``,
   ``gpt-char-shakespeare``, ``gpt-wikitext2``: notebooks 02, 03–04, 07–08 and 09;
+* ``gpt-char-shakespeare-large``: the character GPT notebook 09 writes with; its arguments
+  (:data:`onehot2gpt.gpt_training.LARGE_CHAR_ARGS`) are part of the recipe, not the command's defaults;
 * ``zero-shot``: the four ``zero-shot-qa*`` checkpoints of notebook 10, in one run;
 * ``minilm-qa``: all-MiniLM-L6-v2 fine-tuned for extractive QA on SQuAD 1.1 (notebook 08's
   question-answering widget). SQuAD's dev set is the only split the course mirrors, so it is split
@@ -36,6 +38,7 @@ from pathlib import Path
 import torch
 
 from .checkpoints import checkpoints_dir
+from .gpt_training import LARGE_CHAR_ARGS
 
 __all__ = ["RECIPES", "COMMANDS", "LAPTOP", "LAPTOP_BUDGET_MINUTES", "command", "recipe_for", "minilm_qa_recipe", "qa_split", "main"]
 
@@ -220,6 +223,9 @@ COMMANDS = {
                        "the course BERT pre-trained on WikiText-2 (notebooks 07-08)"),
     "gpt-char-shakespeare": ("onehot2gpt.gpt_training", ["char"], ["gpt-char-shakespeare"],
                              "the character GPT on Tiny Shakespeare (notebook 09)"),
+    "gpt-char-shakespeare-large": ("onehot2gpt.gpt_training", ["char", *LARGE_CHAR_ARGS],
+                                   ["gpt-char-shakespeare-large"],
+                                   "the larger character GPT that writes in notebook 09"),
     "gpt-wikitext2": ("onehot2gpt.gpt_training", ["wikitext"], ["gpt-wikitext2"],
                       "the subword GPT on WikiText-2 (notebook 09)"),
     "zero-shot": ("onehot2gpt.zero_shot", ["--threads", "1"], ["zero-shot-qa000", "zero-shot-qa005", "zero-shot-qa020",
