@@ -121,8 +121,7 @@ def train_gpt(model, train_data: torch.Tensor, val_data: torch.Tensor | None = N
     `batch_size`) is taken before training, every `eval_every` updates and after the last; with
     `stop_at_val`, training stops at the first evaluation ≤ that value. With `bf16` each update's
     forward pass runs under bfloat16 autocast (matrix products in bfloat16; weights, gradients and
-    AdamW in float32): about half the time per update on a CPU with native bfloat16 (AVX512-BF16 or
-    AMX), slower on one without (:func:`onehot2gpt.bert_pretraining.native_bf16` tells). The
+    AdamW in float32): faster on a CPU with native bfloat16 (AVX512-BF16 or AMX), slower on one without (:func:`onehot2gpt.bert_pretraining.native_bf16` tells). The
     validation loss is always taken in float32.
 
     Returns a dict: per update "loss" and "lr"; "evals", a list of (updates done, training
@@ -339,8 +338,8 @@ def build_parser():
     gpt.add_argument("--threads", type=int, default=2)
     gpt.add_argument("--seed", type=int, default=0)
     gpt.add_argument("--precision", choices=["float32", "bf16"], default="float32",
-                     help="bf16: forward passes under bfloat16 autocast, about half the time per update on "
-                          "a CPU with native bfloat16 (AVX512-BF16 or AMX); refused on one without")
+                     help="bf16: forward passes under bfloat16 autocast, faster on a CPU with native "
+                          "bfloat16 (AVX512-BF16 or AMX); refused on one without")
     gpt.add_argument("--device", default="cpu", help="cpu (the documented run) or cuda")
     wiki = sub.add_parser("wikitext", help="train the course subword GPT on WikiText-2",
                           description="GPTConfig.small on WikiText-2 with the course BERT's vocabulary.")
