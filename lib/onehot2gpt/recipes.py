@@ -80,8 +80,7 @@ def minilm_qa_recipe(out: str | Path | None = None, *, top_layers: int = 4, epoc
     from .pretrained import QA_CHECKPOINT, minilm_bert, minilm_path, minilm_qa, qa_trainable, save_minilm_qa
     from .bert import BertForQuestionAnswering
     from .subword import WordPieceTokenizer
-    from .bert_tasks import (encode_squad, evaluate, finetune, select, split_by_article,
-                             unanswerable_pairs)
+    from .bert_tasks import encode_squad, evaluate, finetune, select, unanswerable_pairs
     from .utils import seeded
     import random
 
