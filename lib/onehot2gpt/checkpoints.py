@@ -123,7 +123,7 @@ def checkpoint_config(name: str) -> dict:
     return json.loads((checkpoint_path(name) / CONFIG).read_text(encoding="utf-8"))
 
 
-def _folder(name_or_path: str | Path) -> Path:
+def checkpoint_folder(name_or_path: str | Path) -> Path:
     """A course checkpoint's name or a folder → the folder."""
     if isinstance(name_or_path, str) and "/" not in name_or_path and os.sep not in name_or_path \
             and not Path(name_or_path).is_dir():
@@ -338,7 +338,7 @@ def fill_module(model: torch.nn.Module, weights: dict) -> torch.nn.Module:
 def read_checkpoint(name_or_path: str | Path, kind: str | None = None) -> tuple[dict, dict, object]:
     """Check a checkpoint folder → (its config.json record, the weights {name: tensor}, the
     tokenizer or None); every check of :func:`load` except the model's own shapes."""
-    directory = _folder(name_or_path)
+    directory = checkpoint_folder(name_or_path)
     record = read_record(directory, kind)
     _verify_files(directory, record)
     try:
@@ -372,7 +372,7 @@ def load(name_or_path: str | Path, device: str | torch.device | None = "cpu", *,
     Example:
         >>> gpt, vocab = load("gpt-char-shakespeare")                   # doctest: +SKIP
     """
-    directory = _folder(name_or_path)
+    directory = checkpoint_folder(name_or_path)
     record = read_record(directory, kind)
     spec = KINDS[record["kind"]]
     if record["kind"] == "word2vec" and device is None:
@@ -403,7 +403,7 @@ def fill_weights(model: torch.nn.Module, name_or_path: str | Path, device: str |
     library's parameter names) → the model on `device`, in eval mode. Same checks as :func:`load`,
     then the names and shapes of `model` against the file."""
     dev = resolve_device(device)
-    directory = _folder(name_or_path)
+    directory = checkpoint_folder(name_or_path)
     record, weights, _ = read_checkpoint(directory)
     try:
         fill_module(model, weights)

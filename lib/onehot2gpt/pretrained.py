@@ -300,9 +300,9 @@ def qa_null_threshold(name_or_path: str | Path = QA_CHECKPOINT) -> float:
     """The null threshold a QA checkpoint's recipe chose on held-out questions (``info["null"]``):
     pass it to :func:`onehot2gpt.bert_tasks.answer_question` as `null_threshold`, so that the model
     says "no answer in this passage" when the [CLS] span is within it of the best span."""
-    from .checkpoints import CheckpointError, _folder, read_record
+    from .checkpoints import CheckpointError, checkpoint_folder, read_record
 
-    null = read_record(_folder(name_or_path), kind="minilm-qa")["info"].get("null")
+    null = read_record(checkpoint_folder(name_or_path), kind="minilm-qa")["info"].get("null")
     if not isinstance(null, dict) or not isinstance(null.get("threshold"), (int, float)):
         raise CheckpointError(f"the QA checkpoint {str(name_or_path)!r} records no null threshold: it was "
                               f"trained before the null span was; train it again "
