@@ -167,3 +167,34 @@ def test_a_notebook_becomes_a_slide_deck(tmp_path):
     assert starts >= 5 and html.count("<section") >= starts
     assert "ONEHOT2GPT_FORCE_COLAB" not in html                 # the skipped cell is not shown
     assert "XLNet" in html
+
+
+def test_prepare_drops_the_saved_state_of_widgets_that_store_their_own_picture():
+    """A course widget's saved state would make nbconvert draw it from a CDN script instead of its
+    stored picture; prepare removes it and the models only it refers to, and keeps the others."""
+    from nbconvert import HTMLExporter
+    import nbformat
+
+    from onehot2gpt.course import WIDGET_STATE, WIDGET_VIEW, drop_saved_view_widget_state
+
+    def output(model, html):
+        return {"output_type": "display_data", "metadata": {},
+                "data": {WIDGET_VIEW: {"model_id": model, "version_major": 2, "version_minor": 0},
+                         "text/html": html, "text/plain": "x"}}
+    state = {"course": {"model_name": "VBoxModel", "state": {"children": ["IPY_MODEL_child"]}},
+             "child": {"model_name": "LabelModel", "state": {"layout": "IPY_MODEL_layout"}},
+             "layout": {"model_name": "LayoutModel", "state": {}},
+             "bar": {"model_name": "FloatProgressModel", "state": {}}}
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "cells": [
+        {"cell_type": "code", "execution_count": 1, "id": "a", "metadata": {}, "source": "w",
+         "outputs": [output("course", "<div class='onehot2gpt-snapshot'>picture</div>"),
+                     output("bar", "<div>tqdm</div>")]}],
+        "metadata": {"widgets": {WIDGET_STATE: {"state": json.loads(json.dumps(state)),
+                                                "version_major": 2, "version_minor": 0}}}}
+    before, _ = HTMLExporter().from_notebook_node(nbformat.from_dict(json.loads(json.dumps(notebook))))
+    assert "onehot2gpt-snapshot" not in before       # with its state saved, the picture is not shown
+    assert sorted(drop_saved_view_widget_state(notebook)) == ["child", "course", "layout"]
+    assert list(notebook["metadata"]["widgets"][WIDGET_STATE]["state"]) == ["bar"]
+    after, _ = HTMLExporter().from_notebook_node(nbformat.from_dict(notebook))
+    assert "onehot2gpt-snapshot" in after
+    assert drop_saved_view_widget_state(notebook) == []

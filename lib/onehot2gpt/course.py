@@ -142,7 +142,40 @@ def prepare(notebook: dict, path: str) -> dict:
         cells.insert(1, setup)
     for c in cells:
         c.setdefault("metadata", {})["slideshow"] = {"slide_type": slide_type(c)}
+    drop_saved_view_widget_state(notebook)
     return notebook
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+SNAPSHOT_CLASS = "onehot2gpt-snapshot"
+
+
+def drop_saved_view_widget_state(notebook: dict) -> list[str]:
+    """Remove from the notebook's saved widget state every course widget that stores its own
+    picture (``text/html`` with the ``onehot2gpt-snapshot`` view, see ``widgets._SavedView``), and
+    the models only it refers to; return the model ids removed.
+
+    A reader without a kernel (nbconvert's HTML and slides, nbviewer, GitHub) draws a widget from
+    the saved state when it finds its model there, which needs the widget manager's scripts from a
+    CDN, and falls back to the next output (the picture) when it does not. The pictures then show
+    offline; a live kernel draws the widget anew when the cell runs."""
+    state = notebook.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {}).get("state")
+    if not state:
+        return []
+    roots = [o["data"][WIDGET_VIEW].get("model_id") for c in notebook["cells"] if c["cell_type"] == "code"
+             for o in c.get("outputs", []) if WIDGET_VIEW in o.get("data", {})
+             and SNAPSHOT_CLASS in "".join(o["data"].get("text/html", ""))]
+    removed, stack = [], [r for r in roots if r]
+    while stack:
+        model = stack.pop()
+        if model in removed or model not in state:
+            continue
+        removed.append(model)
+        stack.extend(re.findall(r"IPY_MODEL_(\w+)", json.dumps(state[model])))
+    for model in removed:
+        del state[model]
+    return removed
 
 
 def prepare_file(path: Path, root: Path) -> bool:
