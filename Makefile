@@ -18,8 +18,12 @@ $(STAMP): requirements.txt requirements-lock.txt pyproject.toml
 
 # The venv is installed without byte-compiling (tools/lock.py): Python compiles what is imported on
 # first use and keeps it, also where the shell sets PYTHONDONTWRITEBYTECODE.
+# Jupyter refuses to start as root unless told to; containers and lab machines often run as root.
+# LAB_ARGS passes options to JupyterLab, e.g. make lab LAB_ARGS="--port 8890 --no-browser".
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+LAB_ARGS   ?=
 lab: $(STAMP)
-	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/jupyter lab notebooks/
+	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) notebooks/
 
 # Two pytest-xdist workers, each process on one torch thread (conftest.py sets it, and groups the
 # tests so that each test module stays on one worker): the browser test in two halves, one per

@@ -206,3 +206,41 @@ def test_an_install_without_bytecode_runs_with_bytecode_writing_on():
         recipe = makefile.split(f"\n{target}: $(STAMP)\n")[1].split("\n\n")[0]
         assert recipe.strip().startswith("env -u PYTHONDONTWRITEBYTECODE "), \
             f"make {target} should run Python with bytecode writing on: {recipe.strip()!r}"
+
+
+def test_make_lab_starts_jupyterlab_as_whoever_runs_it(tmp_path):
+    """`make lab` starts JupyterLab also as root (a container, a lab machine), where Jupyter
+    refuses to start without --allow-root; it is stopped as soon as it says it is running."""
+    import os
+    import shutil
+    import signal
+    import socket
+    import subprocess
+    import time
+
+    if not (ROOT / ".venv" / ".installed").exists() or shutil.which("make") is None:
+        pytest.fail("make lab needs the installed .venv and make: run `make test`, which installs it")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_CONFIG_DIR=str(tmp_path / "config"))
+    args = f"--no-browser --ip=127.0.0.1 --port={port} --IdentityProvider.token=t"
+    lab = subprocess.Popen(["make", "-s", "lab", f"LAB_ARGS={args}"], cwd=ROOT, env=env, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    seen, deadline = [], time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            line = lab.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if f":{port}/" in line and "lab" in line:
+                break
+        running = any(f":{port}/" in line for line in seen)
+    finally:
+        os.killpg(lab.pid, signal.SIGTERM)
+        try:
+            lab.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(lab.pid, signal.SIGKILL)
+    assert running, f"make lab (uid {os.getuid()}) did not start JupyterLab:\n{''.join(seen[-20:])}"
