@@ -10,8 +10,9 @@
   ``0.7912`` (print the rounded value you write); or
 * be listed in the notebook's cited facts, ``metadata["onehot2gpt"]["cited_facts"]``, a list of
   ``{"value": "110M", "source": "Devlin et al. 2019, Table 1"}``, each with a non-empty source; or
-* be a setting the reader sees in the code: a numeric literal of one of the notebook's code cells
-  (``window=5``, ``steps = 2_000``), so that "a window of 5" needs no print.
+* be a whole-number setting the reader sees in the code: an integer literal of one of the notebook's
+  code cells (``batch_size=128``, ``steps = 2_000``), so that "batches of 128" needs no print. A
+  decimal (a learning rate, Adam's β) is a claim about a recipe: print it or cite its source.
 
 Exempt, because they are not results (the whole list):
 1. code: fenced code blocks and inline ``code``;
@@ -273,7 +274,8 @@ def unbacked_numbers(nb: dict) -> list[Unbacked]:
             digits, full = _forms(m)
             if shown.has(m) or cited.has(m):
                 continue
-            if not m["mag"] and not m["unit"] and (digits in settings or _plain(Decimal(digits)) in settings):
+            if not m["mag"] and not m["unit"] and "." not in digits and \
+                    (digits in settings or _plain(Decimal(digits)) in settings):
                 continue
             a, b = m.span()
             context = " ".join(original[max(0, a - 40): b + 40].split())
@@ -386,7 +388,9 @@ def test_the_exemptions_are_exempt_and_nothing_else():
                       "3rd layer, a window of 5, 2,000 steps at 0.0003.\n\n```\nloss 2.345\n```\n"),
         markdown_cell("# 02 · Word embeddings\n\nIn 2013 the loss was 3.21 after 4,000 steps."),
     )
-    assert [(p.cell, p.number) for p in unbacked_numbers(nb)] == [(2, "2013"), (2, "3.21"), (2, "4,000")]
+    # 2,000 is an integer setting of the code; 0.0003 (3e-4) is a decimal one, so it must be cited
+    assert [(p.cell, p.number) for p in unbacked_numbers(nb)] == \
+        [(1, "0.0003"), (2, "2013"), (2, "3.21"), (2, "4,000")]
 
 
 def test_a_version_after_a_name_is_exempt_and_a_result_after_one_is_not():
@@ -410,3 +414,13 @@ def test_magnitudes_ranges_signs_and_citation_years():
                       "Its scores span 0.35-0.47, and 3M parameters is wrong. In 2019 it ran."),
     )
     assert [p.number for p in unbacked_numbers(nb)] == ["0.47", "3M", "2019"]
+
+
+def test_an_integer_setting_in_the_code_backs_the_prose_and_a_decimal_one_does_not():
+    code = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 1,
+            "source": "optimizer = Adam(params, lr=3e-4, betas=(0.9, 0.98))\nbatch_size = 128"}
+    nb = notebook_of(code, markdown_cell("Batches of 128, Adam with β₂ = 0.98."))
+    assert [p.number for p in unbacked_numbers(nb)] == ["0.98"]
+    cited = notebook_of(code, markdown_cell("Batches of 128, Adam with β₂ = 0.98."),
+                        facts=[{"value": "0.98", "source": "Vaswani et al. 2017, section 5.3"}])
+    assert unbacked_numbers(cited) == []
