@@ -37,7 +37,15 @@ os.environ.setdefault("TQDM_MININTERVAL", "1")
 # suite together, so it is split in two halves of about equal time (tests/screenshots/timings.json),
 # one per worker, each with its own JupyterLab server and Chromium; the other groups fill in after.
 BROWSER = "tests/test_browser.py"
-BROWSER_HALF_B = {"09_gpt", "04_elmo", "06_transformer", "11_beyond", "07_bert_pretraining", "05_attention", "01_onehot"}
+BROWSER_HALF_B = {
+    "09_gpt",
+    "04_elmo",
+    "06_transformer",
+    "11_beyond",
+    "07_bert_pretraining",
+    "05_attention",
+    "01_onehot",
+}
 
 # Seconds each group took on one thread per process (2 workers on 2 cores; the heaviest; every other
 # group counts 1). The two browser halves start first, one on each worker.
@@ -56,7 +64,17 @@ EXPECTED_SECONDS = {
 }
 STUDENT_RUN = "tests/test_notebooks.py::test_student_version_fails_exactly_its_checks_and_course_outputs_match"
 # The fallback runs (no browser): seconds of the same run in the browser on the slow 2-core machine.
-STUDENT_SECONDS = {"08_": 191, "09_": 145, "02_": 122, "10_": 115, "04_": 85, "11_": 75, "06_": 70, "03_": 69, "07_": 62}
+STUDENT_SECONDS = {
+    "08_": 191,
+    "09_": 145,
+    "02_": 122,
+    "10_": 115,
+    "04_": 85,
+    "11_": 75,
+    "06_": 70,
+    "03_": 69,
+    "07_": 62,
+}
 
 
 def _group(item: pytest.Item) -> str | None:
@@ -93,8 +111,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         return
     if config.getoption("dist", "no") != "loadgroup":
-        raise pytest.UsageError("with -n, pass --dist loadgroup: a notebook's cells must run in one "
-                                "kernel, in order (make test does this)")
+        raise pytest.UsageError(
+            "with -n, pass --dist loadgroup: a notebook's cells must run in one kernel, in order (make test does this)"
+        )
     # The groups' queue order is the collection order set above, not xdist's "largest group first"
     # (which counts tests, not seconds).
     config.option.loadscopereorder = False

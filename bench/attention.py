@@ -24,10 +24,9 @@ import statistics
 import time
 
 import torch
-from torch import nn
-
 from onehot2gpt.attention import MultiHeadAttention, load_torch_mha
 from onehot2gpt.utils import set_threads
+from torch import nn
 
 
 def step(module, x, ours: bool):
@@ -71,8 +70,9 @@ def main(argv=None):
         result[f"ratio_T{T}"] = round(o / t, 3)
         print(f"T={T:5d}: ours {o:8.2f} ms   torch {t:8.2f} ms   ratio {o / t:.3f}", flush=True)
     result["max_abs_diff"] = float(f"{max_diff:.3g}")
-    result.update(batch=batch, d_model=d_model, n_heads=heads, threads=threads, repeats=repeats,
-                  torch=torch.__version__)
+    result.update(
+        batch=batch, d_model=d_model, n_heads=heads, threads=threads, repeats=repeats, torch=torch.__version__
+    )
     print(json.dumps(result))
 
 

@@ -38,14 +38,18 @@ import statistics
 import time
 
 import torch
-
 from onehot2gpt import bert_tasks, data
-from onehot2gpt.bert import (BertForQuestionAnswering, BertForSequenceClassification,
-                             BertForTokenClassification, BertModel, load_bert)
+from onehot2gpt.bert import (
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+    BertModel,
+    load_bert,
+)
+from onehot2gpt.bert_pretraining import evaluate_pretraining, tokenize_articles
 from onehot2gpt.checkpoints import checkpoint_path
 from onehot2gpt.pretrained import _quiet_transformers, minilm_bert, minilm_path
 from onehot2gpt.subword import WordPieceTokenizer
-from onehot2gpt.bert_pretraining import evaluate_pretraining, tokenize_articles
 from onehot2gpt.utils import set_seed, set_threads
 
 
@@ -86,7 +90,7 @@ def fresh_encoder(pretrained: bool, seed: int = 0) -> BertModel:
     if pretrained:
         return model.bert
     torch.manual_seed(seed)
-    return BertModel(model.config)           # same size, random initialisation
+    return BertModel(model.config)  # same size, random initialisation
 
 
 def run_sst2(tok, n_train, epochs, lr, smoke) -> tuple[float, float]:
@@ -119,8 +123,9 @@ def run_snli(tok, epochs, lr, smoke):
     train, test = data.read_snli("dev"), data.read_snli("test")
     if smoke:
         train, test = train[:64], test[:32]
-    encode = lambda rows: bert_tasks.encode_pairs(tok, [p for p, _, _ in rows], [h for _, h, _ in rows],
-                                             [l for _, _, l in rows], max_len=128)
+    encode = lambda rows: bert_tasks.encode_pairs(
+        tok, [p for p, _, _ in rows], [h for _, h, _ in rows], [l for _, _, l in rows], max_len=128
+    )
     set_seed(0)
     model = BertForSequenceClassification(fresh_encoder(True), len(bert_tasks.SNLI_LABELS))
     bert_tasks.finetune(model, encode(train), task="sequence", epochs=epochs, lr=lr, progress=False)
@@ -135,8 +140,9 @@ def run_squad(tok, epochs, lr, smoke):
     test_x = bert_tasks.encode_squad(tok, test, max_len=128)
     set_seed(0)
     model = BertForQuestionAnswering(fresh_encoder(True))
-    bert_tasks.finetune(model, bert_tasks.select(train_x, train_x["answerable"]), task="qa", epochs=epochs,
-                   lr=lr, progress=False)
+    bert_tasks.finetune(
+        model, bert_tasks.select(train_x, train_x["answerable"]), task="qa", epochs=epochs, lr=lr, progress=False
+    )
     result = bert_tasks.evaluate(model, test_x, "qa")
     return result["exact_match"], result["f1"]
 
@@ -168,14 +174,19 @@ def main(argv=None):
     result["mlm_acc_valid"] = round(scores["mlm_accuracy"], 4)
     result["nsp_acc_valid"] = round(scores["nsp_accuracy"], 4)
     seconds["mlm"] = time.time() - start
-    print(f"course BERT on WikiText-2 valid: masked accuracy {scores['mlm_accuracy']:.3f}, "
-          f"NSP {scores['nsp_accuracy']:.3f}", flush=True)
+    print(
+        f"course BERT on WikiText-2 valid: masked accuracy {scores['mlm_accuracy']:.3f}, "
+        f"NSP {scores['nsp_accuracy']:.3f}",
+        flush=True,
+    )
 
-    for name, run in (("sst2", lambda: run_sst2(tok, 64 if args.smoke else args.sst2_train, epochs, args.lr, args.smoke)),
-                      ("sst2_small", lambda: run_sst2(tok, 64 if args.smoke else args.sst2_small, epochs, args.lr, args.smoke)),
-                      ("pos", lambda: run_pos(tok, epochs, args.lr, args.smoke)),
-                      ("snli", lambda: run_snli(tok, epochs, args.lr, args.smoke)),
-                      ("squad", lambda: run_squad(tok, epochs, args.lr, args.smoke))):
+    for name, run in (
+        ("sst2", lambda: run_sst2(tok, 64 if args.smoke else args.sst2_train, epochs, args.lr, args.smoke)),
+        ("sst2_small", lambda: run_sst2(tok, 64 if args.smoke else args.sst2_small, epochs, args.lr, args.smoke)),
+        ("pos", lambda: run_pos(tok, epochs, args.lr, args.smoke)),
+        ("snli", lambda: run_snli(tok, epochs, args.lr, args.smoke)),
+        ("squad", lambda: run_squad(tok, epochs, args.lr, args.smoke)),
+    ):
         start = time.time()
         out = run()
         seconds[name] = time.time() - start
@@ -187,8 +198,15 @@ def main(argv=None):
             result[f"{name}_acc"] = round(out, 4)
         print(f"{name}: {out} ({seconds[name]:.0f} s)", flush=True)
 
-    result.update(seconds={k: round(v, 1) for k, v in seconds.items()}, threads=threads, epochs=epochs,
-                  lr=args.lr, sst2_train=args.sst2_train, sst2_small=args.sst2_small, smoke=args.smoke)
+    result.update(
+        seconds={k: round(v, 1) for k, v in seconds.items()},
+        threads=threads,
+        epochs=epochs,
+        lr=args.lr,
+        sst2_train=args.sst2_train,
+        sst2_small=args.sst2_small,
+        smoke=args.smoke,
+    )
     print(json.dumps(result))
 
 

@@ -41,15 +41,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
-BASE = dict(steps=14000, short_len=32, short_steps=7000, batch=64, mask=0.25, mask_long=None,
-            dropout=0.0, attn_dropout=None, dropout_at=None, lr=1e-3, warmup=200, sample="article", nsp_weight=1.0,
-            nsp_lr_mult=1.0, seed=0)
-SHORT, LONG = 5000, 5150          # 0.55 × 5,000 + 5,150 = 7,900 units: the 30-minute budget
+BASE = dict(
+    steps=14000,
+    short_len=32,
+    short_steps=7000,
+    batch=64,
+    mask=0.25,
+    mask_long=None,
+    dropout=0.0,
+    attn_dropout=None,
+    dropout_at=None,
+    lr=1e-3,
+    warmup=200,
+    sample="article",
+    nsp_weight=1.0,
+    nsp_lr_mult=1.0,
+    seed=0,
+)
+SHORT, LONG = 5000, 5150  # 0.55 × 5,000 + 5,150 = 7,900 units: the 30-minute budget
 VARIANTS = {
-    "R": {},                                                    # the committed recipe (10,850 units)
-    "B1": dict(steps=SHORT + LONG, short_steps=SHORT),          # the recipe, shortened to the budget
+    "R": {},  # the committed recipe (10,850 units)
+    "B1": dict(steps=SHORT + LONG, short_steps=SHORT),  # the recipe, shortened to the budget
     "B1s": dict(steps=SHORT + LONG, short_steps=SHORT, seed=1),
-    "B2": dict(steps=7900, short_steps=0, short_len=None),      # all steps at 64 pieces
+    "B2": dict(steps=7900, short_steps=0, short_len=None),  # all steps at 64 pieces
     "B3": dict(steps=7900, short_steps=0, short_len=None, mask=0.15),
     "B4": dict(steps=SHORT + LONG, short_steps=SHORT, mask_long=0.15),
     "B5": dict(steps=SHORT + LONG, short_steps=SHORT, nsp_lr_mult=5.0),
@@ -60,7 +74,7 @@ VARIANTS = {
     "B11": dict(steps=SHORT + LONG, short_steps=SHORT, mask_long=0.15, dropout=0.1, nsp_lr_mult=5.0),
     "B12": dict(steps=7900, short_steps=0, short_len=None, mask=0.15, sample="sentence", nsp_lr_mult=5.0),
     # beyond the budget, all at 64 pieces: how much compute NSP 83% takes
-    "L10": dict(steps=10850, short_steps=0, short_len=None),    # the committed recipe's cost
+    "L10": dict(steps=10850, short_steps=0, short_len=None),  # the committed recipe's cost
     "L14": dict(steps=14000, short_steps=0, short_len=None),
     "L18": dict(steps=18000, short_steps=0, short_len=None),
     # 2026-11-27, after the attention mask became an added bias (a 64-piece step 0.73x the time on
@@ -69,13 +83,13 @@ VARIANTS = {
     "F11": dict(steps=11000, short_steps=0, short_len=None),
     "F11s": dict(steps=11000, short_steps=0, short_len=None, seed=1),
     "F12": dict(steps=12000, short_steps=0, short_len=None),
-    "Q96": dict(steps=8300, short_steps=0, short_len=None, batch=96),       # ≈ 11,000 units
-    "Q128": dict(steps=6300, short_steps=0, short_len=None, batch=128),     # ≈ 11,000 units
+    "Q96": dict(steps=8300, short_steps=0, short_len=None, batch=96),  # ≈ 11,000 units
+    "Q128": dict(steps=6300, short_steps=0, short_len=None, batch=128),  # ≈ 11,000 units
     "Q128lr": dict(steps=6300, short_steps=0, short_len=None, batch=128, lr=1.4e-3),
     "Q128lr17": dict(steps=6300, short_steps=0, short_len=None, batch=128, lr=1.7e-3),
     "Q128lr2": dict(steps=6300, short_steps=0, short_len=None, batch=128, lr=2e-3),
     "Q128lrs": dict(steps=6300, short_steps=0, short_len=None, batch=128, lr=1.4e-3, seed=1),
-    "Q128lr58": dict(steps=5800, short_steps=0, short_len=None, batch=128, lr=1.4e-3),     # ≈ 10,100 units
+    "Q128lr58": dict(steps=5800, short_steps=0, short_len=None, batch=128, lr=1.4e-3),  # ≈ 10,100 units
     "Q128lr2_58": dict(steps=5800, short_steps=0, short_len=None, batch=128, lr=2e-3),
     "F11lr": dict(steps=11000, short_steps=0, short_len=None, lr=1.4e-3),
     # 2026-11-27, evening: the 14,000-step laptop BERT beat the committed one on pre-training scores
@@ -94,10 +108,17 @@ VARIANTS = {
     # CPU each costs time by its size: the embeddings' and the residual branches' 64 x 64 x 128
     # values, the feed-forward's inner 64 x 64 x 512
     "F10h": dict(steps=10000, short_steps=0, short_len=None, dropout=0.1, attn_dropout=0.0),
-    "F10e": dict(steps=10000, short_steps=0, short_len=None, dropout=0.1, attn_dropout=0.0,
-                 dropout_at=("embeddings.dropout",)),
-    "F10r": dict(steps=10000, short_steps=0, short_len=None, dropout=0.1, attn_dropout=0.0,
-                 dropout_at=("embeddings.dropout", "dropout1", "dropout2")),
+    "F10e": dict(
+        steps=10000, short_steps=0, short_len=None, dropout=0.1, attn_dropout=0.0, dropout_at=("embeddings.dropout",)
+    ),
+    "F10r": dict(
+        steps=10000,
+        short_steps=0,
+        short_len=None,
+        dropout=0.1,
+        attn_dropout=0.0,
+        dropout_at=("embeddings.dropout", "dropout1", "dropout2"),
+    ),
 }
 # CPU time of one step of `batch` pairs at 64 pieces against one of 64 pairs (2 cores, bfloat16,
 # the bias-mask attention, 2026-11-27: 230, 306 and 401 ms per step, interleaved)
@@ -143,12 +164,11 @@ def build_model(config: dict, vocab_size: int):
     ``attn_dropout`` (unless None) on the attention weights and, with ``dropout_at``, 0 on every
     ``nn.Dropout`` whose name ends with none of its entries."""
     import torch
-
     from onehot2gpt.bert import BertConfig, BertForPreTraining
 
     c = {**BASE, **config}
     model = BertForPreTraining(BertConfig.tiny(vocab_size=vocab_size, max_len=128, dropout=c["dropout"]))
-    if c["attn_dropout"] is not None:                # the attention weights' rate, a float attribute
+    if c["attn_dropout"] is not None:  # the attention weights' rate, a float attribute
         for m in model.modules():
             if not isinstance(m, torch.nn.Dropout) and isinstance(getattr(m, "dropout", None), float):
                 m.dropout = float(c["attn_dropout"])
@@ -162,7 +182,6 @@ def build_model(config: dict, vocab_size: int):
 def train_one(name: str, data: Path, out: Path, device: str, deadline: float) -> dict:
     """Train and score one variant; write OUT/NAME.json and return it."""
     import torch
-
     from onehot2gpt.bert_pretraining import evaluate_nsp, evaluate_pretraining, pretraining_batch, pretraining_loss
     from onehot2gpt.subword import WordPieceTokenizer
     from onehot2gpt.training import optimizer_step
@@ -170,7 +189,7 @@ def train_one(name: str, data: Path, out: Path, device: str, deadline: float) ->
 
     start = time.time()
     torch.set_num_threads(1)
-    torch.backends.cuda.matmul.allow_tf32 = True     # as in the 2026-11-27 run
+    torch.backends.cuda.matmul.allow_tf32 = True  # as in the 2026-11-27 run
     c = {**BASE, **VARIANTS[name]}
     tokenizer = WordPieceTokenizer.load(data / "vocab.txt")
     ids = json.loads((data / "ids.json").read_text())
@@ -180,12 +199,18 @@ def train_one(name: str, data: Path, out: Path, device: str, deadline: float) ->
     for pname, p in model.named_parameters():
         head = pname.startswith("nsp.") or "pooler" in pname
         groups.setdefault((head, p.dim() >= 2), []).append(p)
-    opt = torch.optim.AdamW([{"params": ps, "lr": c["lr"] * (c["nsp_lr_mult"] if head else 1.0),
-                              "weight_decay": 0.01 if decay else 0.0}
-                             for (head, decay), ps in groups.items()], lr=c["lr"], betas=(0.9, 0.98))
+    opt = torch.optim.AdamW(
+        [
+            {"params": ps, "lr": c["lr"] * (c["nsp_lr_mult"] if head else 1.0), "weight_decay": 0.01 if decay else 0.0}
+            for (head, decay), ps in groups.items()
+        ],
+        lr=c["lr"],
+        betas=(0.9, 0.98),
+    )
     steps, warm = c["steps"], c["warmup"]
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
+        opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm)))
+    )
     g = torch.Generator().manual_seed(c["seed"])
     model.train()
     done, truncated = 0, False
@@ -195,21 +220,28 @@ def train_one(name: str, data: Path, out: Path, device: str, deadline: float) ->
             break
         short = step < c["short_steps"]
         mask = c["mask"] if short or c["mask_long"] is None else c["mask_long"]
-        batch = pretraining_batch(ids["train"], c["batch"], c["short_len"] if short else 64, tokenizer, g,
-                                  mask_prob=mask, sample=c["sample"])
+        batch = pretraining_batch(
+            ids["train"], c["batch"], c["short_len"] if short else 64, tokenizer, g, mask_prob=mask, sample=c["sample"]
+        )
         _, mlm, nsp, _, _ = pretraining_loss(model, batch, count_correct=False)
         loss = mlm + c["nsp_weight"] * nsp
         optimizer_step(loss, opt, sched, model.parameters(), 1.0)
         done = step + 1
-        if done % 500 == 0:                  # not every step: reading the loss waits for the GPU
+        if done % 500 == 0:  # not every step: reading the loss waits for the GPU
             check_finite_loss(loss, step, lr=c["lr"], what=name)
     model.eval()
-    result = {"name": name, "config": c, "units": units(c), "steps_done": done, "truncated": truncated,
-              "train_seconds": round(time.time() - start, 1),
-              "fixed": {k: round(v, 4) for k, v in evaluate_pretraining(model, tokenizer, ids["valid"]).items()}}
+    result = {
+        "name": name,
+        "config": c,
+        "units": units(c),
+        "steps_done": done,
+        "truncated": truncated,
+        "train_seconds": round(time.time() - start, 1),
+        "fixed": {k: round(v, 4) for k, v in evaluate_pretraining(model, tokenizer, ids["valid"]).items()},
+    }
     for split in ("valid", "test"):
         result[f"nsp_all_{split}"] = round(evaluate_nsp(model, tokenizer, ids[split])["nsp_accuracy"], 4)
-    if (data / "notebook08.pt").is_file():          # absent in a folder prepared before 2026-11-27
+    if (data / "notebook08.pt").is_file():  # absent in a folder prepared before 2026-11-27
         from recipes import notebook08_scores
 
         sets = torch.load(data / "notebook08.pt", weights_only=True)
@@ -223,10 +255,26 @@ def run(data: Path, names: list[str], out: Path, device: str, deadline_s: float)
     out.mkdir(parents=True, exist_ok=True)
     deadline = time.time() + deadline_s
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    procs = {n: subprocess.Popen([sys.executable, __file__, "_one", str(data), n, "--out", str(out),
-                                  "--device", device, "--deadline-at", str(deadline)], env=env,
-                                 stderr=open(out / f"{n}.err", "w"))
-             for n in names}
+    procs = {
+        n: subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "_one",
+                str(data),
+                n,
+                "--out",
+                str(out),
+                "--device",
+                device,
+                "--deadline-at",
+                str(deadline),
+            ],
+            env=env,
+            stderr=open(out / f"{n}.err", "w"),
+        )
+        for n in names
+    }
     results = []
     for n, p in procs.items():
         if p.wait() != 0:
@@ -234,9 +282,11 @@ def run(data: Path, names: list[str], out: Path, device: str, deadline_s: float)
             continue
         r = json.loads((out / f"{n}.json").read_text())
         results.append(r)
-        print(f"{n:4s} units {r['units']:6.0f} steps {r['steps_done']}/{r['config']['steps']} "
-              f"masked {r['fixed']['mlm_accuracy']:.4f} nsp {r['fixed']['nsp_accuracy']:.4f} "
-              f"every pair {r['nsp_all_valid']:.4f}/{r['nsp_all_test']:.4f}{' truncated' if r['truncated'] else ''}")
+        print(
+            f"{n:4s} units {r['units']:6.0f} steps {r['steps_done']}/{r['config']['steps']} "
+            f"masked {r['fixed']['mlm_accuracy']:.4f} nsp {r['fixed']['nsp_accuracy']:.4f} "
+            f"every pair {r['nsp_all_valid']:.4f}/{r['nsp_all_test']:.4f}{' truncated' if r['truncated'] else ''}"
+        )
     return results
 
 
@@ -259,22 +309,41 @@ def main(argv=None) -> None:
     if missing:
         p.error(f"{args.data} lacks {missing}: run `python bench/bert_budget_sweep.py prepare {args.data}` first")
     import torch
+
     if args.device.startswith("cuda") and not torch.cuda.is_available():
-        p.error(f"--device {args.device}: this torch ({torch.__version__}) sees no CUDA GPU; "
-                f"use --device cpu (each variant then takes hours) or a machine with a GPU")
+        p.error(
+            f"--device {args.device}: this torch ({torch.__version__}) sees no CUDA GPU; "
+            f"use --device cpu (each variant then takes hours) or a machine with a GPU"
+        )
     if args.command == "_one":
         train_one(args.names[0], args.data, args.out, args.device, args.deadline_at)
         return
     results = run(args.data, args.names or list(VARIANTS), args.out, args.device, args.deadline)
-    print(json.dumps({"device": args.device, "deadline_s": args.deadline,
-                      "variants": {r["name"]: {"units": r["units"], "steps_done": r["steps_done"],
-                                               "truncated": r["truncated"],
-                                               "mlm_accuracy": r["fixed"]["mlm_accuracy"],
-                                               "nsp_accuracy": r["fixed"]["nsp_accuracy"],
-                                               "nsp_all_valid": r["nsp_all_valid"],
-                                               "nsp_all_test": r["nsp_all_test"],
-                                               **({"notebook08": {k: r["notebook08"][k] for k in ("sst2", "pos", "pos_frozen")}}
-                                                  if "notebook08" in r else {})} for r in results}}))
+    print(
+        json.dumps(
+            {
+                "device": args.device,
+                "deadline_s": args.deadline,
+                "variants": {
+                    r["name"]: {
+                        "units": r["units"],
+                        "steps_done": r["steps_done"],
+                        "truncated": r["truncated"],
+                        "mlm_accuracy": r["fixed"]["mlm_accuracy"],
+                        "nsp_accuracy": r["fixed"]["nsp_accuracy"],
+                        "nsp_all_valid": r["nsp_all_valid"],
+                        "nsp_all_test": r["nsp_all_test"],
+                        **(
+                            {"notebook08": {k: r["notebook08"][k] for k in ("sst2", "pos", "pos_frozen")}}
+                            if "notebook08" in r
+                            else {}
+                        ),
+                    }
+                    for r in results
+                },
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

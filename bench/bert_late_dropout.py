@@ -20,26 +20,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
-import torch  # noqa: E402
-
 import onehot2gpt.bert_pretraining as bp  # noqa: E402
+import torch  # noqa: E402
 
 
 def main(argv: list[str]) -> None:
     if not argv or not argv[0].isdigit():
-        raise SystemExit("usage: python bench/bert_late_dropout.py SWITCH train --out DIR/bert-wikitext2 ... "
-                         "(SWITCH: the step from which dropout 0.1 is on, a whole number below --steps)")
+        raise SystemExit(
+            "usage: python bench/bert_late_dropout.py SWITCH train --out DIR/bert-wikitext2 ... "
+            "(SWITCH: the step from which dropout 0.1 is on, a whole number below --steps)"
+        )
     switch, calls = int(argv[0]), {"n": 0}
     original = bp.pretraining_loss
 
     def loss_with_late_dropout(model, batch, *args, **kwargs):
-        if model.training:                       # evaluation calls leave the count alone
+        if model.training:  # evaluation calls leave the count alone
             calls["n"] += 1
             if calls["n"] == switch + 1:
                 layers = [m for m in model.modules() if isinstance(m, torch.nn.Dropout)]
                 for m in layers:
                     m.p = 0.1
-                print(f"\n[late dropout] step {switch}: dropout 0.1 on {len(layers)} layers", file=sys.stderr, flush=True)
+                print(
+                    f"\n[late dropout] step {switch}: dropout 0.1 on {len(layers)} layers", file=sys.stderr, flush=True
+                )
         return original(model, batch, *args, **kwargs)
 
     bp.pretraining_loss = loss_with_late_dropout

@@ -63,14 +63,24 @@ def _one(variant: str, steps: int, batch_size: int = 64) -> dict:
     ids = bp.tokenize_articles(tok, train)
     torch.manual_seed(0)
     model = BertForPreTraining(BertConfig.tiny(vocab_size=len(tok), max_len=128, dropout=0.0))
-    recipe = dict(batch_size=batch_size, mask_prob=0.25, bf16=True, explicit_attention=True, progress=False,
-                  chunked_loss=variant.startswith("chunked"), length_buckets=8 if "buckets" in variant else 0,
-                  sparse_top=variant.endswith("sparse"))
+    recipe = dict(
+        batch_size=batch_size,
+        mask_prob=0.25,
+        bf16=True,
+        explicit_attention=True,
+        progress=False,
+        chunked_loss=variant.startswith("chunked"),
+        length_buckets=8 if "buckets" in variant else 0,
+        sparse_top=variant.endswith("sparse"),
+    )
     bp.pretrain_bert(model, tok, ids, steps=30, warmup=10, **recipe)
     start = time.perf_counter()
     history = bp.pretrain_bert(model, tok, ids, steps=steps, lr=1e-3, warmup=200, **recipe)
-    return {"variant": variant, "ms_per_step": round(1000 * (time.perf_counter() - start) / steps, 1),
-            "last_loss": round(history["loss"][-1], 4)}
+    return {
+        "variant": variant,
+        "ms_per_step": round(1000 * (time.perf_counter() - start) / steps, 1),
+        "last_loss": round(history["loss"][-1], 4),
+    }
 
 
 def main(argv=None) -> None:
@@ -89,15 +99,36 @@ def main(argv=None) -> None:
     runs = {v: [] for v in args.variants}
     for _ in range(args.rounds):
         for v in args.variants:
-            out = subprocess.run([sys.executable, __file__, "--one", v, "--steps", str(args.steps),
-                                  "--batch-size", str(args.batch_size)],
-                                 capture_output=True, text=True, env=os.environ)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--one",
+                    v,
+                    "--steps",
+                    str(args.steps),
+                    "--batch-size",
+                    str(args.batch_size),
+                ],
+                capture_output=True,
+                text=True,
+                env=os.environ,
+            )
             if out.returncode:
                 raise SystemExit(f"variant {v} failed:\n{out.stderr[-2000:]}")
             runs[v].append(json.loads(out.stdout.strip().splitlines()[-1])["ms_per_step"])
             print(v, runs[v][-1], "ms per step", file=sys.stderr, flush=True)
-    print(json.dumps({"steps": args.steps, "rounds": args.rounds, "batch_size": args.batch_size, "ms_per_step": runs,
-                      "median": {v: statistics.median(r) for v, r in runs.items()}}))
+    print(
+        json.dumps(
+            {
+                "steps": args.steps,
+                "rounds": args.rounds,
+                "batch_size": args.batch_size,
+                "ms_per_step": runs,
+                "median": {v: statistics.median(r) for v, r in runs.items()},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -47,7 +47,6 @@ import time
 from collections.abc import Sequence
 
 import torch
-
 from onehot2gpt import data
 from onehot2gpt.checkpoints import checkpoint_path
 from onehot2gpt.elmo import ElmoFeatures, bilm_info, bilm_perplexity, load_bilm, split_sentences
@@ -69,16 +68,17 @@ def wikitext_pieces(split: str, max_tokens: int) -> list[list[str]]:
     """WikiText-2 as the biLM trained on it: lower-cased sentences cut after ".", and any longer
     than max_tokens cut into pieces (as ``elmo._sequences`` does; none are in WikiText-2)."""
     sentences = [s for p in data.wikitext_sentences(split, lower=True) for s in split_sentences(p)]
-    return [s[i:i + max_tokens] for s in sentences for i in range(0, len(s), max_tokens)]
+    return [s[i : i + max_tokens] for s in sentences for i in range(0, len(s), max_tokens)]
 
 
-def elmo_encode(features: ElmoFeatures, sentences: Sequence[Sequence[str]], pool: str,
-                chunk: int = 512) -> torch.Tensor:
+def elmo_encode(
+    features: ElmoFeatures, sentences: Sequence[Sequence[str]], pool: str, chunk: int = 512
+) -> torch.Tensor:
     """Frozen biLM layers for each token (pool="token": (N, L+1, 2H), sentences in the given
     order) or the mean over each sentence's tokens (pool="mean": (B, L+1, 2H))."""
     parts = []
     for start in range(0, len(sentences), chunk):
-        layers, mask = features.encode(sentences[start:start + chunk])
+        layers, mask = features.encode(sentences[start : start + chunk])
         parts.append(token_features(layers, mask) if pool == "token" else sentence_features(layers, mask))
     return torch.cat(parts)
 
@@ -118,15 +118,19 @@ def language_models(bilm, vocab: Vocab, order: int, smoke: bool) -> dict:
     if smoke:
         train, valid = train[:3000], valid[:200]
     n_predicted = sum(len(s) + 1 for s in valid)
-    print(f"WikiText-2: train {len(train):,} sentences, {sum(map(len, train)):,} tokens; valid "
-          f"{len(valid):,} sentences, {n_predicted - len(valid):,} tokens; vocabulary {len(vocab):,} "
-          f"(the biLM's), valid OOV rate {oov_rate(vocab, valid):.2%} (WikiText's own <unk> included)")
-    print(f"Both LMs score the same {n_predicted:,} predictions per direction: each valid sentence's "
-          f"words plus its <eos> (forward) or <bos> (backward), unknown words as <unk>")
+    print(
+        f"WikiText-2: train {len(train):,} sentences, {sum(map(len, train)):,} tokens; valid "
+        f"{len(valid):,} sentences, {n_predicted - len(valid):,} tokens; vocabulary {len(vocab):,} "
+        f"(the biLM's), valid OOV rate {oov_rate(vocab, valid):.2%} (WikiText's own <unk> included)"
+    )
+    print(
+        f"Both LMs score the same {n_predicted:,} predictions per direction: each valid sentence's "
+        f"words plus its <eos> (forward) or <bos> (backward), unknown words as <unk>"
+    )
 
     start = time.perf_counter()
     seqs = [[vocab[BOS]] + vocab.encode(s) + [vocab[EOS]] for s in valid]
-    assert sum(len(s) - 1 for s in seqs) == n_predicted        # bilm.nll: n−1 predictions per row
+    assert sum(len(s) - 1 for s in seqs) == n_predicted  # bilm.nll: n−1 predictions per row
     bilm_fwd, bilm_bwd = bilm_perplexity(bilm, seqs)
     bilm_seconds = time.perf_counter() - start
 
@@ -134,13 +138,21 @@ def language_models(bilm, vocab: Vocab, order: int, smoke: bool) -> dict:
     ngram = {}
     for direction, flip in (("fwd", lambda s: s), ("bwd", lambda s: s[::-1])):
         lm = NGramLM(order, vocab).fit([flip(s) for s in train])
-        ngram[direction] = lm.perplexity([flip(s) for s in valid])    # counts len(s) + 1 per sentence
+        ngram[direction] = lm.perplexity([flip(s) for s in valid])  # counts len(s) + 1 per sentence
     ngram_seconds = time.perf_counter() - start
     print(f"biLM valid perplexity: forward {bilm_fwd:.2f}, backward {bilm_bwd:.2f} ({bilm_seconds:.0f} s)")
-    print(f"{order}-gram Kneser-Ney (D=0.75) valid perplexity: forward {ngram['fwd']:.2f}, backward "
-          f"{ngram['bwd']:.2f} ({ngram_seconds:.0f} s for both fits and scores)")
-    return {"bilm_fwd": bilm_fwd, "bilm_bwd": bilm_bwd, "ngram_fwd": ngram["fwd"], "ngram_bwd": ngram["bwd"],
-            "n_predicted": n_predicted, "seconds": bilm_seconds + ngram_seconds}
+    print(
+        f"{order}-gram Kneser-Ney (D=0.75) valid perplexity: forward {ngram['fwd']:.2f}, backward "
+        f"{ngram['bwd']:.2f} ({ngram_seconds:.0f} s for both fits and scores)"
+    )
+    return {
+        "bilm_fwd": bilm_fwd,
+        "bilm_bwd": bilm_bwd,
+        "ngram_fwd": ngram["fwd"],
+        "ngram_bwd": ngram["bwd"],
+        "n_predicted": n_predicted,
+        "seconds": bilm_seconds + ngram_seconds,
+    }
 
 
 def pos_tagging(features: ElmoFeatures, wv: WordVectors, n_train: int, smoke: bool) -> dict:
@@ -155,33 +167,40 @@ def pos_tagging(features: ElmoFeatures, wv: WordVectors, n_train: int, smoke: bo
     train, test = (sorted(split, key=lambda x: len(x[0])) for split in (train, test))
     tags = sorted({t for _, ts in train for t in ts})
     tag_id = {t: i for i, t in enumerate(tags)}
-    y = {name: torch.tensor([tag_id[t] for _, ts in split for t in ts])
-         for name, split in (("train", train), ("test", test))}
+    y = {
+        name: torch.tensor([tag_id[t] for _, ts in split for t in ts])
+        for name, split in (("train", train), ("test", test))
+    }
     words = {"train": [w for w, _ in train], "test": [w for w, _ in test]}
     n_tokens = {k: len(v) for k, v in y.items()}
-    print(f"UD EWT POS: train {len(train):,} sentences, {n_tokens['train']:,} tokens; test {len(test):,} "
-          f"sentences, {n_tokens['test']:,} tokens; {len(tags)} tags; test OOV: biLM vocab "
-          f"{oov_rate(features.vocab, words['test']):.2%}, word2vec vocab {oov_rate(wv.vocab, words['test']):.2%}")
+    print(
+        f"UD EWT POS: train {len(train):,} sentences, {n_tokens['train']:,} tokens; test {len(test):,} "
+        f"sentences, {n_tokens['test']:,} tokens; {len(tags)} tags; test OOV: biLM vocab "
+        f"{oov_rate(features.vocab, words['test']):.2%}, word2vec vocab {oov_rate(wv.vocab, words['test']):.2%}"
+    )
     acc, result = {}, {}
 
     def run(name: str, train_x, test_x, **kw) -> None:
         t0 = time.perf_counter()
-        r = train_probe(train_x, y["train"], test_x, y["test"], n_classes=len(tags), task=f"pos-{name}",
-                        **POS_PROBE, **kw)
+        r = train_probe(
+            train_x, y["train"], test_x, y["test"], n_classes=len(tags), task=f"pos-{name}", **POS_PROBE, **kw
+        )
         acc[name], result[name] = r.test_accuracy, r
-        print(f"  POS {name:>10}: test accuracy {r.test_accuracy:.4f} (train {r.train_accuracy:.4f}; "
-              f"layer weights {[round(w, 2) for w in r.weights.tolist()]}; {time.perf_counter() - t0:.0f} s)")
+        print(
+            f"  POS {name:>10}: test accuracy {r.test_accuracy:.4f} (train {r.train_accuracy:.4f}; "
+            f"layer weights {[round(w, 2) for w in r.weights.tolist()]}; {time.perf_counter() - t0:.0f} s)"
+        )
 
     # one-hot over the biLM vocabulary: the probe is a table of tag scores per word id
     onehot = {k: torch.tensor(features.vocab.encode([w for s in v for w in s])) for k, v in words.items()}
     run("onehot", onehot["train"], onehot["test"], onehot_size=len(features.vocab))
 
-    w2v = {k: wv.vectors[word2vec_ids(wv, v)[0]][:, None, :] for k, v in words.items()}    # (N, 1, 100)
+    w2v = {k: wv.vectors[word2vec_ids(wv, v)[0]][:, None, :] for k, v in words.items()}  # (N, 1, 100)
     run("word2vec", w2v["train"], w2v["test"])
     del w2v
 
     t0 = time.perf_counter()
-    elmo = {k: elmo_encode(features, v, "token") for k, v in words.items()}               # (N, L+1, 2H)
+    elmo = {k: elmo_encode(features, v, "token") for k, v in words.items()}  # (N, L+1, 2H)
     encode_seconds = time.perf_counter() - t0
     assert len(elmo["train"]) == n_tokens["train"] and len(elmo["test"]) == n_tokens["test"]
     print(f"  encoded {sum(n_tokens.values()):,} tokens with the biLM in {encode_seconds:.0f} s")
@@ -190,9 +209,15 @@ def pos_tagging(features: ElmoFeatures, wv: WordVectors, n_train: int, smoke: bo
     run("elmo_top", elmo["train"], elmo["test"], layer=top)
     run("elmo_mix", elmo["train"], elmo["test"])
     del elmo
-    return {"acc": acc, "mix_weights": result["elmo_mix"].weights.tolist(), "n_train_sentences": len(train),
-            "n_train_tokens": n_tokens["train"], "n_test_tokens": n_tokens["test"],
-            "encode_seconds": encode_seconds, "seconds": time.perf_counter() - start}
+    return {
+        "acc": acc,
+        "mix_weights": result["elmo_mix"].weights.tolist(),
+        "n_train_sentences": len(train),
+        "n_train_tokens": n_tokens["train"],
+        "n_test_tokens": n_tokens["test"],
+        "encode_seconds": encode_seconds,
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def sentiment(features: ElmoFeatures, wv: WordVectors, n_train: int, smoke: bool) -> dict:
@@ -206,32 +231,41 @@ def sentiment(features: ElmoFeatures, wv: WordVectors, n_train: int, smoke: bool
     split = {"train": train, "test": test}
     sents = {k: [s.lower().split() for s, _ in v] for k, v in split.items()}
     y = {k: torch.tensor([label for _, label in v]) for k, v in split.items()}
-    print(f"SST-2: train {len(train):,} of 60,614 sentences and phrases (random, seed {SEED}), "
-          f"{sum(map(len, sents['train'])):,} tokens; test {len(test):,} sentences; test OOV: biLM vocab "
-          f"{oov_rate(features.vocab, sents['test']):.2%}, word2vec vocab {oov_rate(wv.vocab, sents['test']):.2%}")
+    print(
+        f"SST-2: train {len(train):,} of 60,614 sentences and phrases (random, seed {SEED}), "
+        f"{sum(map(len, sents['train'])):,} tokens; test {len(test):,} sentences; test OOV: biLM vocab "
+        f"{oov_rate(features.vocab, sents['test']):.2%}, word2vec vocab {oov_rate(wv.vocab, sents['test']):.2%}"
+    )
     acc, weights = {}, None
 
     def run(name: str, train_x, test_x, **kw):
         t0 = time.perf_counter()
-        r = train_probe(train_x, y["train"], test_x, y["test"], n_classes=2, task=f"sst2-{name}",
-                        **SST_PROBE, **kw)
+        r = train_probe(train_x, y["train"], test_x, y["test"], n_classes=2, task=f"sst2-{name}", **SST_PROBE, **kw)
         acc[name] = r.test_accuracy
-        print(f"  SST-2 {name:>10}: test accuracy {r.test_accuracy:.4f} (train {r.train_accuracy:.4f}; "
-              f"layer weights {[round(w, 2) for w in r.weights.tolist()]}; {time.perf_counter() - t0:.0f} s)")
+        print(
+            f"  SST-2 {name:>10}: test accuracy {r.test_accuracy:.4f} (train {r.train_accuracy:.4f}; "
+            f"layer weights {[round(w, 2) for w in r.weights.tolist()]}; {time.perf_counter() - t0:.0f} s)"
+        )
         return r
 
     run("word2vec", word2vec_means(wv, sents["train"]), word2vec_means(wv, sents["test"]))
     t0 = time.perf_counter()
     order = {k: sorted(range(len(v)), key=lambda i: len(v[i])) for k, v in sents.items()}
     elmo = {}
-    for k, v in sents.items():                     # encode sorted by length, then restore the order
+    for k, v in sents.items():  # encode sorted by length, then restore the order
         pooled = elmo_encode(features, [v[i] for i in order[k]], "mean")
         elmo[k] = torch.empty_like(pooled).index_copy_(0, torch.tensor(order[k]), pooled)
     encode_seconds = time.perf_counter() - t0
     print(f"  encoded {sum(map(len, sents['train'] + sents['test'])):,} tokens with the biLM in {encode_seconds:.0f} s")
     weights = run("elmo_mix", elmo["train"], elmo["test"]).weights.tolist()
-    return {"acc": acc, "mix_weights": weights, "n_train": len(train), "n_test": len(test),
-            "encode_seconds": encode_seconds, "seconds": time.perf_counter() - start}
+    return {
+        "acc": acc,
+        "mix_weights": weights,
+        "n_train": len(train),
+        "n_test": len(test),
+        "encode_seconds": encode_seconds,
+        "seconds": time.perf_counter() - start,
+    }
 
 
 # --------------------------------------------------------------------------------- main
@@ -259,10 +293,13 @@ def main() -> None:
     c = bilm.config
     n_params = sum(p.numel() for p in bilm.parameters())
     trained = bilm_info(bilm_dir)
-    print(f"biLM {bilm_dir}: {n_params:,} parameters, L={c.n_layers} layers of 2x{c.hidden} "
-          f"(ELMo vectors {c.output_dim}), vocabulary {len(vocab):,}, trained {trained.get('train_minutes', '?')} min; "
-          f"word2vec: {len(wv):,} words x {wv.dim}; torch {torch.__version__}, {threads} threads, "
-          f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()})" + (" [SMOKE TEST]" if args.smoke else ""))
+    print(
+        f"biLM {bilm_dir}: {n_params:,} parameters, L={c.n_layers} layers of 2x{c.hidden} "
+        f"(ELMo vectors {c.output_dim}), vocabulary {len(vocab):,}, trained {trained.get('train_minutes', '?')} min; "
+        f"word2vec: {len(wv):,} words x {wv.dim}; torch {torch.__version__}, {threads} threads, "
+        f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()})"
+        + (" [SMOKE TEST]" if args.smoke else "")
+    )
 
     lm = language_models(bilm, vocab, args.ngram, args.smoke)
     pos = pos_tagging(features, wv, args.pos_train, args.smoke)
@@ -270,34 +307,53 @@ def main() -> None:
 
     seconds = time.perf_counter() - wall
     summary = {
-        "bilm_valid_ppl": rounded(lm["bilm_fwd"], 2), "ngram_valid_ppl": rounded(lm["ngram_fwd"], 2),
-        "pos_acc_onehot": rounded(pos["acc"]["onehot"]), "pos_acc_word2vec": rounded(pos["acc"]["word2vec"]),
-        "pos_acc_elmo_top": rounded(pos["acc"]["elmo_top"]), "pos_acc_elmo_mix": rounded(pos["acc"]["elmo_mix"]),
-        "sst2_acc_word2vec": rounded(sst["acc"]["word2vec"]), "sst2_acc_elmo_mix": rounded(sst["acc"]["elmo_mix"]),
+        "bilm_valid_ppl": rounded(lm["bilm_fwd"], 2),
+        "ngram_valid_ppl": rounded(lm["ngram_fwd"], 2),
+        "pos_acc_onehot": rounded(pos["acc"]["onehot"]),
+        "pos_acc_word2vec": rounded(pos["acc"]["word2vec"]),
+        "pos_acc_elmo_top": rounded(pos["acc"]["elmo_top"]),
+        "pos_acc_elmo_mix": rounded(pos["acc"]["elmo_mix"]),
+        "sst2_acc_word2vec": rounded(sst["acc"]["word2vec"]),
+        "sst2_acc_elmo_mix": rounded(sst["acc"]["elmo_mix"]),
         # extras
-        "bilm_valid_ppl_bwd": rounded(lm["bilm_bwd"], 2), "ngram_valid_ppl_bwd": rounded(lm["ngram_bwd"], 2),
-        "ngram_order": args.ngram, "lm_predicted_tokens": lm["n_predicted"],
+        "bilm_valid_ppl_bwd": rounded(lm["bilm_bwd"], 2),
+        "ngram_valid_ppl_bwd": rounded(lm["ngram_bwd"], 2),
+        "ngram_order": args.ngram,
+        "lm_predicted_tokens": lm["n_predicted"],
         "pos_acc_elmo_layer0": rounded(pos["acc"]["elmo_layer0"]),
         "pos_mix_weights": [rounded(w, 3) for w in pos["mix_weights"]],
         "sst2_mix_weights": [rounded(w, 3) for w in sst["mix_weights"]],
-        "pos_train_sentences": pos["n_train_sentences"], "pos_train_tokens": pos["n_train_tokens"],
-        "pos_test_tokens": pos["n_test_tokens"], "sst2_train_rows": sst["n_train"], "sst2_test_rows": sst["n_test"],
+        "pos_train_sentences": pos["n_train_sentences"],
+        "pos_train_tokens": pos["n_train_tokens"],
+        "pos_test_tokens": pos["n_test_tokens"],
+        "sst2_train_rows": sst["n_train"],
+        "sst2_test_rows": sst["n_test"],
         "word2vec_unknown": "vector of WikiText's <unk> token",
-        "seconds_lm": round(lm["seconds"], 1), "seconds_pos": round(pos["seconds"], 1),
-        "seconds_sst2": round(sst["seconds"], 1), "seconds_total": round(seconds, 1),
-        "threads": threads, "smoke": args.smoke,
+        "seconds_lm": round(lm["seconds"], 1),
+        "seconds_pos": round(pos["seconds"], 1),
+        "seconds_sst2": round(sst["seconds"], 1),
+        "seconds_total": round(seconds, 1),
+        "threads": threads,
+        "smoke": args.smoke,
     }
     checks = {
-        "pos_acc_elmo_mix >= pos_acc_word2vec + 0.02": summary["pos_acc_elmo_mix"] >= summary["pos_acc_word2vec"] + 0.02,
+        "pos_acc_elmo_mix >= pos_acc_word2vec + 0.02": summary["pos_acc_elmo_mix"]
+        >= summary["pos_acc_word2vec"] + 0.02,
         "bilm_valid_ppl < ngram_valid_ppl": summary["bilm_valid_ppl"] < summary["ngram_valid_ppl"],
     }
     print(f"{'representation':<16}{'POS (UD EWT test)':>20}{'SST-2 (GLUE dev)':>20}")
-    for name, p, s in (("one-hot", pos["acc"]["onehot"], None), ("word2vec", pos["acc"]["word2vec"], sst["acc"]["word2vec"]),
-                       ("ELMo layer 0", pos["acc"]["elmo_layer0"], None), ("ELMo top", pos["acc"]["elmo_top"], None),
-                       ("ELMo mix", pos["acc"]["elmo_mix"], sst["acc"]["elmo_mix"])):
+    for name, p, s in (
+        ("one-hot", pos["acc"]["onehot"], None),
+        ("word2vec", pos["acc"]["word2vec"], sst["acc"]["word2vec"]),
+        ("ELMo layer 0", pos["acc"]["elmo_layer0"], None),
+        ("ELMo top", pos["acc"]["elmo_top"], None),
+        ("ELMo mix", pos["acc"]["elmo_mix"], sst["acc"]["elmo_mix"]),
+    ):
         print(f"{name:<16}{p:>20.4f}{'' if s is None else f'{s:.4f}':>20}")
-    print(f"language model, WikiText-2 valid perplexity: biLM forward {summary['bilm_valid_ppl']:.2f} vs "
-          f"{args.ngram}-gram Kneser-Ney {summary['ngram_valid_ppl']:.2f}")
+    print(
+        f"language model, WikiText-2 valid perplexity: biLM forward {summary['bilm_valid_ppl']:.2f} vs "
+        f"{args.ngram}-gram Kneser-Ney {summary['ngram_valid_ppl']:.2f}"
+    )
     for check, ok in checks.items():
         print(f"target {check}: {'met' if ok else 'NOT met'}")
     print(f"total wall time {seconds / 60:.1f} min")

@@ -33,15 +33,25 @@ import random
 import time
 
 import torch
-
 from onehot2gpt import data
 from onehot2gpt.fasttext import train_fasttext
 from onehot2gpt.utils import set_threads
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
 
-SETTINGS = dict(dim=100, window=5, negative=5, min_count=5, sample=1e-3, min_n=3, max_n=6, buckets=200_000,
-                lr=0.05, min_lr=1e-4, seed=0)
+SETTINGS = dict(
+    dim=100,
+    window=5,
+    negative=5,
+    min_count=5,
+    sample=1e-3,
+    min_n=3,
+    max_n=6,
+    buckets=200_000,
+    lr=0.05,
+    min_lr=1e-4,
+    seed=0,
+)
 
 
 def misspellings(words: list[str], n: int = 200, seed: int = 0) -> list[tuple[str, str]]:
@@ -54,8 +64,13 @@ def misspellings(words: list[str], n: int = 200, seed: int = 0) -> list[tuple[st
     for word in rng.sample(pool, len(pool)):
         i = rng.randrange(1, len(word) - 1)
         kind = rng.choice(["double", "drop", "swap"])
-        wrong = (word[:i] + word[i] + word[i:] if kind == "double" else
-                 word[:i] + word[i + 1:] if kind == "drop" else word[:i] + word[i + 1] + word[i] + word[i + 2:])
+        wrong = (
+            word[:i] + word[i] + word[i:]
+            if kind == "double"
+            else word[:i] + word[i + 1 :]
+            if kind == "drop"
+            else word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+        )
         if wrong != word and wrong not in known:
             out.append((wrong, word))
         if len(out) == n:
@@ -84,11 +99,24 @@ def train_gensim(sentences, epochs: int, threads: int):
     from gensim.models import FastText
 
     start = time.perf_counter()
-    model = FastText(sentences, sg=1, hs=0, vector_size=SETTINGS["dim"], window=SETTINGS["window"],
-                     negative=SETTINGS["negative"], min_count=SETTINGS["min_count"], sample=SETTINGS["sample"],
-                     min_n=SETTINGS["min_n"], max_n=SETTINGS["max_n"], bucket=SETTINGS["buckets"],
-                     alpha=SETTINGS["lr"], min_alpha=SETTINGS["min_lr"], seed=SETTINGS["seed"],
-                     epochs=epochs, workers=threads)
+    model = FastText(
+        sentences,
+        sg=1,
+        hs=0,
+        vector_size=SETTINGS["dim"],
+        window=SETTINGS["window"],
+        negative=SETTINGS["negative"],
+        min_count=SETTINGS["min_count"],
+        sample=SETTINGS["sample"],
+        min_n=SETTINGS["min_n"],
+        max_n=SETTINGS["max_n"],
+        bucket=SETTINGS["buckets"],
+        alpha=SETTINGS["lr"],
+        min_alpha=SETTINGS["min_lr"],
+        seed=SETTINGS["seed"],
+        epochs=epochs,
+        workers=threads,
+    )
     seconds = time.perf_counter() - start
     words = list(model.wv.index_to_key)
     counts = {w: int(model.wv.get_vecattr(w, "count")) for w in words}
@@ -109,35 +137,57 @@ def main() -> None:
     set_threads(args.threads)
     sentences = data.wikitext_sentences("train", lower=True)
     questions, pairs = data.read_analogies(), data.read_wordsim353()
-    print(f"WikiText-2 train: {len(sentences):,} paragraphs, {sum(map(len, sentences)):,} tokens; "
-          f"torch {torch.__version__}, gensim {gensim.__version__}, {os.cpu_count()} CPUs "
-          f"({platform.processor() or platform.machine()}), {args.threads} threads each")
+    print(
+        f"WikiText-2 train: {len(sentences):,} paragraphs, {sum(map(len, sentences)):,} tokens; "
+        f"torch {torch.__version__}, gensim {gensim.__version__}, {os.cpu_count()} CPUs "
+        f"({platform.processor() or platform.machine()}), {args.threads} threads each"
+    )
     results = {}
     typos = None
-    for name, train in (("gensim", lambda s: train_gensim(s, args.epochs, args.threads)),
-                        ("ours", lambda s: train_ours(s, args.epochs, args.threads))):
+    for name, train in (
+        ("gensim", lambda s: train_gensim(s, args.epochs, args.threads)),
+        ("ours", lambda s: train_ours(s, args.epochs, args.threads)),
+    ):
         wv, vector_of, seconds = train(sentences)
         typos = typos or misspellings(wv.vocab.itos)
         analogy = wv.evaluate_analogies(questions, restrict_vocab=30000)
         wordsim = wv.evaluate_wordsim(pairs)
         recall = recall_at_10(vector_of, wv, typos)
-        results[name] = {"seconds": seconds, "analogy": analogy["accuracy"], "wordsim": wordsim["spearman"],
-                         "typo_recall_at_10": recall}
-        print(f"{name:>6}: {seconds:5.1f} s, {len(wv):,} words; analogies {analogy['accuracy']:.4f} "
-              f"({analogy['n_used']:,}/{analogy['n_total']:,} used); WordSim-353 {wordsim['spearman']:.4f}; "
-              f"misspelt word's own word among its 10 nearest: {recall:.3f} of {len(typos)}", flush=True)
+        results[name] = {
+            "seconds": seconds,
+            "analogy": analogy["accuracy"],
+            "wordsim": wordsim["spearman"],
+            "typo_recall_at_10": recall,
+        }
+        print(
+            f"{name:>6}: {seconds:5.1f} s, {len(wv):,} words; analogies {analogy['accuracy']:.4f} "
+            f"({analogy['n_used']:,}/{analogy['n_total']:,} used); WordSim-353 {wordsim['spearman']:.4f}; "
+            f"misspelt word's own word among its 10 nearest: {recall:.3f} of {len(typos)}",
+            flush=True,
+        )
     ours, theirs = results["ours"], results["gensim"]
     summary = {
-        "ours_seconds": round(ours["seconds"], 2), "gensim_seconds": round(theirs["seconds"], 2),
-        "ours_analogy": round(ours["analogy"], 4), "gensim_analogy": round(theirs["analogy"], 4),
-        "ours_wordsim": round(ours["wordsim"], 4), "gensim_wordsim": round(theirs["wordsim"], 4),
+        "ours_seconds": round(ours["seconds"], 2),
+        "gensim_seconds": round(theirs["seconds"], 2),
+        "ours_analogy": round(ours["analogy"], 4),
+        "gensim_analogy": round(theirs["analogy"], 4),
+        "ours_wordsim": round(ours["wordsim"], 4),
+        "gensim_wordsim": round(theirs["wordsim"], 4),
         "ours_typo_recall_at_10": round(ours["typo_recall_at_10"], 3),
         "gensim_typo_recall_at_10": round(theirs["typo_recall_at_10"], 3),
         "time_ratio": round(ours["seconds"] / theirs["seconds"], 3),
-        "targets": {"quality": "ours at most 0.02 below gensim on analogies and on WordSim", "time": "ours ≤ 2 × gensim"},
-        "met": {"quality": ours["analogy"] >= theirs["analogy"] - 0.02 and ours["wordsim"] >= theirs["wordsim"] - 0.02,
-                "time": ours["seconds"] <= 2 * theirs["seconds"]},
-        "epochs": args.epochs, "threads": args.threads, "typos": len(typos), "settings": SETTINGS,
+        "targets": {
+            "quality": "ours at most 0.02 below gensim on analogies and on WordSim",
+            "time": "ours ≤ 2 × gensim",
+        },
+        "met": {
+            "quality": ours["analogy"] >= theirs["analogy"] - 0.02 and ours["wordsim"] >= theirs["wordsim"] - 0.02,
+            "time": ours["seconds"] <= 2 * theirs["seconds"],
+        },
+        "epochs": args.epochs,
+        "threads": args.threads,
+        "typos": len(typos),
+        "settings": SETTINGS,
     }
     print(json.dumps(summary))
 

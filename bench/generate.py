@@ -32,7 +32,6 @@ import statistics
 import time
 
 import torch
-
 from onehot2gpt.gpt import GPT, GPTConfig
 from onehot2gpt.sampling import generate
 from onehot2gpt.utils import set_threads
@@ -56,7 +55,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     threads = set_threads(args.threads)
     new_tokens, repeats = (16, 1) if args.smoke else (args.new_tokens, args.repeats)
-    max_len = max(320, PROMPT_LEN + new_tokens)       # room for the prompt and every new token
+    max_len = max(320, PROMPT_LEN + new_tokens)  # room for the prompt and every new token
     if args.smoke:
         config = GPTConfig.tiny(vocab_size=65, max_len=max_len)
     elif args.preset == "small":
@@ -67,7 +66,7 @@ def main(argv=None):
     torch.manual_seed(0)
     model = GPT(config).eval()
     prompt = torch.randint(0, config.vocab_size, (1, PROMPT_LEN))
-    _, cached = timed(model, prompt, new_tokens, True)           # warm-up, and the two outputs
+    _, cached = timed(model, prompt, new_tokens, True)  # warm-up, and the two outputs
     _, uncached = timed(model, prompt, new_tokens, False)
     if not torch.equal(cached, uncached):
         first = int((cached != uncached).nonzero()[0, 1]) - PROMPT_LEN
@@ -79,14 +78,30 @@ def main(argv=None):
             assert torch.equal(out, cached)
             times[use_cache].append(seconds)
     c, u = statistics.median(times[True]), statistics.median(times[False])
-    print(f"{new_tokens} new tokens: cached {1000 * c:.1f} ms ({new_tokens / c:.0f} tok/s), "
-          f"uncached {1000 * u:.1f} ms ({new_tokens / u:.0f} tok/s), speedup {u / c:.2f}x", flush=True)
-    result = {"cached_tok_s": round(new_tokens / c, 1), "uncached_tok_s": round(new_tokens / u, 1),
-              "speedup": round(u / c, 2), "cached_ms": round(1000 * c, 1), "uncached_ms": round(1000 * u, 1),
-              "config": config.to_dict(), "preset": "tiny" if args.smoke else args.preset,
-              "params": sum(p.numel() for p in model.parameters()), "prompt_tokens": PROMPT_LEN,
-              "new_tokens": new_tokens, "batch": 1, "greedy": True, "identical": True,
-              "repeats": repeats, "threads": threads, "torch": torch.__version__, "smoke": args.smoke}
+    print(
+        f"{new_tokens} new tokens: cached {1000 * c:.1f} ms ({new_tokens / c:.0f} tok/s), "
+        f"uncached {1000 * u:.1f} ms ({new_tokens / u:.0f} tok/s), speedup {u / c:.2f}x",
+        flush=True,
+    )
+    result = {
+        "cached_tok_s": round(new_tokens / c, 1),
+        "uncached_tok_s": round(new_tokens / u, 1),
+        "speedup": round(u / c, 2),
+        "cached_ms": round(1000 * c, 1),
+        "uncached_ms": round(1000 * u, 1),
+        "config": config.to_dict(),
+        "preset": "tiny" if args.smoke else args.preset,
+        "params": sum(p.numel() for p in model.parameters()),
+        "prompt_tokens": PROMPT_LEN,
+        "new_tokens": new_tokens,
+        "batch": 1,
+        "greedy": True,
+        "identical": True,
+        "repeats": repeats,
+        "threads": threads,
+        "torch": torch.__version__,
+        "smoke": args.smoke,
+    }
     print(json.dumps(result))
 
 

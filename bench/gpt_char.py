@@ -42,22 +42,36 @@ import json
 import time
 
 import torch
-
 from onehot2gpt.data import read_tinyshakespeare
 from onehot2gpt.gpt import GPT, GPTConfig
-from onehot2gpt.gpt_training import (COURSE_CHAR_MODEL, COURSE_CHAR_RECIPE, NANOGPT_CHAR_RECIPE, char_dataset,
-                                     train_gpt, train_val_split)
+from onehot2gpt.gpt_training import (
+    COURSE_CHAR_MODEL,
+    COURSE_CHAR_RECIPE,
+    NANOGPT_CHAR_RECIPE,
+    char_dataset,
+    train_gpt,
+    train_val_split,
+)
 from onehot2gpt.utils import set_threads
 
 TARGET = 1.90
-EVAL = dict(eval_batches=200, eval_batch_size=12)   # the same 200 windows of 12 × 64 for both runs
+EVAL = dict(eval_batches=200, eval_batch_size=12)  # the same 200 windows of 12 × 64 for both runs
 
 
 def run(name, config, recipe, train, val, *, eval_every, eval_batches, seed=0):
     torch.manual_seed(seed)
     model = GPT(config)
-    history = train_gpt(model, train, val, **recipe, eval_every=eval_every, eval_batches=eval_batches,
-                        eval_batch_size=EVAL["eval_batch_size"], seed=seed, progress=False)
+    history = train_gpt(
+        model,
+        train,
+        val,
+        **recipe,
+        eval_every=eval_every,
+        eval_batches=eval_batches,
+        eval_batch_size=EVAL["eval_batch_size"],
+        seed=seed,
+        progress=False,
+    )
     for done, seconds, loss in history["evals"]:
         print(f"{name}: {done:5d} updates  {seconds:7.1f} s  val {loss:.4f}", flush=True)
     reached = next(((i, s) for i, s, v in history["evals"] if v <= TARGET), (None, None))
@@ -82,8 +96,12 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--only", choices=["nanogpt", "course"], help="run one of the two recipes")
-    p.add_argument("--iters", type=int, help="updates for both runs (each schedule decays over them); "
-                                             "default: each recipe's own (2,000 and --course-iters)")
+    p.add_argument(
+        "--iters",
+        type=int,
+        help="updates for both runs (each schedule decays over them); "
+        "default: each recipe's own (2,000 and --course-iters)",
+    )
     p.add_argument("--smoke", action="store_true", help="a few updates: checks the script, not the numbers")
     c, r = GPTConfig.char(**COURSE_CHAR_MODEL), COURSE_CHAR_RECIPE
     course = p.add_argument_group("the course recipe")
@@ -96,8 +114,9 @@ def main(argv=None):
     course.add_argument("--d-model", type=int, default=c.d_model)
     course.add_argument("--n-layers", type=int, default=c.n_layers)
     course.add_argument("--n-heads", type=int, default=c.n_heads)
-    course.add_argument("--eval-every", type=int, default=100,
-                        help="updates between evaluations of the course run (nanoGPT's: 100)")
+    course.add_argument(
+        "--eval-every", type=int, default=100, help="updates between evaluations of the course run (nanoGPT's: 100)"
+    )
     args = p.parse_args(argv)
     threads = set_threads(args.threads)
 
@@ -105,11 +124,19 @@ def main(argv=None):
     train, val = train_val_split(ids, 0.1)
     runs = {
         "nanogpt_settings": (GPTConfig.char(len(vocab)), dict(NANOGPT_CHAR_RECIPE), 100),
-        "course_recipe": (GPTConfig.char(len(vocab), d_model=args.d_model, n_layers=args.n_layers,
-                                         n_heads=args.n_heads),
-                          dict(r, iters=args.course_iters, batch_size=args.batch_size, lr=args.lr,
-                               min_lr=args.min_lr, warmup=args.warmup, weight_decay=args.weight_decay),
-                          args.eval_every),
+        "course_recipe": (
+            GPTConfig.char(len(vocab), d_model=args.d_model, n_layers=args.n_layers, n_heads=args.n_heads),
+            dict(
+                r,
+                iters=args.course_iters,
+                batch_size=args.batch_size,
+                lr=args.lr,
+                min_lr=args.min_lr,
+                warmup=args.warmup,
+                weight_decay=args.weight_decay,
+            ),
+            args.eval_every,
+        ),
     }
     if args.only:
         runs = {k: v for k, v in runs.items() if k.startswith(args.only)}
@@ -122,12 +149,16 @@ def main(argv=None):
             recipe.update(iters=4, warmup=2)
             eval_every, eval_batches = 2, 2
         start = time.time()
-        result[name] = run(name, config, recipe, train, val, eval_every=eval_every,
-                           eval_batches=eval_batches)
+        result[name] = run(name, config, recipe, train, val, eval_every=eval_every, eval_batches=eval_batches)
         result[name]["wall_seconds"] = round(time.time() - start, 1)
-    result.update(threads=threads, target_val_loss=TARGET, eval_batches=eval_batches,
-                  eval_windows="12 x 64 characters of the last 10%, seed 1234", torch=torch.__version__,
-                  smoke=args.smoke)
+    result.update(
+        threads=threads,
+        target_val_loss=TARGET,
+        eval_batches=eval_batches,
+        eval_windows="12 x 64 characters of the last 10%, seed 1234",
+        torch=torch.__version__,
+        smoke=args.smoke,
+    )
     print(json.dumps(result))
 
 

@@ -43,7 +43,6 @@ import warnings
 from pathlib import Path
 
 import torch
-
 from onehot2gpt.checkpoints import checkpoint_path
 from onehot2gpt.data import read_tinyshakespeare
 from onehot2gpt.gpt import load_gpt
@@ -56,8 +55,9 @@ from onehot2gpt.vocab import Vocab
 TARGETS = {"val_loss_at_most": 1.65, "train_minutes_at_most": 60, "real_word_share_at_least": 0.85}
 
 
-def score(folder: Path, train_text: str, val: torch.Tensor, *, samples: int, chars: int,
-          temperature: float, eval_batches: int) -> dict:
+def score(
+    folder: Path, train_text: str, val: torch.Tensor, *, samples: int, chars: int, temperature: float, eval_batches: int
+) -> dict:
     model = load_gpt(folder).eval()
     vocab = Vocab.load(folder / "vocab.json")
     ids, _ = char_dataset(train_text, vocab)
@@ -70,8 +70,7 @@ def score(folder: Path, train_text: str, val: torch.Tensor, *, samples: int, cha
     texts, shares = [], []
     start = time.time()
     for seed in range(samples):
-        out = generate(model, newline, chars, temperature=temperature,
-                       generator=torch.Generator().manual_seed(seed))
+        out = generate(model, newline, chars, temperature=temperature, generator=torch.Generator().manual_seed(seed))
         text = "".join(vocab.decode(out[0, 1:].tolist()))
         texts.append(text)
         shares.append(real_word_share(text, known))
@@ -86,16 +85,18 @@ def score(folder: Path, train_text: str, val: torch.Tensor, *, samples: int, cha
         "words_scored": len(words),
         "train_minutes": round(info["seconds"] / 60, 1),
         "total_minutes": round(info["total_seconds"] / 60, 1),
-        "process_cpu_minutes": (round(info["process_cpu_seconds"] / 60, 1)
-                                if "process_cpu_seconds" in info else None),
+        "process_cpu_minutes": (round(info["process_cpu_seconds"] / 60, 1) if "process_cpu_seconds" in info else None),
         "recorded_val_loss": info["val_loss"],
-        "iters": info["iters"], "ms_per_iter": info["ms_per_iter"],
-        "threads_of_the_run": info.get("threads"), "precision": info.get("precision", "float32"),
+        "iters": info["iters"],
+        "ms_per_iter": info["ms_per_iter"],
+        "threads_of_the_run": info.get("threads"),
+        "precision": info.get("precision", "float32"),
         "command": info["command"],
         "model": {"n_layers": c.n_layers, "d_model": c.d_model, "n_heads": c.n_heads, "max_len": c.max_len},
         "params": sum(p.numel() for p in model.parameters()),
         "sample_start": texts[0][:300],
-        "eval_seconds": round(eval_seconds, 1), "sample_seconds": round(sample_seconds, 1),
+        "eval_seconds": round(eval_seconds, 1),
+        "sample_seconds": round(sample_seconds, 1),
     }
 
 
@@ -112,14 +113,14 @@ def main(argv=None):
     p.add_argument("--smoke", action="store_true", help="2 evaluation batches, 1 sample of 200 characters")
     args = p.parse_args(argv)
     threads = set_threads(args.threads)
-    warnings.filterwarnings("ignore", message="the prompt .* exceed")   # samples outgrow the context: known
+    warnings.filterwarnings("ignore", message="the prompt .* exceed")  # samples outgrow the context: known
     if args.smoke:
         args.samples, args.chars, args.eval_batches = 1, 200, 2
 
     text = read_tinyshakespeare()
     ids, _ = char_dataset(text)
     train, val = train_val_split(ids, 0.1)
-    train_text = text[:len(train)]          # one character per id: the first 90% as text
+    train_text = text[: len(train)]  # one character per id: the first 90% as text
     folders = {name: checkpoint_path(name) for name in args.checkpoints}
     retrained = None
     if args.retrain:
@@ -134,22 +135,44 @@ def main(argv=None):
 
     models = {}
     for name, folder in folders.items():
-        models[name] = score(folder, train_text, val, samples=args.samples, chars=args.chars,
-                             temperature=args.temperature, eval_batches=args.eval_batches)
+        models[name] = score(
+            folder,
+            train_text,
+            val,
+            samples=args.samples,
+            chars=args.chars,
+            temperature=args.temperature,
+            eval_batches=args.eval_batches,
+        )
         m = models[name]
-        print(f"{name}: val loss {m['val_loss']:.3f}, real words {m['real_word_share']:.1%} of "
-              f"{m['words_scored']}, trained {m['train_minutes']} min ({m['total_minutes']} min in all)", flush=True)
+        print(
+            f"{name}: val loss {m['val_loss']:.3f}, real words {m['real_word_share']:.1%} of "
+            f"{m['words_scored']}, trained {m['train_minutes']} min ({m['total_minutes']} min in all)",
+            flush=True,
+        )
     first = models[next(iter(models))]
     minutes = retrained["wall_minutes"] if retrained else first["total_minutes"]
-    met = {"val_loss": first["val_loss"] <= TARGETS["val_loss_at_most"],
-           "minutes": minutes <= TARGETS["train_minutes_at_most"],
-           "real_word_share": first["real_word_share"] >= TARGETS["real_word_share_at_least"]}
-    result = {"models": models, "scored_first": next(iter(models)), "targets": TARGETS, "met": met,
-              "minutes_checked": minutes, "retrained": retrained, "samples": args.samples,
-              "chars_per_sample": args.chars, "temperature": args.temperature,
-              "val_windows": f"{args.eval_batches} x 12 x max_len characters of the last 10%, seed 1234",
-              "known_words": "words of the first 90% of Tiny Shakespeare (text_words)",
-              "threads": threads, "torch": torch.__version__, "smoke": args.smoke}
+    met = {
+        "val_loss": first["val_loss"] <= TARGETS["val_loss_at_most"],
+        "minutes": minutes <= TARGETS["train_minutes_at_most"],
+        "real_word_share": first["real_word_share"] >= TARGETS["real_word_share_at_least"],
+    }
+    result = {
+        "models": models,
+        "scored_first": next(iter(models)),
+        "targets": TARGETS,
+        "met": met,
+        "minutes_checked": minutes,
+        "retrained": retrained,
+        "samples": args.samples,
+        "chars_per_sample": args.chars,
+        "temperature": args.temperature,
+        "val_windows": f"{args.eval_batches} x 12 x max_len characters of the last 10%, seed 1234",
+        "known_words": "words of the first 90% of Tiny Shakespeare (text_words)",
+        "threads": threads,
+        "torch": torch.__version__,
+        "smoke": args.smoke,
+    }
     print(json.dumps(result))
 
 

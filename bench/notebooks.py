@@ -34,8 +34,9 @@ TARGET_EACH, TARGET_TOTAL = 90.0, 15 * 60.0
 def run(path: Path, timeout: int) -> float:
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     return time.perf_counter() - start
 
 
@@ -60,11 +61,16 @@ def main(argv=None) -> int:
             failed[path.name] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:200]}"
             print(f"{path.name:32} FAILED {failed[path.name]}", flush=True)
     total = round(sum(seconds.values()), 1)
-    result = {"seconds": seconds, "total_seconds": total,
-              "slowest": max(seconds, key=seconds.get) if seconds else None,
-              "over_90_s": [n for n, s in seconds.items() if s > TARGET_EACH],
-              "targets": {"each_s": TARGET_EACH, "total_s": TARGET_TOTAL}, "failed": failed,
-              "threads": args.threads, "cpus": os.cpu_count()}
+    result = {
+        "seconds": seconds,
+        "total_seconds": total,
+        "slowest": max(seconds, key=seconds.get) if seconds else None,
+        "over_90_s": [n for n, s in seconds.items() if s > TARGET_EACH],
+        "targets": {"each_s": TARGET_EACH, "total_s": TARGET_TOTAL},
+        "failed": failed,
+        "threads": args.threads,
+        "cpus": os.cpu_count(),
+    }
     print(json.dumps(result))
     return 1 if failed else 0
 

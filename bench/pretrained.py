@@ -68,8 +68,9 @@ def run_snli(tok, lr: float, epochs: int, smoke: bool) -> float:
     train, test = data.read_snli("dev"), data.read_snli("test")
     if smoke:
         train, test = train[:64], test[:64]
-    encode = lambda r: bert_tasks.encode_pairs(tok, [p for p, _, _ in r], [h for _, h, _ in r],
-                                          [y for _, _, y in r], max_len=128)
+    encode = lambda r: bert_tasks.encode_pairs(
+        tok, [p for p, _, _ in r], [h for _, h, _ in r], [y for _, _, y in r], max_len=128
+    )
     return fine_tune_minilm(encode(train), encode(test), len(bert_tasks.SNLI_LABELS), lr, epochs)
 
 
@@ -87,8 +88,12 @@ def run_squad(smoke: bool) -> dict:
     _, held_out = qa_split(*training_split())
     held_out = held_out[:32] if smoke else held_out
     scores = bert_tasks.evaluate(model, bert_tasks.encode_squad(tok, held_out, max_len=max_len), "qa")
-    return {"exact_match": scores["exact_match"], "f1": scores["f1"], "questions": len(held_out),
-            "articles": len({e["title"] for e in held_out})}
+    return {
+        "exact_match": scores["exact_match"],
+        "f1": scores["f1"],
+        "questions": len(held_out),
+        "articles": len({e["title"] for e in held_out}),
+    }
 
 
 def _qa_arguments() -> dict:
@@ -117,7 +122,9 @@ def main(argv=None):
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--only", default="sst2,snli,squad,null", help="the parts to run, comma-separated")
     p.add_argument("--checkpoint", default=None, help="the QA checkpoint for the null part (default: the course's)")
-    p.add_argument("--null-sample", type=int, default=150, help="null part: questions per half of the held-out articles")
+    p.add_argument(
+        "--null-sample", type=int, default=150, help="null part: questions per half of the held-out articles"
+    )
     p.add_argument("--out", default=None, help="also write the JSON result to this file")
     p.add_argument("--smoke", action="store_true", help="tiny subsets: checks the script, not the numbers")
     args = p.parse_args(argv)
@@ -131,8 +138,9 @@ def main(argv=None):
 
     if "sst2" in parts:
         start = time.time()
-        result["sst2_accuracy"] = round(run_sst2(tok, 64 if args.smoke else args.sst2_train, args.lr, args.epochs,
-                                                 args.smoke), 4)
+        result["sst2_accuracy"] = round(
+            run_sst2(tok, 64 if args.smoke else args.sst2_train, args.lr, args.epochs, args.smoke), 4
+        )
         seconds["sst2"] = round(time.time() - start, 1)
         print(f"SST-2: {result['sst2_accuracy']:.4f} ({seconds['sst2']:.0f} s)", flush=True)
 
@@ -148,8 +156,11 @@ def main(argv=None):
         result["squad_exact_match"], result["squad_f1"] = round(squad["exact_match"], 2), round(squad["f1"], 2)
         result.update(squad_questions=squad["questions"], squad_articles=squad["articles"])
         seconds["squad"] = round(time.time() - start, 1)
-        print(f"SQuAD on {squad['questions']} questions of {squad['articles']} unseen articles: "
-              f"EM {squad['exact_match']:.1f}, F1 {squad['f1']:.1f} ({seconds['squad']:.0f} s)", flush=True)
+        print(
+            f"SQuAD on {squad['questions']} questions of {squad['articles']} unseen articles: "
+            f"EM {squad['exact_match']:.1f}, F1 {squad['f1']:.1f} ({seconds['squad']:.0f} s)",
+            flush=True,
+        )
 
     if "null" in parts:
         start = time.time()
@@ -157,14 +168,24 @@ def main(argv=None):
         result["null_checkpoint"] = args.checkpoint or "the course's minilm-qa-squad"
         seconds["null"] = round(time.time() - start, 1)
         report = null["report"]
-        print(f"null span: threshold {null['threshold']} chosen on {len(null['tune_articles'])} articles; on "
-              f"{report['answerable_questions']} + {report['unanswerable_questions']} questions of "
-              f"{len(null['report_articles'])} others: answered {report['answered']:.3f}, declined "
-              f"{report['abstained']:.3f}; F1 {report['f1_always_answer']} always answering, "
-              f"{report['f1_with_null']} with the null ({seconds['null']:.0f} s)", flush=True)
+        print(
+            f"null span: threshold {null['threshold']} chosen on {len(null['tune_articles'])} articles; on "
+            f"{report['answerable_questions']} + {report['unanswerable_questions']} questions of "
+            f"{len(null['report_articles'])} others: answered {report['answered']:.3f}, declined "
+            f"{report['abstained']:.3f}; F1 {report['f1_always_answer']} always answering, "
+            f"{report['f1_with_null']} with the null ({seconds['null']:.0f} s)",
+            flush=True,
+        )
 
-    result.update(seconds=seconds, threads=threads, lr=args.lr, epochs=args.epochs, sst2_train=args.sst2_train,
-                  parts=parts, smoke=args.smoke)
+    result.update(
+        seconds=seconds,
+        threads=threads,
+        lr=args.lr,
+        epochs=args.epochs,
+        sst2_train=args.sst2_train,
+        parts=parts,
+        smoke=args.smoke,
+    )
     print(json.dumps(result))
     if args.out:
         with open(args.out, "w") as f:

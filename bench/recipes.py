@@ -62,15 +62,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "recipes.json"
 PARTS = ("bert", "gpt", "bilm", "nsp-all", "sst2", "sst2-adapted", "sst2-tuned", "notebook08")
-THREADS = 2                     # the recipes' budget is for 2 cores; every command defaults to 2
+THREADS = 2  # the recipes' budget is for 2 cores; every command defaults to 2
 CHECKPOINT = {"bert": "bert-wikitext2", "gpt": "gpt-wikitext2", "bilm": "bilm-wikitext2"}
 # key → (comparison, target): the budgets, and the scores of the checkpoints committed before issue 20
 # (BERT 20,000 steps on a GPU; the subword GPT 4,000 updates with dropout 0.1; the biLM with dropout 0.1)
-TARGETS = {"bert_minutes": ("<=", 30), "gpt_wikitext_minutes": ("<=", 15), "bilm_minutes": ("<=", 10),
-           "bert_mlm_accuracy": (">=", 0.3867), "bert_nsp_accuracy": (">=", 0.83),
-           "gpt_wikitext_val_loss": ("<=", 4.816),
-           "bilm_valid_ppl_forward": ("<=", 145.67), "bilm_valid_ppl_backward": ("<=", 141.66),
-           "sst2_pretraining_gain": (">=", 3.0)}
+TARGETS = {
+    "bert_minutes": ("<=", 30),
+    "gpt_wikitext_minutes": ("<=", 15),
+    "bilm_minutes": ("<=", 10),
+    "bert_mlm_accuracy": (">=", 0.3867),
+    "bert_nsp_accuracy": (">=", 0.83),
+    "gpt_wikitext_val_loss": ("<=", 4.816),
+    "bilm_valid_ppl_forward": ("<=", 145.67),
+    "bilm_valid_ppl_backward": ("<=", 141.66),
+    "sst2_pretraining_gain": (">=", 3.0),
+}
 
 
 def read_info(directory: Path) -> dict:
@@ -109,10 +115,14 @@ def run_recipe(part: str, out: Path) -> dict:
         raise SystemExit(f"the {name} recipe failed (exit {done.returncode}); its output is above")
     info = read_info(out / name)
     prefix = {"bert": "bert", "gpt": "gpt_wikitext", "bilm": "bilm"}[part]
-    result = {f"{prefix}_minutes": round(minutes, 2), **scores(part, info),
-              "budget_minutes": LAPTOP_BUDGET_MINUTES[name], "command": info.get("command"),
-              "recipe": " ".join(command(name, laptop=True)),
-              "committed": scores(part, committed_info(name))}
+    result = {
+        f"{prefix}_minutes": round(minutes, 2),
+        **scores(part, info),
+        "budget_minutes": LAPTOP_BUDGET_MINUTES[name],
+        "command": info.get("command"),
+        "recipe": " ".join(command(name, laptop=True)),
+        "committed": scores(part, committed_info(name)),
+    }
     print(json.dumps(result), flush=True)
     return result
 
@@ -144,9 +154,12 @@ def notebook08_data(tok) -> dict:
     rows, test = rows[:800], data.read_sst2("test")
     pos_train, pos_test = data.read_ud_pos("train")[:600], data.read_ud_pos("test")[:400]
     tagged = lambda r: bert_tasks.encode_tagged(tok, [w for w, _ in r], [t for _, t in r], max_len=64)
-    return {"sst2_train": bert_tasks.encode_sentences(tok, [t for t, _ in rows], [y for _, y in rows], max_len=48),
-            "sst2_test": bert_tasks.encode_sentences(tok, [t for t, _ in test], [y for _, y in test], max_len=64),
-            "pos_train": tagged(pos_train), "pos_test": tagged(pos_test)}
+    return {
+        "sst2_train": bert_tasks.encode_sentences(tok, [t for t, _ in rows], [y for _, y in rows], max_len=48),
+        "sst2_test": bert_tasks.encode_sentences(tok, [t for t, _ in test], [y for _, y in test], max_len=64),
+        "pos_train": tagged(pos_train),
+        "pos_test": tagged(pos_test),
+    }
 
 
 def notebook08_scores(encoder, sets: dict, device: str = "cpu", seeds: tuple[int, ...] = (0, 1, 2)) -> dict:
@@ -163,16 +176,19 @@ def notebook08_scores(encoder, sets: dict, device: str = "cpu", seeds: tuple[int
     from onehot2gpt.utils import set_seed
 
     n_tags = len(bert_tasks.UPOS_TAGS)
-    heads = {"sst2": (lambda e: BertForSequenceClassification(e, 2), "sequence", "sst2", 3e-4),
-             "pos": (lambda e: BertForTokenClassification(e, n_tags), "token", "pos", 1e-3),
-             "pos_frozen": (lambda e: BertForTokenClassification(e, n_tags, freeze_bert=True), "token", "pos", 3e-3)}
+    heads = {
+        "sst2": (lambda e: BertForSequenceClassification(e, 2), "sequence", "sst2", 3e-4),
+        "pos": (lambda e: BertForTokenClassification(e, n_tags), "token", "pos", 1e-3),
+        "pos_frozen": (lambda e: BertForTokenClassification(e, n_tags, freeze_bert=True), "token", "pos", 3e-3),
+    }
     runs: dict[str, list[float]] = {name: [] for name in heads}
     for seed in seeds:
         for name, (head, task, data, lr) in heads.items():
             set_seed(seed)
             model = head(set_dropout(copy.deepcopy(encoder).cpu(), 0.1)).to(device)
-            bert_tasks.finetune(model, sets[f"{data}_train"], task=task, epochs=2, lr=lr, group_by_length=True,
-                                progress=False)
+            bert_tasks.finetune(
+                model, sets[f"{data}_train"], task=task, epochs=2, lr=lr, group_by_length=True, progress=False
+            )
             runs[name].append(round(bert_tasks.evaluate(model, sets[f"{data}_test"], task)["accuracy"], 4))
     return {**{name: round(sum(v) / len(v), 4) for name, v in runs.items()}, "runs": runs, "seeds": list(seeds)}
 
@@ -181,18 +197,20 @@ def notebook08(bert_dir: Path) -> dict:
     """:func:`notebook08_scores` of the BERT in `bert_dir`, the committed one and a random-init one of
     the same size (seed 0), and the new one's differences from the committed one, in points."""
     import torch
-
     from onehot2gpt.bert import BertModel, load_bert
     from onehot2gpt.subword import WordPieceTokenizer
 
     sets = notebook08_data(WordPieceTokenizer.load(bert_dir / "vocab.txt"))
     new = load_bert(bert_dir).bert
     torch.manual_seed(0)
-    result = {"new_bert": notebook08_scores(new, sets),
-              "committed_bert": notebook08_scores(load_bert(ROOT / "data" / "checkpoints" / CHECKPOINT["bert"]).bert, sets),
-              "random_init": notebook08_scores(BertModel(new.config), sets)}
-    result["new_minus_committed_points"] = {k: round(100 * (result["new_bert"][k] - result["committed_bert"][k]), 1)
-                                            for k in ("sst2", "pos", "pos_frozen")}
+    result = {
+        "new_bert": notebook08_scores(new, sets),
+        "committed_bert": notebook08_scores(load_bert(ROOT / "data" / "checkpoints" / CHECKPOINT["bert"]).bert, sets),
+        "random_init": notebook08_scores(BertModel(new.config), sets),
+    }
+    result["new_minus_committed_points"] = {
+        k: round(100 * (result["new_bert"][k] - result["committed_bert"][k]), 1) for k in ("sst2", "pos", "pos_frozen")
+    }
     return result
 
 
@@ -210,7 +228,6 @@ def _finetune_sst2(encoder, train_x, test_x, epochs: int, lr: float) -> float:
 def sst2_gain(bert_dir: Path, n_train: int = 8000, epochs: int = 2, lr: float = 3e-4) -> dict:
     """SST-2 test accuracy, pre-trained minus random init, in points, for the BERT in `bert_dir`."""
     import torch
-
     from onehot2gpt.bert import BertModel, load_bert
 
     _, _, train_x, test_x = _sst2(bert_dir, n_train)
@@ -219,11 +236,14 @@ def sst2_gain(bert_dir: Path, n_train: int = 8000, epochs: int = 2, lr: float = 
         encoder = load_bert(bert_dir).bert
         if not pretrained:
             torch.manual_seed(0)
-            encoder = BertModel(encoder.config)            # same size, random initialisation
+            encoder = BertModel(encoder.config)  # same size, random initialisation
         accuracy[pretrained] = _finetune_sst2(encoder, train_x, test_x, epochs, lr)
         print(f"SST-2 {'pre-trained' if pretrained else 'random init'}: {accuracy[pretrained]:.4f}", flush=True)
-    return {"pretrained": round(accuracy[True], 4), "random_init": round(accuracy[False], 4),
-            "gain_points": round(100 * (accuracy[True] - accuracy[False]), 2)}
+    return {
+        "pretrained": round(accuracy[True], 4),
+        "random_init": round(accuracy[False], 4),
+        "gain_points": round(100 * (accuracy[True] - accuracy[False]), 2),
+    }
 
 
 ADAPT = {"steps": 1500, "batch_size": 64, "lr": 5e-4, "mask_prob": 0.15}
@@ -235,7 +255,6 @@ def sst2_adapted_gain(bert_dir: Path, n_train: int = 8000, epochs: int = 2, lr: 
     sentences are never read): the Wikipedia BERT adapted, and, to tell the two texts apart, a
     random-init BERT given the same adaptation; both against the random-init BERT with none."""
     import torch
-
     from onehot2gpt.bert import BertForPreTraining, load_bert
     from onehot2gpt.bert_pretraining import adapt_mlm, native_bf16
 
@@ -252,8 +271,11 @@ def sst2_adapted_gain(bert_dir: Path, n_train: int = 8000, epochs: int = 2, lr: 
         minutes[start] = round((time.perf_counter() - began) / 60, 2)
         accuracy[start] = _finetune_sst2(model.bert, train_x, test_x, epochs, lr)
         print(f"SST-2 {start} BERT + adaptation: {accuracy[start]:.4f} ({minutes[start]} min adapting)", flush=True)
-    return {"adapted_pretrained": round(accuracy["wikipedia"], 4), "adapted_random_init": round(accuracy["random"], 4),
-            "adapt": {**ADAPT, "bf16": bf16, "minutes": minutes}}
+    return {
+        "adapted_pretrained": round(accuracy["wikipedia"], 4),
+        "adapted_random_init": round(accuracy["random"], 4),
+        "adapt": {**ADAPT, "bf16": bf16, "minutes": minutes},
+    }
 
 
 def nsp_all_pairs(bert_dir: Path) -> dict:
@@ -271,15 +293,22 @@ def nsp_all_pairs(bert_dir: Path) -> dict:
     result = {}
     for split in ("valid", "test"):
         correct = {}
-        for which, directory in (("new_bert", bert_dir), ("committed_bert", ROOT / "data" / "checkpoints" / CHECKPOINT["bert"])):
+        for which, directory in (
+            ("new_bert", bert_dir),
+            ("committed_bert", ROOT / "data" / "checkpoints" / CHECKPOINT["bert"]),
+        ):
             tok = WordPieceTokenizer.load(directory / "vocab.txt")
             scored = evaluate_nsp(load_bert(directory), tok, tokenize_articles(tok, wikitext_articles(split)))
             correct[which] = scored["correct"]
             result.setdefault(split, {})[which] = round(scored["nsp_accuracy"], 4)
         only_new = int((correct["new_bert"] & ~correct["committed_bert"]).sum())
         only_committed = int((~correct["new_bert"] & correct["committed_bert"]).sum())
-        result[split].update(pairs=len(correct["new_bert"]), only_new_right=only_new, only_committed_right=only_committed,
-                             mcnemar_z=round((only_new - only_committed) / math.sqrt(max(1, only_new + only_committed)), 2))
+        result[split].update(
+            pairs=len(correct["new_bert"]),
+            only_new_right=only_new,
+            only_committed_right=only_committed,
+            mcnemar_z=round((only_new - only_committed) / math.sqrt(max(1, only_new + only_committed)), 2),
+        )
         print(f"NSP on every pair of WikiText-2 {split}: {json.dumps(result[split])}", flush=True)
     return result
 
@@ -294,17 +323,19 @@ def sst2_tuned_gain(bert_dir: Path, n_train: int = 8000, epochs: int = 2) -> dic
     dev split (6,735 sentences, none of them in the 872 test sentences) reported on the test set;
     for the new BERT, the committed one and a random-init one."""
     import torch
-
     from onehot2gpt import bert_tasks, data
     from onehot2gpt.bert import BertForSequenceClassification, BertModel, load_bert, set_dropout
     from onehot2gpt.utils import set_seed
 
     dev = data.read_sst2("dev")
-    starts = {"new_bert": bert_dir, "committed_bert": ROOT / "data" / "checkpoints" / CHECKPOINT["bert"],
-              "random_init": bert_dir}
+    starts = {
+        "new_bert": bert_dir,
+        "committed_bert": ROOT / "data" / "checkpoints" / CHECKPOINT["bert"],
+        "random_init": bert_dir,
+    }
     result = {}
     for which, directory in starts.items():
-        tok, _, train_x, test_x = _sst2(directory, n_train)          # each BERT with its own vocabulary
+        tok, _, train_x, test_x = _sst2(directory, n_train)  # each BERT with its own vocabulary
         dev_x = bert_tasks.encode_sentences(tok, [t for t, _ in dev], [y for _, y in dev], max_len=64)
         runs = []
         for lr in TUNED_GRID["lr"]:
@@ -315,17 +346,24 @@ def sst2_tuned_gain(bert_dir: Path, n_train: int = 8000, epochs: int = 2) -> dic
                     encoder = BertModel(encoder.config)
                 set_seed(0)
                 model = set_dropout(BertForSequenceClassification(encoder, 2), dropout)
-                bert_tasks.finetune(model, train_x, task="sequence", epochs=epochs, lr=lr, progress=False,
-                                    group_by_length=True)
-                runs.append({"lr": lr, "dropout": dropout,
-                             "dev": round(bert_tasks.evaluate(model, dev_x, "sequence")["accuracy"], 4),
-                             "test": round(bert_tasks.evaluate(model, test_x, "sequence")["accuracy"], 4)})
+                bert_tasks.finetune(
+                    model, train_x, task="sequence", epochs=epochs, lr=lr, progress=False, group_by_length=True
+                )
+                runs.append(
+                    {
+                        "lr": lr,
+                        "dropout": dropout,
+                        "dev": round(bert_tasks.evaluate(model, dev_x, "sequence")["accuracy"], 4),
+                        "test": round(bert_tasks.evaluate(model, test_x, "sequence")["accuracy"], 4),
+                    }
+                )
                 print(f"SST-2 {which} lr {lr} dropout {dropout}: {json.dumps(runs[-1])}", flush=True)
         best = max(runs, key=lambda r: r["dev"])
         result[which] = {"chosen": best, "runs": runs}
     for which in ("new_bert", "committed_bert"):
-        result[f"{which}_gain_points"] = round(100 * (result[which]["chosen"]["test"]
-                                                       - result["random_init"]["chosen"]["test"]), 2)
+        result[f"{which}_gain_points"] = round(
+            100 * (result[which]["chosen"]["test"] - result["random_init"]["chosen"]["test"]), 2
+        )
     return result
 
 
@@ -333,15 +371,18 @@ def new_bert(out: Path) -> Path:
     """The folder of the BERT that this run (or the earlier run kept in `out`) trained."""
     bert_dir = out / CHECKPOINT["bert"]
     if not (bert_dir / "config.json").exists():
-        raise SystemExit(f"no BERT in {bert_dir}: run the bert part in the same run, or pass "
-                         f"--keep with the folder of an earlier run")
+        raise SystemExit(
+            f"no BERT in {bert_dir}: run the bert part in the same run, or pass "
+            f"--keep with the folder of an earlier run"
+        )
     return bert_dir
 
 
 def commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -350,9 +391,13 @@ def summary(results: dict) -> dict:
     """The issue's keys from the merged results, with each target and whether it is met."""
     flat = {}
     for part in ("bert", "gpt", "bilm"):
-        flat.update({k: v for k, v in results.get(part, {}).items()
-                     if k.endswith(("_minutes", "_accuracy", "_loss", "_forward", "_backward"))
-                     and k != "budget_minutes"})
+        flat.update(
+            {
+                k: v
+                for k, v in results.get(part, {}).items()
+                if k.endswith(("_minutes", "_accuracy", "_loss", "_forward", "_backward")) and k != "budget_minutes"
+            }
+        )
     if "sst2" in results:
         flat["sst2_pretraining_gain"] = results["sst2"]["new_bert"]["gain_points"]
         flat["sst2_pretraining_gain_committed_bert"] = results["sst2"]["committed_bert"]["gain_points"]
@@ -369,8 +414,12 @@ def summary(results: dict) -> dict:
     for key, (op, target) in TARGETS.items():
         if key in flat:
             met[key] = flat[key] <= target if op == "<=" else flat[key] >= target
-    return {**flat, "targets": {k: f"{op} {t}" for k, (op, t) in TARGETS.items()},
-            "met": met, "not_met": sorted(k for k, ok in met.items() if not ok)}
+    return {
+        **flat,
+        "targets": {k: f"{op} {t}" for k, (op, t) in TARGETS.items()},
+        "met": met,
+        "not_met": sorted(k for k, ok in met.items() if not ok),
+    }
 
 
 def main(argv=None) -> None:
@@ -382,8 +431,7 @@ def main(argv=None) -> None:
 
     set_threads(THREADS)
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    stamp = {"date": datetime.date.today().isoformat(), "commit": commit(), "threads": THREADS,
-             "cpus": os.cpu_count()}
+    stamp = {"date": datetime.date.today().isoformat(), "commit": commit(), "threads": THREADS, "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory() as tmp:
         out = args.keep or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
@@ -394,15 +442,21 @@ def main(argv=None) -> None:
                 RESULTS.write_text(json.dumps(results, indent=1) + "\n")
         if "nsp-all" in args.only:
             start = time.perf_counter()
-            results["nsp_all_pairs"] = {**nsp_all_pairs(new_bert(out)),
-                                        "minutes": round((time.perf_counter() - start) / 60, 2), **stamp}
+            results["nsp_all_pairs"] = {
+                **nsp_all_pairs(new_bert(out)),
+                "minutes": round((time.perf_counter() - start) / 60, 2),
+                **stamp,
+            }
             RESULTS.write_text(json.dumps(results, indent=1) + "\n")
         if "sst2" in args.only:
             bert_dir = new_bert(out)
             start = time.perf_counter()
-            results["sst2"] = {"new_bert": sst2_gain(bert_dir),
-                               "committed_bert": sst2_gain(ROOT / "data" / "checkpoints" / CHECKPOINT["bert"]),
-                               "minutes": round((time.perf_counter() - start) / 60, 2), **stamp}
+            results["sst2"] = {
+                "new_bert": sst2_gain(bert_dir),
+                "committed_bert": sst2_gain(ROOT / "data" / "checkpoints" / CHECKPOINT["bert"]),
+                "minutes": round((time.perf_counter() - start) / 60, 2),
+                **stamp,
+            }
             RESULTS.write_text(json.dumps(results, indent=1) + "\n")
         if "sst2-adapted" in args.only:
             bert_dir = new_bert(out)
@@ -411,21 +465,32 @@ def main(argv=None) -> None:
             start = time.perf_counter()
             adapted = sst2_adapted_gain(bert_dir)
             random_init = results["sst2"]["new_bert"]["random_init"]
-            results["sst2_adapted"] = {**adapted, "random_init": random_init,
-                                       "gain_points": round(100 * (adapted["adapted_pretrained"] - random_init), 2),
-                                       "gain_over_adapted_random_points":
-                                           round(100 * (adapted["adapted_pretrained"] - adapted["adapted_random_init"]), 2),
-                                       "minutes": round((time.perf_counter() - start) / 60, 2), **stamp}
+            results["sst2_adapted"] = {
+                **adapted,
+                "random_init": random_init,
+                "gain_points": round(100 * (adapted["adapted_pretrained"] - random_init), 2),
+                "gain_over_adapted_random_points": round(
+                    100 * (adapted["adapted_pretrained"] - adapted["adapted_random_init"]), 2
+                ),
+                "minutes": round((time.perf_counter() - start) / 60, 2),
+                **stamp,
+            }
             RESULTS.write_text(json.dumps(results, indent=1) + "\n")
         if "sst2-tuned" in args.only:
             start = time.perf_counter()
-            results["sst2_tuned"] = {**sst2_tuned_gain(new_bert(out)),
-                                     "minutes": round((time.perf_counter() - start) / 60, 2), **stamp}
+            results["sst2_tuned"] = {
+                **sst2_tuned_gain(new_bert(out)),
+                "minutes": round((time.perf_counter() - start) / 60, 2),
+                **stamp,
+            }
             RESULTS.write_text(json.dumps(results, indent=1) + "\n")
         if "notebook08" in args.only:
             start = time.perf_counter()
-            results["notebook08"] = {**notebook08(new_bert(out)),
-                                     "minutes": round((time.perf_counter() - start) / 60, 2), **stamp}
+            results["notebook08"] = {
+                **notebook08(new_bert(out)),
+                "minutes": round((time.perf_counter() - start) / 60, 2),
+                **stamp,
+            }
             RESULTS.write_text(json.dumps(results, indent=1) + "\n")
     print(json.dumps(summary(results)))
 

@@ -38,17 +38,21 @@ import time
 from pathlib import Path
 
 import torch
-
 from onehot2gpt import data
 from onehot2gpt.checkpoints import checkpoint_path
 from onehot2gpt.elmo import ElmoFeatures, load_bilm
 from onehot2gpt.ulmfit import ABLATION_SETTINGS, classifier_accuracy, finetune_classifier, load_ablation
 from onehot2gpt.utils import set_threads
 
-KEYS = {"ULMFiT (all three)": "ulmfit_full", "without discriminative rates": "without_discriminative",
-        "without STLR (constant rate)": "without_stlr", "without gradual unfreezing": "without_gradual",
-        "none of the three": "none_of_three", "LM frozen, head only": "frozen_head_only",
-        "ULMFiT on a random-init LM": "random_init"}
+KEYS = {
+    "ULMFiT (all three)": "ulmfit_full",
+    "without discriminative rates": "without_discriminative",
+    "without STLR (constant rate)": "without_stlr",
+    "without gradual unfreezing": "without_gradual",
+    "none of the three": "none_of_three",
+    "LM frozen, head only": "frozen_head_only",
+    "ULMFiT on a random-init LM": "random_init",
+}
 RECIPE = {"train_sentences": 800, "min_words": 5, "epochs": 4, "batch_size": 32, "lr_top": 1e-2}
 
 
@@ -86,30 +90,44 @@ def main(argv: list[str] | None = None) -> dict:
     for name, switches in ABLATION_SETTINGS.items():
         accuracy[name] = []
         for seed in args.seeds:
-            model = finetune_classifier(bilm, train_ids, train_mask, train_y, seed=seed, lr_top=recipe["lr_top"],
-                                        epochs=recipe["epochs"], batch_size=recipe["batch_size"], **switches)
+            model = finetune_classifier(
+                bilm,
+                train_ids,
+                train_mask,
+                train_y,
+                seed=seed,
+                lr_top=recipe["lr_top"],
+                epochs=recipe["epochs"],
+                batch_size=recipe["batch_size"],
+                **switches,
+            )
             accuracy[name].append(round(classifier_accuracy(model, test_ids, test_mask, test_y), 6))
             print(f"{name:30} seed {seed}: test accuracy {accuracy[name][-1]:.3f}", flush=True)
     seconds = time.perf_counter() - start
     record = {KEYS[name]: round(sum(a) / len(a), 4) for name, a in accuracy.items()}
-    record.update({
-        "seeds": args.seeds,
-        "accuracy": accuracy,
-        "largest_seed_gap": round(max(max(a) - min(a) for a in accuracy.values()), 4),
-        "recipe": recipe,
-        "train_sentences": len(train_y), "test_sentences": len(test_y),
-        "seconds": round(seconds, 1), "threads": args.threads,
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "torch": torch.__version__,
-        "command": "python " + " ".join(["bench/ulmfit.py", *(argv if argv is not None else sys.argv[1:])]),
-        "smoke": args.smoke,
-    })
+    record.update(
+        {
+            "seeds": args.seeds,
+            "accuracy": accuracy,
+            "largest_seed_gap": round(max(max(a) - min(a) for a in accuracy.values()), 4),
+            "recipe": recipe,
+            "train_sentences": len(train_y),
+            "test_sentences": len(test_y),
+            "seconds": round(seconds, 1),
+            "threads": args.threads,
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+            "torch": torch.__version__,
+            "command": "python " + " ".join(["bench/ulmfit.py", *(argv if argv is not None else sys.argv[1:])]),
+            "smoke": args.smoke,
+        }
+    )
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=args.out.parent, suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
         try:
-            load_ablation(tmp)                      # what the notebook will read must be readable
+            load_ablation(tmp)  # what the notebook will read must be readable
         except ValueError:
             os.unlink(tmp)
             raise

@@ -30,7 +30,6 @@ import platform
 import time
 
 import torch
-
 from onehot2gpt import data
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word2vec import WordVectors, train_word2vec
@@ -40,8 +39,7 @@ SETTINGS = dict(dim=100, window=5, negative=5, min_count=5, sample=1e-3, lr=0.02
 
 def train_ours(sentences, epochs: int, threads: int) -> tuple[WordVectors, float]:
     start = time.perf_counter()
-    wv = train_word2vec(sentences, epochs=epochs, threads=threads, model="skipgram", progress=False,
-                        **SETTINGS)
+    wv = train_word2vec(sentences, epochs=epochs, threads=threads, model="skipgram", progress=False, **SETTINGS)
     return wv, time.perf_counter() - start
 
 
@@ -49,12 +47,23 @@ def train_gensim(sentences, epochs: int, threads: int) -> tuple[WordVectors, flo
     from gensim.models import Word2Vec
 
     start = time.perf_counter()
-    model = Word2Vec(sentences, sg=1, hs=0, vector_size=SETTINGS["dim"], window=SETTINGS["window"],
-                     negative=SETTINGS["negative"], min_count=SETTINGS["min_count"],
-                     sample=SETTINGS["sample"], alpha=SETTINGS["lr"], min_alpha=SETTINGS["min_lr"],
-                     seed=SETTINGS["seed"], epochs=epochs, workers=threads)
+    model = Word2Vec(
+        sentences,
+        sg=1,
+        hs=0,
+        vector_size=SETTINGS["dim"],
+        window=SETTINGS["window"],
+        negative=SETTINGS["negative"],
+        min_count=SETTINGS["min_count"],
+        sample=SETTINGS["sample"],
+        alpha=SETTINGS["lr"],
+        min_alpha=SETTINGS["min_lr"],
+        seed=SETTINGS["seed"],
+        epochs=epochs,
+        workers=threads,
+    )
     seconds = time.perf_counter() - start
-    words = list(model.wv.index_to_key)                       # most frequent first, like ours
+    words = list(model.wv.index_to_key)  # most frequent first, like ours
     counts = {w: int(model.wv.get_vecattr(w, "count")) for w in words}
     return WordVectors(torch.from_numpy(model.wv.vectors.copy()), Vocab(words, counts, specials=())), seconds
 
@@ -73,38 +82,53 @@ def main() -> None:
 
     sentences = data.wikitext_sentences("train", lower=True)
     questions, pairs = data.read_analogies(), data.read_wordsim353()
-    print(f"WikiText-2 train: {len(sentences):,} paragraphs, {sum(map(len, sentences)):,} tokens; "
-          f"torch {torch.__version__}, gensim {gensim.__version__}, {os.cpu_count()} CPUs "
-          f"({platform.processor() or platform.machine()}), {args.threads} threads each")
+    print(
+        f"WikiText-2 train: {len(sentences):,} paragraphs, {sum(map(len, sentences)):,} tokens; "
+        f"torch {torch.__version__}, gensim {gensim.__version__}, {os.cpu_count()} CPUs "
+        f"({platform.processor() or platform.machine()}), {args.threads} threads each"
+    )
 
-    results: dict[str, dict[str, list[float]]] = {name: {"seconds": [], "analogy": [], "wordsim": []}
-                                                   for name in ("ours", "gensim")}
+    results: dict[str, dict[str, list[float]]] = {
+        name: {"seconds": [], "analogy": [], "wordsim": []} for name in ("ours", "gensim")
+    }
     for repeat in range(args.repeats):
         order = [("gensim", train_gensim), ("ours", train_ours)]
         for name, train in order if repeat % 2 == 0 else order[::-1]:
             wv, seconds = train(sentences, args.epochs, args.threads)
             analogy = wv.evaluate_analogies(questions, restrict_vocab=30000)
             wordsim = wv.evaluate_wordsim(pairs)
-            for key, value in (("seconds", seconds), ("analogy", analogy["accuracy"]),
-                               ("wordsim", wordsim["spearman"])):
+            for key, value in (
+                ("seconds", seconds),
+                ("analogy", analogy["accuracy"]),
+                ("wordsim", wordsim["spearman"]),
+            ):
                 results[name][key].append(value)
-            print(f"{name:>6}: {seconds:5.1f} s, {len(wv):,} words; analogies {analogy['accuracy']:.4f} "
-                  f"({analogy['n_used']:,}/{analogy['n_total']:,} questions used); "
-                  f"WordSim-353 Spearman {wordsim['spearman']:.4f} ({wordsim['n_used']}/{wordsim['n_total']} pairs)")
+            print(
+                f"{name:>6}: {seconds:5.1f} s, {len(wv):,} words; analogies {analogy['accuracy']:.4f} "
+                f"({analogy['n_used']:,}/{analogy['n_total']:,} questions used); "
+                f"WordSim-353 Spearman {wordsim['spearman']:.4f} ({wordsim['n_used']}/{wordsim['n_total']} pairs)"
+            )
 
     best = {name: min(r["seconds"]) for name, r in results.items()}
     mean = {name: {k: sum(v) / len(v) for k, v in r.items()} for name, r in results.items()}
     summary = {
-        "ours_seconds": round(best["ours"], 2), "gensim_seconds": round(best["gensim"], 2),
-        "ours_analogy": round(mean["ours"]["analogy"], 4), "gensim_analogy": round(mean["gensim"]["analogy"], 4),
-        "ours_wordsim": round(mean["ours"]["wordsim"], 4), "gensim_wordsim": round(mean["gensim"]["wordsim"], 4),
+        "ours_seconds": round(best["ours"], 2),
+        "gensim_seconds": round(best["gensim"], 2),
+        "ours_analogy": round(mean["ours"]["analogy"], 4),
+        "gensim_analogy": round(mean["gensim"]["analogy"], 4),
+        "ours_wordsim": round(mean["ours"]["wordsim"], 4),
+        "gensim_wordsim": round(mean["gensim"]["wordsim"], 4),
         "time_ratio": round(best["ours"] / best["gensim"], 3),
-        "epochs": args.epochs, "threads": args.threads, "repeats": args.repeats,
+        "epochs": args.epochs,
+        "threads": args.threads,
+        "repeats": args.repeats,
         "timed": "vocabulary building + training, from token lists to vectors",
     }
-    print(f"ours / gensim time: {summary['time_ratio']:.2f}x; analogy difference "
-          f"{summary['ours_analogy'] - summary['gensim_analogy']:+.4f}, WordSim difference "
-          f"{summary['ours_wordsim'] - summary['gensim_wordsim']:+.4f}")
+    print(
+        f"ours / gensim time: {summary['time_ratio']:.2f}x; analogy difference "
+        f"{summary['ours_analogy'] - summary['gensim_analogy']:+.4f}, WordSim difference "
+        f"{summary['ours_wordsim'] - summary['gensim_wordsim']:+.4f}"
+    )
     print(json.dumps(summary))
 
 

@@ -41,7 +41,6 @@ import time
 from pathlib import Path
 
 import torch
-
 from onehot2gpt import zero_shot as zs
 from onehot2gpt.utils import set_threads
 
@@ -51,9 +50,13 @@ def main(argv=None):
     p.add_argument("--train", action="store_true", help="train the four models anew first")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="tiny models, a few updates: checks the script")
-    p.add_argument("--out", type=Path, default=None,
-                   help="where to write the JSON (default: bench/results/zero_shot.json; "
-                        "with --smoke, bench/results/zero_shot_smoke.json)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where to write the JSON (default: bench/results/zero_shot.json; "
+        "with --smoke, bench/results/zero_shot_smoke.json)",
+    )
     args = p.parse_args(argv)
     out = args.out or Path("bench/results") / ("zero_shot_smoke.json" if args.smoke else "zero_shot.json")
     threads = set_threads(args.threads)
@@ -64,27 +67,41 @@ def main(argv=None):
         if args.train or args.smoke:
             overrides = dict(n_layers=1, d_model=32, n_heads=2) if args.smoke else None
             recipe = dict(iters=5, warmup=1) if args.smoke else None
-            model, history = zs.train_variant(s, share, config_overrides=overrides, recipe=recipe,
-                                              progress=False)
-            extra[zs.share_text(share)] = {"train_seconds": round(history["train_seconds"], 1),
-                                           "ms_per_iter": round(history["ms_per_iter"], 1)}
+            model, history = zs.train_variant(s, share, config_overrides=overrides, recipe=recipe, progress=False)
+            extra[zs.share_text(share)] = {
+                "train_seconds": round(history["train_seconds"], 1),
+                "ms_per_iter": round(history["ms_per_iter"], 1),
+            }
             tokenizer = s.tokenizer
         else:
             model, tokenizer = zs.load_course_models([share])[share]
         table = zs.evaluate(model, tokenizer, s.tests)
-        results[zs.share_text(share)] = {test: {mode: {k: round(v, 4) for k, v in row.items()}
-                                                for mode, row in modes.items()}
-                                         for test, modes in table.items()}
-        print(f"Q/A share {zs.share_text(share):>4}: " + "; ".join(
-            f"{test} read {r['zero']['read']:.0%}/{r['few']['read']:.0%}"
-            + (f" memorised {r['zero']['memorised']:.0%}/{r['few']['memorised']:.0%}" if test != "qa_new" else "")
-            for test, r in table.items()) + "  (zero-/few-shot)", flush=True)
-    result = {"results": results, "items_per_test": {t: len(v) for t, v in s.tests.items()},
-              "source": "smoke" if args.smoke else "trained" if args.train else "checkpoints",
-              "training": extra or None, "seconds": round(time.time() - start, 1), "threads": threads,
-              "torch": torch.__version__,
-              "command": "python bench/zero_shot.py" + (" --train" if args.train else "")
-                         + (" --smoke" if args.smoke else "")}
+        results[zs.share_text(share)] = {
+            test: {mode: {k: round(v, 4) for k, v in row.items()} for mode, row in modes.items()}
+            for test, modes in table.items()
+        }
+        print(
+            f"Q/A share {zs.share_text(share):>4}: "
+            + "; ".join(
+                f"{test} read {r['zero']['read']:.0%}/{r['few']['read']:.0%}"
+                + (f" memorised {r['zero']['memorised']:.0%}/{r['few']['memorised']:.0%}" if test != "qa_new" else "")
+                for test, r in table.items()
+            )
+            + "  (zero-/few-shot)",
+            flush=True,
+        )
+    result = {
+        "results": results,
+        "items_per_test": {t: len(v) for t, v in s.tests.items()},
+        "source": "smoke" if args.smoke else "trained" if args.train else "checkpoints",
+        "training": extra or None,
+        "seconds": round(time.time() - start, 1),
+        "threads": threads,
+        "torch": torch.__version__,
+        "command": "python bench/zero_shot.py"
+        + (" --train" if args.train else "")
+        + (" --smoke" if args.smoke else ""),
+    }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result))

@@ -24,21 +24,30 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-
-from onehot2gpt.exercises import cell_tags
 from one_run import is_solved_copy, one_run_notebook
+from onehot2gpt.exercises import cell_tags
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "tests" / "screenshots"
 CHROMIUM = os.environ.get("ONEHOT2GPT_CHROMIUM", "/usr/bin/chromium")
 # Flags that work as root in a container (and keep Chromium from calling home).
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-quic", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-sync",
+]
 # Where bertviz's own pages load their scripts from. Every request outside 127.0.0.1 is blocked, these
 # too: the course's views, bertviz_view's pages among them (onehot2gpt.vendor), need no network.
-BERTVIZ_SCRIPTS = ("https://cdnjs.cloudflare.com/ajax/libs/require.js/",
-                   "https://cdnjs.cloudflare.com/ajax/libs/d3/",
-                   "https://cdnjs.cloudflare.com/ajax/libs/jquery/")
+BERTVIZ_SCRIPTS = (
+    "https://cdnjs.cloudflare.com/ajax/libs/require.js/",
+    "https://cdnjs.cloudflare.com/ajax/libs/d3/",
+    "https://cdnjs.cloudflare.com/ajax/libs/jquery/",
+)
 # JupyterLab settings for a test: every cell in the DOM (no virtual scrolling), never save the
 # notebook, no pop-ups asking about news or updates, no extension manager searching PyPI.
 LAB_SETTINGS = {
@@ -88,6 +97,7 @@ def exact(text: str) -> re.Pattern:
 
 # -- the server ---------------------------------------------------------------------------------
 
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -114,29 +124,42 @@ class JupyterLab:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(json.dumps(values))
         env = dict(os.environ)
-        env.update({
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
-            "JUPYTER_CONFIG_DIR": str(self.home / "config"),    # ignore the user's Jupyter config
-            "JUPYTER_RUNTIME_DIR": str(self.home / "runtime"),
-            "JUPYTER_DATA_DIR": str(self.home / "data"),        # the notebook-signing key goes here
-            "HF_HUB_OFFLINE": "1",                              # the kernels never download models
-            "PYTHONUNBUFFERED": "1",
-        })
+        env.update(
+            {
+                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+                "JUPYTER_CONFIG_DIR": str(self.home / "config"),  # ignore the user's Jupyter config
+                "JUPYTER_RUNTIME_DIR": str(self.home / "runtime"),
+                "JUPYTER_DATA_DIR": str(self.home / "data"),  # the notebook-signing key goes here
+                "HF_HUB_OFFLINE": "1",  # the kernels never download models
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         env.setdefault("OMP_NUM_THREADS", "2")
-        command = [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser",
-                   "--ip=127.0.0.1", f"--port={self.port}", f"--IdentityProvider.token={self.token}",
-                   "--ServerApp.port_retries=0", f"--ServerApp.root_dir={self.root}",
-                   f"--LabApp.user_settings_dir={settings}",
-                   f"--LabApp.workspaces_dir={self.home / 'workspaces'}",
-                   "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+        command = [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--allow-root",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={self.port}",
+            f"--IdentityProvider.token={self.token}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={self.root}",
+            f"--LabApp.user_settings_dir={settings}",
+            f"--LabApp.workspaces_dir={self.home / 'workspaces'}",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ]
         with open(self.log, "wb") as log:
-            self.process = subprocess.Popen(command, cwd=self.root, env=env, stdout=log,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.process = subprocess.Popen(
+                command, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
 
         def ready():
             if self.process.poll() is not None:
-                raise AssertionError(f"jupyter lab exited with code {self.process.returncode}:\n"
-                                     f"{self.log_text()[-3000:]}")
+                raise AssertionError(
+                    f"jupyter lab exited with code {self.process.returncode}:\n{self.log_text()[-3000:]}"
+                )
             try:
                 return self.api("GET", "api/status")
             except (urllib.error.URLError, ConnectionError, OSError):
@@ -160,8 +183,9 @@ class JupyterLab:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def api(self, method: str, path: str):
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/{path}", method=method,
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()
         return json.loads(body) if body else {}
@@ -181,12 +205,14 @@ class JupyterLab:
 
 def block_the_internet(context):
     """Abort every request a page makes outside 127.0.0.1."""
+
     def handle(route):
         url = route.request.url
         if urlparse(url).hostname in ("127.0.0.1", None):
             route.continue_()
         else:
             route.abort("blockedbyclient")
+
     context.route(re.compile(r"^https?://(?!127\.0\.0\.1[:/])"), handle)
 
 
@@ -226,6 +252,7 @@ def copy_notebooks(dest: Path) -> Path:
 
 # -- one notebook in the browser ----------------------------------------------------------------
 
+
 class LabPage:
     """One browser tab with JupyterLab loaded once, in its own workspace; the notebooks open and
     close in it one after another as a student's do (File → Open from Path…, File → Close All
@@ -262,7 +289,7 @@ class LabPage:
                 dialog = self.page.locator(".jp-Dialog")
                 try:
                     dialog.first.wait_for(timeout=1000)
-                except Exception:      # Playwright's timeout: no (more) dialog
+                except Exception:  # Playwright's timeout: no (more) dialog
                     break
                 discard = dialog.locator(".jp-Dialog-button", has_text=exact("Discard"))
                 (discard if discard.count() else dialog.locator(".jp-Dialog-button.jp-mod-accept")).first.click()
@@ -304,15 +331,21 @@ class Notebook:
         first_cell.wait_for(timeout=timeout * 1000)
         panels = self.page.locator(".jp-NotebookPanel").count()
         assert panels == 1, f"{self.path}: {panels} notebooks open in the tab, expected this one only"
-        wait_until(lambda: self.kernel_state() == "idle", timeout,
-                   lambda: f"the kernel of {self.path} to start (state {self.kernel_state_or_none()!r})")
+        wait_until(
+            lambda: self.kernel_state() == "idle",
+            timeout,
+            lambda: f"the kernel of {self.path} to start (state {self.kernel_state_or_none()!r})",
+        )
         # The frontend's own view of the kernel (toolbar indicator) must be idle too.
         self.wait_frontend_idle(timeout)
 
     def close(self):
         try:
-            for event, handler in (("request", self._on_request), ("response", self._on_response),
-                                   ("requestfailed", self._on_failed)):
+            for event, handler in (
+                ("request", self._on_request),
+                ("response", self._on_response),
+                ("requestfailed", self._on_failed),
+            ):
                 self.page.remove_listener(event, handler)
             self.lab_page.clear()
         finally:
@@ -332,16 +365,22 @@ class Notebook:
 
     def wait_frontend_idle(self, timeout: float):
         indicator = self.page.locator(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator")
-        wait_until(lambda: indicator.first.get_attribute("data-status") == "idle", timeout,
-                   "JupyterLab's kernel indicator to say idle")
+        wait_until(
+            lambda: indicator.first.get_attribute("data-status") == "idle",
+            timeout,
+            "JupyterLab's kernel indicator to say idle",
+        )
 
     def assert_kernel_alive(self, timeout: float = 60):
         """The kernel answered, is idle, and JupyterLab shows no 'kernel died/restarting' dialog."""
         dialogs = self.page.locator(".jp-Dialog")
         if dialogs.count():
             raise AssertionError(f"{self.path}: JupyterLab shows a dialog: {dialogs.first.inner_text()!r}")
-        wait_until(lambda: self.kernel_state() == "idle", timeout,
-                   lambda: f"the kernel of {self.path} to be idle (state {self.kernel_state_or_none()!r})")
+        wait_until(
+            lambda: self.kernel_state() == "idle",
+            timeout,
+            lambda: f"the kernel of {self.path} to be idle (state {self.kernel_state_or_none()!r})",
+        )
         self.wait_frontend_idle(timeout)
 
     # -- figures -----------------------------------------------------------------------------
@@ -374,8 +413,11 @@ class Notebook:
         traceback in any other cell ends the wait."""
         self.page.locator(".lm-MenuBar-itemLabel", has_text=exact("Run")).click()
         self.page.locator(".lm-Menu-itemLabel", has_text=exact("Run All Cells")).click()
-        wait_until(lambda: any("*" in p for p in self.prompts()), 30,
-                   "JupyterLab to queue the cells ([*] prompts) after Run All Cells")
+        wait_until(
+            lambda: any("*" in p for p in self.prompts()),
+            30,
+            "JupyterLab to queue the cells ([*] prompts) after Run All Cells",
+        )
 
         def finished():
             # One call into the page every 2 s, reading textContent (no layout, unlike innerText):
@@ -394,22 +436,22 @@ class Notebook:
         try:
             wait_until(finished, timeout, f"all cells of {self.path} to run", interval=2.0)
         except AssertionError:
-            running = self.page.locator(".jp-CodeCell", has=self.page.locator(".jp-InputPrompt",
-                                                                               has_text="[*]")).first
+            running = self.page.locator(".jp-CodeCell", has=self.page.locator(".jp-InputPrompt", has_text="[*]")).first
             source = running.locator(".jp-InputArea-editor").inner_text() if running.count() else "?"
-            raise AssertionError(f"{self.path}: cells still running after {timeout:.0f} s; the first "
-                                 f"one starts {source[:200]!r}") from None
+            raise AssertionError(
+                f"{self.path}: cells still running after {timeout:.0f} s; the first one starts {source[:200]!r}"
+            ) from None
         numbers = [int(m[1]) for p in self.prompts() if (m := re.search(r"\[(\d+)\]", p))]
         assert numbers == list(range(1, n_code_cells + 1)), (
             f"{self.path}: Run All Cells should run its {n_code_cells} code cells once each, in order, "
             f"in a fresh kernel; the prompts read {self.prompts()}; the last traceback in the page: "
-            f"{(self.tracebacks() or ['none'])[-1][-1500:]}")
+            f"{(self.tracebacks() or ['none'])[-1][-1500:]}"
+        )
         self.assert_kernel_alive()
 
     def cell(self, source: str):
         """The code cell whose source contains `source` (exactly one)."""
-        cells = self.page.locator(".jp-CodeCell").filter(
-            has=self.page.locator(".jp-InputArea-editor", has_text=source))
+        cells = self.page.locator(".jp-CodeCell").filter(has=self.page.locator(".jp-InputArea-editor", has_text=source))
         assert cells.count() == 1, f"{self.path}: {cells.count()} code cells contain {source!r}"
         return cells.first
 
@@ -435,8 +477,11 @@ class Notebook:
     def tracebacks(self, where=None) -> list[str]:
         """The outputs inside `where` (default: the notebook) that show a Python traceback."""
         where = where or self.page.locator(".jp-Notebook")
-        return [t for t in where.locator(".jp-OutputArea-output").all_inner_texts()
-                if "Traceback (most recent call last)" in t]
+        return [
+            t
+            for t in where.locator(".jp-OutputArea-output").all_inner_texts()
+            if "Traceback (most recent call last)" in t
+        ]
 
     def assert_no_traceback(self, where=None, log_console: bool = False, besides: list[str] = ()):
         """No Python traceback in the outputs inside `where` (default: the notebook) other than
@@ -460,7 +505,7 @@ class Notebook:
                 return None
             try:
                 return json.loads(file.read_text(encoding="utf-8"))
-            except json.JSONDecodeError:          # caught while the server writes it
+            except json.JSONDecodeError:  # caught while the server writes it
                 return None
 
         return wait_until(saved, timeout, f"JupyterLab to save {self.path}")
@@ -475,6 +520,7 @@ class Notebook:
 
 
 # -- controls inside one widget, found by their descriptions -------------------------------------
+
 
 def control(root, kind: str, label: str):
     """The ``.widget-<kind>`` control inside widget `root` whose description is `label`."""

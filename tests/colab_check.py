@@ -25,15 +25,31 @@ def pinned() -> dict[str, str]:
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--dry-run", "--report", str(report),
-                        "-e", f"{ROOT}[hf]"], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--dry-run",
+                "--report",
+                str(report),
+                "-e",
+                f"{ROOT}[hf]",
+            ],
+            check=True,
+        )
         plan = json.loads(report.read_text())["install"]
     changed = {re.sub(r"[-_.]+", "-", p["metadata"]["name"]).lower(): p["metadata"]["version"] for p in plan}
     clashes = {name: (version, changed[name]) for name, version in pinned().items() if name in changed}
     if clashes:
         for name, (colab, ours) in sorted(clashes.items()):
-            print(f"installing the course would replace Colab's {name} {colab} with {ours}: lower the bound "
-                  f"in pyproject.toml", file=sys.stderr)
+            print(
+                f"installing the course would replace Colab's {name} {colab} with {ours}: lower the bound "
+                f"in pyproject.toml",
+                file=sys.stderr,
+            )
         return 1
     added = sorted(f"{n} {v}" for n, v in changed.items() if n != "onehot2gpt")
     print(f"installing the course keeps all {len(pinned())} Colab-pinned packages; it adds: {', '.join(added)}")

@@ -15,7 +15,6 @@ back is seen to work on ipywidgets 7. Screenshots go to tests/screenshots/classi
 
 import json
 import os
-import re
 import secrets
 import subprocess
 import sys
@@ -24,15 +23,23 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
-from browser_helpers import (CHROMIUM, CHROMIUM_ARGS, ROOT, SCREENSHOTS, block_the_internet, copy_notebooks,
-                             free_port, type_text, wait_until)
-
+from browser_helpers import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ROOT,
+    SCREENSHOTS,
+    block_the_internet,
+    copy_notebooks,
+    free_port,
+    type_text,
+    wait_until,
+)
 from playwright.sync_api import sync_playwright
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")
-                   if WIDGET_MIME in p.read_text(encoding="utf-8"))
+NOTEBOOKS = sorted(
+    p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb") if WIDGET_MIME in p.read_text(encoding="utf-8")
+)
 RUN_ALL_S = 900
 CLASSES = "() => Array.from(document.querySelectorAll('.output_subarea'), e => e.className).slice(0, 40)"
 
@@ -40,28 +47,53 @@ CLASSES = "() => Array.from(document.querySelectorAll('.output_subarea'), e => e
 def widget_cells(path: Path) -> int:
     """How many code cells of the stored notebook display a widget."""
     nb = json.loads(path.read_text(encoding="utf-8"))
-    return sum(any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))
-               for c in nb["cells"] if c["cell_type"] == "code")
+    return sum(
+        any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))
+        for c in nb["cells"]
+        if c["cell_type"] == "code"
+    )
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    import notebook
     import ipywidgets
-    assert notebook.__version__.startswith("6.5") and ipywidgets.__version__ == "7.7.1", \
+    import notebook
+
+    assert notebook.__version__.startswith("6.5") and ipywidgets.__version__ == "7.7.1", (
         "run this in the Colab-pinned environment: make test-colab"
+    )
     home = tmp_path_factory.mktemp("classic")
     root = copy_notebooks(home)
     port, token = free_port(), secrets.token_hex(16)
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTER_CONFIG_DIR=str(home / "config"),
-               HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1",
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    env = dict(
+        os.environ,
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        HF_HUB_OFFLINE="1",
+        PYTHONUNBUFFERED="1",
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
     env.setdefault("OMP_NUM_THREADS", "2")
     log = open(home / "notebook.log", "wb")
-    process = subprocess.Popen([sys.executable, "-m", "notebook", "--allow-root", "--no-browser", "--ip=127.0.0.1",
-                                f"--port={port}", f"--NotebookApp.token={token}", "--NotebookApp.port_retries=0",
-                                f"--NotebookApp.notebook_dir={root}"], cwd=root, env=env, stdout=log,
-                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "notebook",
+            "--allow-root",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--NotebookApp.token={token}",
+            "--NotebookApp.port_retries=0",
+            f"--NotebookApp.notebook_dir={root}",
+        ],
+        cwd=root,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
 
     def up():
         try:
@@ -69,7 +101,9 @@ def server(tmp_path_factory):
                 return True
         except OSError:
             return process.poll() is not None and (_ for _ in ()).throw(
-                AssertionError((home / "notebook.log").read_text(errors="replace")[-3000:]))
+                AssertionError((home / "notebook.log").read_text(errors="replace")[-3000:])
+            )
+
     wait_until(up, 120, "the classic notebook server to answer")
     yield f"http://127.0.0.1:{port}", token
     process.terminate()
@@ -101,19 +135,25 @@ def test_widget_notebook_runs_and_draws_its_widgets_in_classic_notebook(server, 
     page.locator("#run_all_cells").click()
     wait_until(lambda: any("*" in p for p in prompts(page)), 30, "the cells to be queued after Run All")
     start = time.monotonic()
-    wait_until(lambda: not any("*" in p for p in prompts(page)), RUN_ALL_S, f"all cells of {path.name} to run",
-               interval=1.0)
+    wait_until(
+        lambda: not any("*" in p for p in prompts(page)), RUN_ALL_S, f"all cells of {path.name} to run", interval=1.0
+    )
     page.locator("#kernel_indicator_icon.kernel_idle_icon").wait_for(timeout=60_000)
     errors = page.locator(".output_error").all_inner_texts()
     assert not errors, f"{path.name}: a cell failed in the classic notebook:\n{errors[0][-2500:]}"
-    expected = widget_cells(path)           # widgets and tqdm's progress bars (ipywidgets HBoxes)
+    expected = widget_cells(path)  # widgets and tqdm's progress bars (ipywidgets HBoxes)
     views = page.locator(".output_area:has(.output_subarea .jupyter-widgets)")
-    wait_until(lambda: views.count() >= expected, 60,
-               lambda: f"{expected} outputs with a drawn widget in {path.name} (found {views.count()}; "
-                       f"output classes {page.evaluate(CLASSES)})")
+    wait_until(
+        lambda: views.count() >= expected,
+        60,
+        lambda: (
+            f"{expected} outputs with a drawn widget in {path.name} (found {views.count()}; "
+            f"output classes {page.evaluate(CLASSES)})"
+        ),
+    )
     text = page.locator("#notebook-container").inner_text()
     assert "Error displaying widget" not in text and "Loading widget..." not in text, text[-2000:]
-    if path.stem == "01_onehot":                 # one round trip browser → kernel → browser
+    if path.stem == "01_onehot":  # one round trip browser → kernel → browser
         root = page.locator(".output_subarea .widget-vbox").first
         type_text(root, "Sentence", "The quokka paid the bank.")
         wait_until(lambda: "quokka" in root.inner_text(), 60, "the token explorer's answer")

@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from onehot2gpt import exercises
 
 

@@ -25,7 +25,7 @@ def top_k_lowest_ids(logits, k):
     k largest logits of each row, a tie going to the lower id; -inf elsewhere."""
     out = logits.clone()
     for row in out.view(-1, out.shape[-1]):
-        ranked = sorted(range(len(row)), key=lambda i: (-float(row[i]), i))   # a tie: lower id first
+        ranked = sorted(range(len(row)), key=lambda i: (-float(row[i]), i))  # a tie: lower id first
         for i in ranked[k:]:
             row[i] = float("-inf")
     return out

@@ -26,17 +26,32 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import nbformat
-from nbval.plugin import (IPyNbCell, coalesce_streams, find_comment_markers, find_metadata_tags,
-                          _trim_base64, get_sanitize_patterns, nocolors)
-
+from nbval.plugin import (
+    IPyNbCell,
+    _trim_base64,
+    coalesce_streams,
+    find_comment_markers,
+    find_metadata_tags,
+    get_sanitize_patterns,
+    nocolors,
+)
 from onehot2gpt.exercises import cell_tags
 
 ROOT = Path(__file__).resolve().parents[1]
 SANITIZE = ROOT / "tests" / "sanitize.cfg"
 # The keys nbval leaves out of a comparison (nbval.plugin.IPyNbFile.__init__, without --nbdime).
-SKIP_COMPARE = ("metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
-                "application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg")
-SOLVED = "-solved"          # the id suffix of a solution cell, or a check run again, added to a run
+SKIP_COMPARE = (
+    "metadata",
+    "traceback",
+    "prompt_number",
+    "output_type",
+    "name",
+    "execution_count",
+    "application/vnd.jupyter.widget-view+json",
+    "image/png",
+    "image/jpeg",
+)
+SOLVED = "-solved"  # the id suffix of a solution cell, or a check run again, added to a run
 WRAPPERS = ("yours_or", "yours_if_solved")
 
 
@@ -64,9 +79,10 @@ def one_run_notebook(course: dict, student: dict) -> dict:
             continue
         check = by_id.get(cell.get("id"))
         assert check is not None, f"the student version's check cell {cell.get('id')} is not in the course notebook"
-        before = [c for c in course["cells"][:ids.index(cell.get("id"))] if c["cell_type"] == "code"]
-        assert before and "exercise" in cell_tags(before[-1]), \
+        before = [c for c in course["cells"][: ids.index(cell.get("id"))] if c["cell_type"] == "code"]
+        assert before and "exercise" in cell_tags(before[-1]), (
             f"the code cell before check {cell.get('id')} in the course notebook is not an exercise"
+        )
         for original in (before[-1], check):
             solved = copy.deepcopy(original)
             solved["id"] = f"{original.get('id')}{SOLVED}"
@@ -88,20 +104,26 @@ def student_run_problems(notebook: dict, name: str) -> list[str]:
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if "check" in cell_tags(cell):
             if not errors or errors[0]["ename"] != "AssertionError":
-                problems.append(f"{name} cell {i}: an unsolved exercise's check must fail with AssertionError, "
-                                f"got {errors[0]['ename'] if errors else 'no error'}")
+                problems.append(
+                    f"{name} cell {i}: an unsolved exercise's check must fail with AssertionError, "
+                    f"got {errors[0]['ename'] if errors else 'no error'}"
+                )
             elif "not written yet" not in errors[0]["evalue"]:
-                problems.append(f"{name} cell {i}: the check's message should say the exercise is not "
-                                f"written yet: {errors[0]['evalue'][:200]!r}")
+                problems.append(
+                    f"{name} cell {i}: the check's message should say the exercise is not "
+                    f"written yet: {errors[0]['evalue'][:200]!r}"
+                )
         elif errors:
-            problems.append(f"{name} cell {i} fails in the student version: {errors[0]['ename']}: "
-                            f"{errors[0]['evalue'][:300]}")
+            problems.append(
+                f"{name} cell {i} fails in the student version: {errors[0]['ename']}: {errors[0]['evalue'][:300]}"
+            )
     return problems
 
 
 class _Comparison:
     """nbval's comparison of one cell's outputs (IPyNbCell.compare_outputs and its sanitizing),
     outside a pytest item: the same functions, fed what they read from an item."""
+
     colors = nocolors
     compare_outputs = IPyNbCell.compare_outputs
     sanitize = IPyNbCell.sanitize
@@ -113,8 +135,13 @@ class _Comparison:
     def format_output_compare(self, key, left, right):
         """The differing output as a diff (nbval's own asks pytest's assertion rewriting)."""
         self.comparison_traceback.append(f'mismatch "{key}", stored (-) and this run (+):')
-        self.comparison_traceback.extend(list(difflib.unified_diff(
-            _trim_base64(str(left)).splitlines(), _trim_base64(str(right)).splitlines(), lineterm="", n=1))[2:])
+        self.comparison_traceback.extend(
+            list(
+                difflib.unified_diff(
+                    _trim_base64(str(left)).splitlines(), _trim_base64(str(right)).splitlines(), lineterm="", n=1
+                )
+            )[2:]
+        )
 
 
 def nbval_options(cell) -> dict:
@@ -136,14 +163,14 @@ def course_run_problems(executed: dict, course: dict, name: str) -> list[str]:
     (unless marked to raise) and, unless marked to ignore its output, given the stored outputs
     under tests/sanitize.cfg. One line (with nbval's diff) per wrong cell; empty when all is right."""
     patterns = dict(get_sanitize_patterns(SANITIZE.read_text(encoding="utf-8")))
-    executed, course = _read(executed), _read(course)       # fresh nodes, as nbval reads a notebook (coalescing edits them)
+    executed, course = _read(executed), _read(course)  # fresh nodes, as nbval reads a notebook (coalescing edits them)
     ran = {c.get("id"): c for c in executed["cells"]}
     problems = []
     position = -1
     for cell in course["cells"]:
         if cell["cell_type"] != "code":
             continue
-        position += 1                       # nbval's "Cell N": the position among code cells
+        position += 1  # nbval's "Cell N": the position among code cells
         tags = cell_tags(cell)
         key = f"{cell.get('id')}{SOLVED}" if {"exercise", "check"} & set(tags) else cell.get("id")
         where = f"{name} Cell {position} ({source(cell).strip().splitlines()[0][:60] if source(cell).strip() else 'empty'!r})"
@@ -151,7 +178,9 @@ def course_run_problems(executed: dict, course: dict, name: str) -> list[str]:
             problems.append(f"{where}: not in the run")
             continue
         if source(ran[key]) != source(cell):
-            problems.append(f"{where}: the run's cell is not the course notebook's (the student version is out of date?)")
+            problems.append(
+                f"{where}: the run's cell is not the course notebook's (the student version is out of date?)"
+            )
             continue
         outputs = ran[key].get("outputs", [])
         options = nbval_options(cell)
@@ -169,6 +198,7 @@ def course_run_problems(executed: dict, course: dict, name: str) -> list[str]:
 
 
 # -- what the single run does not execute: the cells after an exercise, without its solution ---------
+
 
 def _bindings(code: str) -> dict[str, set[str]]:
     """The names a cell binds in the notebook's namespace (defs, classes, imports, and assignments,
@@ -193,9 +223,9 @@ def _bindings(code: str) -> dict[str, set[str]]:
                 for alias in node.names:
                     add((alias.asname or alias.name).split(".")[0], top)
             elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                     targets(target, top)
-                targets(node.value, top) if node.value is not None else None     # a walrus
+                targets(node.value, top) if node.value is not None else None  # a walrus
             elif isinstance(node, (ast.For, ast.AsyncFor)):
                 targets(node.target, top)
                 visit(node.body + node.orelse, top)
@@ -205,12 +235,13 @@ def _bindings(code: str) -> dict[str, set[str]]:
                         targets(item.optional_vars, top)
                 visit(node.body, top)
             elif isinstance(node, (ast.If, ast.While)):
-                targets(node.test, top)                                          # a walrus
+                targets(node.test, top)  # a walrus
                 visit(node.body + node.orelse, top)
             elif isinstance(node, ast.Try):
                 visit(node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body], top)
             elif isinstance(node, ast.Expr):
-                targets(node, top)                                               # a walrus
+                targets(node, top)  # a walrus
+
     visit(ast.parse(python_code(code)).body)
     return found
 
@@ -225,11 +256,19 @@ def _reads_outside_wrappers(code: str, names: set[str]) -> set[str]:
     tree = ast.parse(python_code(code))
     allowed = set()
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in WRAPPERS
-                and node.args and isinstance(node.args[0], ast.Name)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in WRAPPERS
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+        ):
             allowed.add(id(node.args[0]))
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-            and n.id in names and id(n) not in allowed}
+    return {
+        n.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names and id(n) not in allowed
+    }
 
 
 def solution_names_used_later(course: dict, student: dict, name: str) -> list[str]:
@@ -249,17 +288,19 @@ def solution_names_used_later(course: dict, student: dict, name: str) -> list[st
         solution, unsolved = _bindings(source(cell)), _bindings(source(stub))
         names = {n for n, statements in solution.items() if statements != unsolved.get(n)}
         start = [c.get("id") for c in student["cells"]].index(cell.get("id"))
-        for later in student["cells"][start + 1:]:          # what runs after it in the student version
+        for later in student["cells"][start + 1 :]:  # what runs after it in the student version
             if not names:
                 break
             if later["cell_type"] != "code" or "check" in cell_tags(later):
                 continue
-            rebound = set(_bindings(source(later)))          # a cell that binds the name again, then reads it
+            rebound = set(_bindings(source(later)))  # a cell that binds the name again, then reads it
             used = _reads_outside_wrappers(source(later), names - rebound)
             if used:
                 first = source(later).strip().splitlines()[0][:60]
-                problems.append(f"{name}: the cell starting {first!r} reads {sorted(used)} from exercise "
-                                f"cell {i} directly; in the student version that is the unwritten stub "
-                                f"or nothing. Pass it through yours_or(...) or yours_if_solved(...)")
+                problems.append(
+                    f"{name}: the cell starting {first!r} reads {sorted(used)} from exercise "
+                    f"cell {i} directly; in the student version that is the unwritten stub "
+                    f"or nothing. Pass it through yours_or(...) or yours_if_solved(...)"
+                )
             names -= rebound
     return problems

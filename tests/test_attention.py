@@ -5,18 +5,27 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from onehot2gpt.attention import (
+    TORCH_MHA_KEYS,
+    MultiHeadAttention,
+    causal_mask,
+    load_torch_mha,
+    merge_heads,
+    padding_mask,
+    scaled_dot_product_attention,
+    split_heads,
+)
 from torch import nn
-
-from onehot2gpt.attention import (TORCH_MHA_KEYS, MultiHeadAttention, causal_mask, load_torch_mha,
-                                  merge_heads, padding_mask, scaled_dot_product_attention,
-                                  split_heads)
 
 
 @pytest.fixture
 def qkv():
     g = torch.Generator().manual_seed(0)
-    return (torch.randn(2, 3, 5, 8, generator=g), torch.randn(2, 3, 7, 8, generator=g),
-            torch.randn(2, 3, 7, 4, generator=g))
+    return (
+        torch.randn(2, 3, 5, 8, generator=g),
+        torch.randn(2, 3, 7, 8, generator=g),
+        torch.randn(2, 3, 7, 4, generator=g),
+    )
 
 
 def test_matches_torch_sdpa_without_and_with_masks(qkv):
@@ -63,6 +72,7 @@ def test_masking_equals_filling_the_scores_with_minus_infinity_outputs_and_gradi
     """The mask is applied as an added −∞ bias (cheaper backward): every output and every gradient
     must be bit-for-bit what filling the masked scores with −∞ gives, in float32 and in bfloat16,
     with a padding mask and with a mask that leaves one query no key at all (zero gradients, no NaNs)."""
+
     def filled(q, k, v, mask):  # the textbook form, written out here as the reference
         scores = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(~mask, float("-inf"))
         w = torch.softmax(scores, -1).nan_to_num(0.0)
@@ -116,8 +126,7 @@ def test_multi_head_self_attention_matches_torch(need_weights):
     ids = torch.tensor([[1] * 6, [1] * 4 + [0] * 2, [1] * 2 + [0] * 4])
     keep = padding_mask(ids)
     out, w = ours(x, mask=keep, need_weights=need_weights)
-    ref, ref_w = theirs(x, x, x, key_padding_mask=ids == 0, need_weights=True,
-                        average_attn_weights=False)
+    ref, ref_w = theirs(x, x, x, key_padding_mask=ids == 0, need_weights=True, average_attn_weights=False)
     torch.testing.assert_close(out, ref)
     if need_weights:
         torch.testing.assert_close(w, ref_w)
@@ -172,12 +181,13 @@ def test_permutation_mask_orders_the_context():
     import itertools
 
     from onehot2gpt.attention import causal_mask, permutation_mask
+
     assert torch.equal(permutation_mask([0, 1, 2, 3], include_self=True), causal_mask(4))
     assert torch.equal(permutation_mask([3, 2, 1, 0], include_self=True), causal_mask(4).T)
     for order in itertools.permutations(range(4)):
         mask = permutation_mask(list(order))
         assert not mask.diagonal().any()
-        for k, i in enumerate(order):                    # the k-th predicted reads exactly the k before it
+        for k, i in enumerate(order):  # the k-th predicted reads exactly the k before it
             assert set(mask[i].nonzero().flatten().tolist()) == set(order[:k])
     for bad in ([0, 0, 1], [1, 2], []):
         with pytest.raises(ValueError, match="permutation"):

@@ -12,11 +12,10 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-
 from onehot2gpt import autograders
 from test_grading import EXERCISES, student_version, tiny_course_notebook
 
-POINTS = [1, 2, 1]         # the tiny notebook's mask check is worth 2
+POINTS = [1, 2, 1]  # the tiny notebook's mask check is worth 2
 
 
 @pytest.fixture(scope="module")
@@ -37,18 +36,36 @@ def _gradescope(tmp_path, bundle, submitted: dict) -> dict:
     for name, nb in submitted.items():
         nbformat.write(nb, root / "submission" / name)
     env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable)
-    subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True,
-                   capture_output=True, text=True, timeout=300)
+    subprocess.run(
+        ["bash", str(root / "source" / "run_autograder")],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
 
 
 def test_gradescope_bundle_grades_a_submission_into_results_json(tmp_path, reference):
-    bundle = autograders.gradescope_bundle(reference, tmp_path / "autograder.zip", hidden_seed=99,
-                                           cell_timeout=30, timeout=120, checkpoints=["gpt-char-shakespeare"])
+    bundle = autograders.gradescope_bundle(
+        reference,
+        tmp_path / "autograder.zip",
+        hidden_seed=99,
+        cell_timeout=30,
+        timeout=120,
+        checkpoints=["gpt-char-shakespeare"],
+    )
     names = zipfile.ZipFile(bundle).namelist()
-    assert {"setup.sh", "run_autograder", autograders.SETTINGS, "course/pyproject.toml",
-            "course/lib/onehot2gpt/grading.py", "course/notebooks/01_tiny.ipynb",
-            "course/data/checkpoints/gpt-char-shakespeare/config.json"} <= set(names)
+    assert {
+        "setup.sh",
+        "run_autograder",
+        autograders.SETTINGS,
+        "course/pyproject.toml",
+        "course/lib/onehot2gpt/grading.py",
+        "course/notebooks/01_tiny.ipynb",
+        "course/data/checkpoints/gpt-char-shakespeare/config.json",
+    } <= set(names)
     assert not any("bert-wikitext2" in n for n in names)
     settings = json.loads(zipfile.ZipFile(bundle).read(autograders.SETTINGS))
     assert settings["hidden_seeds"] == [99] and [e["points"] for e in settings["exercises"]] == POINTS
@@ -79,13 +96,13 @@ def test_gradescope_bundle_refuses_a_notebook_without_checks(tmp_path):
 
 def _run_step(step: dict, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     command = step.get("run") or step["with"]["command"]
-    return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_classroom_workflow_gives_each_exercise_its_points(tmp_path, reference):
-    starter = autograders.classroom_assignment(reference, tmp_path / "starter", hidden_seed=5,
-                                               cell_timeout=30, timeout=120)
+    starter = autograders.classroom_assignment(
+        reference, tmp_path / "starter", hidden_seed=5, cell_timeout=30, timeout=120
+    )
     workflow = yaml.safe_load((starter / ".github" / "workflows" / "classroom.yml").read_text())
     steps = workflow["jobs"]["run-autograding-tests"]["steps"]
     graders = [s for s in steps if s.get("uses", "").startswith("classroom-resources/autograding-command-grader")]
@@ -114,7 +131,9 @@ def test_classroom_workflow_gives_each_exercise_its_points(tmp_path, reference):
 def test_passed_explains_a_missing_or_failed_exercise(tmp_path):
     ok, message = autograders.exercise_passed(tmp_path / "grades.csv", "one_hot")
     assert not ok and "did not run" in message
-    (tmp_path / "grades.csv").write_text("student,notebook,file,exercise,result,check_cell,message,points,max_points\n"
-                                         "a,n,f,one_hot,fail,ok,one_hot: values differ,0,1\n")
+    (tmp_path / "grades.csv").write_text(
+        "student,notebook,file,exercise,result,check_cell,message,points,max_points\n"
+        "a,n,f,one_hot,fail,ok,one_hot: values differ,0,1\n"
+    )
     assert autograders.exercise_passed(tmp_path / "grades.csv", "one_hot") == (False, "fail: one_hot: values differ")
     assert not autograders.exercise_passed(tmp_path / "grades.csv", "encode")[0]

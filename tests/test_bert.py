@@ -6,27 +6,38 @@ import math
 
 import pytest
 import torch
-
-from onehot2gpt.bert import (HF_BERT_KEYS, BertConfig, BertForPreTraining, BertForQuestionAnswering,
-                             BertForSequenceClassification, BertForTokenClassification, BertModel,
-                             best_span, freeze, hf_key_map, load_bert, load_hf_bert,
-                             load_hf_pretraining, save_bert, set_dropout, train_top_layers)
-from onehot2gpt.pretrained import from_pretrained, minilm_bert
+from onehot2gpt.bert import (
+    HF_BERT_KEYS,
+    BertConfig,
+    BertForPreTraining,
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+    BertModel,
+    best_span,
+    freeze,
+    hf_key_map,
+    load_bert,
+    load_hf_bert,
+    load_hf_pretraining,
+    save_bert,
+    set_dropout,
+    train_top_layers,
+)
+from onehot2gpt.pretrained import from_pretrained
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 transformers = pytest.importorskip("transformers")
 
-SENTENCES = ["Attention is all you need.",
-             "The quick brown fox jumps over the lazy dog by the river bank.",
-             "Hi"]
-PAIRS = (["Where is the cat?", "Who wrote BERT?"],
-         ["The cat sleeps on the warm mat in the kitchen.", "Devlin et al."])
+SENTENCES = ["Attention is all you need.", "The quick brown fox jumps over the lazy dog by the river bank.", "Hi"]
+PAIRS = (["Where is the cat?", "Who wrote BERT?"], ["The cat sleeps on the warm mat in the kitchen.", "Devlin et al."])
 
 
 def small(**overrides) -> BertConfig:
-    return BertConfig(**{**dict(vocab_size=50, d_model=32, n_layers=2, n_heads=4, d_ff=64, max_len=16,
-                                dropout=0.0), **overrides})
+    return BertConfig(
+        **{**dict(vocab_size=50, d_model=32, n_layers=2, n_heads=4, d_ff=64, max_len=16, dropout=0.0), **overrides}
+    )
 
 
 def random_ids(B, T, vocab, seed=0):
@@ -36,9 +47,11 @@ def random_ids(B, T, vocab, seed=0):
 
 # ------------------------------------------------------------------ MiniLM: real pretrained weights
 
+
 @pytest.fixture(scope="module")
 def minilm():
     from onehot2gpt.pretrained import load_minilm
+
     try:
         hf, tokenizer = load_minilm()
     except (ModuleNotFoundError, FileNotFoundError) as exc:
@@ -50,7 +63,7 @@ def _encodings(tokenizer):
     singles = tokenizer(SENTENCES, padding=True, return_tensors="pt")
     pairs = tokenizer(*PAIRS, padding=True, return_tensors="pt")
     assert (singles["attention_mask"] == 0).any() and (pairs["attention_mask"] == 0).any()  # padded
-    assert (pairs["token_type_ids"] == 1).any()                                            # two segments
+    assert (pairs["token_type_ids"] == 1).any()  # two segments
     return {"singles": singles, "pairs": pairs}
 
 
@@ -78,8 +91,7 @@ def test_minilm_matches_hugging_face_at_every_layer(minilm, batch):
     # Hidden states reach |10|, where float32 steps are 1e-6: the rounding of a different but
     # equivalent order of operations (packed Q, K, V) adds up to a few 1e-6 over six layers.
     _compare(mine, theirs, real, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(fused.last_hidden_state[real], theirs.last_hidden_state[real],
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fused.last_hidden_state[real], theirs.last_hidden_state[real], atol=1e-5, rtol=1e-5)
     assert fused.attentions is None and fused.hidden_states is None
 
 
@@ -104,12 +116,19 @@ def test_key_map_covers_minilm_on_both_sides(minilm):
 
 # ------------------------------------------------------------------ a random tiny BertForPreTraining
 
+
 @pytest.fixture(scope="module")
 def hf_tiny():
     torch.manual_seed(0)
-    config = transformers.BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2,
-                                     num_attention_heads=4, intermediate_size=37,
-                                     max_position_embeddings=64, attn_implementation="eager")
+    config = transformers.BertConfig(
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        attn_implementation="eager",
+    )
     return transformers.BertForPreTraining(config).eval()
 
 
@@ -138,7 +157,8 @@ def test_key_map_covers_the_pretraining_model_on_both_sides(hf_tiny):
     assert sorted(theirs) == sorted(dict(hf_tiny.named_parameters()))
     # The packed projection is Q, K, V in that order.
     assert keys["bert.encoder.layers.1.self_attn.in_proj.weight"] == tuple(
-        f"bert.encoder.layer.1.attention.self.{p}.weight" for p in ("query", "key", "value"))
+        f"bert.encoder.layer.1.attention.self.{p}.weight" for p in ("query", "key", "value")
+    )
 
 
 def test_loading_copies_query_key_value_into_their_thirds(hf_tiny):
@@ -147,12 +167,17 @@ def test_loading_copies_query_key_value_into_their_thirds(hf_tiny):
     attn = hf_tiny.bert.encoder.layer[0].attention.self
     packed = ours.encoder.layers[0].self_attn.in_proj.weight
     for part, linear in enumerate((attn.query, attn.key, attn.value)):
-        assert torch.equal(packed[part * D:(part + 1) * D], linear.weight)
+        assert torch.equal(packed[part * D : (part + 1) * D], linear.weight)
 
 
-@pytest.mark.parametrize("change, named", [(dict(d_ff=64), "ff.linear1.weight"),
-                                           (dict(n_layers=1), "encoder.layer.1."),
-                                           (dict(vocab_size=100), "tok_emb.weight")])
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        (dict(d_ff=64), "ff.linear1.weight"),
+        (dict(n_layers=1), "encoder.layer.1."),
+        (dict(vocab_size=100), "tok_emb.weight"),
+    ],
+)
 def test_mismatched_config_names_the_key(hf_tiny, change, named):
     config = BertConfig(**{**BertConfig.from_hf(hf_tiny.config).to_dict(), **change})
     with pytest.raises(ValueError, match="do not fit") as info:
@@ -176,6 +201,7 @@ def test_mlm_decoder_is_the_token_embedding_after_load_and_round_trip(hf_tiny, t
     assert torch.equal(ours.mlm.decoder.weight, hf_tiny.bert.embeddings.word_embeddings.weight)
     save_bert(ours, tmp_path / "tiny")
     from safetensors.torch import load_file
+
     stored = load_file(str(tmp_path / "tiny" / "weights.safetensors"))
     assert "mlm.decoder.weight" not in stored and "bert.embeddings.tok_emb.weight" in stored  # saved once
     back = load_bert(tmp_path / "tiny")
@@ -203,6 +229,7 @@ def test_from_pretrained_offline_says_what_to_do(tmp_path):
 
 
 # ------------------------------------------------------------------ contracts of our own model
+
 
 def test_shapes_and_the_eager_path_equal_the_fused_one():
     torch.manual_seed(0)
@@ -280,9 +307,9 @@ def test_the_mlm_model_overfits_one_batch():
     model = BertForPreTraining(small())
     ids = random_ids(4, 12, 50, seed=3)
     labels = torch.full_like(ids, -100)
-    labels[:, [2, 5, 9]] = ids[:, [2, 5, 9]]   # predict three tokens per row…
+    labels[:, [2, 5, 9]] = ids[:, [2, 5, 9]]  # predict three tokens per row…
     inputs = ids.clone()
-    inputs[:, [2, 5, 9]] = 1                   # …hidden behind one stand-in [MASK] id
+    inputs[:, [2, 5, 9]] = 1  # …hidden behind one stand-in [MASK] id
     nsp = torch.tensor([0, 1, 1, 0])
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     first = None
@@ -297,6 +324,7 @@ def test_the_mlm_model_overfits_one_batch():
 
 # ------------------------------------------------------------------ fine-tuning heads
 
+
 def test_fine_tuning_heads_give_the_promised_shapes():
     torch.manual_seed(0)
     c = small()
@@ -305,7 +333,7 @@ def test_fine_tuning_heads_give_the_promised_shapes():
     assert BertForSequenceClassification(BertModel(c), n_labels=3)(ids).shape == (2, 3)
     assert BertForTokenClassification(c, n_labels=5)(ids).shape == (2, 7, 5)
     span = torch.zeros_like(ids, dtype=torch.bool)
-    span[:, 2:6] = True                        # the "document"
+    span[:, 2:6] = True  # the "document"
     start, end = BertForQuestionAnswering(c)(ids, span_mask=span)
     assert start.shape == end.shape == (2, 7)
     for logits in (start, end):
@@ -337,7 +365,7 @@ def test_train_top_layers_freezes_the_bottom_and_switches_its_dropout_off():
     model(ids), model(ids)
     hook.remove()
     torch.testing.assert_close(seen[0], seen[1])
-    assert not torch.equal(model(ids), model(ids))      # the top layer and the head still drop out
+    assert not torch.equal(model(ids), model(ids))  # the top layer and the head still drop out
     loss = torch.nn.functional.cross_entropy(model(ids), torch.tensor([0, 1]))
     loss.backward()
     assert all(p.grad is None for p in model.bert.encoder.layers[0].parameters())
@@ -354,7 +382,7 @@ def test_set_dropout_reaches_every_dropout_and_the_attention_weights():
     torch.manual_seed(0)
     model = BertForSequenceClassification(BertModel(small(dropout=0.0)), n_labels=2).train()
     ids = random_ids(2, 6, 50)
-    assert torch.equal(model(ids), model(ids))                # no dropout anywhere
+    assert torch.equal(model(ids), model(ids))  # no dropout anywhere
     set_dropout(model, 0.3)
     rates = [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)]
     rates += [m.dropout for m in model.modules() if isinstance(getattr(m, "dropout", None), float)]
@@ -370,8 +398,7 @@ def test_best_span_picks_the_highest_start_plus_end():
     end = torch.tensor([0.0, 0.0, 1.0, 4.0, 0.0])
     assert best_span(start, end) == (1, 3, 7.0)
     # e < s is never allowed, even when start[4] + end[0] would be largest.
-    assert best_span(torch.tensor([1.0, 0.0, 0.0, 0.0, 9.0]), torch.tensor([9.0, 0.0, 0.0, 0.0, 0.0])) \
-        == (0, 0, 10.0)
+    assert best_span(torch.tensor([1.0, 0.0, 0.0, 0.0, 9.0]), torch.tensor([9.0, 0.0, 0.0, 0.0, 0.0])) == (0, 0, 10.0)
     # The length limit: span (1, 3) has 3 tokens; with at most 2, the best is (2, 3) = 1 + 4.
     assert best_span(start, end, max_answer_len=2) == (2, 3, 5.0)
     assert best_span(start, end, max_answer_len=1) == (3, 3, 4.0)  # one token: best single position
@@ -384,8 +411,14 @@ def test_best_span_picks_the_highest_start_plus_end():
 
 def test_presets_have_the_papers_sizes():
     base, large = BertConfig.base(), BertConfig.large()
-    assert (base.vocab_size, base.d_model, base.n_layers, base.n_heads, base.d_ff, base.max_len) == \
-        (30522, 768, 12, 12, 3072, 512)
+    assert (base.vocab_size, base.d_model, base.n_layers, base.n_heads, base.d_ff, base.max_len) == (
+        30522,
+        768,
+        12,
+        12,
+        3072,
+        512,
+    )
     assert (large.d_model, large.n_layers, large.n_heads, large.d_ff) == (1024, 24, 16, 4096)
     # BERT-Base has ≈110M parameters (the paper's figure).
     with torch.device("meta"):  # sizes only: no memory, no initialisation cost
@@ -397,10 +430,12 @@ def test_presets_have_the_papers_sizes():
 def test_fill_mask_ranks_the_mlm_distribution():
     from onehot2gpt.bert import fill_mask
     from onehot2gpt.subword import WordPieceTokenizer
+
     tok = WordPieceTokenizer.train(["the cat sat on the mat . a dog ran"] * 2, vocab_size=60, min_frequency=1)
     torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=len(tok), d_model=16, n_layers=1, n_heads=2,
-                                          d_ff=32, max_len=12)).eval()
+    model = BertForPreTraining(
+        BertConfig(vocab_size=len(tok), d_model=16, n_layers=1, n_heads=2, d_ff=32, max_len=12)
+    ).eval()
     result = fill_mask(model, tok, "the [MASK] sat on the [MASK]", top_k=4)
     enc = tok.encode("the [MASK] sat on the [MASK]")
     positions = [i for i, t in enumerate(enc["input_ids"]) if t == tok.mask_id]
@@ -418,11 +453,12 @@ def test_fill_mask_ranks_the_mlm_distribution():
 def test_course_checkpoint_loads_and_beats_a_unigram_guess():
     from collections import Counter
 
+    from onehot2gpt.bert_pretraining import evaluate_pretraining, pretraining_batch, tokenize_articles
     from onehot2gpt.checkpoints import checkpoint_path
     from onehot2gpt.data import wikitext_articles
     from onehot2gpt.subword import WordPieceTokenizer
-    from onehot2gpt.bert_pretraining import evaluate_pretraining, pretraining_batch, tokenize_articles
     from onehot2gpt.utils import IGNORE_INDEX
+
     directory = checkpoint_path("bert-wikitext2")
     model = load_bert(directory)
     tok = WordPieceTokenizer.load(directory / "vocab.txt")
@@ -441,10 +477,12 @@ def test_course_checkpoint_loads_and_beats_a_unigram_guess():
 def test_attention_source_gives_the_maps_of_the_model_for_one_or_two_sentences():
     from onehot2gpt.bert import attention_source
     from onehot2gpt.subword import WordPieceTokenizer
+
     tok = WordPieceTokenizer.train(["the cat sat on the mat . a dog ran"] * 2, vocab_size=60, min_frequency=1)
     torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=len(tok), d_model=16, n_layers=2, n_heads=2,
-                                          d_ff=32, max_len=12)).train()
+    model = BertForPreTraining(
+        BertConfig(vocab_size=len(tok), d_model=16, n_layers=2, n_heads=2, d_ff=32, max_len=12)
+    ).train()
     source = attention_source(model, tok)
     tokens, maps = source("the cat sat")
     assert tokens == ["[CLS]", "the", "cat", "sat", "[SEP]"]
@@ -455,14 +493,15 @@ def test_attention_source_gives_the_maps_of_the_model_for_one_or_two_sentences()
     torch.testing.assert_close(maps[1], expected[1])
     model.train()
     source("the cat")
-    assert model.training                                          # the mode is given back
+    assert model.training  # the mode is given back
     tokens, maps = source("the cat [SEP] a dog")
     assert tokens == ["[CLS]", "the", "cat", "[SEP]", "a", "dog", "[SEP]"]
     pair = tok.encode("the cat", "a dog")
     model.eval()
-    expected = model.bert(torch.tensor([pair["input_ids"]]), torch.tensor([pair["token_type_ids"]]),
-                          output_attentions=True).attentions
-    torch.testing.assert_close(maps[0], expected[0])              # segment B is really segment B
+    expected = model.bert(
+        torch.tensor([pair["input_ids"]]), torch.tensor([pair["token_type_ids"]]), output_attentions=True
+    ).attentions
+    torch.testing.assert_close(maps[0], expected[0])  # segment B is really segment B
     assert source("zebra")[0] == ["[CLS]", "[UNK]", "[SEP]"]
     for bad, match in (("", "empty"), ("   ", "empty"), ("the " * 20, "at most 12")):
         with pytest.raises(ValueError, match=match):
@@ -471,10 +510,12 @@ def test_attention_source_gives_the_maps_of_the_model_for_one_or_two_sentences()
 
 def test_pseudo_log_likelihood_masks_one_position_at_a_time():
     from onehot2gpt.bert import BertConfig, BertForPreTraining, pseudo_log_likelihood
+
     torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=30, max_len=16, d_model=32, n_layers=2, n_heads=4,
-                                          d_ff=64, dropout=0.0)).eval()
-    ids = torch.tensor([2, 7, 8, 9, 3])                      # [CLS]-like, three tokens, [SEP]-like
+    model = BertForPreTraining(
+        BertConfig(vocab_size=30, max_len=16, d_model=32, n_layers=2, n_heads=4, d_ff=64, dropout=0.0)
+    ).eval()
+    ids = torch.tensor([2, 7, 8, 9, 3])  # [CLS]-like, three tokens, [SEP]-like
     total = 0.0
     for t in (1, 2, 3):
         masked = ids.clone()
@@ -492,12 +533,13 @@ def test_mlm_continue_writes_with_the_course_bert():
     from onehot2gpt.bert import load_bert, mlm_continue
     from onehot2gpt.checkpoints import checkpoint_path
     from onehot2gpt.subword import WordPieceTokenizer
+
     directory = checkpoint_path("bert-wikitext2")
     model, tok = load_bert(directory), WordPieceTokenizer.load(directory / "vocab.txt")
     text = mlm_continue(model, tok, "the river flows through the city", 5)
     assert isinstance(text, str) and text.strip()
     ids = tok.encode("the river flows through the city")["input_ids"][:-1]
-    with torch.no_grad():                                     # the first new token, by hand
+    with torch.no_grad():  # the first new token, by hand
         first = int(model(torch.tensor([ids + [tok.mask_id, tok.sep_id]])).mlm_logits[0, len(ids)].argmax())
     assert text.startswith(tok.decode([first]))
     with pytest.raises(ValueError, match="continue"):
@@ -506,10 +548,16 @@ def test_mlm_continue_writes_with_the_course_bert():
 
 def test_masked_lm_utilities_need_a_model_with_an_mlm_head():
     from onehot2gpt.bert import fill_mask, mlm_continue, pseudo_log_likelihood
-    encoder = BertModel(small(max_len=16))                    # what minilm_bert() gives: no MLM head
-    for call in (lambda: fill_mask(encoder, None, "the [MASK] sat"),
-                 lambda: pseudo_log_likelihood(encoder, [2, 5, 3], mask_id=4),
-                 lambda: mlm_continue(encoder, None, "the cat", 2)):
-        with pytest.raises(TypeError, match=r"needs a model with an MLM head \(a BertForPreTraining\).*"
-                                            r"minilm_bert"):
+
+    encoder = BertModel(small(max_len=16))  # what minilm_bert() gives: no MLM head
+    for call in (
+        lambda: fill_mask(encoder, None, "the [MASK] sat"),
+        lambda: pseudo_log_likelihood(encoder, [2, 5, 3], mask_id=4),
+        lambda: mlm_continue(encoder, None, "the cat", 2),
+    ):
+        with pytest.raises(
+            TypeError,
+            match=r"needs a model with an MLM head \(a BertForPreTraining\).*"
+            r"minilm_bert",
+        ):
             call()

@@ -16,8 +16,11 @@ import bert_budget_sweep as sweep  # noqa: E402
 def rates(model):
     """{name: rate} of every nn.Dropout, and the attention modules' weight-dropout rates."""
     layers = {n: m.p for n, m in model.named_modules() if isinstance(m, torch.nn.Dropout)}
-    attention = {n: m.dropout for n, m in model.named_modules()
-                 if not isinstance(m, torch.nn.Dropout) and isinstance(getattr(m, "dropout", None), float)}
+    attention = {
+        n: m.dropout
+        for n, m in model.named_modules()
+        if not isinstance(m, torch.nn.Dropout) and isinstance(getattr(m, "dropout", None), float)
+    }
     return layers, attention
 
 
@@ -37,14 +40,20 @@ def test_attn_dropout_zero_keeps_the_layers_rate():
     assert set(layers.values()) == {0.1} and set(attention.values()) == {0.0}
 
 
-@pytest.mark.parametrize("name, kept", [
-    ("F10e", {"bert.embeddings.dropout"}),
-    ("F10r", {"bert.embeddings.dropout"} | {f"bert.encoder.layers.{i}.dropout{k}" for i in range(4) for k in (1, 2)}),
-])
+@pytest.mark.parametrize(
+    "name, kept",
+    [
+        ("F10e", {"bert.embeddings.dropout"}),
+        (
+            "F10r",
+            {"bert.embeddings.dropout"} | {f"bert.encoder.layers.{i}.dropout{k}" for i in range(4) for k in (1, 2)},
+        ),
+    ],
+)
 def test_dropout_at_keeps_the_rate_only_where_named(name, kept):
     layers, attention = rates(sweep.build_model(sweep.VARIANTS[name], 50))
     assert {n for n, p in layers.items() if p > 0} == kept
-    assert all(p == 0.0 for n, p in layers.items() if n not in kept)      # e.g. the feed-forward's inner one
+    assert all(p == 0.0 for n, p in layers.items() if n not in kept)  # e.g. the feed-forward's inner one
     assert set(attention.values()) == {0.0}
 
 

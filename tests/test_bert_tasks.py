@@ -13,16 +13,36 @@ from collections import Counter
 
 import pytest
 import torch
-
-from onehot2gpt import data
-from onehot2gpt.bert import (BertConfig, BertForQuestionAnswering, BertForSequenceClassification,
-                             BertForTokenClassification, BertModel)
+from onehot2gpt import bert_tasks, data
+from onehot2gpt.bert import (
+    BertConfig,
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+    BertModel,
+)
+from onehot2gpt.bert_tasks import (
+    IGNORE_INDEX,
+    SNLI_LABELS,
+    UPOS_TAGS,
+    decode_answer,
+    encode_pairs,
+    encode_sentences,
+    encode_squad,
+    encode_tagged,
+    evaluate,
+    finetune,
+    predict_spans,
+    select,
+    split_by_article,
+    squad_evaluate,
+    squad_exact_match,
+    squad_f1,
+    squad_normalize,
+    tag_accuracy,
+    word_spans,
+)
 from onehot2gpt.subword import WordPieceTokenizer
-from onehot2gpt import bert_tasks
-from onehot2gpt.bert_tasks import (IGNORE_INDEX, SNLI_LABELS, UPOS_TAGS, decode_answer, encode_pairs,
-                              encode_sentences, encode_squad, encode_tagged, evaluate, finetune,
-                              predict_spans, select, split_by_article, squad_evaluate,
-                              squad_exact_match, squad_f1, squad_normalize, tag_accuracy, word_spans)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -42,6 +62,7 @@ def bert_tok():
     """MiniLM's uncased BERT vocabulary (30,522 tokens), so the pieces are realistic."""
     try:
         from onehot2gpt.pretrained import minilm_path
+
         return WordPieceTokenizer.load(minilm_path() / "vocab.txt")
     except (ModuleNotFoundError, FileNotFoundError) as exc:
         pytest.skip(f"offline MiniLM not installed: {exc}")
@@ -64,15 +85,15 @@ def squad_200(squad, bert_tok):
 def test_squad_normalize_follows_the_official_steps():
     assert squad_normalize("The Quick, brown FOX!") == "quick brown fox"
     assert squad_normalize("An apple a day") == "apple day"
-    assert squad_normalize("  the\ttheater  ") == "theater"       # whole words only
-    assert squad_normalize("U.S.-based") == "usbased"              # punctuation vanishes, no space
+    assert squad_normalize("  the\ttheater  ") == "theater"  # whole words only
+    assert squad_normalize("U.S.-based") == "usbased"  # punctuation vanishes, no space
 
 
 def test_squad_exact_match_ignores_case_articles_punctuation_and_takes_the_best_gold():
     assert squad_exact_match("Denver Broncos.", ["the denver broncos"]) == 1.0
     assert squad_exact_match("Denver", ["Denver Broncos"]) == 0.0
     assert squad_exact_match("Broncos", ["Denver Broncos", "the Broncos"]) == 1.0
-    assert squad_exact_match("The", ["a"]) == 1.0        # both normalise to ""
+    assert squad_exact_match("The", ["a"]) == 1.0  # both normalise to ""
 
 
 def test_squad_f1_by_hand():
@@ -81,8 +102,8 @@ def test_squad_f1_by_hand():
     # Repeated words count as often as both sides have them: "x" twice, P = R = 2/3.
     assert squad_f1("x x y", ["x x z"]) == pytest.approx(2 / 3)
     assert squad_f1("dog", ["cat"]) == 0.0
-    assert squad_f1("the", ["a"]) == 0.0                  # no words left: no overlap
-    assert squad_f1("red car", ["car", "blue car", "red car!"]) == 1.0   # the best gold wins
+    assert squad_f1("the", ["a"]) == 0.0  # no words left: no overlap
+    assert squad_f1("red car", ["car", "blue car", "red car!"]) == 1.0  # the best gold wins
     assert squad_f1("red car", ["car", "blue car"]) == pytest.approx(2 / 3)  # P 1/2, R 1
 
 
@@ -118,11 +139,11 @@ def test_encode_squad_gold_positions_decode_to_the_gold_answer(squad_200, bert_t
             continue
         assert s <= e and f["context_mask"][i, s] and f["context_mask"][i, e]
         decoded, gold = decode_answer(f, i, s, e), ex["answers"][0]["text"]
-        assert squad_normalize(gold) in squad_normalize(decoded)   # at worst widened to whole words
+        assert squad_normalize(gold) in squad_normalize(decoded)  # at worst widened to whole words
         equal += squad_normalize(decoded) == squad_normalize(gold)
         identical += decoded == gold
     assert equal / sum(answerable) >= 0.95
-    assert identical / sum(answerable) >= 0.95            # the very characters, not just normalised
+    assert identical / sum(answerable) >= 0.95  # the very characters, not just normalised
 
 
 def test_encode_squad_layout_and_segments(squad_200, bert_tok):
@@ -130,15 +151,15 @@ def test_encode_squad_layout_and_segments(squad_200, bert_tok):
     for i in (0, 57, 199):
         ids = f["input_ids"][i][f["attention_mask"][i] == 1].tolist()
         q = bert_tok.convert_tokens_to_ids(bert_tok.tokenize(examples[i]["question"]))
-        assert ids[:len(q) + 2] == [bert_tok.cls_id] + q + [bert_tok.sep_id]
+        assert ids[: len(q) + 2] == [bert_tok.cls_id] + q + [bert_tok.sep_id]
         assert ids[-1] == bert_tok.sep_id and ids.count(bert_tok.sep_id) == 2
         context = f["context_mask"][i].nonzero().flatten().tolist()
-        assert context == list(range(len(q) + 2, len(ids) - 1))          # exactly between the [SEP]s
-        types = f["token_type_ids"][i][:len(ids)].tolist()
+        assert context == list(range(len(q) + 2, len(ids) - 1))  # exactly between the [SEP]s
+        types = f["token_type_ids"][i][: len(ids)].tolist()
         assert types == [0] * (len(q) + 2) + [1] * (len(ids) - len(q) - 2)
         # The context tokens are the context's own tokens, in order (a prefix when cut).
         full = bert_tok.convert_tokens_to_ids(bert_tok.tokenize(examples[i]["context"]))
-        assert ids[len(q) + 2:-1] == full[:len(context)]
+        assert ids[len(q) + 2 : -1] == full[: len(context)]
 
 
 def test_encode_squad_marks_answers_cut_off_by_truncation(squad, bert_tok):
@@ -151,16 +172,15 @@ def test_encode_squad_marks_answers_cut_off_by_truncation(squad, bert_tok):
     for i in cut.nonzero().flatten().tolist():
         last_char = max(b for o in f["offsets"][i] if o is not None for b in o[1:])
         a = examples[i]["answers"][0]
-        assert a["answer_start"] + len(a["text"]) > last_char          # the answer ends beyond the window
-        assert decode_answer(f, i, 0, 0) == ""                         # [CLS] decodes to no text
+        assert a["answer_start"] + len(a["text"]) > last_char  # the answer ends beyond the window
+        assert decode_answer(f, i, 0, 0) == ""  # [CLS] decodes to no text
     kept = select(f, f["answerable"])
     assert len(kept["id"]) == kept["input_ids"].size(0) == int(f["answerable"].sum())
     assert kept["context_mask"][torch.arange(len(kept["id"])), kept["end_positions"]].all()
 
 
 def test_question_is_cut_to_max_question_len(bert_tok):
-    ex = {"question": "why " * 50, "context": "Because it rains.",
-          "answers": [{"text": "it rains", "answer_start": 8}]}
+    ex = {"question": "why " * 50, "context": "Because it rains.", "answers": [{"text": "it rains", "answer_start": 8}]}
     f = encode_squad(bert_tok, [ex], max_len=40, max_question_len=10)
     assert f["input_ids"].size(1) == 1 + 10 + 1 + 4 + 1
     assert decode_answer(f, 0, int(f["start_positions"][0]), int(f["end_positions"][0])) == "it rains"
@@ -168,13 +188,17 @@ def test_question_is_cut_to_max_question_len(bert_tok):
 
 def test_answers_map_to_whole_words_and_punctuation_marks(bert_tok):
     context = "In the 1990s, the (NFL) grew: Mötley Crüe's fans cheered."
-    cases = [("1990", "1990s"),                 # starts inside a word: widened to the word
-             ("NFL", "NFL"),                    # brackets are words of their own
-             ("the (NFL) grew", "the (NFL) grew"),
-             ("Mötley Crüe", "Mötley Crüe"),    # accents are stripped in tokens, kept in the text
-             ("rüe", "Crüe")]
-    examples = [{"question": "What?", "context": context,
-                 "answers": [{"text": a, "answer_start": context.index(a)}]} for a, _ in cases]
+    cases = [
+        ("1990", "1990s"),  # starts inside a word: widened to the word
+        ("NFL", "NFL"),  # brackets are words of their own
+        ("the (NFL) grew", "the (NFL) grew"),
+        ("Mötley Crüe", "Mötley Crüe"),  # accents are stripped in tokens, kept in the text
+        ("rüe", "Crüe"),
+    ]
+    examples = [
+        {"question": "What?", "context": context, "answers": [{"text": a, "answer_start": context.index(a)}]}
+        for a, _ in cases
+    ]
     f = encode_squad(bert_tok, examples)
     for i, (_, want) in enumerate(cases):
         assert decode_answer(f, i, int(f["start_positions"][i]), int(f["end_positions"][i])) == want
@@ -182,7 +206,7 @@ def test_answers_map_to_whole_words_and_punctuation_marks(bert_tok):
 
 def test_predict_spans_stays_in_the_context_and_under_the_length_limit():
     start = torch.tensor([[9.0, 0, 3, 1, 0, 0], [0, 0, 0, 5, 0, 0]])
-    end = torch.tensor([[9.0, 0, 1, 2, 0, 4], [0, 0, 0, 0, 1, 5]])   # [CLS] (9 + 9) is not context
+    end = torch.tensor([[9.0, 0, 1, 2, 0, 4], [0, 0, 0, 0, 1, 5]])  # [CLS] (9 + 9) is not context
     context = torch.tensor([[0, 0, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1]], dtype=torch.bool)
     assert predict_spans(start, end, context, max_answer_len=30) == [(2, 5), (3, 5)]
     assert predict_spans(start, end, context, max_answer_len=2) == [(2, 3), (3, 4)]
@@ -199,7 +223,7 @@ def test_null_margins_compare_the_best_span_with_the_cls_span():
     assert spans == predict_spans(start, end, context) == [(2, 3), (2, 3)]
     torch.testing.assert_close(margins, torch.tensor([5.0 - 2.0, 2.0 - 12.0]))
     assert bert_tasks.abstains(margins, 0.0).tolist() == [False, True]
-    assert bert_tasks.abstains(margins, 3.0).tolist() == [True, True]        # a tie goes to the null
+    assert bert_tasks.abstains(margins, 3.0).tolist() == [True, True]  # a tie goes to the null
 
 
 def test_null_margins_refuse_nan_and_a_masked_cls():
@@ -217,6 +241,7 @@ def test_null_margins_refuse_nan_and_a_masked_cls():
 
 def test_best_span_and_predict_spans_refuse_nan_logits():
     from onehot2gpt.bert import best_span
+
     with pytest.raises(ValueError, match="start_logits holds NaN at positions \\[1\\]"):
         best_span(torch.tensor([0.0, float("nan")]), torch.zeros(2))
     with pytest.raises(ValueError, match="end_logits holds NaN"):
@@ -227,8 +252,7 @@ def test_choose_null_threshold_separates_what_can_be_separated():
     answerable, unanswerable = torch.tensor([4.0, 6.0, 9.0]), torch.tensor([-3.0, 0.0, 2.0])
     t = bert_tasks.choose_null_threshold(answerable, unanswerable)
     assert 2.0 < t < 4.0
-    assert bert_tasks.null_accuracy(answerable, unanswerable, t) == {"answered": 1.0, "abstained": 1.0,
-                                                                      "balanced": 1.0}
+    assert bert_tasks.null_accuracy(answerable, unanswerable, t) == {"answered": 1.0, "abstained": 1.0, "balanced": 1.0}
     # Overlapping margins: the best threshold still beats "always answer" and "never answer".
     g = torch.Generator().manual_seed(0)
     a, u = torch.randn(200, generator=g) + 2, torch.randn(300, generator=g)
@@ -262,8 +286,9 @@ def test_unanswerable_pairs_take_a_paragraph_of_another_article_without_the_answ
     for ex, pair in zip(rows, pairs):
         assert pair["question"] == ex["question"] and pair["answers"] == []
         assert paragraphs[pair["context"]] != ex["title"]
-        assert not any(f" {squad_normalize(a['text'])} " in f" {squad_normalize(pair['context'])} "
-                       for a in ex["answers"])
+        assert not any(
+            f" {squad_normalize(a['text'])} " in f" {squad_normalize(pair['context'])} " for a in ex["answers"]
+        )
     assert bert_tasks.unanswerable_pairs(rows, seed=0) == pairs
     assert [p["context"] for p in bert_tasks.unanswerable_pairs(rows, seed=1)] != [p["context"] for p in pairs]
     features = encode_squad(bert_tok, pairs[:3])
@@ -305,7 +330,7 @@ def test_encode_tagged_labels_first_pieces_of_kept_words(bert_tok, max_len):
         index = enc["word_index"][i].tolist()
         labels = enc["labels"][i].tolist()
         kept = sorted({w for w in index if w >= 0})
-        assert kept == list(range(len(kept)))                             # a prefix of the words
+        assert kept == list(range(len(kept)))  # a prefix of the words
         labelled = [t for t, y in enumerate(labels) if y != IGNORE_INDEX]
         assert len(labelled) == len(kept)
         assert labelled == [t for t in range(len(index)) if index[t] >= 0 and index[t] != index[t - 1]]
@@ -321,7 +346,7 @@ def test_tag_accuracy_counts_labelled_tokens_only():
     labels = torch.tensor([[IGNORE_INDEX, 1, IGNORE_INDEX, 0], [2, IGNORE_INDEX, IGNORE_INDEX, 1]])
     logits = torch.zeros(2, 4, 3)
     logits[0, 1, 1] = logits[0, 3, 2] = logits[1, 0, 2] = logits[1, 3, 1] = 1.0  # 3 of 4 right
-    logits[0, 0, 0] = logits[0, 2, 0] = 5.0                                      # ignored tokens
+    logits[0, 0, 0] = logits[0, 2, 0] = 5.0  # ignored tokens
     assert tag_accuracy(logits, labels) == pytest.approx(3 / 4)
     with pytest.raises(ValueError, match="-100"):
         tag_accuracy(logits, torch.full((2, 4), IGNORE_INDEX))
@@ -340,7 +365,7 @@ def test_read_snli_skips_no_consensus_pairs():
     with open(data.fetch("snli", "snli_1.0_dev.jsonl"), encoding="utf-8") as fh:
         golds = [json.loads(line)["gold_label"] for line in fh if line.strip()]
     assert len(golds) == 10_000
-    assert len(pairs) == sum(g != "-" for g in golds) == 9_842     # Bowman et al. (2015), table
+    assert len(pairs) == sum(g != "-" for g in golds) == 9_842  # Bowman et al. (2015), table
     counts = Counter(label for _, _, label in pairs)
     assert set(counts) == set(SNLI_LABELS)
     assert all(0.30 < c / len(pairs) < 0.37 for c in counts.values())
@@ -348,11 +373,16 @@ def test_read_snli_skips_no_consensus_pairs():
 
 
 def test_encode_pairs_segments_and_labels(bert_tok):
-    enc = encode_pairs(bert_tok, ["A man plays a guitar.", "Two dogs run."],
-                       ["A person makes music.", "Cats sleep."], ["entailment", "contradiction"])
+    enc = encode_pairs(
+        bert_tok,
+        ["A man plays a guitar.", "Two dogs run."],
+        ["A person makes music.", "Cats sleep."],
+        ["entailment", "contradiction"],
+    )
     assert enc["labels"].tolist() == [SNLI_LABELS.index("entailment"), SNLI_LABELS.index("contradiction")]
-    for ids, types, mask in zip(enc["input_ids"].tolist(), enc["token_type_ids"].tolist(),
-                                enc["attention_mask"].tolist()):
+    for ids, types, mask in zip(
+        enc["input_ids"].tolist(), enc["token_type_ids"].tolist(), enc["attention_mask"].tolist()
+    ):
         n = sum(mask)
         first_sep = ids.index(bert_tok.sep_id)
         assert ids[0] == bert_tok.cls_id and ids[n - 1] == bert_tok.sep_id
@@ -387,8 +417,9 @@ def tiny_tok():
 
 def tiny_bert(tok) -> BertModel:
     torch.manual_seed(0)
-    return BertModel(BertConfig(vocab_size=len(tok), d_model=16, n_layers=1, n_heads=2, d_ff=32,
-                                max_len=64, dropout=0.0))
+    return BertModel(
+        BertConfig(vocab_size=len(tok), d_model=16, n_layers=1, n_heads=2, d_ff=32, max_len=64, dropout=0.0)
+    )
 
 
 def _overfits(losses: list[float], steps: int) -> None:
@@ -404,15 +435,16 @@ def test_finetune_sequence_classification_overfits(tiny_tok):
     _overfits(losses, 60)
     result = evaluate(model, enc, "sequence", batch_size=3)
     assert result["predictions"].shape == (8,) and 0 <= result["accuracy"] <= 1
-    with torch.no_grad():   # per-batch trimming of padding changes nothing
+    with torch.no_grad():  # per-batch trimming of padding changes nothing
         full = model(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"]).argmax(-1)
     assert torch.equal(result["predictions"], full)
 
 
 def test_finetune_sentence_pairs_overfits(tiny_tok):
     pairs = _load(data.read_snli, "dev")[:8]
-    enc = encode_pairs(tiny_tok, [p for p, _, _ in pairs], [h for _, h, _ in pairs],
-                       [y for _, _, y in pairs], max_len=64)
+    enc = encode_pairs(
+        tiny_tok, [p for p, _, _ in pairs], [h for _, h, _ in pairs], [y for _, _, y in pairs], max_len=64
+    )
     model = BertForSequenceClassification(tiny_bert(tiny_tok), n_labels=len(SNLI_LABELS))
     losses = finetune(model, enc, task="sequence", epochs=100, batch_size=8, lr=3e-3, progress=False)
     _overfits(losses, 100)
@@ -428,8 +460,9 @@ def test_finetune_tagging_overfits(tiny_tok):
     with torch.no_grad():
         logits = model(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])
     assert result["accuracy"] == pytest.approx(tag_accuracy(logits, enc["labels"]))
-    assert (result["predictions"][enc["labels"] != IGNORE_INDEX]
-            == logits.argmax(-1)[enc["labels"] != IGNORE_INDEX]).all()
+    assert (
+        result["predictions"][enc["labels"] != IGNORE_INDEX] == logits.argmax(-1)[enc["labels"] != IGNORE_INDEX]
+    ).all()
 
 
 def test_finetune_question_answering_overfits(tiny_tok, squad):
@@ -447,8 +480,10 @@ def test_finetune_question_answering_overfits(tiny_tok, squad):
         assert s <= e and row[s] and row[e]
     # Answers cut off by truncation point at [CLS], which the loss must allow.
     assert (cut["start_positions"] == 0).all()
-    mixed = {k: torch.cat([f[k], cut[k]]) for k in ("input_ids", "token_type_ids", "attention_mask",
-                                                     "context_mask", "start_positions", "end_positions")}
+    mixed = {
+        k: torch.cat([f[k], cut[k]])
+        for k in ("input_ids", "token_type_ids", "attention_mask", "context_mask", "start_positions", "end_positions")
+    }
     losses = finetune(model, mixed, task="qa", epochs=2, batch_size=12, progress=False)
     assert all(torch.isfinite(torch.tensor(losses)))
 
@@ -468,8 +503,9 @@ def test_finetune_group_by_length_trims_the_padding_and_still_learns(tiny_tok, m
     for grouped in (False, True):
         widths.clear()
         model = BertForSequenceClassification(tiny_bert(tiny_tok), n_labels=2)
-        losses = finetune(model, enc, task="sequence", epochs=30, batch_size=8, lr=3e-3, progress=False,
-                          group_by_length=grouped)
+        losses = finetune(
+            model, enc, task="sequence", epochs=30, batch_size=8, lr=3e-3, progress=False, group_by_length=grouped
+        )
         assert len(losses) == 30 * 12 and len(widths) == 30 * 12
         tokens[grouped] = sum(b * t for b, t in widths)
         assert sum(losses[-12:]) < 0.7 * sum(losses[:12]), f"group_by_length={grouped} did not learn"
@@ -493,34 +529,49 @@ def test_finetune_respects_max_steps_and_frozen_encoder(tiny_tok):
 
 def test_qa_loss_is_the_mean_of_start_and_end_cross_entropies_over_context_and_cls():
     from onehot2gpt.bert_tasks import qa_loss
+
     torch.manual_seed(0)
-    model = BertForQuestionAnswering(BertConfig(vocab_size=30, d_model=16, n_layers=1, n_heads=2, d_ff=32,
-                                                max_len=16, dropout=0.0)).eval()
+    model = BertForQuestionAnswering(
+        BertConfig(vocab_size=30, d_model=16, n_layers=1, n_heads=2, d_ff=32, max_len=16, dropout=0.0)
+    ).eval()
     ids = torch.randint(5, 30, (2, 10))
     ids[:, 0], ids[:, 3], ids[:, 9] = 2, 3, 3
     context = torch.zeros(2, 10, dtype=torch.bool)
     context[:, 4:9] = True
-    batch = {"input_ids": ids, "token_type_ids": context.long(), "attention_mask": torch.ones(2, 10, dtype=torch.long),
-             "context_mask": context, "start_positions": torch.tensor([5, 0]), "end_positions": torch.tensor([6, 0])}
+    batch = {
+        "input_ids": ids,
+        "token_type_ids": context.long(),
+        "attention_mask": torch.ones(2, 10, dtype=torch.long),
+        "context_mask": context,
+        "start_positions": torch.tensor([5, 0]),
+        "end_positions": torch.tensor([6, 0]),
+    }
     hidden = model.bert(ids, batch["token_type_ids"], batch["attention_mask"]).last_hidden_state
-    scores = hidden @ model.qa.weight.T + model.qa.bias                  # (B, T, 2)
-    allowed = [0, 4, 5, 6, 7, 8]                                          # [CLS] and the context
+    scores = hidden @ model.qa.weight.T + model.qa.bias  # (B, T, 2)
+    allowed = [0, 4, 5, 6, 7, 8]  # [CLS] and the context
     expected = 0.0
     for b, (s, e) in enumerate([(5, 6), (0, 0)]):
         for k, gold in ((0, s), (1, e)):
             log_p = scores[b, allowed, k].log_softmax(-1)
-            expected = expected - log_p[allowed.index(gold)] / 4          # mean over 2 rows and 2 ends
+            expected = expected - log_p[allowed.index(gold)] / 4  # mean over 2 rows and 2 ends
     torch.testing.assert_close(qa_loss(model, batch), expected)
-    assert torch.equal(batch["context_mask"], context)                    # the batch is not changed
+    assert torch.equal(batch["context_mask"], context)  # the batch is not changed
 
 
 def test_encode_squad_refuses_an_answer_that_is_not_at_answer_start(bert_tok):
-    example = {"id": "q7", "question": "Who won?", "context": "The Denver Broncos won Super Bowl 50.",
-               "answers": [{"text": "Denver Broncos", "answer_start": 4}]}
+    example = {
+        "id": "q7",
+        "question": "Who won?",
+        "context": "The Denver Broncos won Super Bowl 50.",
+        "answers": [{"text": "Denver Broncos", "answer_start": 4}],
+    }
     assert encode_squad(bert_tok, [example])["answerable"].tolist() == [True]
     moved = {**example, "answers": [{"text": "Denver Broncos", "answer_start": 8}]}
-    with pytest.raises(ValueError, match=r"question 'q7'.*'Denver Broncos' should start at character 8.*"
-                                         r"'er Broncos won' stands there.*occur at character 4"):
+    with pytest.raises(
+        ValueError,
+        match=r"question 'q7'.*'Denver Broncos' should start at character 8.*"
+        r"'er Broncos won' stands there.*occur at character 4",
+    ):
         encode_squad(bert_tok, [moved])
     missing = {**example, "answers": [{"text": "Carolina Panthers", "answer_start": 4}]}
     with pytest.raises(ValueError, match="does not occur in the context"):

@@ -24,11 +24,30 @@ import time
 from pathlib import Path
 
 import pytest
-
-from browser_helpers import (BERTVIZ_SCRIPTS, CHROMIUM, CHROMIUM_ARGS, ROOT, SCREENSHOTS, JupyterLab,
-                             LabPage, Notebook, block_the_internet, choose, control, copy_notebooks, exact,
-                             dropdown_options, dropdown_value, image_src, press_slider, require,
-                             slider_value, type_text, type_textarea, wait_until)
+from browser_helpers import (
+    BERTVIZ_SCRIPTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ROOT,
+    SCREENSHOTS,
+    JupyterLab,
+    LabPage,
+    Notebook,
+    block_the_internet,
+    choose,
+    control,
+    copy_notebooks,
+    dropdown_options,
+    dropdown_value,
+    exact,
+    image_src,
+    press_slider,
+    require,
+    slider_value,
+    type_text,
+    type_textarea,
+    wait_until,
+)
 from one_run import course_run_problems, is_solved_copy, student_run_problems
 from onehot2gpt.exercises import cell_tags
 
@@ -39,8 +58,8 @@ except ImportError:  # reported by the fixtures: a failure in CI, a skip elsewhe
     sync_playwright = None
 
 NOTEBOOKS = {p.stem: p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
-ANSWER_S = 90        # the kernel's answer to one interaction (a probe may train first)
-RUN_ALL_S = 900      # all cells of one notebook (≈10–180 s on 2 cores)
+ANSWER_S = 90  # the kernel's answer to one interaction (a probe may train first)
+RUN_ALL_S = 900  # all cells of one notebook (≈10–180 s on 2 cores)
 TIMINGS: dict[str, dict[str, float]] = {}
 
 
@@ -58,11 +77,13 @@ def settled(nb: Notebook, root, what: str):
 
 def changed(read, before, what: str, timeout: float = ANSWER_S):
     """Wait until `read()` differs from `before` (and is not empty): the kernel redrew after `what`."""
-    return wait_until(lambda: (value := read()) and value != before and value, timeout,
-                      f"the kernel's answer to {what}")
+    return wait_until(
+        lambda: (value := read()) and value != before and value, timeout, f"the kernel's answer to {what}"
+    )
 
 
 # -- one scenario per notebook: what a student does with its widgets ---------------------------------
+
 
 def token_explorer(nb: Notebook):
     from onehot2gpt.vocab import tokenize_chars, tokenize_words
@@ -99,11 +120,14 @@ def embedding_explorer(nb: Notebook):
 
     start = slider_value(root, "Neighbours")
     assert press_slider(root, "Neighbours", "ArrowRight") == str(int(start) + 1)
-    wait_until(lambda: neighbours_per_row() == [int(start) + 1] * 2, ANSWER_S,
-               f"two rows of {int(start) + 1} neighbours after moving the slider")
+    wait_until(
+        lambda: neighbours_per_row() == [int(start) + 1] * 2,
+        ANSWER_S,
+        f"two rows of {int(start) + 1} neighbours after moving the slider",
+    )
     settled(nb, root, "moving the Neighbours slider")
     nb.screenshot(root, "neighbours")
-    type_text(root, "Words", "january, qzxjv")                 # a student's typo
+    type_text(root, "Words", "january, qzxjv")  # a student's typo
     answer(root, "not in the vocabulary", "a word the model never saw")
     answer(root, "qzxjv", "a word the model never saw")
     nb.screenshot(root, "unknown-word")
@@ -116,11 +140,10 @@ def layer_weight_explorer(nb: Notebook):
     nb.screenshot(root, "after-run-all")
     before = image_src(image)
     root.locator(".widget-select-multiple select").select_option(label=["POS (UD EWT)"])
-    expect(summary, "one task left after picking POS only").not_to_contain_text(
-        "sentiment", timeout=ANSWER_S * 1000)
+    expect(summary, "one task left after picking POS only").not_to_contain_text("sentiment", timeout=ANSWER_S * 1000)
     before = changed(lambda: image_src(image), before, "picking one task (a new picture)")
     text = summary.inner_text()
-    lam = press_slider(root, "λ", "ArrowLeft")                 # 10 → 1: a probe trains first
+    lam = press_slider(root, "λ", "ArrowLeft")  # 10 → 1: a probe trains first
     assert lam == "1.0", f"λ slider reads {lam!r} after one step left from 10"
     changed(lambda: image_src(image), before, "moving the λ slider (a probe trains)", timeout=300)
     changed(summary.inner_text, text, "moving the λ slider")
@@ -137,13 +160,13 @@ def attention_explorer(nb: Notebook, source: str):
     for label, key in (("Layer", "ArrowRight"), ("Head", "ArrowRight")):
         start = slider_value(root, label)
         new = press_slider(root, label, key)
-        if new == start:                                       # at the right end: step back
+        if new == start:  # at the right end: step back
             new = press_slider(root, label, "ArrowLeft")
         assert new != start, f"the {label} slider did not move"
         before = changed(lambda: image_src(image), before, f"moving the {label} slider to {new}")
     options = dropdown_options(root, "Query token")
     current = options.index(dropdown_value(root, "Query token"))
-    query = options[(current + len(options) // 2) % len(options)]      # another token
+    query = options[(current + len(options) // 2) % len(options)]  # another token
     choose(root, "Query token", query)
     index, token = query.split(": ", 1)
     answer(top, f"{token} (token {index}) attends most to", f"picking query token {query!r}")
@@ -151,8 +174,11 @@ def attention_explorer(nb: Notebook, source: str):
     mean = root.locator(".widget-checkbox input[type=checkbox]")
     mean.check()
     head_slider = control(root, "slider", "Head")
-    wait_until(lambda: head_slider.locator(".noUi-target[disabled]").count(), ANSWER_S,
-               "the Head slider to be disabled when the mean of heads is shown")
+    wait_until(
+        lambda: head_slider.locator(".noUi-target[disabled]").count(),
+        ANSWER_S,
+        "the Head slider to be disabled when the mean of heads is shown",
+    )
     changed(lambda: image_src(image), before, "ticking mean of heads")
     settled(nb, root, "using the attention explorer")
     nb.screenshot(root, "layer-head-token")
@@ -162,9 +188,11 @@ def attention_explorer(nb: Notebook, source: str):
 def bertviz_drawn(view, what: str, layers: int | None = None, timeout: float = ANSWER_S):
     """Wait until the bertviz page `view` (its root <div id="bertviz-…">) has drawn: attention lines
     in its SVG and, for a head view (`layers` given), one Layer option per layer."""
+
     def drawn():
         lines, options = view.locator("svg line").count(), view.locator("#layer option").count()
         return lines > 0 and (layers is None or options == layers) and (lines, options)
+
     return wait_until(drawn, timeout, what)
 
 
@@ -177,8 +205,10 @@ def check_bertviz(nb: Notebook, source: str, layers: int | None = None):
     try:
         bertviz_drawn(view, "bertviz to draw its SVG with no network", layers)
     except AssertionError as exc:
-        raise AssertionError(f"{exc}; requests outside 127.0.0.1: {nb.external}; its output reads "
-                             f"{cell.locator('.jp-OutputArea').inner_text()[:300]!r}") from None
+        raise AssertionError(
+            f"{exc}; requests outside 127.0.0.1: {nb.external}; its output reads "
+            f"{cell.locator('.jp-OutputArea').inner_text()[:300]!r}"
+        ) from None
     asked = [u for u in nb.external if u.startswith(BERTVIZ_SCRIPTS)]
     assert not asked, f"bertviz asked a CDN for {asked}"
     view.scroll_into_view_if_needed()
@@ -188,24 +218,31 @@ def check_bertviz(nb: Notebook, source: str, layers: int | None = None):
 def notebook_05(nb: Notebook):
     root = attention_explorer(nb, "explorer = AttentionExplorer({")
     type_text(root, "Sentence", "The animal didn't cross the street because it was too wide.")
-    wait_until(lambda: any(o.endswith(": wide") for o in dropdown_options(root, "Query token")), ANSWER_S,
-               "the query tokens of a new sentence")
-    type_text(root, "Sentence", "")                            # an empty sentence: a message, no crash
+    wait_until(
+        lambda: any(o.endswith(": wide") for o in dropdown_options(root, "Query token")),
+        ANSWER_S,
+        "the query tokens of a new sentence",
+    )
+    type_text(root, "Sentence", "")  # an empty sentence: a message, no crash
     answer(root, "the sentence is empty", "an empty sentence")
     nb.screenshot(root, "empty-sentence")
-    check_bertviz(nb, 'bertviz_view(attentions, tokens, view="head"', layers=6)   # MiniLM: 6 layers
+    check_bertviz(nb, 'bertviz_view(attentions, tokens, view="head"', layers=6)  # MiniLM: 6 layers
 
 
 def notebook_06(nb: Notebook):
     root = attention_explorer(nb, 'explorer = AttentionExplorer({"date encoder (ours)"')
     type_text(root, "Sentence", "Mon 1 Jan 2024")
-    wait_until(lambda: "6: J" in dropdown_options(root, "Query token"), ANSWER_S,
-               "the character tokens of 'Mon 1 Jan 2024'")
-    type_text(root, "Sentence", "Mon 1 Jan 2024 ✓")            # a character the date model never saw
+    wait_until(
+        lambda: "6: J" in dropdown_options(root, "Query token"), ANSWER_S, "the character tokens of 'Mon 1 Jan 2024'"
+    )
+    type_text(root, "Sentence", "Mon 1 Jan 2024 ✓")  # a character the date model never saw
     answer(root, "vocabulary", "a character outside the date model's vocabulary")
-    choose(root, "Model", "all-MiniLM-L6-v2")                  # MiniLM reads it as [UNK]
-    wait_until(lambda: "0: [CLS]" in dropdown_options(root, "Query token"), ANSWER_S,
-               "MiniLM's tokens after choosing it from the Model menu")
+    choose(root, "Model", "all-MiniLM-L6-v2")  # MiniLM reads it as [UNK]
+    wait_until(
+        lambda: "0: [CLS]" in dropdown_options(root, "Query token"),
+        ANSWER_S,
+        "MiniLM's tokens after choosing it from the Model menu",
+    )
     wait_until(lambda: "⚠" not in root.inner_text(), ANSWER_S, "the error to clear with MiniLM")
     nb.screenshot(root, "minilm")
 
@@ -221,7 +258,7 @@ def notebook_07(nb: Notebook):
     tokenizer = WordPieceTokenizer.load(checkpoint_path("bert-wikitext2") / "vocab.txt")
     sentence = "The castle was rebuilt in the nineteenth century by a famous architect ."
     local = MaskingExplorer(tokenizer, text=sentence, seed=int(slider_value(masking, "Draw (seed)")))
-    reads = masking.locator("table tr").nth(1)                 # the row "model reads"
+    reads = masking.locator("table tr").nth(1)  # the row "model reads"
 
     def shown():
         return [t.strip() for t in reads.locator("td").all_inner_texts()[1:]]
@@ -244,10 +281,15 @@ def notebook_07(nb: Notebook):
     type_text(blank, "Sentence", "the [MASK] was released in [MASK] 2011 .")
     answer(output, "[MASK] 2", "a sentence with two blanks")
     k = int(press_slider(blank, "Top k", "ArrowRight"))
-    wait_until(lambda: output.locator("table").count() == 2 and all(
-        t.locator("tr").count() == k for t in output.locator("table").all()), ANSWER_S,
-        f"two blanks with {k} guesses each after moving Top k")
-    type_text(blank, "Sentence", "no blank here")              # a student forgets [MASK]
+    wait_until(
+        lambda: (
+            output.locator("table").count() == 2
+            and all(t.locator("tr").count() == k for t in output.locator("table").all())
+        ),
+        ANSWER_S,
+        f"two blanks with {k} guesses each after moving Top k",
+    )
+    type_text(blank, "Sentence", "no blank here")  # a student forgets [MASK]
     answer(blank.locator(".widget-html").first, "⚠ ValueError: no [MASK]", "a sentence without a blank")
     nb.screenshot(blank, "fill-in-the-blank")
 
@@ -296,7 +338,7 @@ def notebook_09(nb: Notebook):
     answer(output, "JULIET:", "pressing Generate")
     settled(nb, root, "pressing Generate")
     nb.screenshot(root, "generated")
-    type_textarea(root, "Prompt", "猫")                         # a character Shakespeare never wrote
+    type_textarea(root, "Prompt", "猫")  # a character Shakespeare never wrote
     answer(status, "cannot encode", "a prompt the tokenizer cannot encode")
     nb.screenshot(root, "unknown-character")
     look_inside(nb)
@@ -307,8 +349,9 @@ def all_heads_view(nb: Notebook, source: str, pick: str):
     root = nb.widget(source)
     image, caption = root.locator("img.widget-image").last, root.locator(".widget-html").last
     thumbs = root.locator("img.widget-image")
-    wait_until(lambda: thumbs.count() > 2 and all(image_src(t) for t in thumbs.all()), ANSWER_S,
-               "every thumbnail drawn")
+    wait_until(
+        lambda: thumbs.count() > 2 and all(image_src(t) for t in thumbs.all()), ANSWER_S, "every thumbnail drawn"
+    )
     before = image_src(image)
     root.locator("button.jupyter-button", has_text=exact(pick)).click()
     layer, head = pick[1:].split(" H")
@@ -332,7 +375,7 @@ def look_inside(nb: Notebook):
     assert slider_value(stepper, "Position") == "5", "the position must move to the new prompt's last piece"
     settled(nb, stepper, "stepping and a new prompt")
     nb.screenshot(stepper, "stepper")
-    type_text(stepper, "Prompt", "")                           # an empty prompt: a message, no crash
+    type_text(stepper, "Prompt", "")  # an empty prompt: a message, no crash
     answer(stepper, "the prompt is empty", "an empty prompt")
 
     lens = nb.widget("lens_view = LogitLens(")
@@ -340,7 +383,7 @@ def look_inside(nb: Notebook):
     answer(table, "layer 3", "running the cell")
     type_text(lens, "Prompt", "he was born in new")
     answer(table, "york", "a prompt ending in 'new'")
-    press_slider(lens, "Position", "ArrowLeft")                # one piece back: the next piece is known
+    press_slider(lens, "Position", "ArrowLeft")  # one piece back: the next piece is known
     answer(table, "next is “new”", "moving the position back one piece")
     settled(nb, lens, "the logit lens")
     nb.screenshot(lens, "logit-lens")
@@ -370,15 +413,20 @@ def notebook_10(nb: Notebook):
     choose(root, "Template", "TL;DR:")
     wait_until(lambda: prompt.input_value().endswith("TL;DR:"), ANSWER_S, "a TL;DR: prompt")
     expect(control(root, "text", "Question"), "the Question box hidden for TL;DR:").to_be_hidden(
-        timeout=ANSWER_S * 1000)
+        timeout=ANSWER_S * 1000
+    )
     zero_shot = prompt.input_value()
     assert press_slider(root, "Examples", "ArrowRight") == "1"
-    wait_until(lambda: (p := prompt.input_value()).endswith(zero_shot) and len(p) > len(zero_shot),
-               ANSWER_S, "one solved example before the passage")
+    wait_until(
+        lambda: (p := prompt.input_value()).endswith(zero_shot) and len(p) > len(zero_shot),
+        ANSWER_S,
+        "one solved example before the passage",
+    )
     choose(root, "Template", "Q: … A:")
     type_text(root, "Question", "what does mira keep ?")
-    wait_until(lambda: prompt.input_value().endswith("Q: what does mira keep ?\nA:"), ANSWER_S,
-               "the question in the prompt")
+    wait_until(
+        lambda: prompt.input_value().endswith("Q: what does mira keep ?\nA:"), ANSWER_S, "the question in the prompt"
+    )
     models = [m for m in dropdown_options(root, "Model") if m.startswith("course")]
     choose(root, "Model", models[0])
     root.locator("button.jupyter-button", has_text="Continue").click()
@@ -387,11 +435,21 @@ def notebook_10(nb: Notebook):
     nb.screenshot(root, "continued")
     # GPT-2 is not in the Hugging Face cache offline: a message, and the course model stays chosen.
     choose(root, "Model", "GPT-2 (downloads once)")
-    wait_until(lambda: "⚠" in status.inner_text() or not status.inner_text().strip()
-               and dropdown_value(root, "Model").startswith("GPT-2"), 120, "GPT-2 to load or fail")
+    wait_until(
+        lambda: (
+            "⚠" in status.inner_text()
+            or not status.inner_text().strip()
+            and dropdown_value(root, "Model").startswith("GPT-2")
+        ),
+        120,
+        "GPT-2 to load or fail",
+    )
     if "⚠" in status.inner_text():
-        wait_until(lambda: dropdown_value(root, "Model") == models[0], ANSWER_S,
-                   "the Model menu to return to the course model after GPT-2 failed")
+        wait_until(
+            lambda: dropdown_value(root, "Model") == models[0],
+            ANSWER_S,
+            "the Model menu to return to the course model after GPT-2 failed",
+        )
     nb.screenshot(root, "gpt2")
 
 
@@ -413,30 +471,41 @@ def widget_names() -> list[str]:
     import inspect
 
     import ipywidgets
-
     from onehot2gpt import widgets
-    classes = [n for n, c in vars(widgets).items() if inspect.isclass(c) and c.__module__ == widgets.__name__
-               and issubclass(c, ipywidgets.Widget)]
+
+    classes = [
+        n
+        for n, c in vars(widgets).items()
+        if inspect.isclass(c) and c.__module__ == widgets.__name__ and issubclass(c, ipywidgets.Widget)
+    ]
     return classes + ["bertviz_view"]
 
 
 def code_cells(path: Path) -> list[str]:
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells
-               if c["cell_type"] == "code"]
+    sources = [
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in cells
+        if c["cell_type"] == "code"
+    ]
     return [s for s in sources if s.strip()]
 
 
 def test_every_notebook_with_a_widget_has_a_browser_scenario():
     names = widget_names()
     assert "AttentionExplorer" in names and "ZeroShotPrompter" in names
-    with_widgets = {stem for stem, path in NOTEBOOKS.items()
-                    if any(re.search(rf"\b{n}\(", s) for s in code_cells(path) for n in names)}
+    with_widgets = {
+        stem
+        for stem, path in NOTEBOOKS.items()
+        if any(re.search(rf"\b{n}\(", s) for s in code_cells(path) for n in names)
+    }
     assert with_widgets == set(SCENARIOS), (
-        f"notebooks showing widgets {sorted(with_widgets)} and browser scenarios {sorted(SCENARIOS)} differ")
+        f"notebooks showing widgets {sorted(with_widgets)} and browser scenarios {sorted(SCENARIOS)} differ"
+    )
 
 
 # -- the server, the browser, and the test ------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
@@ -449,7 +518,7 @@ def lab(tmp_path_factory):
     yield server
     server.stop()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    timings = SCREENSHOTS / "timings.json"     # `make test` runs two halves, one per worker: merge
+    timings = SCREENSHOTS / "timings.json"  # `make test` runs two halves, one per worker: merge
     try:
         earlier = json.loads(timings.read_text())
     except (OSError, ValueError):
@@ -490,7 +559,7 @@ def test_student_version_runs_and_its_widgets_answer_in_the_browser(lab, lab_pag
     for old in SCREENSHOTS.glob(f"{stem}-*.png"):
         old.unlink()
     started = time.monotonic()
-    run = lab.root / "notebooks" / "student" / path.name        # the student version with the solutions added
+    run = lab.root / "notebooks" / "student" / path.name  # the student version with the solutions added
     nb = Notebook(lab_page, lab, f"notebooks/student/{path.name}")
     try:
         nb.open()
@@ -501,17 +570,21 @@ def test_student_version_runs_and_its_widgets_answer_in_the_browser(lab, lab_pag
         nb.run_all(len(code_cells(run)), RUN_ALL_S, may_fail=unsolved)
         ran = time.monotonic()
         saved = nb.save()
-        problems = (student_run_problems(saved, f"student/{path.name}")
-                    + course_run_problems(saved, json.loads(path.read_text(encoding="utf-8")), f"notebooks/{path.name}"))
+        problems = student_run_problems(saved, f"student/{path.name}") + course_run_problems(
+            saved, json.loads(path.read_text(encoding="utf-8")), f"notebooks/{path.name}"
+        )
         assert not problems, "\n".join(problems)
-        checks = nb.tracebacks()                      # each failing check shows its traceback
+        checks = nb.tracebacks()  # each failing check shows its traceback
         assert len(checks) == sum(unsolved), f"{len(checks)} tracebacks in the page, {sum(unsolved)} unsolved checks"
         if stem in SCENARIOS:
             SCENARIOS[stem](nb)
         nb.assert_kernel_alive()
         nb.assert_no_traceback(log_console=True, besides=checks)
-        TIMINGS[stem] = {"open_s": round(opened - started, 1), "run_all_s": round(ran - opened, 1),
-                         "widgets_s": round(time.monotonic() - ran, 1)}
+        TIMINGS[stem] = {
+            "open_s": round(opened - started, 1),
+            "run_all_s": round(ran - opened, 1),
+            "widgets_s": round(time.monotonic() - ran, 1),
+        }
     except BaseException:
         try:
             nb.screenshot(nb.page, "failure")
@@ -525,8 +598,11 @@ def test_student_version_runs_and_its_widgets_answer_in_the_browser(lab, lab_pag
 def figure_alts(path: Path) -> list[str]:
     """The alt texts of the architecture figures embedded in a notebook's markdown."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return [re.search(r'alt="([^"]*)"', "".join(c["source"])).group(1) for c in cells
-            if c.get("metadata", {}).get("onehot2gpt", {}).get("figure")]
+    return [
+        re.search(r'alt="([^"]*)"', "".join(c["source"])).group(1)
+        for c in cells
+        if c.get("metadata", {}).get("onehot2gpt", {}).get("figure")
+    ]
 
 
 WITH_FIGURES = sorted(stem for stem, path in NOTEBOOKS.items() if figure_alts(path))
@@ -547,8 +623,11 @@ def figures_render_offline(nb: Notebook, path: Path):
     expected = {alt: True for alt in figure_alts(path)}
     if not expected:
         return
-    wait_until(lambda: nb.figures_shown() == expected, 30,
-               lambda: f"the figures of {path.name} to render: {nb.figures_shown()} != {expected}")
+    wait_until(
+        lambda: nb.figures_shown() == expected,
+        30,
+        lambda: f"the figures of {path.name} to render: {nb.figures_shown()} != {expected}",
+    )
     nb.screenshot(nb.page.locator(".jp-MarkdownOutput img").first, "figure")
 
 
@@ -570,8 +649,12 @@ def test_bertviz_draws_with_no_network(lab, lab_page, tmp_path):
 
     path = lab.root / "bertviz_offline.ipynb"
     kernel = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in BERTVIZ_CELLS],
-                                            metadata={"kernelspec": kernel}), path)
+    nbformat.write(
+        nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_code_cell(c) for c in BERTVIZ_CELLS], metadata={"kernelspec": kernel}
+        ),
+        path,
+    )
     nb = Notebook(lab_page, lab, path.name)
     try:
         nb.open()

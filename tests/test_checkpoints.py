@@ -5,17 +5,17 @@ import shutil
 
 import pytest
 import torch
-from safetensors.torch import load_file, save_file
-
 from onehot2gpt import checkpoints
+from onehot2gpt import zero_shot as zs
 from onehot2gpt.bert import BertConfig, BertForPreTraining, BertModel, load_bert, save_bert
 from onehot2gpt.checkpoints import CheckpointError, load, sha256_file
 from onehot2gpt.elmo import BiLM, BiLMConfig, load_bilm, save_bilm
 from onehot2gpt.gpt import GPT, GPTConfig, load_gpt, save_gpt
-from onehot2gpt.subword import SPECIALS as WORDPIECE_SPECIALS, WordPieceTokenizer
+from onehot2gpt.subword import SPECIALS as WORDPIECE_SPECIALS
+from onehot2gpt.subword import WordPieceTokenizer
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
-from onehot2gpt import zero_shot as zs
+from safetensors.torch import load_file, save_file
 
 # every committed checkpoint → (model class, tokenizer class)
 COMMITTED = {
@@ -58,6 +58,7 @@ def tiny_gpt(tmp_path):
 
 # ------------------------------------------------------------------ finding checkpoints by name
 
+
 def test_finds_a_checkpoint_by_name(tmp_path, monkeypatch):
     (tmp_path / "tiny").mkdir()
     (tmp_path / "tiny" / "config.json").write_text(json.dumps({"dim": 3}))
@@ -77,6 +78,7 @@ def test_missing_checkpoint_says_what_exists(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------ the committed checkpoints
+
 
 def test_the_committed_checkpoints_are_the_expected_ones():
     assert checkpoints.list_checkpoints() == sorted(COMMITTED)
@@ -98,7 +100,7 @@ def test_every_committed_checkpoint_loads_by_name_with_its_checksums(name):
         assert not model.training
         stored = load_file(str(folder / "weights.safetensors"))
         params = dict(model.named_parameters())
-        assert all(torch.equal(stored[k].float(), params[k]) for k in stored)   # bit-identical
+        assert all(torch.equal(stored[k].float(), params[k]) for k in stored)  # bit-identical
 
 
 def test_load_takes_a_path_as_well_as_a_name():
@@ -116,11 +118,12 @@ def test_the_verify_command_checks_the_named_checkpoints(capsys):
 
 # ------------------------------------------------------------------ round trips, one per kind
 
+
 def test_gpt_round_trip_gives_identical_outputs(tiny_gpt):
     model, folder = tiny_gpt
     back, vocab = load(folder)
     assert back.config == model.config and vocab.itos == char_vocab().itos
-    assert back.lm_head.weight is back.tok_emb.weight                     # still tied
+    assert back.lm_head.weight is back.tok_emb.weight  # still tied
     ids = torch.randint(50, (2, 12), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         torch.testing.assert_close(back(ids).logits, model(ids).logits, atol=0, rtol=0)
@@ -147,8 +150,9 @@ def test_bert_round_trip_gives_identical_outputs(tmp_path, cls):
 def test_bilm_round_trip_gives_identical_outputs(tmp_path, softmax):
     torch.manual_seed(0)
     vocab = Vocab(WORDS)
-    config = BiLMConfig(vocab_size=len(vocab), d_model=8, hidden=12, dropout=0.0, max_len=32,
-                        softmax=softmax, cutoffs=(10,))
+    config = BiLMConfig(
+        vocab_size=len(vocab), d_model=8, hidden=12, dropout=0.0, max_len=32, softmax=softmax, cutoffs=(10,)
+    )
     model = BiLM(config).eval()
     back, back_vocab = load(save_bilm(model, vocab, tmp_path / "bilm", half=False))
     assert back.config == config and back_vocab.itos == vocab.itos
@@ -163,8 +167,13 @@ def test_word_vectors_round_trip_keeps_the_float16_values(tmp_path):
     back, vocab = load(wv.save(tmp_path / "wv"))
     assert isinstance(back, WordVectors) and vocab is back.vocab and vocab.itos == WORDS
     assert torch.equal(back.vectors, vectors.half().float())
-    assert back.config == {"model": "skipgram", "epochs": 1, "vocab_size": len(WORDS), "dim": 6,
-                           "stored_dtype": "float16"}
+    assert back.config == {
+        "model": "skipgram",
+        "epochs": 1,
+        "vocab_size": len(WORDS),
+        "dim": 6,
+        "stored_dtype": "float16",
+    }
     assert back.most_similar("w3", 3) == wv.__class__(vectors.half().float(), vocab).most_similar("w3", 3)
 
 
@@ -188,14 +197,15 @@ def test_saving_refuses_non_finite_weights_and_a_tokenizer_of_another_size(tmp_p
         model.tok_emb.weight[0, 0] = float("nan")
     with pytest.raises(ValueError, match="tok_emb.weight.*NaN"):
         save_gpt(model, tmp_path / "b")
-    assert not (tmp_path / "b").exists()                         # nothing written
+    assert not (tmp_path / "b").exists()  # nothing written
 
 
 # ------------------------------------------------------------------ corrupt folders fail clearly
 
+
 def test_an_edited_shape_free_field_is_caught_by_the_config_checksum(tmp_path):
     folder = shutil.copytree(checkpoints.checkpoint_path("gpt-char-shakespeare"), tmp_path / "copy")
-    write_record(folder, lambda r: r["config"].__setitem__("n_heads", 8))   # same weight shapes
+    write_record(folder, lambda r: r["config"].__setitem__("n_heads", 8))  # same weight shapes
     with pytest.raises(CheckpointError, match=r"edited after saving.*n_heads=8"):
         load(folder)
     with pytest.raises(CheckpointError, match="n_heads"):
@@ -224,9 +234,9 @@ def test_non_finite_weights_are_refused(tiny_gpt):
     weights = load_file(str(folder / "weights.safetensors"))
     weights["blocks.1.ff.linear2.weight"][0, 0] = float("inf")
     save_file(weights, str(folder / "weights.safetensors"))
-    with pytest.raises(CheckpointError, match="weights.safetensors.*sha256"):   # changed after saving
+    with pytest.raises(CheckpointError, match="weights.safetensors.*sha256"):  # changed after saving
         load(folder)
-    rehash(folder, "weights.safetensors")                                         # saved so on purpose
+    rehash(folder, "weights.safetensors")  # saved so on purpose
     with pytest.raises(CheckpointError, match=r"blocks\.1\.ff\.linear2\.weight hold NaN or infinite"):
         load(folder)
 
@@ -242,8 +252,11 @@ def test_a_reordered_vocab_json_fails_its_checksum(tmp_path):
 
 def test_a_reordered_vocab_txt_fails_its_checksum(tmp_path):
     tokenizer = WordPieceTokenizer(list(WORDPIECE_SPECIALS) + WORDS[:45])
-    folder = save_bert(BertModel(BertConfig(vocab_size=50, d_model=32, n_layers=1, n_heads=4, d_ff=64,
-                                            max_len=16)), tmp_path / "bert", tokenizer=tokenizer)
+    folder = save_bert(
+        BertModel(BertConfig(vocab_size=50, d_model=32, n_layers=1, n_heads=4, d_ff=64, max_len=16)),
+        tmp_path / "bert",
+        tokenizer=tokenizer,
+    )
     lines = (folder / "vocab.txt").read_text().splitlines()
     lines[7], lines[8] = lines[8], lines[7]
     (folder / "vocab.txt").write_text("\n".join(lines) + "\n")
@@ -257,14 +270,17 @@ def test_a_broken_safetensors_file_is_named_with_what_to_do(tiny_gpt, damage):
     path = folder / "weights.safetensors"
     if damage == "truncated":
         path.write_bytes(path.read_bytes()[:1000])
-    else:                                          # another file given the name
+    else:  # another file given the name
         path.unlink()
         torch.save(GPT(GPTConfig.tiny()).state_dict(), path)
     with pytest.raises(CheckpointError, match=r"weights\.safetensors has sha256 .*Restore it"):
         load(folder)
-    rehash(folder, "weights.safetensors")          # even when the checksum was recorded so
-    with pytest.raises(CheckpointError, match=r"weights\.safetensors is not a readable safetensors "
-                                              r"file .*truncated, or another file renamed.*Restore it"):
+    rehash(folder, "weights.safetensors")  # even when the checksum was recorded so
+    with pytest.raises(
+        CheckpointError,
+        match=r"weights\.safetensors is not a readable safetensors "
+        r"file .*truncated, or another file renamed.*Restore it",
+    ):
         load(folder)
 
 
@@ -291,13 +307,15 @@ def test_a_folder_of_another_kind_names_both_kinds():
 def test_cuda_on_a_torch_without_cuda_says_to_use_the_cpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     path = checkpoints.checkpoint_path
-    loaders = [lambda: load("gpt-char-shakespeare", device="cuda"),
-               lambda: load_gpt(path("gpt-char-shakespeare"), device="cuda"),
-               lambda: load_bert(path("bert-wikitext2"), device="cuda"),
-               lambda: load_bilm(path("bilm-wikitext2"), device="cuda"),
-               lambda: WordVectors.load(path("word2vec-wikitext2"), device="cuda"),
-               lambda: zs.load_variant(path("zero-shot-qa000"), device="cuda"),
-               lambda: checkpoints.fill_weights(GPT(GPTConfig.char()), "gpt-char-shakespeare", "cuda:0")]
+    loaders = [
+        lambda: load("gpt-char-shakespeare", device="cuda"),
+        lambda: load_gpt(path("gpt-char-shakespeare"), device="cuda"),
+        lambda: load_bert(path("bert-wikitext2"), device="cuda"),
+        lambda: load_bilm(path("bilm-wikitext2"), device="cuda"),
+        lambda: WordVectors.load(path("word2vec-wikitext2"), device="cuda"),
+        lambda: zs.load_variant(path("zero-shot-qa000"), device="cuda"),
+        lambda: checkpoints.fill_weights(GPT(GPTConfig.char()), "gpt-char-shakespeare", "cuda:0"),
+    ]
     for loader in loaders:
         with pytest.raises(ValueError, match=r"this torch has no CUDA.*use device='cpu'"):
             loader()
@@ -307,16 +325,17 @@ def test_cuda_on_a_torch_without_cuda_says_to_use_the_cpu(monkeypatch):
 
 def test_nothing_is_half_filled_when_a_file_is_wrong(tiny_gpt):
     model, folder = tiny_gpt
-    target = GPT(GPTConfig.tiny(vocab_size=50, d_ff=64))        # the file does not fit it
+    target = GPT(GPTConfig.tiny(vocab_size=50, d_ff=64))  # the file does not fit it
     before = {k: v.clone() for k, v in target.state_dict().items()}
     with pytest.raises(CheckpointError, match="ff.linear1.weight"):
         checkpoints.fill_weights(target, folder)
     assert all(torch.equal(before[k], v) for k, v in target.state_dict().items())
-    same = checkpoints.fill_weights(GPT(GPTConfig.tiny(vocab_size=50)), folder)   # one that fits
+    same = checkpoints.fill_weights(GPT(GPTConfig.tiny(vocab_size=50)), folder)  # one that fits
     assert all(torch.equal(a, b) for a, b in zip(same.parameters(), model.parameters()))
 
 
 # ------------------------------------------------------------------ older folders
+
 
 def test_an_older_folder_is_refused_until_upgraded(tiny_gpt):
     model, folder = tiny_gpt
@@ -335,8 +354,9 @@ def test_an_older_word2vec_folder_is_upgraded_with_its_file_renamed(tmp_path):
     wv = WordVectors(torch.randn(len(WORDS), 4), Vocab(WORDS, specials=()), {"model": "cbow"})
     folder = wv.save(tmp_path / "wv")
     (folder / "weights.safetensors").rename(folder / "vectors.safetensors")
-    (folder / "config.json").write_text(json.dumps({"model": "cbow", "vocab_size": len(WORDS), "dim": 4,
-                                                    "stored_dtype": "float16"}))
+    (folder / "config.json").write_text(
+        json.dumps({"model": "cbow", "vocab_size": len(WORDS), "dim": 4, "stored_dtype": "float16"})
+    )
     checkpoints.upgrade(folder)
     back, _ = load(folder)
     assert back.config["model"] == "cbow" and torch.equal(back.vectors, wv.vectors.half().float())

@@ -16,7 +16,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from onehot2gpt import data
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,8 +32,10 @@ def _require_mirror() -> Path:
     """The mirror path; fail under CI=true, else skip, when it is missing."""
     mirror = _mirror_path()
     if not (mirror / "MANIFEST.md").is_file():
-        msg = (f"data mirror not found at {mirror} (no MANIFEST.md); set ONEHOT2GPT_DATA_MIRROR "
-               "to the folder holding <dataset>/<file> copies and MANIFEST.md")
+        msg = (
+            f"data mirror not found at {mirror} (no MANIFEST.md); set ONEHOT2GPT_DATA_MIRROR "
+            "to the folder holding <dataset>/<file> copies and MANIFEST.md"
+        )
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(msg)
         pytest.skip(msg)
@@ -108,7 +109,7 @@ class FakeResponse:
         if self.pos >= len(self.payload) and self.fail is not None:
             raise self.fail
         n = min(n if n > 0 else len(self.payload), 1000)  # small chunks: several reads
-        chunk = self.payload[self.pos:self.pos + n]
+        chunk = self.payload[self.pos : self.pos + n]
         self.pos += len(chunk)
         return chunk
 
@@ -209,10 +210,13 @@ def test_cache_hit_needs_no_mirror(cache: Path, monkeypatch: pytest.MonkeyPatch)
     assert data.fetch("snli", "snli_1.0_dev.jsonl", progress=False) == first["snli_1.0_dev.jsonl"]
 
 
-@pytest.mark.parametrize(("name", "file", "corrupt"), [
-    ("word-benchmarks", "wordsim353.tsv", "wordsim353.tsv"),
-    ("snli", "snli_1.0_dev.jsonl.gz", "snli_1.0_dev.jsonl"),  # an unpacked file is checked too
-])
+@pytest.mark.parametrize(
+    ("name", "file", "corrupt"),
+    [
+        ("word-benchmarks", "wordsim353.tsv", "wordsim353.tsv"),
+        ("snli", "snli_1.0_dev.jsonl.gz", "snli_1.0_dev.jsonl"),  # an unpacked file is checked too
+    ],
+)
 def test_corrupted_cache_file_is_rejected_and_removed(cache: Path, name: str, file: str, corrupt: str) -> None:
     data.fetch(name, file, progress=False)
     bad = cache / name / corrupt
@@ -255,10 +259,13 @@ def test_network_failure_gives_dataset_unavailable(no_mirror: Path, monkeypatch:
     assert _leftovers(no_mirror / "word-benchmarks") == []
 
 
-@pytest.mark.parametrize(("fail", "expected"), [
-    (ConnectionResetError("connection reset by peer"), data.DatasetUnavailable),
-    (KeyboardInterrupt(), KeyboardInterrupt),
-])
+@pytest.mark.parametrize(
+    ("fail", "expected"),
+    [
+        (ConnectionResetError("connection reset by peer"), data.DatasetUnavailable),
+        (KeyboardInterrupt(), KeyboardInterrupt),
+    ],
+)
 def test_interrupted_download_leaves_nothing(no_mirror: Path, monkeypatch: pytest.MonkeyPatch, fail, expected) -> None:
     payload = (_mirror_path() / "word-benchmarks" / "wordsim353.tsv").read_bytes()[:3000]
     monkeypatch.setattr(urllib.request, "urlopen", lambda url, *a, **k: FakeResponse(payload, fail=fail))
@@ -407,15 +414,36 @@ def test_read_tinyshakespeare() -> None:
 
 # ------------------------------------------------------------------ readers for notebooks 03-04
 
+
 def test_read_ud_pos_sentence_counts_and_alignment(reader_env):
     for split, expected in [("train", 12_544), ("dev", 2_001), ("test", 2_077)]:  # MANIFEST facts
         sentences = data.read_ud_pos(split)
         assert len(sentences) == expected
         assert all(len(w) == len(t) and w for w, t in sentences)
     tags = {t for _, ts in data.read_ud_pos("dev") for t in ts}
-    assert {"NOUN", "VERB", "ADP", "PUNCT", "DET"} <= tags <= {
-        "ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",
-        "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X"}  # the 17 UPOS tags
+    assert (
+        {"NOUN", "VERB", "ADP", "PUNCT", "DET"}
+        <= tags
+        <= {
+            "ADJ",
+            "ADP",
+            "ADV",
+            "AUX",
+            "CCONJ",
+            "DET",
+            "INTJ",
+            "NOUN",
+            "NUM",
+            "PART",
+            "PRON",
+            "PROPN",
+            "PUNCT",
+            "SCONJ",
+            "SYM",
+            "VERB",
+            "X",
+        }
+    )  # the 17 UPOS tags
 
 
 def test_read_sst2_rows_and_labels(reader_env):

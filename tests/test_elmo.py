@@ -4,9 +4,18 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from onehot2gpt.elmo import (BiLM, BiLMConfig, ElmoFeatures, ScalarMix, bilm_info, load_bilm, main,
-                             reverse_padded, save_bilm, split_sentences)
+from onehot2gpt.elmo import (
+    BiLM,
+    BiLMConfig,
+    ElmoFeatures,
+    ScalarMix,
+    bilm_info,
+    load_bilm,
+    main,
+    reverse_padded,
+    save_bilm,
+    split_sentences,
+)
 from onehot2gpt.vocab import BOS, EOS, UNK, Vocab
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "data" / "checkpoints" / "bilm-wikitext2"
@@ -52,16 +61,16 @@ def test_forward_shapes(bilm, batch):
     assert out["fwd_logits"].shape == out["bwd_logits"].shape == (3, 7, V)
     assert out["layers"].shape == (3, 7, c.n_layers + 1, 2 * c.hidden) == (3, 7, 3, c.output_dim)
     torch.testing.assert_close(bilm.representations(*batch), out["layers"])
-    assert (out["layers"][~batch[1]] == 0).all()           # padded positions are zero
+    assert (out["layers"][~batch[1]] == 0).all()  # padded positions are zero
 
 
 def test_layer_zero_is_the_context_free_token_layer(bilm):
-    ids = torch.tensor([[5, 9, 7, 11], [8, 9, 12, 6]])     # token 9 at position 1 in two contexts
+    ids = torch.tensor([[5, 9, 7, 11], [8, 9, 12, 6]])  # token 9 at position 1 in two contexts
     layers = bilm.representations(ids)
     x = bilm.tok_proj(bilm.tok_emb(ids))
     torch.testing.assert_close(layers[:, :, 0], torch.cat([x, x], -1))
     torch.testing.assert_close(layers[0, 1, 0], layers[1, 1, 0])
-    for j in (1, 2):                                        # contextual layers differ
+    for j in (1, 2):  # contextual layers differ
         assert not torch.allclose(layers[0, 1, j], layers[1, 1, j])
 
 
@@ -85,7 +94,7 @@ def test_forward_lm_ignores_the_future_and_backward_lm_ignores_the_past(bilm):
     ids = torch.randint(4, V, (2, 9))
     t = 4
     future = ids.clone()
-    future[:, t + 1:] = (future[:, t + 1:] + 1 - 4) % (V - 4) + 4
+    future[:, t + 1 :] = (future[:, t + 1 :] + 1 - 4) % (V - 4) + 4
     past = ids.clone()
     past[:, :t] = (past[:, :t] + 1 - 4) % (V - 4) + 4
     base, fut, pst = (bilm(x) for x in (ids, future, past))
@@ -93,29 +102,29 @@ def test_forward_lm_ignores_the_future_and_backward_lm_ignores_the_past(bilm):
         f0, b0 = halves(base["layers"], j)
         f1, b1 = halves(fut["layers"], j)
         f2, b2 = halves(pst["layers"], j)
-        torch.testing.assert_close(f1[:, :t + 1], f0[:, :t + 1])   # forward: up to t unchanged
-        assert not torch.allclose(f1[:, t + 1:], f0[:, t + 1:])
-        torch.testing.assert_close(b2[:, t:], b0[:, t:])           # backward: from t on unchanged
+        torch.testing.assert_close(f1[:, : t + 1], f0[:, : t + 1])  # forward: up to t unchanged
+        assert not torch.allclose(f1[:, t + 1 :], f0[:, t + 1 :])
+        torch.testing.assert_close(b2[:, t:], b0[:, t:])  # backward: from t on unchanged
         assert not torch.allclose(b2[:, :t], b0[:, :t])
-    torch.testing.assert_close(fut["fwd_logits"][:, :t + 1], base["fwd_logits"][:, :t + 1])
+    torch.testing.assert_close(fut["fwd_logits"][:, : t + 1], base["fwd_logits"][:, : t + 1])
     torch.testing.assert_close(pst["bwd_logits"][:, t:], base["bwd_logits"][:, t:])
 
 
 def test_padding_never_leaks_into_real_tokens(bilm, batch):
     ids, mask = batch
     padded = bilm.representations(ids, mask)
-    other_pad = ids.masked_fill(~mask, 17)                 # different junk in the padding
+    other_pad = ids.masked_fill(~mask, 17)  # different junk in the padding
     torch.testing.assert_close(bilm.representations(other_pad, mask), padded)
-    for b, n in enumerate(mask.sum(1).tolist()):           # each row alone, without padding
-        alone = bilm.representations(ids[b:b + 1, :n])
-        torch.testing.assert_close(padded[b:b + 1, :n], alone)
+    for b, n in enumerate(mask.sum(1).tolist()):  # each row alone, without padding
+        alone = bilm.representations(ids[b : b + 1, :n])
+        torch.testing.assert_close(padded[b : b + 1, :n], alone)
 
 
 def test_backward_lm_starts_at_the_last_real_token(bilm, batch):
     ids, mask = batch
     layers = bilm.representations(ids, mask)
-    b, n = 1, 5                                             # row 1 has 5 real tokens
-    last_alone = bilm.representations(ids[b:b + 1, n - 1:n])
+    b, n = 1, 5  # row 1 has 5 real tokens
+    last_alone = bilm.representations(ids[b : b + 1, n - 1 : n])
     torch.testing.assert_close(halves(layers, 1)[1][b, n - 1], halves(last_alone, 1)[1][0, 0])
 
 
@@ -135,8 +144,7 @@ def test_reverse_padded_reverses_real_tokens_only():
 @pytest.mark.parametrize("softmax", ["full", "adaptive"])
 def test_loss_at_init_is_about_ln_vocab_size(softmax, batch):
     torch.manual_seed(0)
-    config = BiLMConfig(vocab_size=V, d_model=16, hidden=24, dropout=0.0, max_len=64,
-                        softmax=softmax, cutoffs=(10, 30))
+    config = BiLMConfig(vocab_size=V, d_model=16, hidden=24, dropout=0.0, max_len=64, softmax=softmax, cutoffs=(10, 30))
     model = BiLM(config)
     assert abs(model.lm_loss(*batch).item() - math.log(V)) < 0.1
     probs = model(*batch)["fwd_logits"].exp().sum(-1)
@@ -150,7 +158,7 @@ def test_lm_loss_is_the_mean_of_both_directions_nll(bilm, batch):
     bwd = -out["bwd_logits"][:, 1:].gather(-1, ids[:, :-1, None])[..., 0][mask[:, 1:]]
     expected = (fwd.mean() + bwd.mean()) / 2
     torch.testing.assert_close(bilm.lm_loss(ids, mask), expected)
-    assert bilm.nll(ids, mask)[2] == int(mask.sum()) - len(ids)   # n−1 targets per row
+    assert bilm.nll(ids, mask)[2] == int(mask.sum()) - len(ids)  # n−1 targets per row
 
 
 def test_bilm_overfits_one_small_batch(batch):
@@ -208,9 +216,9 @@ def _fit_mix(l2_lambda: float, steps: int = 60) -> torch.Tensor:
 
 def test_l2_penalty_pulls_the_weights_towards_the_plain_average():
     free, held = _fit_mix(0.0), _fit_mix(100.0)
-    assert free[2] > 0.6                                   # λ = 0: the useful layer wins
+    assert free[2] > 0.6  # λ = 0: the useful layer wins
     torch.testing.assert_close(held, torch.full((3,), 1 / 3), atol=0.03, rtol=0)
-    assert ScalarMix(3, l2_lambda=1.0).penalty().item() == 0.0   # s = 0 is not penalised
+    assert ScalarMix(3, l2_lambda=1.0).penalty().item() == 0.0  # s = 0 is not penalised
 
 
 def test_scalar_mix_layer_norm_and_bad_shapes():
@@ -238,8 +246,10 @@ def test_elmo_features_batch_by_length_and_return_the_sentences_in_their_order(f
     # more sentences than one batch, lengths mixed: each row equals that sentence encoded alone
     words = ["the", "bank", "of", "river", "she", "paid", "money"]
     g = torch.Generator().manual_seed(3)
-    sentences = [[words[int(k)] for k in torch.randint(len(words), (int(n),), generator=g)]
-                 for n in torch.randint(1, 9, (11,), generator=g)]
+    sentences = [
+        [words[int(k)] for k in torch.randint(len(words), (int(n),), generator=g)]
+        for n in torch.randint(1, 9, (11,), generator=g)
+    ]
     features.batch_size = 4
     layers, mask = features.encode(sentences)
     assert layers.shape[:2] == mask.shape == (11, max(len(s) for s in sentences))
@@ -284,18 +294,21 @@ def test_elmo_features_errors(features, vocab):
         ElmoFeatures(BiLM(BiLMConfig.tiny(len(vocab) + 1)), vocab)
 
 
-@pytest.mark.parametrize("call, error", [
-    (lambda m, ids, mask: m(ids.float(), mask), TypeError),
-    (lambda m, ids, mask: m(ids[0], mask[0]), ValueError),
-    (lambda m, ids, mask: m(ids, mask[:, :3]), ValueError),
-    (lambda m, ids, mask: m(ids, ~mask), ValueError),                # left padding
-    (lambda m, ids, mask: m(ids + V, mask), IndexError),
-    (lambda m, ids, mask: m(ids.float().tolist(), mask), TypeError),   # float ids: never truncated
-    (lambda m, ids, mask: m.lm_loss(ids[:, :1]), ValueError),        # nothing to predict
-    (lambda m, ids, mask: BiLMConfig(vocab_size=10, softmax="sampled"), ValueError),
-    (lambda m, ids, mask: BiLMConfig(vocab_size=10, softmax="adaptive", cutoffs=(5, 12)), ValueError),
-    (lambda m, ids, mask: BiLMConfig(hidden=0), ValueError),
-])
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda m, ids, mask: m(ids.float(), mask), TypeError),
+        (lambda m, ids, mask: m(ids[0], mask[0]), ValueError),
+        (lambda m, ids, mask: m(ids, mask[:, :3]), ValueError),
+        (lambda m, ids, mask: m(ids, ~mask), ValueError),  # left padding
+        (lambda m, ids, mask: m(ids + V, mask), IndexError),
+        (lambda m, ids, mask: m(ids.float().tolist(), mask), TypeError),  # float ids: never truncated
+        (lambda m, ids, mask: m.lm_loss(ids[:, :1]), ValueError),  # nothing to predict
+        (lambda m, ids, mask: BiLMConfig(vocab_size=10, softmax="sampled"), ValueError),
+        (lambda m, ids, mask: BiLMConfig(vocab_size=10, softmax="adaptive", cutoffs=(5, 12)), ValueError),
+        (lambda m, ids, mask: BiLMConfig(hidden=0), ValueError),
+    ],
+)
 def test_bilm_bad_input_raises(bilm, batch, call, error):
     with pytest.raises(error):
         call(bilm, *batch)
@@ -307,8 +320,9 @@ def test_bilm_bad_input_raises(bilm, batch, call, error):
 @pytest.mark.parametrize("softmax", ["full", "adaptive"])
 def test_save_load_round_trip(tmp_path, vocab, softmax):
     torch.manual_seed(0)
-    config = BiLMConfig(vocab_size=len(vocab), d_model=8, hidden=12, dropout=0.0, max_len=32,
-                        softmax=softmax, cutoffs=(6,))
+    config = BiLMConfig(
+        vocab_size=len(vocab), d_model=8, hidden=12, dropout=0.0, max_len=32, softmax=softmax, cutoffs=(6,)
+    )
     model = BiLM(config).eval()
     save_bilm(model, vocab, tmp_path / "ck", half=False, info={"note": "test"})
     loaded, loaded_vocab = load_bilm(tmp_path / "ck")
@@ -317,7 +331,7 @@ def test_save_load_round_trip(tmp_path, vocab, softmax):
     ids = torch.tensor([vocab.encode(["the", "bank", "river"])])
     for key, value in model(ids).items():
         torch.testing.assert_close(loaded(ids)[key], value)
-    save_bilm(model, vocab, tmp_path / "half")                       # float16 by default
+    save_bilm(model, vocab, tmp_path / "half")  # float16 by default
     half, _ = load_bilm(tmp_path / "half")
     torch.testing.assert_close(half.representations(ids), model.representations(ids), atol=2e-3, rtol=2e-3)
 
@@ -362,13 +376,13 @@ def test_cli_requires_a_command(capsys):
 
 
 def test_committed_checkpoint_loads_and_matches_its_config():
-    bilm, vocab = load_bilm(CHECKPOINT)                    # raises if weights and config disagree
+    bilm, vocab = load_bilm(CHECKPOINT)  # raises if weights and config disagree
     stored = json.loads((CHECKPOINT / "config.json").read_text())
     assert BiLMConfig(**stored["config"]) == bilm.config
     assert len(vocab) == bilm.config.vocab_size
     assert (CHECKPOINT / "weights.safetensors").stat().st_size < 11e6
     info = bilm_info(CHECKPOINT)
-    for direction in ("fwd", "bwd"):                      # it beats the count-based baseline
+    for direction in ("fwd", "bwd"):  # it beats the count-based baseline
         assert info[f"valid_ppl_{direction}"] < info["ngram"][f"valid_ppl_{direction}"]
     layers, mask = ElmoFeatures(bilm, vocab).encode([["the", "river", "bank"], ["money"]])
     assert layers.shape == (2, 3, bilm.config.n_layers + 1, bilm.config.output_dim)

@@ -48,8 +48,7 @@ def test_environment_yml_installs_requirements_and_agrees_with_it():
     assert "-r requirements.txt" in pip, "environment.yml must install requirements.txt via pip:"
     pins = read_requirements(ROOT / "requirements.txt")
     # Anything environment.yml names itself (conda or pip) must not contradict requirements.txt.
-    named = [d for d in env["dependencies"] if isinstance(d, str)] + [
-        p for p in pip if not p.startswith("-")]
+    named = [d for d in env["dependencies"] if isinstance(d, str)] + [p for p in pip if not p.startswith("-")]
     for spec in named:
         match = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*=?=\s*([^\s]+)", spec)
         if match and _norm(match[1]) in pins:
@@ -91,8 +90,10 @@ def test_ci_runs_the_readme_test_command_with_the_mirror():
 
 # -- requirements-lock.txt: the whole environment pinned, installed in two halves at once -----------
 
+
 def _lock():
     import importlib.util
+
     spec = importlib.util.spec_from_file_location("lock", ROOT / "tools" / "lock.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -104,10 +105,12 @@ def test_lock_agrees_with_requirements_and_the_running_environment():
     first, second = lock.read_lock()
     pins = {_norm(line.split("==")[0]): line.split("==")[1] for line in first + second}
     wanted = read_requirements(ROOT / "requirements.txt")
-    differ = {name: (version, pins.get(name, "missing")) for name, version in wanted.items()
-              if pins.get(name) != version}
-    assert not differ, (f"requirements-lock.txt disagrees with requirements.txt (wanted, locked): {differ}; "
-                        f"run `make lock`")
+    differ = {
+        name: (version, pins.get(name, "missing")) for name, version in wanted.items() if pins.get(name) != version
+    }
+    assert not differ, (
+        f"requirements-lock.txt disagrees with requirements.txt (wanted, locked): {differ}; run `make lock`"
+    )
     # The lock describes this environment: every package in it is installed at its version.
     wrong = {}
     for name, version in pins.items():
@@ -128,12 +131,15 @@ def test_lock_halves_are_balanced_by_the_greedy_rule():
     assert lock.split_in_two({"a": 5, "b": 5}) == (["a"], ["b"])
 
 
-@pytest.mark.parametrize("text, message", [
-    ("a==1\nb==2\n", "two non-empty halves"),
-    (f"a==1\n{'# -- second half: installed at the same time as the first --'}\n", "two non-empty halves"),
-    ("a>=1\n# -- second half: installed at the same time as the first --\nb==2\n", "not an exact pin"),
-    ("a==1\n# -- second half: installed at the same time as the first --\nA==2\n", "more than once"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("a==1\nb==2\n", "two non-empty halves"),
+        (f"a==1\n{'# -- second half: installed at the same time as the first --'}\n", "two non-empty halves"),
+        ("a>=1\n# -- second half: installed at the same time as the first --\nb==2\n", "not an exact pin"),
+        ("a==1\n# -- second half: installed at the same time as the first --\nA==2\n", "more than once"),
+    ],
+)
 def test_a_broken_lock_is_refused_with_what_to_do(tmp_path, text, message):
     lock = _lock()
     path = tmp_path / "requirements-lock.txt"
@@ -179,9 +185,14 @@ def test_a_failed_half_is_installed_again_alone_before_the_install_stops(tmp_pat
     monkeypatch.setattr(subprocess, "run", run)
     if retry_works:
         lock.install(path, tmp_path / "requirements.txt")
-        assert calls[2:] == [("alone", ["a==1"]), ("then", ["install", "--quiet", "--no-compile", "--no-cache-dir",
-                                                              "-r", str(tmp_path / "requirements.txt")]),
-                             ("then", ["check"])]
+        assert calls[2:] == [
+            ("alone", ["a==1"]),
+            (
+                "then",
+                ["install", "--quiet", "--no-compile", "--no-cache-dir", "-r", str(tmp_path / "requirements.txt")],
+            ),
+            ("then", ["check"]),
+        ]
     else:
         with pytest.raises(SystemExit, match="half 1 of requirements-lock.txt, twice.*No space left on device"):
             lock.install(path, tmp_path / "requirements.txt")
@@ -204,8 +215,9 @@ def test_an_install_without_bytecode_runs_with_bytecode_writing_on():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     for target in ("lab", "test"):
         recipe = makefile.split(f"\n{target}: $(STAMP)\n")[1].split("\n\n")[0]
-        assert recipe.strip().startswith("env -u PYTHONDONTWRITEBYTECODE "), \
+        assert recipe.strip().startswith("env -u PYTHONDONTWRITEBYTECODE "), (
             f"make {target} should run Python with bytecode writing on: {recipe.strip()!r}"
+        )
 
 
 def test_make_lab_starts_jupyterlab_as_whoever_runs_it(tmp_path):
@@ -225,8 +237,15 @@ def test_make_lab_starts_jupyterlab_as_whoever_runs_it(tmp_path):
         port = s.getsockname()[1]
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_CONFIG_DIR=str(tmp_path / "config"))
     args = f"--no-browser --ip=127.0.0.1 --port={port} --IdentityProvider.token=t"
-    lab = subprocess.Popen(["make", "-s", "lab", f"LAB_ARGS={args}"], cwd=ROOT, env=env, text=True,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    lab = subprocess.Popen(
+        ["make", "-s", "lab", f"LAB_ARGS={args}"],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     seen, deadline = [], time.monotonic() + 60
     try:
         while time.monotonic() < deadline:

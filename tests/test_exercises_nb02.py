@@ -4,13 +4,25 @@ stricter checks of the older exercises (a tensor loss, an int analogy answer).""
 import pytest
 import torch
 import torch.nn.functional as F
-
 from exercise_helpers import assert_rejects
 from onehot2gpt import exercises as ex
 
 
-def sgns_step(in_w, out_w, contexts, centres, negatives, lr, *, mean=False, sign=1.0,
-              keep_pads=False, assign=False, skip_out=False, sequential=False):
+def sgns_step(
+    in_w,
+    out_w,
+    contexts,
+    centres,
+    negatives,
+    lr,
+    *,
+    mean=False,
+    sign=1.0,
+    keep_pads=False,
+    assign=False,
+    skip_out=False,
+    sequential=False,
+):
     """An independent solution, pair by pair in plain Python loops; the flags make it wrong."""
     pairs = [(b, int(w)) for b in range(len(contexts)) for w in contexts[b] if keep_pads or w >= 0]
     total = 0.0
@@ -25,10 +37,10 @@ def sgns_step(in_w, out_w, contexts, centres, negatives, lr, *, mean=False, sign
             g = float(torch.sigmoid(torch.tensor(score))) - label
             grads_in[w] += g * old_out[t]
             grads_out[t] += g * old_in[w]
-            if sequential:                  # updating as it goes: later pairs see moved vectors
+            if sequential:  # updating as it goes: later pairs see moved vectors
                 old_in[w] -= lr * g * old_out[t]
     scale = lr / len(pairs) if mean else lr
-    if assign:                              # one write per row: repeated words lose updates
+    if assign:  # one write per row: repeated words lose updates
         rows = sorted({w for _, w in pairs})
         in_w[rows] = in_w[rows] - sign * scale * grads_in[rows] / 2
     else:
@@ -43,15 +55,18 @@ def test_sgns_step_check_accepts_an_independent_solution(capsys):
     assert "✓" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("wrong, match", [
-    (lambda *a: sgns_step(*a, mean=True), "mean"),
-    (lambda *a: sgns_step(*a, sign=-1.0), "uphill"),
-    (lambda *a: sgns_step(*a, skip_out=True), "out_w"),
-    (lambda *a: sgns_step(*a, keep_pads=True), None),
-    (lambda *a: sgns_step(*a, assign=True), None),
-    (lambda *a: sgns_step(*a, sequential=True), None),
-    (lambda in_w, out_w, c, t, n, lr: (0.0, 1), "neither table"),
-])
+@pytest.mark.parametrize(
+    "wrong, match",
+    [
+        (lambda *a: sgns_step(*a, mean=True), "mean"),
+        (lambda *a: sgns_step(*a, sign=-1.0), "uphill"),
+        (lambda *a: sgns_step(*a, skip_out=True), "out_w"),
+        (lambda *a: sgns_step(*a, keep_pads=True), None),
+        (lambda *a: sgns_step(*a, assign=True), None),
+        (lambda *a: sgns_step(*a, sequential=True), None),
+        (lambda in_w, out_w, c, t, n, lr: (0.0, 1), "neither table"),
+    ],
+)
 def test_sgns_step_check_rejects_wrong_steps(wrong, match):
     assert_rejects(ex.check_sgns_step, wrong, match)
 
@@ -66,6 +81,7 @@ def test_loss_check_wants_a_tensor_that_autograd_can_use():
         positive = (u * v).sum(-1)
         negative = torch.bmm(noise, v.unsqueeze(2)).squeeze(2)
         return float((-F.logsigmoid(positive) - F.logsigmoid(-negative).sum(-1)).mean())
+
     assert_rejects(ex.check_negative_sampling_loss, as_float, "expected a tensor")
 
 
@@ -74,14 +90,17 @@ def test_analogy_check_wants_a_python_int():
         scores = unit @ (unit[b] - unit[a] + unit[c])
         scores[[a, b, c]] = -float("inf")
         return scores.argmax()
+
     assert_rejects(ex.check_analogy, as_tensor, "Python int")
 
 
-@pytest.mark.parametrize("check, wrong, match", [
-    (ex.check_noise_distribution, lambda c: c / c.sum(), "unigram"),
-    (ex.check_noise_distribution, lambda c: c ** 0.75, "sum to"),
-    (ex.check_analogy, lambda unit, a, b, c: int((unit @ (unit[b] - unit[a] + unit[c])).argmax()),
-     "query words"),
-])
+@pytest.mark.parametrize(
+    "check, wrong, match",
+    [
+        (ex.check_noise_distribution, lambda c: c / c.sum(), "unigram"),
+        (ex.check_noise_distribution, lambda c: c**0.75, "sum to"),
+        (ex.check_analogy, lambda unit, a, b, c: int((unit @ (unit[b] - unit[a] + unit[c])).argmax()), "query words"),
+    ],
+)
 def test_old_checks_name_the_mistake(check, wrong, match):
     assert_rejects(check, wrong, match)

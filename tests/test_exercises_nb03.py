@@ -4,13 +4,24 @@ rejected with the concept first, and the stand-in equals one step of torch.nn.LS
 import pytest
 import torch
 from exercise_helpers import assert_rejects
-
 from onehot2gpt.exercises import check_lstm_cell
 from onehot2gpt.exercises.nb03 import torch_lstm_cell
 
 
-def cell_by_hand(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh, order="ifgo", g_act=torch.tanh,
-                 keep_old=True, tanh_out=True, bias_hh_on=True):
+def cell_by_hand(
+    x,
+    h,
+    c,
+    weight_ih,
+    weight_hh,
+    bias_ih,
+    bias_hh,
+    order="ifgo",
+    g_act=torch.tanh,
+    keep_old=True,
+    tanh_out=True,
+    bias_hh_on=True,
+):
     gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + (bias_hh if bias_hh_on else 0)
     blocks = dict(zip(order, gates.chunk(4, dim=1)))
     i, f, o = (torch.sigmoid(blocks[k]) for k in "ifo")
@@ -37,16 +48,19 @@ def test_stand_in_is_one_step_of_torch_lstm():
         torch.testing.assert_close(c, c1[0])
 
 
-@pytest.mark.parametrize("wrong, match", [
-    (lambda *a: cell_by_hand(*a, order="ifog"), "order i, f, o, g"),
-    (lambda *a: cell_by_hand(*a, g_act=torch.sigmoid), "candidate g is squashed with a sigmoid"),
-    (lambda *a: cell_by_hand(*a, keep_old=False), "forgets the old one"),
-    (lambda *a: cell_by_hand(*a, tanh_out=False), "without tanh"),
-    (lambda *a: cell_by_hand(*a, bias_hh_on=False), "biases is missing"),
-    (lambda *a: cell_by_hand(*a)[::-1], "swapped"),
-    (lambda *a: cell_by_hand(*a, order="figo"), None),
-    (lambda *a: cell_by_hand(*a)[0], "return two tensors"),
-])
+@pytest.mark.parametrize(
+    "wrong, match",
+    [
+        (lambda *a: cell_by_hand(*a, order="ifog"), "order i, f, o, g"),
+        (lambda *a: cell_by_hand(*a, g_act=torch.sigmoid), "candidate g is squashed with a sigmoid"),
+        (lambda *a: cell_by_hand(*a, keep_old=False), "forgets the old one"),
+        (lambda *a: cell_by_hand(*a, tanh_out=False), "without tanh"),
+        (lambda *a: cell_by_hand(*a, bias_hh_on=False), "biases is missing"),
+        (lambda *a: cell_by_hand(*a)[::-1], "swapped"),
+        (lambda *a: cell_by_hand(*a, order="figo"), None),
+        (lambda *a: cell_by_hand(*a)[0], "return two tensors"),
+    ],
+)
 def test_wrong_cells_are_rejected(wrong, match):
     assert_rejects(check_lstm_cell, wrong, match)
 
@@ -54,6 +68,7 @@ def test_wrong_cells_are_rejected(wrong, match):
 def test_unwritten_cell_gives_nothing_away():
     def unwritten(*args):
         raise NotImplementedError
+
     with pytest.raises(AssertionError, match="not written yet") as info:
         check_lstm_cell(unwritten)
     assert "Think about" not in str(info.value) and "Hint" not in str(info.value)

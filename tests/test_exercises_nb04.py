@@ -4,7 +4,6 @@ are rejected with the concept first, and the stand-in equals the library's BiLM.
 import pytest
 import torch
 from exercise_helpers import assert_rejects
-
 from onehot2gpt.elmo import BiLM, BiLMConfig
 from onehot2gpt.exercises import check_bilm_layers
 from onehot2gpt.exercises.nb04 import library_bilm_layers
@@ -17,8 +16,7 @@ def flip_rows(h, lengths):
     return out
 
 
-def layers_by_hand(x, fwd_lstms, bwd_lstms, lengths, back=True, whole=False, residual=True,
-                   zero_pad=True):
+def layers_by_hand(x, fwd_lstms, bwd_lstms, lengths, back=True, whole=False, residual=True, zero_pad=True):
     rev = (lambda h: h.flip(1)) if whole else (lambda h: flip_rows(h, lengths))
 
     def stack(lstms, h):
@@ -53,13 +51,16 @@ def test_stand_in_equals_the_library_bilm():
         torch.testing.assert_close(got, layers_by_hand(x, bilm.fwd_layers, bilm.bwd_layers, mask.sum(1)))
 
 
-@pytest.mark.parametrize("wrong, match", [
-    (lambda *a: layers_by_hand(*a, back=False), "left in reading order"),
-    (lambda *a: layers_by_hand(*a, whole=True), "padding included"),
-    (lambda *a: layers_by_hand(*a, residual=False), "residual"),
-    (lambda *a: layers_by_hand(*a, zero_pad=False), "padded positions are not zero"),
-    (lambda *a: layers_by_hand(*a)[:, :, 1:], "token layer"),
-    (lambda *a: layers_by_hand(*a).flip(-1), None),
-])
+@pytest.mark.parametrize(
+    "wrong, match",
+    [
+        (lambda *a: layers_by_hand(*a, back=False), "left in reading order"),
+        (lambda *a: layers_by_hand(*a, whole=True), "padding included"),
+        (lambda *a: layers_by_hand(*a, residual=False), "residual"),
+        (lambda *a: layers_by_hand(*a, zero_pad=False), "padded positions are not zero"),
+        (lambda *a: layers_by_hand(*a)[:, :, 1:], "token layer"),
+        (lambda *a: layers_by_hand(*a).flip(-1), None),
+    ],
+)
 def test_wrong_solutions_are_rejected(wrong, match):
     assert_rejects(check_bilm_layers, wrong, match)

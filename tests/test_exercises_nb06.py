@@ -5,7 +5,6 @@ import math
 
 import pytest
 import torch
-
 from exercise_helpers import assert_rejects
 from onehot2gpt import exercises as ex
 
@@ -55,13 +54,16 @@ def test_encoder_block_check_passes_an_independent_solution(capsys):
     assert "✓ encoder_block" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("wrong, words", [
-    (lambda x, p, h, mask=None: _block(x, p, h, mask, pre_norm=True), "pre-norm"),
-    (lambda x, p, h, mask=None: _block(x, p, h, mask, residual=False), "residual"),
-    (lambda x, p, h, mask=None: _block(x, p, h, None), "mask is ignored"),
-    (lambda x, p, h, mask=None: _block(x, p, h, mask, scale=math.sqrt(x.size(-1))), "√D"),
-    (lambda x, p, h, mask=None: _block(x, p, h, mask)[:, :1], None),        # one position only
-])
+@pytest.mark.parametrize(
+    "wrong, words",
+    [
+        (lambda x, p, h, mask=None: _block(x, p, h, mask, pre_norm=True), "pre-norm"),
+        (lambda x, p, h, mask=None: _block(x, p, h, mask, residual=False), "residual"),
+        (lambda x, p, h, mask=None: _block(x, p, h, None), "mask is ignored"),
+        (lambda x, p, h, mask=None: _block(x, p, h, mask, scale=math.sqrt(x.size(-1))), "√D"),
+        (lambda x, p, h, mask=None: _block(x, p, h, mask)[:, :1], None),  # one position only
+    ],
+)
 def test_encoder_block_check_rejects_typical_mistakes(wrong, words):
     assert_rejects(ex.check_encoder_block, wrong, match=words)
 

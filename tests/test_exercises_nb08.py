@@ -3,14 +3,13 @@
 import pytest
 import torch
 from exercise_helpers import assert_rejects
-
 from onehot2gpt import exercises as ex
 
 
 def _qa_loss_by_hand(model, batch):
     # Independent of the library: softmax over the allowed tokens written out, a loop over rows.
     hidden = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).last_hidden_state
-    scores = hidden @ model.qa.weight.T + model.qa.bias                    # (B, T, 2)
+    scores = hidden @ model.qa.weight.T + model.qa.bias  # (B, T, 2)
     total = 0.0
     for b in range(hidden.size(0)):
         allowed = batch["context_mask"][b].clone()
@@ -29,6 +28,7 @@ def test_check_qa_loss_passes_an_independent_solution(capsys):
 
 def _ce(model, batch, span, reduce=lambda s, e: (s + e) / 2):
     import torch.nn.functional as F
+
     start, end = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], span_mask=span)
     return reduce(F.cross_entropy(start, batch["start_positions"]), F.cross_entropy(end, batch["end_positions"]))
 
@@ -39,13 +39,16 @@ def _with_cls(batch):
     return span
 
 
-@pytest.mark.parametrize("wrong, looks_like", [
-    (lambda m, b: _ce(m, b, b["context_mask"]), r"\[CLS\]"),
-    (lambda m, b: _ce(m, b, None), "every token"),
-    (lambda m, b: _ce(m, b, _with_cls(b), lambda s, e: s + e), "sum"),
-    (lambda m, b: _ce(m, b, _with_cls(b), lambda s, e: s), "only the start"),
-    (lambda m, b: float(_ce(m, b, _with_cls(b))), "0-dimensional"),
-])
+@pytest.mark.parametrize(
+    "wrong, looks_like",
+    [
+        (lambda m, b: _ce(m, b, b["context_mask"]), r"\[CLS\]"),
+        (lambda m, b: _ce(m, b, None), "every token"),
+        (lambda m, b: _ce(m, b, _with_cls(b), lambda s, e: s + e), "sum"),
+        (lambda m, b: _ce(m, b, _with_cls(b), lambda s, e: s), "only the start"),
+        (lambda m, b: float(_ce(m, b, _with_cls(b))), "0-dimensional"),
+    ],
+)
 def test_check_qa_loss_rejects_wrong_answers(wrong, looks_like):
     assert_rejects(ex.check_qa_loss, wrong, match=looks_like)
 
@@ -53,5 +56,6 @@ def test_check_qa_loss_rejects_wrong_answers(wrong, looks_like):
 def test_check_qa_loss_says_when_it_is_not_written():
     def todo(model, batch):
         raise NotImplementedError
+
     with pytest.raises(AssertionError, match="not written yet"):
         ex.check_qa_loss(todo)

@@ -2,12 +2,9 @@
 
 import pytest
 import torch
-
-from torch.nn import functional as F
-
-from onehot2gpt.fasttext import (FastTextVectors, char_ngrams, ngram_bucket, subword_table, train_fasttext,
-                                   train_step)
+from onehot2gpt.fasttext import FastTextVectors, char_ngrams, ngram_bucket, subword_table, train_fasttext, train_step
 from onehot2gpt.vocab import Vocab
+from torch.nn import functional as F
 
 
 def test_char_ngrams_and_the_hash():
@@ -25,7 +22,7 @@ def test_subword_table_lists_each_word_then_its_ngrams():
     rows, offsets = subword_table(["ab", "where"], buckets=50, min_n=3, max_n=4)
     assert offsets.tolist() == [0, 1 + len(char_ngrams("ab", 3, 4))]
     assert rows[0] == 0 and rows[offsets[1]] == 1
-    assert rows[1:offsets[1]].tolist() == [2 + ngram_bucket(g, 50) for g in char_ngrams("ab", 3, 4)]
+    assert rows[1 : offsets[1]].tolist() == [2 + ngram_bucket(g, 50) for g in char_ngrams("ab", 3, 4)]
 
 
 def test_vectors_for_known_and_unseen_words_are_the_mean_of_their_rows():
@@ -51,8 +48,19 @@ def test_training_learns_and_unseen_spellings_land_near_their_word():
         words = [families[f][int(torch.randint(0, 3, (1,), generator=gen))] for _ in range(2)]
         words += [context[f][int(torch.randint(0, 3, (1,), generator=gen))] for _ in range(3)]
         sentences.append(words)
-    ft = train_fasttext(sentences, dim=16, window=3, negative=3, min_count=1, sample=0, buckets=500,
-                        epochs=8, lr=0.1, batch_size=64, progress=False)
+    ft = train_fasttext(
+        sentences,
+        dim=16,
+        window=3,
+        negative=3,
+        min_count=1,
+        sample=0,
+        buckets=500,
+        epochs=8,
+        lr=0.1,
+        batch_size=64,
+        progress=False,
+    )
     losses = ft.config["loss_per_epoch"]
     assert losses[-1] < losses[0]
     cos = lambda a, b: float(torch.cosine_similarity(ft[a], ft[b], dim=0))
@@ -60,16 +68,19 @@ def test_training_learns_and_unseen_spellings_land_near_their_word():
     assert ft.most_similar("swimmming", topn=3)[0][0].startswith("swim")
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda: char_ngrams(5), TypeError, "must be a string"),
-    (lambda: char_ngrams(""), ValueError, "empty word"),
-    (lambda: char_ngrams("abc", 4, 3), ValueError, "min_n ≤ max_n"),
-    (lambda: ngram_bucket("abc", 0), ValueError, "buckets must be a positive int"),
-    (lambda: train_fasttext([["a", "b"]], min_count=1, buckets=0), ValueError, "buckets must be a positive"),
-    (lambda: train_fasttext([["a", "b"]], min_count=1, lr=-1), ValueError, "lr must be a positive"),
-    (lambda: train_fasttext("a b"), TypeError, "list of token lists"),
-    (lambda: train_fasttext([["a", "b"]], min_count=1, threads=0), ValueError, "threads must be a positive"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: char_ngrams(5), TypeError, "must be a string"),
+        (lambda: char_ngrams(""), ValueError, "empty word"),
+        (lambda: char_ngrams("abc", 4, 3), ValueError, "min_n ≤ max_n"),
+        (lambda: ngram_bucket("abc", 0), ValueError, "buckets must be a positive int"),
+        (lambda: train_fasttext([["a", "b"]], min_count=1, buckets=0), ValueError, "buckets must be a positive"),
+        (lambda: train_fasttext([["a", "b"]], min_count=1, lr=-1), ValueError, "lr must be a positive"),
+        (lambda: train_fasttext("a b"), TypeError, "list of token lists"),
+        (lambda: train_fasttext([["a", "b"]], min_count=1, threads=0), ValueError, "threads must be a positive"),
+    ],
+)
 def test_bad_input_is_refused_with_a_clear_message(call, error, match):
     with pytest.raises(error, match=match):
         call()
@@ -78,8 +89,22 @@ def test_bad_input_is_refused_with_a_clear_message(call, error, match):
 def test_one_thread_is_bit_reproducible_and_the_thread_count_is_restored():
     sentences = [["the", "cat", "sat", "on", "the", "mat"], ["a", "dog", "sat", "on", "a", "log"]] * 30
     before = torch.get_num_threads()
-    runs = [train_fasttext(sentences, dim=8, window=2, negative=2, min_count=1, sample=0, buckets=100,
-                           epochs=2, batch_size=32, threads=1, progress=False) for _ in range(2)]
+    runs = [
+        train_fasttext(
+            sentences,
+            dim=8,
+            window=2,
+            negative=2,
+            min_count=1,
+            sample=0,
+            buckets=100,
+            epochs=2,
+            batch_size=32,
+            threads=1,
+            progress=False,
+        )
+        for _ in range(2)
+    ]
     assert torch.equal(runs[0].word_rows, runs[1].word_rows) and torch.equal(runs[0].ngram_rows, runs[1].ngram_rows)
     assert torch.get_num_threads() == before and runs[0].config["threads"] == 1
 
@@ -92,16 +117,16 @@ def test_the_hand_derived_step_is_autograd_and_sgd_with_the_whole_gradient_to_ev
     g = torch.Generator().manual_seed(0)
     table = torch.randn(4 + 50, 8, generator=g)
     out_w = torch.randn(4, 8, generator=g)
-    words = torch.tensor([0, 2, 0, 2, 1])              # words 0 and 2 are read twice, word 3 never
+    words = torch.tensor([0, 2, 0, 2, 1])  # words 0 and 2 are read twice, word 3 never
     targets = torch.tensor([1, 0, 3, 2, 2])
     noise = torch.randint(4, (5, 3), generator=g)
     lr = 0.1
 
     leaf_in, leaf_out = table.clone().requires_grad_(), out_w.clone().requires_grad_()
     lengths = torch.diff(offsets, append=torch.tensor([len(rows)]))
-    summed = F.embedding_bag(rows, leaf_in, offsets, mode="sum")          # (V, D)
+    summed = F.embedding_bag(rows, leaf_in, offsets, mode="sum")  # (V, D)
     share = (1.0 / lengths.float())[:, None]
-    bags = summed * share + (summed - summed.detach()) * (1 - share)     # value: the mean; gradient: whole
+    bags = summed * share + (summed - summed.detach()) * (1 - share)  # value: the mean; gradient: whole
     scores = (leaf_out[torch.cat([targets[:, None], noise], 1)] @ bags[words][:, :, None])[..., 0]
     loss = -(F.logsigmoid(scores[:, 0]) + F.logsigmoid(-scores[:, 1:]).sum(1)).sum()
     loss.backward()
@@ -112,8 +137,8 @@ def test_the_hand_derived_step_is_autograd_and_sgd_with_the_whole_gradient_to_ev
     torch.testing.assert_close(new_in, table - lr * leaf_in.grad)
     torch.testing.assert_close(new_out, out_w - lr * leaf_out.grad)
     ends = offsets.tolist()[1:] + [len(rows)]
-    read = {int(r) for w in (0, 1, 2) for r in rows[offsets[w]:ends[w]]}
-    untouched = torch.tensor([r not in read for r in range(len(table))])   # rows of no word read here
+    read = {int(r) for w in (0, 1, 2) for r in rows[offsets[w] : ends[w]]}
+    untouched = torch.tensor([r not in read for r in range(len(table))])  # rows of no word read here
     assert untouched.sum() >= 20 and torch.equal(new_in[untouched], table[untouched])
 
 
@@ -127,4 +152,4 @@ def test_the_step_refuses_mismatched_or_wrongly_typed_tensors():
         train_step(table.long(), out_w, rows, offsets, words, targets, noise, 0.1)
     with pytest.raises(ValueError, match=r"noise \(P, K\)"):
         train_step(table, out_w, rows, offsets, words, targets, noise[:1], 0.1)
-    assert torch.equal(table, torch.zeros(12, 4))                     # nothing was changed
+    assert torch.equal(table, torch.zeros(12, 4))  # nothing was changed

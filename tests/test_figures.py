@@ -9,7 +9,6 @@ import xml.etree.ElementTree as ET
 
 import nbformat
 import pytest
-
 from onehot2gpt import figures
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -41,8 +40,7 @@ def test_committed_figures_are_what_the_code_writes():
     for name in figures.FIGURES:
         path = figures.DEFAULT_OUT / name
         assert path.exists(), f"{path} is missing: run python -m onehot2gpt.figures"
-        assert path.read_bytes() == figures.render(name), \
-            f"{path} is out of date: run python -m onehot2gpt.figures"
+        assert path.read_bytes() == figures.render(name), f"{path} is out of date: run python -m onehot2gpt.figures"
 
 
 @pytest.mark.parametrize("name", list(figures.FIGURES))
@@ -50,36 +48,39 @@ def test_each_png_copy_was_drawn_from_the_current_svg(name):
     png = figures.DEFAULT_OUT / figures.png_name(name)
     assert png.exists(), f"{png} is missing: run python -m onehot2gpt.figures"
     data = png.read_bytes()
-    assert figures.png_source_sha256(data) == hashlib.sha256(figures.render(name)).hexdigest(), \
+    assert figures.png_source_sha256(data) == hashlib.sha256(figures.render(name)).hexdigest(), (
         f"{png} was drawn from another version of {name}: run python -m onehot2gpt.figures"
-    width, height = struct.unpack(">II", data[16:24])          # IHDR: the PNG's pixel size
+    )
+    width, height = struct.unpack(">II", data[16:24])  # IHDR: the PNG's pixel size
     root = ET.fromstring(figures.render(name))
     assert (width, height) == tuple(round(figures.PNG_SCALE * float(root.get(k))) for k in ("width", "height"))
 
 
 def test_a_png_is_not_redrawn_while_its_svg_is_unchanged(tmp_path, monkeypatch):
-    for name in figures.FIGURES:                                # the committed, current copies
+    for name in figures.FIGURES:  # the committed, current copies
         (tmp_path / name).write_bytes((figures.DEFAULT_OUT / name).read_bytes())
         png = figures.png_name(name)
         (tmp_path / png).write_bytes((figures.DEFAULT_OUT / png).read_bytes())
 
     def no_rasteriser(svg, scale=figures.PNG_SCALE):
         raise AssertionError("a current PNG was drawn again")
+
     monkeypatch.setattr(figures, "rasterize", no_rasteriser)
-    figures.write_all(tmp_path)                                 # needs no rasteriser
+    figures.write_all(tmp_path)  # needs no rasteriser
 
 
 def _notebook():
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# 05 · Attention", id="title"),
-                nbformat.v4.new_code_cell("x = 1", id="code-1")]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# 05 · Attention", id="title"),
+        nbformat.v4.new_code_cell("x = 1", id="code-1"),
+    ]
     return nb
 
 
 def test_embed_figure_inserts_a_valid_cell_holding_the_file():
     nb = _notebook()
-    cell = figures.embed_figure(nb, "title", "attention", "Scaled dot-product attention.",
-                                width=800)
+    cell = figures.embed_figure(nb, "title", "attention", "Scaled dot-product attention.", width=800)
     assert [c["id"] for c in nb.cells] == ["title", "figure-attention", "code-1"]
     nbformat.validate(nbformat.from_dict(nb))
     src = re.search(r'src="data:image/png;base64,([^"]+)"', cell["source"]).group(1)
@@ -94,12 +95,12 @@ def test_embed_figure_inserts_a_valid_cell_holding_the_file():
 def test_a_stale_embedded_copy_is_detected(tmp_path):
     nb = _notebook()
     figures.embed_figure(nb, "title", "gpt_decoder", "GPT.", figures_dir=figures.DEFAULT_OUT)
-    changed = tmp_path / "gpt_decoder.svg"                     # the SVG changed, the PNG did not
+    changed = tmp_path / "gpt_decoder.svg"  # the SVG changed, the PNG did not
     changed.write_bytes(figures.render("gpt_decoder").replace(b"softmax", b"soft-max"))
     (tmp_path / "gpt_decoder.png").write_bytes((figures.DEFAULT_OUT / "gpt_decoder.png").read_bytes())
     assert figures.stale_figures(nb, tmp_path) == ["gpt_decoder.svg"]
     assert figures.stale_figures(nb) == []
-    with pytest.raises(ValueError, match="another version"):   # and it cannot be embedded so
+    with pytest.raises(ValueError, match="another version"):  # and it cannot be embedded so
         figures.embed_figure(nb, "title", "gpt_decoder", "GPT.", figures_dir=tmp_path)
 
 
@@ -115,13 +116,14 @@ def test_bad_input_is_a_clear_error():
 
 def test_labels_use_sub_and_superscripts():
     svg = figures.render("attention").decode()
-    assert ">Q K<tspan" in svg and "font-size" in svg   # K^T drawn as a superscript
+    assert ">Q K<tspan" in svg and "font-size" in svg  # K^T drawn as a superscript
     assert "\\u2212" not in svg and "_{" not in svg and "^{" not in svg
 
 
 @pytest.mark.parametrize("exporter", ["HTMLExporter", "SlidesExporter"])
 def test_nbconvert_html_and_slides_keep_the_embedded_figure(exporter):
     import nbconvert
+
     nb = _notebook()
     figures.embed_figure(nb, "title", "bert_input", "BERT's input.")
     html, _ = getattr(nbconvert, exporter)().from_notebook_node(nbformat.from_dict(nb))

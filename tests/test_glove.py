@@ -4,7 +4,6 @@ import math
 
 import pytest
 import torch
-
 from onehot2gpt.glove import GloVe, cooccurrence, glove_loss, glove_weight, train_glove
 
 
@@ -34,18 +33,20 @@ def test_cooccurrence_matches_a_brute_force_count_and_respects_sentences():
 
 def test_weighting_and_objective():
     x = torch.tensor([1.0, 50.0, 100.0, 1000.0])
-    torch.testing.assert_close(glove_weight(x), torch.tensor([0.01 ** 0.75, 0.5 ** 0.75, 1.0, 1.0]))
+    torch.testing.assert_close(glove_weight(x), torch.tensor([0.01**0.75, 0.5**0.75, 1.0, 1.0]))
     gen = torch.Generator().manual_seed(1)
     model = GloVe(6, 4, gen)
     rows, cols, counts = torch.tensor([0, 1, 5]), torch.tensor([2, 2, 3]), torch.tensor([3.0, 150.0, 0.5])
     with torch.no_grad():
-        by_hand = sum(float(glove_weight(counts[k:k + 1])) *
-                      (float(model.w[r] @ model.w_ctx[c] + model.b[r, 0] + model.b_ctx[c, 0]) - math.log(counts[k])) ** 2
-                      for k, (r, c) in enumerate(zip(rows.tolist(), cols.tolist())))
+        by_hand = sum(
+            float(glove_weight(counts[k : k + 1]))
+            * (float(model.w[r] @ model.w_ctx[c] + model.b[r, 0] + model.b_ctx[c, 0]) - math.log(counts[k])) ** 2
+            for k, (r, c) in enumerate(zip(rows.tolist(), cols.tolist()))
+        )
     assert model(rows, cols, counts).item() == pytest.approx(by_hand, rel=1e-5)
     loss = model(rows, cols, counts)
     loss.backward()
-    assert model.w.grad.is_sparse                     # only the batch's rows are touched
+    assert model.w.grad.is_sparse  # only the batch's rows are touched
     torch.testing.assert_close(model.vectors(), (model.w + model.w_ctx).detach())
 
 
@@ -65,19 +66,28 @@ def test_training_fits_the_counts_and_groups_words_that_share_contexts():
     assert cos("a0", "a1") > cos("a0", "b1") and cos("x0", "x2") > cos("x0", "y2")
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda: cooccurrence([1, 2, 3], 4), TypeError, "1-D integer tensor"),
-    (lambda: cooccurrence(torch.tensor([1, 2, 9]), 4), ValueError, "ids must lie in 0..3"),
-    (lambda: cooccurrence(torch.tensor([1, 2, 3]), 4, window=0), ValueError, "window must be an int"),
-    (lambda: cooccurrence(torch.tensor([1, 2, 3]), 4, sentence_ids=torch.tensor([0, 1, 2])), ValueError,
-     "no two words share a sentence"),
-    (lambda: glove_loss(*(torch.zeros(2, 3),) * 2, *(torch.zeros(2),) * 2, torch.tensor([1.0, 0.0])),
-     ValueError, "count must be > 0"),
-    (lambda: GloVe(0, 4), ValueError, "vocab_size must be a positive int"),
-    (lambda: train_glove([["a", "b"]], min_count=1, epochs=0), ValueError, "epochs must be a positive int"),
-    (lambda: train_glove([["a", "b"]], min_count=1, lr=float("nan")), ValueError, "lr must be a positive"),
-    (lambda: train_glove("a b c"), TypeError, "list of token lists"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: cooccurrence([1, 2, 3], 4), TypeError, "1-D integer tensor"),
+        (lambda: cooccurrence(torch.tensor([1, 2, 9]), 4), ValueError, "ids must lie in 0..3"),
+        (lambda: cooccurrence(torch.tensor([1, 2, 3]), 4, window=0), ValueError, "window must be an int"),
+        (
+            lambda: cooccurrence(torch.tensor([1, 2, 3]), 4, sentence_ids=torch.tensor([0, 1, 2])),
+            ValueError,
+            "no two words share a sentence",
+        ),
+        (
+            lambda: glove_loss(*(torch.zeros(2, 3),) * 2, *(torch.zeros(2),) * 2, torch.tensor([1.0, 0.0])),
+            ValueError,
+            "count must be > 0",
+        ),
+        (lambda: GloVe(0, 4), ValueError, "vocab_size must be a positive int"),
+        (lambda: train_glove([["a", "b"]], min_count=1, epochs=0), ValueError, "epochs must be a positive int"),
+        (lambda: train_glove([["a", "b"]], min_count=1, lr=float("nan")), ValueError, "lr must be a positive"),
+        (lambda: train_glove("a b c"), TypeError, "list of token lists"),
+    ],
+)
 def test_bad_input_is_refused_with_a_clear_message(call, error, match):
     with pytest.raises(error, match=match):
         call()

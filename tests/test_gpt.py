@@ -6,9 +6,18 @@ import math
 
 import pytest
 import torch
-
-from onehot2gpt.gpt import (GPT, HF_GPT2_KEYS, HF_GPT2_TRANSPOSED, GPTConfig, gpt_config_from_hf,
-                            hf_gpt2_key_map, lm_loss, load_gpt, load_hf_gpt2, save_gpt)
+from onehot2gpt.gpt import (
+    GPT,
+    HF_GPT2_KEYS,
+    HF_GPT2_TRANSPOSED,
+    GPTConfig,
+    gpt_config_from_hf,
+    hf_gpt2_key_map,
+    lm_loss,
+    load_gpt,
+    load_hf_gpt2,
+    save_gpt,
+)
 from onehot2gpt.sampling import generate
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -24,10 +33,25 @@ def random_ids(B, T, vocab=V, seed=0):
 
 
 def hf_config(**overrides):
-    return transformers.GPT2Config(**{**dict(
-        vocab_size=V, n_embd=32, n_layer=2, n_head=4, n_positions=MAX_LEN, resid_pdrop=0.0,
-        embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=None, eos_token_id=None, pad_token_id=None,
-        attn_implementation="eager"), **overrides})
+    return transformers.GPT2Config(
+        **{
+            **dict(
+                vocab_size=V,
+                n_embd=32,
+                n_layer=2,
+                n_head=4,
+                n_positions=MAX_LEN,
+                resid_pdrop=0.0,
+                embd_pdrop=0.0,
+                attn_pdrop=0.0,
+                bos_token_id=None,
+                eos_token_id=None,
+                pad_token_id=None,
+                attn_implementation="eager",
+            ),
+            **overrides,
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +74,7 @@ def ours_tiny(hf_tiny):
 
 
 # ------------------------------------------------------------------ parity with Hugging Face
+
 
 def test_logits_and_attentions_match_hugging_face(hf_tiny, ours_tiny):
     ids = random_ids(3, MAX_LEN, seed=2)
@@ -88,7 +113,7 @@ def test_greedy_continuation_matches_hugging_face(hf_tiny, ours_tiny):
     mine = generate(ours_tiny, prompt, MAX_LEN - 4, greedy=True)
     assert mine.shape == (2, MAX_LEN)
     assert torch.equal(mine, theirs)
-    assert len(set(mine[0, 4:].tolist())) > 1   # not a single repeated token: a real test
+    assert len(set(mine[0, 4:].tolist())) > 1  # not a single repeated token: a real test
 
 
 def test_key_map_covers_every_parameter_on_both_sides(hf_tiny, ours_tiny):
@@ -98,33 +123,47 @@ def test_key_map_covers_every_parameter_on_both_sides(hf_tiny, ours_tiny):
     assert sorted(theirs) == sorted(dict(hf_tiny.named_parameters()))  # each HF tensor used once
     # Exactly Hugging Face's Conv1D weights are transposed.
     conv1d = transformers.pytorch_utils.Conv1D
-    assert {t for t, transposed in keys.values() if transposed} == \
-        {f"{n}.weight" for n, m in hf_tiny.named_modules() if isinstance(m, conv1d)}
+    assert {t for t, transposed in keys.values() if transposed} == {
+        f"{n}.weight" for n, m in hf_tiny.named_modules() if isinstance(m, conv1d)
+    }
     assert HF_GPT2_TRANSPOSED <= set(HF_GPT2_KEYS)
 
 
 def test_packed_projection_is_query_key_value_in_order(hf_tiny, ours_tiny):
     D = 32
-    packed = ours_tiny.blocks[1].attn.in_proj.weight                          # (3D, D)
-    c_attn = hf_tiny.transformer.h[1].attn.c_attn.weight                      # (D, 3D), Conv1D
+    packed = ours_tiny.blocks[1].attn.in_proj.weight  # (3D, D)
+    c_attn = hf_tiny.transformer.h[1].attn.c_attn.weight  # (D, 3D), Conv1D
     for part in range(3):
-        assert torch.equal(packed[part * D:(part + 1) * D], c_attn[:, part * D:(part + 1) * D].T)
+        assert torch.equal(packed[part * D : (part + 1) * D], c_attn[:, part * D : (part + 1) * D].T)
 
 
 def test_config_from_hugging_face():
     c = GPTConfig.from_hf(hf_config(n_inner=40, layer_norm_epsilon=1e-6, resid_pdrop=0.2))
-    assert (c.vocab_size, c.max_len, c.d_model, c.n_layers, c.n_heads, c.d_ff, c.eps, c.dropout) == \
-        (V, MAX_LEN, 32, 2, 4, 40, 1e-6, 0.2)
-    assert GPTConfig.from_hf(hf_config()).d_ff == 4 * 32   # n_inner=None means 4 · n_embd
-    assert gpt_config_from_hf(hf_config()) == GPTConfig.from_hf(hf_config())   # one conversion, two names
+    assert (c.vocab_size, c.max_len, c.d_model, c.n_layers, c.n_heads, c.d_ff, c.eps, c.dropout) == (
+        V,
+        MAX_LEN,
+        32,
+        2,
+        4,
+        40,
+        1e-6,
+        0.2,
+    )
+    assert GPTConfig.from_hf(hf_config()).d_ff == 4 * 32  # n_inner=None means 4 · n_embd
+    assert gpt_config_from_hf(hf_config()) == GPTConfig.from_hf(hf_config())  # one conversion, two names
 
 
-@pytest.mark.parametrize("option, named", [(dict(activation_function="relu"), "activation_function"),
-                                           (dict(scale_attn_by_inverse_layer_idx=True), "inverse_layer"),
-                                           (dict(reorder_and_upcast_attn=True), "reorder_and_upcast"),
-                                           (dict(add_cross_attention=True), "cross"),
-                                           (dict(scale_attn_weights=False), "scale_attn_weights"),
-                                           (dict(tie_word_embeddings=False), "tie_word_embeddings")])
+@pytest.mark.parametrize(
+    "option, named",
+    [
+        (dict(activation_function="relu"), "activation_function"),
+        (dict(scale_attn_by_inverse_layer_idx=True), "inverse_layer"),
+        (dict(reorder_and_upcast_attn=True), "reorder_and_upcast"),
+        (dict(add_cross_attention=True), "cross"),
+        (dict(scale_attn_weights=False), "scale_attn_weights"),
+        (dict(tie_word_embeddings=False), "tie_word_embeddings"),
+    ],
+)
 def test_from_hf_rejects_variants_we_do_not_build(option, named):
     with pytest.raises(ValueError, match=named):
         GPTConfig.from_hf(hf_config(**option))
@@ -137,10 +176,15 @@ def test_an_untied_checkpoint_is_refused(hf_tiny):
         load_hf_gpt2(untied, GPTConfig.from_hf(hf_tiny.config))
 
 
-@pytest.mark.parametrize("change, named", [(dict(d_ff=64), "ff.linear1.weight"),
-                                           (dict(n_layers=1), "transformer.h.1."),
-                                           (dict(vocab_size=60), "tok_emb.weight"),
-                                           (dict(max_len=32), "pos_emb.weight")])
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        (dict(d_ff=64), "ff.linear1.weight"),
+        (dict(n_layers=1), "transformer.h.1."),
+        (dict(vocab_size=60), "tok_emb.weight"),
+        (dict(max_len=32), "pos_emb.weight"),
+    ],
+)
 def test_mismatched_config_names_the_key(hf_tiny, change, named):
     config = GPTConfig(**{**GPTConfig.from_hf(hf_tiny.config).to_dict(), **change})
     with pytest.raises(ValueError, match="do not fit") as info:
@@ -149,6 +193,7 @@ def test_mismatched_config_names_the_key(hf_tiny, change, named):
 
 
 # ------------------------------------------------------------------ tied weights and checkpoints
+
 
 def test_output_layer_is_the_token_embedding_after_load_and_round_trip(hf_tiny, ours_tiny, tmp_path):
     def tied(model):
@@ -159,8 +204,9 @@ def test_output_layer_is_the_token_embedding_after_load_and_round_trip(hf_tiny, 
     assert torch.equal(ours_tiny.lm_head.weight, hf_tiny.transformer.wte.weight)
     save_gpt(ours_tiny, tmp_path / "tiny", info={"note": "test"})
     from safetensors.torch import load_file
+
     stored = load_file(str(tmp_path / "tiny" / "weights.safetensors"))
-    assert "lm_head.weight" not in stored and "tok_emb.weight" in stored   # saved once
+    assert "lm_head.weight" not in stored and "tok_emb.weight" in stored  # saved once
     back = load_gpt(tmp_path / "tiny")
     assert tied(back) and not back.training
     assert back.config == ours_tiny.config
@@ -184,6 +230,7 @@ def test_load_gpt_rejects_weights_that_do_not_fit_the_config(tmp_path):
 
 # ------------------------------------------------------------------ contracts of our own model
 
+
 def test_changing_a_later_token_leaves_earlier_logits_unchanged():
     torch.manual_seed(0)
     model = GPT(GPTConfig.tiny()).eval()
@@ -193,10 +240,10 @@ def test_changing_a_later_token_leaves_earlier_logits_unchanged():
     other[:, t + 1] = (ids[:, t + 1] + 7) % V
     with torch.no_grad():
         a, b = model(ids, output_attentions=True), model(other, output_attentions=True)
-    torch.testing.assert_close(a.logits[:, :t + 1], b.logits[:, :t + 1], atol=0, rtol=0)
-    assert not torch.allclose(a.logits[:, t + 1:], b.logits[:, t + 1:])   # the change does matter later
+    torch.testing.assert_close(a.logits[:, : t + 1], b.logits[:, : t + 1], atol=0, rtol=0)
+    assert not torch.allclose(a.logits[:, t + 1 :], b.logits[:, t + 1 :])  # the change does matter later
     for w in a.attentions:
-        assert torch.all(w.triu(diagonal=1) == 0)                        # no weight on future keys
+        assert torch.all(w.triu(diagonal=1) == 0)  # no weight on future keys
         torch.testing.assert_close(w.sum(-1), torch.ones(2, 4, 12))
 
 
@@ -207,7 +254,7 @@ def test_cached_forward_equals_the_uncached_one():
     with torch.no_grad():
         full = model(ids, output_attentions=True)
         logits, past, start = [], None, 0
-        for end in (5, 6, 10, MAX_LEN):                      # pieces of 5, 1, 4 and 6 tokens
+        for end in (5, 6, 10, MAX_LEN):  # pieces of 5, 1, 4 and 6 tokens
             out = model(ids[:, start:end], output_attentions=True, past_key_values=past, use_cache=True)
             assert all(k.shape == v.shape == (2, 4, end, 8) for k, v in out.past_key_values)
             for w_piece, w_full in zip(out.attentions, full.attentions):
@@ -270,7 +317,7 @@ def test_inputs_are_checked_with_clear_errors():
     with pytest.raises(ValueError, match="empty"):
         model(torch.zeros(1, 0, dtype=torch.long))
     with pytest.raises(ValueError, match=r"expected \(B, H, T_past, hs\)"):
-        model(random_ids(2, 1), past_key_values=past)          # the cache of a batch of 1
+        model(random_ids(2, 1), past_key_values=past)  # the cache of a batch of 1
     with pytest.raises(ValueError, match="T ≥ 2"):
         lm_loss(model, random_ids(2, 1))
 
@@ -282,29 +329,48 @@ def test_config_checks_and_defaults():
     with pytest.raises(ValueError, match="dropout"):
         GPTConfig(dropout=1.5)
     with pytest.raises(Exception):
-        GPTConfig().d_model = 3   # frozen
+        GPTConfig().d_model = 3  # frozen
     char = GPTConfig.char()
-    assert (char.vocab_size, char.n_layers, char.n_heads, char.d_model, char.max_len, char.dropout) == \
-        (65, 4, 4, 128, 64, 0.0)
+    assert (char.vocab_size, char.n_layers, char.n_heads, char.d_model, char.max_len, char.dropout) == (
+        65,
+        4,
+        4,
+        128,
+        64,
+        0.0,
+    )
     assert GPTConfig.small(vocab_size=8000).vocab_size == 8000
     no_bias = GPT(GPTConfig.tiny(bias=False))
     assert not any(n.endswith(".bias") for n, _ in no_bias.named_parameters())
 
 
-@pytest.mark.parametrize("preset, layers, width, heads, millions", [
-    ("gpt2_small", 12, 768, 12, 124), ("gpt2_medium", 24, 1024, 16, 355),
-    ("gpt2_large", 36, 1280, 20, 774), ("gpt2_xl", 48, 1600, 25, 1558)])
+@pytest.mark.parametrize(
+    "preset, layers, width, heads, millions",
+    [
+        ("gpt2_small", 12, 768, 12, 124),
+        ("gpt2_medium", 24, 1024, 16, 355),
+        ("gpt2_large", 36, 1280, 20, 774),
+        ("gpt2_xl", 48, 1600, 25, 1558),
+    ],
+)
 def test_presets_have_gpt2s_sizes(preset, layers, width, heads, millions):
     c = getattr(GPTConfig, preset)()
-    assert (c.vocab_size, c.max_len, c.n_layers, c.d_model, c.n_heads, c.d_ff) == \
-        (50257, 1024, layers, width, heads, 4 * width)
+    assert (c.vocab_size, c.max_len, c.n_layers, c.d_model, c.n_heads, c.d_ff) == (
+        50257,
+        1024,
+        layers,
+        width,
+        heads,
+        4 * width,
+    )
     with torch.device("meta"):  # sizes only: no memory, no initialisation cost
-        n = sum(p.numel() for p in GPT(c).parameters())   # the tied matrix counts once
-    assert n / 1e6 == pytest.approx(millions, abs=1)      # GPT-2's published sizes (tied, with positions)
+        n = sum(p.numel() for p in GPT(c).parameters())  # the tied matrix counts once
+    assert n / 1e6 == pytest.approx(millions, abs=1)  # GPT-2's published sizes (tied, with positions)
 
 
 def test_gpt2_by_name_offline_says_what_to_do(tmp_path):
     from onehot2gpt.pretrained import gpt2
+
     # An empty cache and no network access: the Hub model cannot be had.
     with pytest.raises(OSError, match="'gpt2'") as info:
         gpt2("gpt2", local_files_only=True, cache_dir=tmp_path)
@@ -315,6 +381,7 @@ def test_gpt2_from_a_local_folder_loads_into_our_class(tmp_path):
     import transformers
     from onehot2gpt.pretrained import gpt2
     from tokenizers import Tokenizer, models, pre_tokenizers
+
     config = transformers.GPT2Config(vocab_size=60, n_positions=16, n_embd=32, n_layer=2, n_head=4)
     torch.manual_seed(0)
     hf = transformers.GPT2LMHeadModel(config).eval()
@@ -334,7 +401,8 @@ def test_gpt2_by_name_without_network_fails_at_once(tmp_path, monkeypatch):
     import time
 
     from onehot2gpt import pretrained
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))          # nothing cached
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # nothing cached
     monkeypatch.setattr(pretrained, "hub_reachable", lambda timeout=3.0: False)
     start = time.perf_counter()
     with pytest.raises(OSError, match="no network") as info:
@@ -344,12 +412,14 @@ def test_gpt2_by_name_without_network_fails_at_once(tmp_path, monkeypatch):
 
 def test_hub_reachable_answers_quickly_for_an_unreachable_endpoint(monkeypatch):
     from onehot2gpt.pretrained import hub_reachable
-    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")    # the discard port: nothing listens
+
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens
     assert hub_reachable(timeout=1.0) is False
 
 
 def test_sequence_log_prob_is_the_chain_rule():
     from onehot2gpt.gpt import lm_loss, sequence_log_prob
+
     torch.manual_seed(0)
     model = GPT(GPTConfig.tiny(vocab_size=20, max_len=12)).eval()
     ids = torch.randint(0, 20, (3, 9))

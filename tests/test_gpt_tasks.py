@@ -8,13 +8,24 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-
 from onehot2gpt.gpt import GPT, GPTConfig, lm_loss
-from onehot2gpt.gpt_tasks import (GPT1_SPECIALS, GPTForMultipleChoice, GPTForSequenceClassification,
-                                  classification_input, encode_choices_for_gpt, encode_for_gpt,
-                                  entailment_input, evaluate_gpt, finetune_gpt, gpt1_loss,
-                                  gpt_hidden_states, last_positions, multiple_choice_inputs,
-                                  shuffled_ending_choices, similarity_inputs)
+from onehot2gpt.gpt_tasks import (
+    GPT1_SPECIALS,
+    GPTForMultipleChoice,
+    GPTForSequenceClassification,
+    classification_input,
+    encode_choices_for_gpt,
+    encode_for_gpt,
+    entailment_input,
+    evaluate_gpt,
+    finetune_gpt,
+    gpt1_loss,
+    gpt_hidden_states,
+    last_positions,
+    multiple_choice_inputs,
+    shuffled_ending_choices,
+    similarity_inputs,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -25,13 +36,12 @@ S, D, E = 1, 2, 3
 
 def tiny_gpt(seed=0, **overrides):
     torch.manual_seed(seed)
-    return GPT(GPTConfig(**{**dict(vocab_size=V, max_len=MAX_LEN, d_model=32, n_layers=2, n_heads=4),
-                            **overrides}))
+    return GPT(GPTConfig(**{**dict(vocab_size=V, max_len=MAX_LEN, d_model=32, n_layers=2, n_heads=4), **overrides}))
 
 
 def tiny_classifier(n_labels=3, seed=0, **overrides):
     model = GPTForSequenceClassification(tiny_gpt(seed, **overrides), n_labels).eval()
-    with torch.no_grad():   # a visible classifier: std 0.02 would hide a wrong read below tolerance
+    with torch.no_grad():  # a visible classifier: std 0.02 would hide a wrong read below tolerance
         model.classifier.weight.normal_(0, 1.0, generator=torch.Generator().manual_seed(seed))
     return model
 
@@ -62,7 +72,15 @@ def test_classification_input_on_tokens_and_ids():
 
 def test_entailment_input_puts_the_delimiter_between_premise_and_hypothesis():
     assert entailment_input(["it", "rains"], ["it", "is", "wet"]) == [
-        "<start>", "it", "rains", "<delim>", "it", "is", "wet", "<extract>"]
+        "<start>",
+        "it",
+        "rains",
+        "<delim>",
+        "it",
+        "is",
+        "wet",
+        "<extract>",
+    ]
     assert entailment_input([5], [6, 7], start=S, delim=D, extract=E) == [1, 5, 2, 6, 7, 3]
 
 
@@ -77,7 +95,8 @@ def test_multiple_choice_inputs_one_sequence_per_answer():
     assert multiple_choice_inputs(["q", "?"], [["a"], ["b", "c"], []]) == [
         ["<start>", "q", "?", "<delim>", "a", "<extract>"],
         ["<start>", "q", "?", "<delim>", "b", "c", "<extract>"],
-        ["<start>", "q", "?", "<delim>", "<extract>"]]
+        ["<start>", "q", "?", "<delim>", "<extract>"],
+    ]
     assert multiple_choice_inputs([9], [[5], [6]], S, D, E) == [[1, 9, 2, 5, 3], [1, 9, 2, 6, 3]]
 
 
@@ -85,13 +104,13 @@ def test_transformations_refuse_bad_input():
     with pytest.raises(TypeError, match="not a string"):
         classification_input("a fine film")
     with pytest.raises(TypeError, match="one kind"):
-        classification_input([7, 8])                     # ids with the default string specials
+        classification_input([7, 8])  # ids with the default string specials
     with pytest.raises(TypeError, match="one kind"):
         entailment_input(["a"], [5], S, D, E)
     with pytest.raises(ValueError, match="already holds"):
         classification_input(["<start>", "a", "<extract>"])
     with pytest.raises(ValueError, match="already holds"):
-        entailment_input([5, 2], [6], S, D, E)          # id 2 is the delimiter
+        entailment_input([5, 2], [6], S, D, E)  # id 2 is the delimiter
     with pytest.raises(ValueError, match="distinct"):
         classification_input([5], start=3, extract=3)
     with pytest.raises(ValueError, match="non-empty"):
@@ -127,8 +146,8 @@ def test_class_logits_come_from_each_rows_last_real_token():
     ids, lengths = batch["input_ids"], batch["lengths"]
     with torch.no_grad():
         logits = model(ids, lengths).logits
-        for i, n in enumerate(lengths.tolist()):        # each row alone, unpadded
-            h = gpt_hidden_states(model.gpt, ids[i:i + 1, :n])[0, -1]
+        for i, n in enumerate(lengths.tolist()):  # each row alone, unpadded
+            h = gpt_hidden_states(model.gpt, ids[i : i + 1, :n])[0, -1]
             torch.testing.assert_close(logits[i], model.classifier(h))
         # Other values in the padded positions, and more padding: nothing changes.
         repadded = torch.cat([ids, torch.zeros(3, 4, dtype=torch.long)], 1)
@@ -176,7 +195,7 @@ def test_head_refuses_a_bad_model_or_label_count():
 
 def independent_l1(gpt, ids, lengths):
     """L1 from the library's lm_loss on each unpadded row, averaged over all predicted tokens."""
-    total = sum(lm_loss(gpt, ids[i:i + 1, :n]) * (n - 1) for i, n in enumerate(lengths.tolist()))
+    total = sum(lm_loss(gpt, ids[i : i + 1, :n]) * (n - 1) for i, n in enumerate(lengths.tolist()))
     return total / (lengths - 1).sum()
 
 
@@ -208,7 +227,7 @@ def test_loss_gradients_are_those_of_l2_plus_lambda_l1_computed_row_by_row():
     # gpt1_loss computes the LM logits only where a real next token is predicted; its gradient must
     # be that of the plain formula, and λ = 0 must leave L1 out of the backward pass entirely.
     for weight in (0.7, 0.0):
-        model = tiny_classifier().eval()                    # no dropout: the two passes must agree
+        model = tiny_classifier().eval()  # no dropout: the two passes must agree
         batch = padded_batch()
         loss = gpt1_loss(model, batch, lm_weight=weight)
         assert loss.lm.requires_grad == (weight != 0)
@@ -261,8 +280,9 @@ def test_encode_for_gpt_classification_worked_example():
 
 
 def test_encode_for_gpt_pairs_and_label_names():
-    enc = encode_for_gpt(char_encode, [("ab", "c"), "d"], ["yes", "no"], SPECIAL_IDS, max_len=8,
-                         pad_id=0, label_names=("no", "yes"))
+    enc = encode_for_gpt(
+        char_encode, [("ab", "c"), "d"], ["yes", "no"], SPECIAL_IDS, max_len=8, pad_id=0, label_names=("no", "yes")
+    )
     assert enc["input_ids"].tolist() == [[1, 4, 5, 2, 6, 3], [1, 7, 3, 0, 0, 0]]
     assert enc["lengths"].tolist() == [6, 3]
     assert enc["labels"].tolist() == [1, 0]
@@ -288,9 +308,9 @@ def test_encode_for_gpt_refuses_bad_input():
     with pytest.raises(ValueError, match="in this order"):
         encode_for_gpt(char_encode, ["a"], None, (1, 3), max_len=8)
     with pytest.raises(ValueError, match="already holds"):
-        encode_for_gpt(lambda t: [3, 4], ["a"], None, SPECIAL_IDS, max_len=8)   # encode emits <extract>
+        encode_for_gpt(lambda t: [3, 4], ["a"], None, SPECIAL_IDS, max_len=8)  # encode emits <extract>
     with pytest.raises(TypeError, match="token ids"):
-        encode_for_gpt(list, ["ab"], None, SPECIAL_IDS, max_len=8)              # characters, not ids
+        encode_for_gpt(list, ["ab"], None, SPECIAL_IDS, max_len=8)  # characters, not ids
     with pytest.raises(ValueError, match="one label per text"):
         encode_for_gpt(char_encode, ["a", "b"], [0], SPECIAL_IDS, max_len=8)
     with pytest.raises(ValueError, match="unknown labels"):
@@ -327,8 +347,7 @@ def test_finetune_gpt_learns_whether_a_token_appears():
     model = GPTForSequenceClassification(tiny_gpt(), n_labels=2)
     train, test = toy_task(256, seed=1), toy_task(128, seed=2)
     before = evaluate_gpt(model, test)
-    history = finetune_gpt(model, train, lm_weight=0.5, epochs=8, batch_size=32, lr=3e-3, warmup=0.1,
-                           progress=False)
+    history = finetune_gpt(model, train, lm_weight=0.5, epochs=8, batch_size=32, lr=3e-3, warmup=0.1, progress=False)
     after = evaluate_gpt(model, test)
     assert set(history) == {"total", "clf", "lm"}
     assert all(len(v) == 8 * 256 // 32 for v in history.values())
@@ -337,14 +356,14 @@ def test_finetune_gpt_learns_whether_a_token_appears():
     assert before["accuracy"] < 0.75
     assert after["accuracy"] >= 0.95, after
     assert after["loss"] < before["loss"]
-    assert after["lm_loss"] < before["lm_loss"]      # L1 trains the model on the texts too
+    assert after["lm_loss"] < before["lm_loss"]  # L1 trains the model on the texts too
     assert not model.training
 
 
 def test_evaluate_gpt_loss_is_the_mean_classification_loss():
     model = tiny_classifier()
     batch = padded_batch()
-    result = evaluate_gpt(model, batch, batch_size=2)           # two batches of different widths
+    result = evaluate_gpt(model, batch, batch_size=2)  # two batches of different widths
     with torch.no_grad():
         loss = gpt1_loss(model, batch, lm_weight=0.5)
         logits = model(batch["input_ids"], batch["lengths"]).logits
@@ -358,7 +377,7 @@ def test_evaluate_gpt_loss_is_the_mean_classification_loss():
 
 def test_finetune_gpt_refuses_bad_data():
     model = GPTForSequenceClassification(tiny_gpt(), n_labels=2)
-    batch = padded_batch()                                      # labels reach 2: out of range
+    batch = padded_batch()  # labels reach 2: out of range
     with pytest.raises(ValueError, match="n_labels=2"):
         finetune_gpt(model, batch, progress=False)
     with pytest.raises(KeyError, match="labels"):
@@ -371,14 +390,14 @@ def test_finetune_gpt_refuses_bad_data():
 
 
 def test_encode_choices_for_gpt_one_row_per_answer_like_the_pairs():
-    enc = encode_choices_for_gpt(char_encode, ["ab", "c"], [["c", "dd"], ["e", "f"]], [1, 0], SPECIAL_IDS,
-                                 max_len=8)
+    enc = encode_choices_for_gpt(char_encode, ["ab", "c"], [["c", "dd"], ["e", "f"]], [1, 0], SPECIAL_IDS, max_len=8)
     assert enc["input_ids"].shape == (2, 2, 7) and enc["lengths"].tolist() == [[6, 7], [5, 5]]
     assert enc["labels"].tolist() == [1, 0]
-    pairs = encode_for_gpt(char_encode, [("ab", "c"), ("ab", "dd"), ("c", "e"), ("c", "f")], None,
-                           SPECIAL_IDS, max_len=8)
+    pairs = encode_for_gpt(
+        char_encode, [("ab", "c"), ("ab", "dd"), ("c", "e"), ("c", "f")], None, SPECIAL_IDS, max_len=8
+    )
     assert torch.equal(enc["input_ids"].flatten(0, 1), pairs["input_ids"])
-    assert enc["input_ids"][0, 1].tolist() == [1, 4, 5, 2, 7, 7, 3]          # <start> ab <delim> dd <extract>
+    assert enc["input_ids"][0, 1].tolist() == [1, 4, 5, 2, 7, 7, 3]  # <start> ab <delim> dd <extract>
     assert "labels" not in encode_choices_for_gpt(char_encode, ["a"], [["b", "c"]], None, SPECIAL_IDS)
 
 
@@ -401,15 +420,16 @@ def test_encode_choices_for_gpt_refuses_bad_questions():
 
 def tiny_chooser(seed=0):
     model = GPTForMultipleChoice(tiny_gpt(seed)).eval()
-    with torch.no_grad():   # a visible scorer, as in tiny_classifier
+    with torch.no_grad():  # a visible scorer, as in tiny_classifier
         model.classifier.weight.normal_(0, 1.0, generator=torch.Generator().manual_seed(seed))
     return model
 
 
 def choice_batch():
     """Two questions of three answers each, from padded_batch's rows and two more."""
-    enc = encode_choices_for_gpt(char_encode, ["ab", "c"], [["c", "dd", "e"], ["fgh", "i", "jj"]], [2, 0],
-                                 SPECIAL_IDS, max_len=12)
+    enc = encode_choices_for_gpt(
+        char_encode, ["ab", "c"], [["c", "dd", "e"], ["fgh", "i", "jj"]], [2, 0], SPECIAL_IDS, max_len=12
+    )
     return enc
 
 
@@ -418,12 +438,11 @@ def test_multiple_choice_scores_each_answers_row_on_its_own():
     batch = choice_batch()
     with torch.no_grad():
         scores, lm_logits = model(batch["input_ids"], batch["lengths"])
-        rows = GPTForSequenceClassification.forward(model, batch["input_ids"].flatten(0, 1),
-                                                    batch["lengths"].flatten())
+        rows = GPTForSequenceClassification.forward(model, batch["input_ids"].flatten(0, 1), batch["lengths"].flatten())
     assert scores.shape == (2, 3) and lm_logits.shape == (2, 3, batch["input_ids"].size(2), V)
     torch.testing.assert_close(scores, rows.logits.view(2, 3))
     torch.testing.assert_close(lm_logits.flatten(0, 1), rows.lm_logits)
-    with torch.no_grad():                                    # one answer alone gets the same score
+    with torch.no_grad():  # one answer alone gets the same score
         alone = model(batch["input_ids"][:1, 1:2], batch["lengths"][:1, 1:2]).logits
     torch.testing.assert_close(alone[0, 0], scores[0, 1])
     with pytest.raises(ValueError, match=r"\(B, K, T\)"):
@@ -439,8 +458,12 @@ def test_multiple_choice_loss_is_a_softmax_over_the_answers_plus_lambda_lm():
         loss = gpt1_loss(model, batch, lm_weight=0.5)
         scores = model(batch["input_ids"], batch["lengths"]).logits
         ids, lengths = batch["input_ids"].flatten(0, 1), batch["lengths"].flatten()
-        lm = torch.stack([lm_loss(model.gpt, ids[i:i + 1, :lengths[i]]) * (lengths[i] - 1)
-                          for i in range(len(ids))]).sum() / (lengths - 1).sum()
+        lm = (
+            torch.stack(
+                [lm_loss(model.gpt, ids[i : i + 1, : lengths[i]]) * (lengths[i] - 1) for i in range(len(ids))]
+            ).sum()
+            / (lengths - 1).sum()
+        )
     torch.testing.assert_close(loss.clf, F.cross_entropy(scores, batch["labels"]))
     torch.testing.assert_close(loss.lm, lm)
     torch.testing.assert_close(loss.total, loss.clf + 0.5 * lm)
@@ -474,10 +497,9 @@ def test_finetune_gpt_learns_a_multiple_choice_task():
     model = GPTForMultipleChoice(tiny_gpt())
     train, test = toy_choices(256, seed=1), toy_choices(128, seed=2)
     before = evaluate_gpt(model, test)
-    history = finetune_gpt(model, train, lm_weight=0.5, epochs=8, batch_size=32, lr=3e-3, warmup=0.1,
-                           progress=False)
+    history = finetune_gpt(model, train, lm_weight=0.5, epochs=8, batch_size=32, lr=3e-3, warmup=0.1, progress=False)
     after = evaluate_gpt(model, test)
-    assert all(len(v) == 8 * 256 // 32 for v in history.values())    # a batch is 32 questions
+    assert all(len(v) == 8 * 256 // 32 for v in history.values())  # a batch is 32 questions
     assert before["predictions"].shape == (128,) and before["accuracy"] < 0.75
     assert after["accuracy"] >= 0.95, after
     assert after["loss"] < before["loss"]
@@ -488,8 +510,9 @@ def test_evaluate_gpt_gives_multiple_choice_predictions_in_the_questions_order()
     model = tiny_chooser()
     test = toy_choices(40, seed=3)
     assert not torch.equal(test["lengths"].amax(-1), test["lengths"].amax(-1).sort().values)
-    one_by_one = torch.cat([evaluate_gpt(model, {k: v[i:i + 1] for k, v in test.items()})["predictions"]
-                            for i in range(40)])
+    one_by_one = torch.cat(
+        [evaluate_gpt(model, {k: v[i : i + 1] for k, v in test.items()})["predictions"] for i in range(40)]
+    )
     result = evaluate_gpt(model, test, batch_size=8)
     assert result["predictions"].tolist() == one_by_one.tolist()
     assert result["accuracy"] == pytest.approx((one_by_one == test["labels"]).float().mean().item())
@@ -499,8 +522,11 @@ def test_evaluate_gpt_gives_multiple_choice_predictions_in_the_questions_order()
 def test_finetune_gpt_group_by_length_trims_padding_and_still_learns(choices, monkeypatch):
     from onehot2gpt import gpt_tasks
 
-    train, test = (toy_choices(256, seed=1), toy_choices(128, seed=2)) if choices else \
-        (toy_task(256, seed=1), toy_task(128, seed=2))
+    train, test = (
+        (toy_choices(256, seed=1), toy_choices(128, seed=2))
+        if choices
+        else (toy_task(256, seed=1), toy_task(128, seed=2))
+    )
     widths, batch = [], gpt_tasks._batch
     monkeypatch.setattr(gpt_tasks, "_batch", lambda *a: widths.append((b := batch(*a))["input_ids"].numel()) or b)
     tokens = {}
@@ -508,8 +534,17 @@ def test_finetune_gpt_group_by_length_trims_padding_and_still_learns(choices, mo
         widths.clear()
         torch.manual_seed(0)
         model = GPTForMultipleChoice(tiny_gpt()) if choices else GPTForSequenceClassification(tiny_gpt(), n_labels=2)
-        history = finetune_gpt(model, train, lm_weight=0.5, epochs=8, batch_size=32, lr=3e-3, warmup=0.1,
-                               progress=False, group_by_length=grouped)
+        history = finetune_gpt(
+            model,
+            train,
+            lm_weight=0.5,
+            epochs=8,
+            batch_size=32,
+            lr=3e-3,
+            warmup=0.1,
+            progress=False,
+            group_by_length=grouped,
+        )
         assert len(history["total"]) == len(widths) == 8 * 256 // 32
         tokens[grouped] = sum(widths)
         assert evaluate_gpt(model, test)["accuracy"] >= 0.9, f"group_by_length={grouped} did not learn"
@@ -518,17 +553,17 @@ def test_finetune_gpt_group_by_length_trims_padding_and_still_learns(choices, mo
 
 def test_shuffled_ending_choices_hold_the_true_ending_and_a_reordering_of_it():
     words = "one two three four five six seven eight nine ten eleven twelve .".split()
-    sentences = [" ".join(words[:k] + words[-1:]) for k in range(4, 13)]    # 5 to 13 words
-    sentences += ["too short .", "a a a a a a a a ."]                       # too short; no other order
+    sentences = [" ".join(words[:k] + words[-1:]) for k in range(4, 13)]  # 5 to 13 words
+    sentences += ["too short .", "a a a a a a a a ."]  # too short; no other order
     contexts, answers, labels = shuffled_ending_choices(sentences, seed=3, min_words=8)
-    assert len(contexts) == len(answers) == len(labels) == 6                # the 8- to 13-word ones
+    assert len(contexts) == len(answers) == len(labels) == 6  # the 8- to 13-word ones
     for context, (first, second), label in zip(contexts, answers, labels):
         true, false = (first, second) if label == 0 else (second, first)
         full = f"{context} {true}".split()
-        assert full in [s.split() for s in sentences]                       # context + true ending
+        assert full in [s.split() for s in sentences]  # context + true ending
         assert len(context.split()) == len(full) // 2
         assert false != true and sorted(false.split()) == sorted(true.split())
-        assert false.split()[-1] == "."                                     # the last word stays last
+        assert false.split()[-1] == "."  # the last word stays last
     assert set(labels) == {0, 1}
     assert shuffled_ending_choices(sentences, seed=3, min_words=8) == (contexts, answers, labels)
     assert shuffled_ending_choices(sentences, 2, seed=3, min_words=8) == (contexts[:2], answers[:2], labels[:2])

@@ -6,17 +6,16 @@ import time
 
 import pytest
 import torch
-
 from onehot2gpt import gpt_training
 from onehot2gpt.gpt import GPT, GPTConfig, load_gpt
-from onehot2gpt.sampling import generate
 from onehot2gpt.gpt_training import char_dataset, estimate_loss, lm_batch, train_gpt, train_val_split
+from onehot2gpt.sampling import generate
 from onehot2gpt.training import cosine_lr
 from onehot2gpt.vocab import Vocab
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-REPETITIVE = "abcdefgh" * 60     # every next character is determined by the one before
+REPETITIVE = "abcdefgh" * 60  # every next character is determined by the one before
 
 
 def tiny_model(vocab_size, seed=0, **overrides):
@@ -26,11 +25,12 @@ def tiny_model(vocab_size, seed=0, **overrides):
 
 # ------------------------------------------------------------------ data
 
+
 def test_char_dataset_round_trips_and_reuses_a_vocabulary():
     text = "To be, or not to be: that is the question.\nÉtude — 潮水"
     ids, vocab = char_dataset(text)
     assert ids.dtype == torch.long and ids.shape == (len(text),)
-    assert vocab.itos == sorted(set(text)) and vocab.specials == ()   # nanoGPT's sorted characters
+    assert vocab.itos == sorted(set(text)) and vocab.specials == ()  # nanoGPT's sorted characters
     assert "".join(vocab.decode(ids)) == text
     again, same = char_dataset("not to be", vocab)
     assert same is vocab and "".join(vocab.decode(again)) == "not to be"
@@ -44,23 +44,23 @@ def test_train_val_split_keeps_order():
     ids = torch.arange(1000)
     train, val = train_val_split(ids)
     assert len(train) == 900 and len(val) == 100
-    assert torch.equal(torch.cat([train, val]), ids)            # first 90%, then the last 10%
+    assert torch.equal(torch.cat([train, val]), ids)  # first 90%, then the last 10%
     with pytest.raises(ValueError):
         train_val_split(ids, 1.0)
 
 
 def test_lm_batch_gives_windows_and_their_shift():
-    data = torch.arange(500) * 7 % 501                           # distinct values, not sorted
+    data = torch.arange(500) * 7 % 501  # distinct values, not sorted
     g = torch.Generator().manual_seed(0)
     x, y = lm_batch(data, 6, 10, g)
     assert x.shape == y.shape == (6, 10) and x.dtype == torch.long
     position = {int(v): i for i, v in enumerate(data)}
     for row_x, row_y in zip(x, y):
         start = position[int(row_x[0])]
-        assert torch.equal(row_x, data[start:start + 10])        # a contiguous window…
-        assert torch.equal(row_y, data[start + 1:start + 11])    # …and the tokens after each
+        assert torch.equal(row_x, data[start : start + 10])  # a contiguous window…
+        assert torch.equal(row_y, data[start + 1 : start + 11])  # …and the tokens after each
     x2, _ = lm_batch(data, 6, 10, torch.Generator().manual_seed(0))
-    assert torch.equal(x, x2)                                    # the generator decides
+    assert torch.equal(x, x2)  # the generator decides
     # A stream of exactly block_size + 1 tokens has one window, which must be found.
     x, y = lm_batch(torch.arange(11), 3, 10)
     assert torch.equal(x, torch.arange(10).expand(3, 10)) and torch.equal(y, x + 1)
@@ -70,26 +70,27 @@ def test_lm_batch_gives_windows_and_their_shift():
 
 # ------------------------------------------------------------------ evaluation and schedule
 
+
 def test_estimate_loss_is_fixed_and_starts_near_ln_vocab():
     V = 50
     model = tiny_model(V).train()
     data = torch.randint(0, V, (2000,), generator=torch.Generator().manual_seed(1))
     kwargs = dict(batches=8, batch_size=4, block_size=16)
     first = estimate_loss(model, data, **kwargs)
-    assert estimate_loss(model, data, **kwargs) == first            # the same windows every call
-    assert estimate_loss(model, data, **kwargs, seed=99) != first   # …chosen by the seed
-    assert model.training                                           # mode restored
-    assert abs(first - math.log(V)) < 0.1                           # an untrained model is ≈ uniform
+    assert estimate_loss(model, data, **kwargs) == first  # the same windows every call
+    assert estimate_loss(model, data, **kwargs, seed=99) != first  # …chosen by the seed
+    assert model.training  # mode restored
+    assert abs(first - math.log(V)) < 0.1  # an untrained model is ≈ uniform
 
 
 def test_cosine_lr_warms_up_then_decays_to_min_lr():
     lr, min_lr, warmup, iters = 1e-3, 1e-4, 10, 111
     rates = [cosine_lr(s, lr=lr, min_lr=min_lr, warmup=warmup, iters=iters) for s in range(iters)]
-    assert all(a < b for a, b in zip(rates[:warmup], rates[1:warmup + 1]))     # rises…
-    assert rates[warmup] == pytest.approx(lr)                                  # …to the peak
-    assert all(a >= b for a, b in zip(rates[warmup:], rates[warmup + 1:]))     # then only falls
-    assert rates[-1] == pytest.approx(min_lr)                                  # to the floor
-    middle = warmup + (iters - 1 - warmup) // 2                  # half-way down the cosine (exactly)
+    assert all(a < b for a, b in zip(rates[:warmup], rates[1 : warmup + 1]))  # rises…
+    assert rates[warmup] == pytest.approx(lr)  # …to the peak
+    assert all(a >= b for a, b in zip(rates[warmup:], rates[warmup + 1 :]))  # then only falls
+    assert rates[-1] == pytest.approx(min_lr)  # to the floor
+    middle = warmup + (iters - 1 - warmup) // 2  # half-way down the cosine (exactly)
     assert rates[middle] == pytest.approx((lr + min_lr) / 2)
 
 
@@ -97,14 +98,24 @@ def test_train_gpt_follows_the_schedule():
     ids, vocab = char_dataset(REPETITIVE)
     model = tiny_model(len(vocab))
     kw = dict(lr=2e-3, min_lr=2e-4, warmup=3, iters=12)
-    history = train_gpt(model, ids, iters=kw["iters"], batch_size=2, block_size=8, lr=kw["lr"],
-                        min_lr=kw["min_lr"], warmup=kw["warmup"], progress=False)
+    history = train_gpt(
+        model,
+        ids,
+        iters=kw["iters"],
+        batch_size=2,
+        block_size=8,
+        lr=kw["lr"],
+        min_lr=kw["min_lr"],
+        warmup=kw["warmup"],
+        progress=False,
+    )
     expected = [cosine_lr(s, **kw) for s in range(kw["iters"])]
     assert history["lr"] == pytest.approx(expected)
-    assert history["evals"] == [] and history["val_loss"] is None    # no validation data given
+    assert history["evals"] == [] and history["val_loss"] is None  # no validation data given
 
 
 # ------------------------------------------------------------------ the loop
+
 
 def test_train_gpt_is_nanogpts_plain_loop():
     """Notebook 09 writes the loop out (schedule, batch, forward, loss, backward, clip, step); from
@@ -116,9 +127,14 @@ def test_train_gpt_is_nanogpts_plain_loop():
     library, by_hand = tiny_model(len(vocab)), tiny_model(len(vocab))
     expected = train_gpt(library, ids, iters=6, batch_size=3, block_size=8, **kw, progress=False)["loss"]
     g = torch.Generator().manual_seed(0)
-    opt = torch.optim.AdamW([{"params": [p for p in by_hand.parameters() if p.dim() >= 2], "weight_decay": 0.1},
-                             {"params": [p for p in by_hand.parameters() if p.dim() < 2], "weight_decay": 0.0}],
-                            lr=kw["lr"], betas=(0.9, 0.99))
+    opt = torch.optim.AdamW(
+        [
+            {"params": [p for p in by_hand.parameters() if p.dim() >= 2], "weight_decay": 0.1},
+            {"params": [p for p in by_hand.parameters() if p.dim() < 2], "weight_decay": 0.0},
+        ],
+        lr=kw["lr"],
+        betas=(0.9, 0.99),
+    )
     by_hand.train()
     losses = []
     for step in range(6):
@@ -132,20 +148,31 @@ def test_train_gpt_is_nanogpts_plain_loop():
         opt.step()
         losses.append(loss.item())
     assert losses == pytest.approx(expected, rel=1e-5)
-    assert losses[-1] < losses[0]                       # and it learns: the comparison is not vacuous
+    assert losses[-1] < losses[0]  # and it learns: the comparison is not vacuous
 
 
 def test_train_gpt_learns_a_repetitive_text():
     ids, vocab = char_dataset(REPETITIVE)
     train, val = train_val_split(ids)
     model = tiny_model(len(vocab))
-    history = train_gpt(model, train, val, iters=40, batch_size=8, block_size=16, lr=3e-3, warmup=5,
-                        eval_every=20, eval_batches=4, progress=False)
+    history = train_gpt(
+        model,
+        train,
+        val,
+        iters=40,
+        batch_size=8,
+        block_size=16,
+        lr=3e-3,
+        warmup=5,
+        eval_every=20,
+        eval_batches=4,
+        progress=False,
+    )
     assert len(history["loss"]) == history["iters"] == 40
     assert [i for i, _, _ in history["evals"]] == [0, 20, 40]
     start, end = history["evals"][0][2], history["evals"][-1][2]
-    assert start > 0.8 * math.log(len(vocab))          # untrained: about ln 8
-    assert end < 0.5 * start                           # 40 updates learn that b follows a, …
+    assert start > 0.8 * math.log(len(vocab))  # untrained: about ln 8
+    assert end < 0.5 * start  # 40 updates learn that b follows a, …
     assert history["val_loss"] == end and not model.training
 
 
@@ -163,8 +190,20 @@ def test_bf16_autocasts_the_updates_and_still_learns(monkeypatch):
         return real(m, x, y)
 
     monkeypatch.setattr(gpt_training, "_next_token_loss", spy)
-    history = train_gpt(model, train, val, iters=40, batch_size=8, block_size=16, lr=3e-3, warmup=5,
-                        eval_every=40, eval_batches=2, bf16=True, progress=False)
+    history = train_gpt(
+        model,
+        train,
+        val,
+        iters=40,
+        batch_size=8,
+        block_size=16,
+        lr=3e-3,
+        warmup=5,
+        eval_every=40,
+        eval_batches=2,
+        bf16=True,
+        progress=False,
+    )
     assert {dtype for training, dtype in seen if training} == {torch.bfloat16}
     assert {dtype for training, dtype in seen if not training} == {torch.float32}
     assert all(p.dtype == torch.float32 for p in model.parameters())
@@ -173,6 +212,7 @@ def test_bf16_autocasts_the_updates_and_still_learns(monkeypatch):
 
 def test_cli_refuses_bf16_where_the_cpu_lacks_it(monkeypatch, tmp_path):
     from onehot2gpt import bert_pretraining
+
     monkeypatch.setattr(bert_pretraining, "native_bf16", lambda device="cpu": False)
     with pytest.raises(SystemExit, match="no native bfloat16.*--precision float32"):
         gpt_training.main(["char", "--out", str(tmp_path / "x"), "--iters", "1", "--precision", "bf16"])
@@ -183,32 +223,52 @@ def test_the_large_character_gpt_is_built_by_its_arguments_and_meets_the_bar():
     """The committed gpt-char-shakespeare-large: its recorded command is LARGE_CHAR_ARGS, its config
     what they ask for, and its validation loss (recorded by the run) at most 1.65 nats."""
     import shlex
+
     from onehot2gpt.checkpoints import checkpoint_path
+
     record = json.loads((checkpoint_path("gpt-char-shakespeare-large") / "config.json").read_text())
     info, config = record["info"], record["config"]
     recorded = shlex.split(info["command"])
     assert recorded[:4] == ["python", "-m", "onehot2gpt.gpt_training", "char"]
     args = gpt_training.build_parser().parse_args(["char", "--out", "x", *gpt_training.LARGE_CHAR_ARGS])
     ran = gpt_training.build_parser().parse_args(recorded[3:])
-    assert {k: v for k, v in vars(ran).items() if k not in ("out", "device")} == \
-        {k: v for k, v in vars(args).items() if k not in ("out", "device")}
-    assert (config["n_layers"], config["d_model"], config["n_heads"], config["max_len"]) == \
-        (args.n_layers, args.d_model, args.n_heads, args.block_size)
+    assert {k: v for k, v in vars(ran).items() if k not in ("out", "device")} == {
+        k: v for k, v in vars(args).items() if k not in ("out", "device")
+    }
+    assert (config["n_layers"], config["d_model"], config["n_heads"], config["max_len"]) == (
+        args.n_layers,
+        args.d_model,
+        args.n_heads,
+        args.block_size,
+    )
     assert info["iters"] == args.iters and info["val_loss"] <= 1.65
 
 
 def test_stop_at_val_stops_at_the_first_evaluation_below():
     ids, vocab = char_dataset(REPETITIVE)
     model = tiny_model(len(vocab))
-    history = train_gpt(model, ids, ids, iters=300, batch_size=8, block_size=16, lr=3e-3, warmup=5,
-                        eval_every=5, eval_batches=2, stop_at_val=0.5, progress=False)
+    history = train_gpt(
+        model,
+        ids,
+        ids,
+        iters=300,
+        batch_size=8,
+        block_size=16,
+        lr=3e-3,
+        warmup=5,
+        eval_every=5,
+        eval_batches=2,
+        stop_at_val=0.5,
+        progress=False,
+    )
     losses = [v for _, _, v in history["evals"]]
     assert history["iters"] < 300 and history["iters"] % 5 == 0
     assert losses[-1] <= 0.5 and all(v > 0.5 for v in losses[:-1])
     assert history["evals"][-1][0] == history["iters"] == len(history["loss"])
     # Already below at the start: no update at all.
-    history = train_gpt(tiny_model(len(vocab)), ids, ids, iters=10, block_size=16, eval_batches=2,
-                        stop_at_val=100.0, progress=False)
+    history = train_gpt(
+        tiny_model(len(vocab)), ids, ids, iters=10, block_size=16, eval_batches=2, stop_at_val=100.0, progress=False
+    )
     assert history["iters"] == 0 and history["loss"] == [] and history["ms_per_iter"] is None
 
 
@@ -223,10 +283,11 @@ def test_train_seconds_exclude_evaluation(monkeypatch):
     ids, vocab = char_dataset(REPETITIVE)
     model = tiny_model(len(vocab))
     start = time.perf_counter()
-    history = train_gpt(model, ids, ids, iters=4, batch_size=2, block_size=8,
-                        eval_every=1, eval_batches=1, progress=False)
+    history = train_gpt(
+        model, ids, ids, iters=4, batch_size=2, block_size=8, eval_every=1, eval_batches=1, progress=False
+    )
     wall = time.perf_counter() - start
-    assert len(history["evals"]) == 5                  # before training and after each update
+    assert len(history["evals"]) == 5  # before training and after each update
     assert history["eval_seconds"] >= 2.5
     # None of the 2.5 s of sleep is on the training clock, however slow the machine is today.
     assert history["train_seconds"] <= wall - 2.5
@@ -243,14 +304,37 @@ def test_train_gpt_rejects_windows_longer_than_the_context():
 
 # ------------------------------------------------------------------ the command line
 
+
 def test_cli_gpt_char_writes_a_loadable_checkpoint_and_vocabulary(tmp_path, capsys):
     out = tmp_path / "gpt-char"
-    gpt_training.main(["char", "--out", str(out), "--iters", "3", "--d-model", "16", "--n-layers", "1",
-                   "--n-heads", "2", "--block-size", "16", "--batch-size", "2", "--eval-every", "2",
-                   "--eval-batches", "2", "--threads", "1"])
+    gpt_training.main(
+        [
+            "char",
+            "--out",
+            str(out),
+            "--iters",
+            "3",
+            "--d-model",
+            "16",
+            "--n-layers",
+            "1",
+            "--n-heads",
+            "2",
+            "--block-size",
+            "16",
+            "--batch-size",
+            "2",
+            "--eval-every",
+            "2",
+            "--eval-batches",
+            "2",
+            "--threads",
+            "1",
+        ]
+    )
     model = load_gpt(out)
     vocab = Vocab.load(out / "vocab.json")
-    assert len(vocab) == model.config.vocab_size == 65          # Tiny Shakespeare's characters
+    assert len(vocab) == model.config.vocab_size == 65  # Tiny Shakespeare's characters
     assert (model.config.d_model, model.config.n_layers, model.config.max_len) == (16, 1, 16)
     info = __import__("json").loads((out / "config.json").read_text())["info"]
     assert info["iters"] == 3 and info["recipe"]["batch_size"] == 2
@@ -264,12 +348,20 @@ def test_cli_gpt_char_writes_a_loadable_checkpoint_and_vocabulary(tmp_path, caps
 
 def test_cli_bert_keeps_its_options(monkeypatch, tmp_path):
     from onehot2gpt import bert_pretraining
+
     seen = {}
     monkeypatch.setattr(bert_pretraining, "_train_bert_command", lambda args, argv: seen.update(vars(args)))
     bert_pretraining.main(["train", "--out", str(tmp_path), "--steps", "5"])
     assert seen["what"] == "train" and seen["steps"] == 5
-    assert (seen["vocab_size"], seen["batch_size"], seen["max_len"], seen["lr"], seen["threads"],
-            seen["seed"], seen["device"]) == (8000, 64, 64, 1e-3, 2, 0, "cpu")
+    assert (
+        seen["vocab_size"],
+        seen["batch_size"],
+        seen["max_len"],
+        seen["lr"],
+        seen["threads"],
+        seen["seed"],
+        seen["device"],
+    ) == (8000, 64, 64, 1e-3, 2, 0, "cpu")
     with pytest.raises(SystemExit):
         bert_pretraining.main(["gpt2", "--out", str(tmp_path)])
 
@@ -277,8 +369,9 @@ def test_cli_bert_keeps_its_options(monkeypatch, tmp_path):
 def test_wikitext_stream_is_the_articles_pieces_with_a_separator_after_each():
     from onehot2gpt.checkpoints import checkpoint_path
     from onehot2gpt.data import wikitext_articles
-    from onehot2gpt.subword import WordPieceTokenizer
     from onehot2gpt.gpt_training import wikitext_stream
+    from onehot2gpt.subword import WordPieceTokenizer
+
     tok = WordPieceTokenizer.load(checkpoint_path("bert-wikitext2") / "vocab.txt")
     stream = wikitext_stream(tok, "valid")
     articles = wikitext_articles("valid")
@@ -293,17 +386,34 @@ def test_gpt_wikitext_command_writes_a_checkpoint_with_the_bert_vocabulary(tmp_p
     from onehot2gpt import gpt_training
     from onehot2gpt.gpt import load_gpt
     from onehot2gpt.subword import WordPieceTokenizer
+
     original = gpt_training.wikitext_stream
 
     valid = []
 
-    def small_stream(tokenizer, split="train"):                    # a slice of valid for both: fast
+    def small_stream(tokenizer, split="train"):  # a slice of valid for both: fast
         valid[:] = valid or [original(tokenizer, "valid")[:20000]]
         return valid[0]
+
     monkeypatch.setattr(gpt_training, "wikitext_stream", small_stream)
     out = tmp_path / "gpt"
-    gpt_training.main(["wikitext", "--out", str(out), "--iters", "3", "--batch-size", "4",
-                   "--eval-every", "3", "--eval-batches", "2", "--threads", "1"])
+    gpt_training.main(
+        [
+            "wikitext",
+            "--out",
+            str(out),
+            "--iters",
+            "3",
+            "--batch-size",
+            "4",
+            "--eval-every",
+            "3",
+            "--eval-batches",
+            "2",
+            "--threads",
+            "1",
+        ]
+    )
     model = load_gpt(out)
     tok = WordPieceTokenizer.load(out / "vocab.txt")
     assert model.config.vocab_size == len(tok) and model.config.max_len == 64
@@ -314,8 +424,12 @@ def test_gpt_wikitext_command_writes_a_checkpoint_with_the_bert_vocabulary(tmp_p
 
 def test_a_diverging_run_stops_with_the_step_the_loss_and_the_fix():
     from onehot2gpt.utils import TrainingDiverged
+
     ids, vocab = char_dataset(REPETITIVE)
     model = tiny_model(len(vocab))
-    with pytest.raises(TrainingDiverged, match=r"diverged at step \d+: the loss is nan\. Lower the "
-                                               r"learning rate \(now 100\), or check the data"):
+    with pytest.raises(
+        TrainingDiverged,
+        match=r"diverged at step \d+: the loss is nan\. Lower the "
+        r"learning rate \(now 100\), or check the data",
+    ):
         train_gpt(model, ids, iters=30, batch_size=4, block_size=8, lr=100, warmup=0, progress=False)

@@ -10,7 +10,6 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
 from onehot2gpt import grading
 from onehot2gpt.exercises import make_student_notebook
 
@@ -19,12 +18,9 @@ from onehot2gpt.exercises import make_student_notebook
 # notebook (CI graded a restarted kernel's imports 'timeout'); 20 s leaves room on both.
 CELL_TIMEOUT = 20
 REPO = Path(__file__).resolve().parents[1]
-STUBBORN_LOOP = ("import time\n"
-                 "while True:\n"
-                 "    try:\n"
-                 "        time.sleep(0.1)\n"
-                 "    except KeyboardInterrupt:\n"
-                 "        pass\n")
+STUBBORN_LOOP = (
+    "import time\nwhile True:\n    try:\n        time.sleep(0.1)\n    except KeyboardInterrupt:\n        pass\n"
+)
 
 
 def code(source, cell_id, *tags, points=None):
@@ -38,28 +34,42 @@ def code(source, cell_id, *tags, points=None):
 def tiny_course_notebook():
     """A course notebook with three fast exercises checked by real check functions; the last
     check relies on an import in the first cell, as notebook 10 does."""
-    nb = new_notebook(cells=[
-        new_markdown_cell("# A tiny course notebook", id="title"),
-        code("import torch\nfrom onehot2gpt.exercises import check_encode", "imports"),
-        code("def my_one_hot(ids, vocab_size):\n    ids = torch.as_tensor(ids)\n"
-             "    ### BEGIN SOLUTION\n"
-             "    return torch.nn.functional.one_hot(ids, vocab_size).float()\n"
-             "    ### END SOLUTION", "ex-one-hot", "exercise"),
-        code("from onehot2gpt.exercises import check_one_hot\ncheck_one_hot(my_one_hot)",
-             "check-one-hot", "check"),
-        new_markdown_cell("Now a mask.", id="text"),
-        code("def my_causal_mask(T):\n    ### BEGIN SOLUTION\n"
-             "    return torch.ones(T, T, dtype=torch.bool).tril()\n    ### END SOLUTION",
-             "ex-causal", "exercise"),
-        code("from onehot2gpt.exercises import check_causal_mask\n"
-             "check_causal_mask(my_causal_mask)", "check-causal", "check", points=2),
-        code("def my_encode(tokens, stoi, unk_id):\n    ### BEGIN SOLUTION\n"
-             "    return [stoi.get(t, unk_id) for t in tokens]\n    ### END SOLUTION",
-             "ex-encode", "exercise"),
-        code("check_encode(my_encode)", "check-encode", "check"),
-    ])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell("# A tiny course notebook", id="title"),
+            code("import torch\nfrom onehot2gpt.exercises import check_encode", "imports"),
+            code(
+                "def my_one_hot(ids, vocab_size):\n    ids = torch.as_tensor(ids)\n"
+                "    ### BEGIN SOLUTION\n"
+                "    return torch.nn.functional.one_hot(ids, vocab_size).float()\n"
+                "    ### END SOLUTION",
+                "ex-one-hot",
+                "exercise",
+            ),
+            code("from onehot2gpt.exercises import check_one_hot\ncheck_one_hot(my_one_hot)", "check-one-hot", "check"),
+            new_markdown_cell("Now a mask.", id="text"),
+            code(
+                "def my_causal_mask(T):\n    ### BEGIN SOLUTION\n"
+                "    return torch.ones(T, T, dtype=torch.bool).tril()\n    ### END SOLUTION",
+                "ex-causal",
+                "exercise",
+            ),
+            code(
+                "from onehot2gpt.exercises import check_causal_mask\ncheck_causal_mask(my_causal_mask)",
+                "check-causal",
+                "check",
+                points=2,
+            ),
+            code(
+                "def my_encode(tokens, stoi, unk_id):\n    ### BEGIN SOLUTION\n"
+                "    return [stoi.get(t, unk_id) for t in tokens]\n    ### END SOLUTION",
+                "ex-encode",
+                "exercise",
+            ),
+            code("check_encode(my_encode)", "check-encode", "check"),
+        ]
+    )
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb
 
 
@@ -77,17 +87,19 @@ def crafted_submissions(solved, port=None):
     unsolved = student_version(solved)
     subs = {"alice_01_tiny.ipynb": solved, "bob/01_tiny.ipynb": unsolved}
 
-    if port is not None:                     # reaches for a server on this machine
+    if port is not None:  # reaches for a server on this machine
         net = copy.deepcopy(solved)
-        cell(net, "ex-one-hot").source = (f"import socket\nsocket.create_connection(('127.0.0.1', {port}), "
-                                          "timeout=3).close()\n" + cell(net, "ex-one-hot").source)
+        cell(net, "ex-one-hot").source = (
+            f"import socket\nsocket.create_connection(('127.0.0.1', {port}), "
+            "timeout=3).close()\n" + cell(net, "ex-one-hot").source
+        )
         subs["net/01_tiny.ipynb"] = net
 
-    loop = copy.deepcopy(solved)             # the function never returns: the check times out
+    loop = copy.deepcopy(solved)  # the function never returns: the check times out
     cell(loop, "ex-causal").source = "def my_causal_mask(T):\n    while True:\n        pass"
     subs["loop/01_tiny.ipynb"] = loop
 
-    stubborn = copy.deepcopy(solved)         # a cell that swallows the interrupt
+    stubborn = copy.deepcopy(solved)  # a cell that swallows the interrupt
     cell(stubborn, "ex-one-hot").source = STUBBORN_LOOP + cell(stubborn, "ex-one-hot").source
     subs["stubborn/01_tiny.ipynb"] = stubborn
 
@@ -95,13 +107,12 @@ def crafted_submissions(solved, port=None):
     cell(tampered, "check-one-hot").source = 'print("✓ one_hot: matches the reference")'
     subs["tampered/01_tiny.ipynb"] = tampered
 
-    cheat = copy.deepcopy(unsolved)          # check functions redefined or patched in the kernel
+    cheat = copy.deepcopy(unsolved)  # check functions redefined or patched in the kernel
     cell(cheat, "ex-encode").source += "\n\ndef check_encode(fn):\n    print('✓ encode')"
-    cell(cheat, "ex-causal").source += ("\n\nimport onehot2gpt.exercises\n"
-                                        "onehot2gpt.exercises.check_causal_mask = print")
+    cell(cheat, "ex-causal").source += "\n\nimport onehot2gpt.exercises\nonehot2gpt.exercises.check_causal_mask = print"
     subs["cheat/01_tiny.ipynb"] = cheat
 
-    deleted = copy.deepcopy(solved)          # the check must run before my_one_hot is deleted
+    deleted = copy.deepcopy(solved)  # the check must run before my_one_hot is deleted
     deleted.cells = [c for c in deleted.cells if c.get("id") != "check-one-hot"]
     deleted.cells.append(code("del my_one_hot", "student-cleanup"))
     subs["deleted/01_tiny.ipynb"] = deleted
@@ -111,8 +122,7 @@ def crafted_submissions(solved, port=None):
     subs["dead/01_tiny.ipynb"] = dead
 
     import_error = copy.deepcopy(solved)
-    cell(import_error, "imports").source = ("import no_such_module_for_grading\n"
-                                            + cell(import_error, "imports").source)
+    cell(import_error, "imports").source = "import no_such_module_for_grading\n" + cell(import_error, "imports").source
     subs["import_error/01_tiny.ipynb"] = import_error
 
     # Tampering that only a verdict reached in the kernel would believe: each student function
@@ -123,35 +133,38 @@ def crafted_submissions(solved, port=None):
         "def my_one_hot(ids, vocab_size):\n"
         "    import onehot2gpt.exercises as ex\n"
         "    ex.assert_same = ex.checking.assert_same = lambda *args, **kwargs: None\n"
-        "    return torch.zeros(len(ids), vocab_size)")
+        "    return torch.zeros(len(ids), vocab_size)"
+    )
     cell(patched, "ex-causal").source = (
         "def my_causal_mask(T):\n"
         "    import onehot2gpt.attention\n"
         "    onehot2gpt.attention.causal_mask = my_causal_mask\n"
-        "    return torch.ones(T, T, dtype=torch.bool)")
+        "    return torch.ones(T, T, dtype=torch.bool)"
+    )
     cell(patched, "ex-encode").source = (
         "def my_encode(tokens, stoi, unk_id):\n"
         "    import onehot2gpt.exercises.checking as c\n"
         "    c.stop_recording()\n"
         "    c.assert_same = lambda *args, **kwargs: None\n"
-        "    return [0] * len(tokens)")
+        "    return [0] * len(tokens)"
+    )
     subs["patched/01_tiny.ipynb"] = patched
 
-    killer = copy.deepcopy(solved)           # kills the process that runs its kernel
-    cell(killer, "ex-encode").source = ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
-                                        + cell(killer, "ex-encode").source)
+    killer = copy.deepcopy(solved)  # kills the process that runs its kernel
+    cell(killer, "ex-encode").source = (
+        "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n" + cell(killer, "ex-encode").source
+    )
     subs["killer/01_tiny.ipynb"] = killer
 
-    hog = copy.deepcopy(solved)              # asks for 40 GB: refused by the memory limit
-    cell(hog, "ex-one-hot").source = ("big = torch.empty(10**10)\n" + cell(hog, "ex-one-hot").source)
+    hog = copy.deepcopy(solved)  # asks for 40 GB: refused by the memory limit
+    cell(hog, "ex-one-hot").source = "big = torch.empty(10**10)\n" + cell(hog, "ex-one-hot").source
     subs["hog/01_tiny.ipynb"] = hog
 
-    subs["dave/01_tiny.ipynb"] = solved      # a student who also left a draft in a subfolder
+    subs["dave/01_tiny.ipynb"] = solved  # a student who also left a draft in a subfolder
     subs["dave/draft/01_tiny.ipynb"] = unsolved
 
     subs["broken/01_tiny.ipynb"] = '{"cells": [ this is not JSON'
-    subs["no_cells/01_tiny.ipynb"] = json.dumps({"nbformat": 4, "nbformat_minor": 5,
-                                                 "metadata": {}, "cells": "none"})
+    subs["no_cells/01_tiny.ipynb"] = json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": "none"})
     subs["carol/99_unknown.ipynb"] = solved
     return subs
 
@@ -164,9 +177,10 @@ def graded(tmp_path_factory):
     solved = tiny_course_notebook()
     nbformat.write(solved, root / "reference" / "01_tiny.ipynb")
     import socket
+
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
-    server.listen(8)                     # the kernel's TCP handshake needs no accept()
+    server.listen(8)  # the kernel's TCP handshake needs no accept()
     for name, content in crafted_submissions(solved, server.getsockname()[1]).items():
         path = root / "submissions" / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -174,9 +188,26 @@ def graded(tmp_path_factory):
             path.write_text(content, encoding="utf-8")
         else:
             nbformat.write(content, path)
-    assert grading.main([str(root / "submissions"), "--reference", str(root / "reference"),
-                         "--out", str(root / "out"), "--cell-timeout", str(CELL_TIMEOUT),
-                         "--timeout", "120", "--jobs", "2", "--memory-gb", "8"]) == 0
+    assert (
+        grading.main(
+            [
+                str(root / "submissions"),
+                "--reference",
+                str(root / "reference"),
+                "--out",
+                str(root / "out"),
+                "--cell-timeout",
+                str(CELL_TIMEOUT),
+                "--timeout",
+                "120",
+                "--jobs",
+                "2",
+                "--memory-gb",
+                "8",
+            ]
+        )
+        == 0
+    )
     server.close()
     with open(root / "out" / "grades.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
@@ -203,8 +234,7 @@ def test_one_row_per_exercise_in_notebook_order(graded):
 def test_solved_notebook_passes_and_flat_file_names_the_student(graded):
     got = results(graded, "alice_01_tiny.ipynb")
     assert {r["result"] for r in got.values()} == {"pass"}
-    assert {(r["student"], r["notebook"], r["check_cell"]) for r in got.values()} == {
-        ("alice", "01_tiny.ipynb", "ok")}
+    assert {(r["student"], r["notebook"], r["check_cell"]) for r in got.values()} == {("alice", "01_tiny.ipynb", "ok")}
 
 
 def test_student_version_fails_with_the_check_message(graded):
@@ -253,7 +283,7 @@ def test_deleted_check_cell_is_reported_and_runs_after_its_exercise(graded):
     got = results(graded, "deleted/01_tiny.ipynb")
     assert got["one_hot"]["check_cell"] == "missing"
     assert "check cell missing" in got["one_hot"]["message"]
-    assert got["one_hot"]["result"] == "pass"     # before the student's `del my_one_hot`
+    assert got["one_hot"]["result"] == "pass"  # before the student's `del my_one_hot`
     assert got["encode"]["check_cell"] == "ok"
 
 
@@ -266,10 +296,10 @@ def test_kernel_death_is_reported_and_the_rest_is_graded(graded):
 
 def test_failed_import_cell_is_named_in_every_failure(graded):
     got = results(graded, "import_error/01_tiny.ipynb")
-    for exercise in ("one_hot", "causal_mask"):             # both need torch from cell 2
+    for exercise in ("one_hot", "causal_mask"):  # both need torch from cell 2
         assert got[exercise]["result"] == "fail"
         assert "no_such_module_for_grading" in got[exercise]["message"]
-    assert got["encode"]["result"] == "pass"   # needs no import: its check name is bound anyway
+    assert got["encode"]["result"] == "pass"  # needs no import: its check name is bound anyway
 
 
 @pytest.mark.parametrize("file", ["broken/01_tiny.ipynb", "no_cells/01_tiny.ipynb"])
@@ -298,7 +328,7 @@ def test_markdown_summary_counts_passes(graded):
             points.setdefault(cells[0], cells[3])
     assert summary["alice"] == "3/3" and summary["bob"] == "0/3"
     assert summary["dead"] == "2/3" and summary["carol"] == "–"
-    assert points["alice"] == "4/4" and points["dead"] == "2/4"     # the mask is worth 2 points
+    assert points["alice"] == "4/4" and points["dead"] == "2/4"  # the mask is worth 2 points
     assert "## bob: bob/01_tiny.ipynb" in markdown
 
 
@@ -338,7 +368,7 @@ def test_the_network_is_cut_where_the_os_allows_and_the_report_says_so(graded):
         assert "network: cut" in markdown
         assert got["one_hot"]["result"] == "fail"
         assert "Network is unreachable" in got["one_hot"]["message"]
-    else:   # say so, and the kernel reaches the server
+    else:  # say so, and the kernel reaches the server
         assert "network: not isolated" in markdown
         assert got["one_hot"]["result"] == "pass"
     assert got["causal_mask"]["result"] == got["encode"]["result"] == "pass"
@@ -367,8 +397,7 @@ def test_notebook_time_limit_stops_the_run(tmp_path):
     slow = copy.deepcopy(solved)
     slow.cells.insert(1, code("import time\ntime.sleep(60)", "slow"))
     nbformat.write(slow, tmp_path / "01_tiny.ipynb")
-    [submission] = [s for s in grading.find_submissions(tmp_path, reference)
-                    if s.file == "01_tiny.ipynb"]
+    [submission] = [s for s in grading.find_submissions(tmp_path, reference) if s.file == "01_tiny.ipynb"]
     start = time.monotonic()
     rows = grading.grade_submission(submission, cell_timeout=60, timeout=4)
     assert time.monotonic() - start < 30
@@ -376,13 +405,13 @@ def test_notebook_time_limit_stops_the_run(tmp_path):
     assert all("time limit of 4 s" in r.message for r in rows)
 
 
-@pytest.mark.skipif(not (REPO / "notebooks" / "student" / "01_onehot.ipynb").exists(),
-                    reason="needs the course notebooks")
+@pytest.mark.skipif(
+    not (REPO / "notebooks" / "student" / "01_onehot.ipynb").exists(), reason="needs the course notebooks"
+)
 def test_real_student_notebook_fails_every_exercise(tmp_path):
     submissions = tmp_path / "submissions" / "dana"
     submissions.mkdir(parents=True)
-    (submissions / "01_onehot.ipynb").write_bytes(
-        (REPO / "notebooks" / "student" / "01_onehot.ipynb").read_bytes())
+    (submissions / "01_onehot.ipynb").write_bytes((REPO / "notebooks" / "student" / "01_onehot.ipynb").read_bytes())
     rows = grading.grade(tmp_path / "submissions", REPO / "notebooks", cell_timeout=60, timeout=120)
     reference = nbformat.read(REPO / "notebooks" / "01_onehot.ipynb", as_version=4)
     assert [r.exercise for r in rows] == [c.name for c in grading.reference_checks(reference)]
@@ -409,10 +438,11 @@ def test_an_interrupted_run_resumes_from_its_journal(tmp_path):
     (tmp_path / "subs" / "grace").mkdir()
     nbformat.write(student_version(solved), tmp_path / "subs" / "grace" / "01_tiny.ipynb")
     heard = []
-    again = grading.grade(tmp_path / "subs", reference, cell_timeout=30, timeout=120, journal=journal,
-                          log=heard.append)
+    again = grading.grade(tmp_path / "subs", reference, cell_timeout=30, timeout=120, journal=journal, log=heard.append)
     assert [line.split(":")[0] for line in heard if "graded before" in line] == [
-        "erin/01_tiny.ipynb", "frank/01_tiny.ipynb"]
+        "erin/01_tiny.ipynb",
+        "frank/01_tiny.ipynb",
+    ]
     assert [r.result for r in again if r.student == "grace"] == ["fail"] * 3
     assert [r.row() for r in again if r.student != "grace"] == [r.row() for r in first]
     seeds, done = grading.read_journal(journal)
@@ -427,6 +457,7 @@ def test_an_interrupted_run_resumes_from_its_journal(tmp_path):
 def _recorded(tmp_path, check, fn, hidden=()):
     """Record `fn`'s answers to `check` as a student's kernel would, → the file."""
     from onehot2gpt.exercises import checking
+
     path = tmp_path / f"answers-{len(list(tmp_path.iterdir()))}.pt"
     checking.start_recording(path, hidden)
     try:
@@ -439,20 +470,24 @@ def _recorded(tmp_path, check, fn, hidden=()):
 def test_hidden_inputs_catch_an_answer_learned_from_the_public_ones(tmp_path):
     from onehot2gpt.exercises import check_encode
     from onehot2gpt.exercises.nb01 import _reference_encode
+
     seen = []
 
     def spy(tokens, stoi, unk_id):
         seen.append((list(tokens), dict(stoi)))
         return _reference_encode(tokens, stoi, unk_id)
-    check_encode(spy)                                  # the public inputs, as a notebook shows them
+
+    check_encode(spy)  # the public inputs, as a notebook shows them
     public = {repr(args): _reference_encode(*args, 1) for args in seen}
 
-    def memorised(tokens, stoi, unk_id):              # right only on inputs it has seen
+    def memorised(tokens, stoi, unk_id):  # right only on inputs it has seen
         return public.get(repr((list(tokens), dict(stoi))), [0])
-    check_encode(memorised)                            # passes the ordinary check
+
+    check_encode(memorised)  # passes the ordinary check
     assert grading.replay_check("check_encode(f)", _recorded(tmp_path, check_encode, memorised)) == ("pass", "")
-    verdict, message = grading.replay_check("check_encode(f)",
-                                            _recorded(tmp_path, check_encode, memorised, [12345]), [12345])
+    verdict, message = grading.replay_check(
+        "check_encode(f)", _recorded(tmp_path, check_encode, memorised, [12345]), [12345]
+    )
     assert verdict == "fail" and "hidden test" in message
 
 
@@ -462,14 +497,13 @@ class Sneaky(__import__("torch").Tensor):
 
 def test_answers_that_are_not_plain_data_are_not_unpickled(tmp_path):
     import torch
-
     from onehot2gpt.exercises import check_one_hot
     from onehot2gpt.vocab import one_hot
 
     path = _recorded(tmp_path, check_one_hot, lambda ids, v: one_hot(ids, v).as_subclass(Sneaky))
     verdict, message = grading.replay_check("check_one_hot(f)", path)
     assert verdict == "fail" and "subclass of torch.Tensor" in message
-    forged = tmp_path / "forged.pt"                    # a file with a pickled object of any class
+    forged = tmp_path / "forged.pt"  # a file with a pickled object of any class
     torch.save({"calls": [{"name": "one_hot", "answers": [("value", Sneaky())]}]}, forged)
     verdict, message = grading.replay_check("check_one_hot(f)", forged)
     assert verdict == "fail" and "could not be read as plain data" in message
@@ -478,8 +512,9 @@ def test_answers_that_are_not_plain_data_are_not_unpickled(tmp_path):
 
 def test_exercise_name_comes_from_the_check_call():
     assert grading.exercise_name("check_qa_prompt(qa_prompt)") == "qa_prompt"
-    assert grading.exercise_name("from onehot2gpt.exercises import check_one_hot\n"
-                                 "check_one_hot(my_one_hot)") == "one_hot"
+    assert (
+        grading.exercise_name("from onehot2gpt.exercises import check_one_hot\ncheck_one_hot(my_one_hot)") == "one_hot"
+    )
     assert grading.exercise_name("check_a(f)\ncheck_b(g)") == "a+b"
     assert grading.exercise_name("print('no check here')") == ""
 
@@ -510,18 +545,15 @@ def test_plan_uses_reference_checks_and_skips_stray_check_cells():
     steps, status = grading.plan_cells(sub, checks)
     assert status == ["ok", "modified", "missing"]
     assert [s.check for s in steps if s.check is not None] == [0, 1, 2]
-    assert all(steps[i].source == checks[s.check].source for i, s in enumerate(steps)
-               if s.check is not None)
+    assert all(steps[i].source == checks[s.check].source for i, s in enumerate(steps) if s.check is not None)
     assert not any("lambda" in s.source for s in steps)
     encode_at = next(i for i, s in enumerate(steps) if s.check == 2)
     assert steps[encode_at - 1].source == cell(sub, "ex-encode").source
 
 
 def test_one_line_keeps_first_line_and_hint():
-    assert grading.one_line("AssertionError", "f: wrong\n  on input x\nHint: add 1") == \
-        "f: wrong; Hint: add 1"
-    assert grading.one_line("NameError", "name 'x' is not defined") == \
-        "NameError: name 'x' is not defined"
+    assert grading.one_line("AssertionError", "f: wrong\n  on input x\nHint: add 1") == "f: wrong; Hint: add 1"
+    assert grading.one_line("NameError", "name 'x' is not defined") == "NameError: name 'x' is not defined"
     assert len(grading.one_line("ValueError", "x" * 1000)) == grading.MESSAGE_CHARS
 
 
@@ -563,8 +595,10 @@ def test_every_check_replays_the_answers_of_its_reference_recorded_in_another_pr
     import sys
 
     from onehot2gpt import exercises
-    subprocess.run([sys.executable, "-c", RECORD_EVERY_REFERENCE, str(tmp_path)], check=True,
-                   capture_output=True, text=True)
+
+    subprocess.run(
+        [sys.executable, "-c", RECORD_EVERY_REFERENCE, str(tmp_path)], check=True, capture_output=True, text=True
+    )
     names = sorted(n for n in dir(exercises) if n.startswith("check_") and n != "check_function")
     assert len(names) >= 40
     verdicts = {name: grading.replay_check(f"{name}(f)", tmp_path / f"{name}.pt", [424242]) for name in names}
@@ -583,14 +617,17 @@ def test_the_grading_commands_start_without_the_iri_grammar(command):
     import subprocess
     import sys
 
-    probe = ("import runpy, sys\n"
-             f"sys.argv = ['{command}', '--help']\n"
-             "try:\n"
-             f"    runpy.run_module('{command}', run_name='__main__', alter_sys=True)\n"
-             "except SystemExit:\n"
-             "    pass\n"
-             "print('jsonschema' in sys.modules, sys.modules.get('rfc3987_syntax') is None)\n")
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = ['{command}', '--help']\n"
+        "try:\n"
+        f"    runpy.run_module('{command}', run_name='__main__', alter_sys=True)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('jsonschema' in sys.modules, sys.modules.get('rfc3987_syntax') is None)\n"
+    )
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split()[-2:] == ["True", "True"], (
-        f"after the command's imports: jsonschema loaded, rfc3987_syntax not loaded? {run.stdout[-300:]}")
+        f"after the command's imports: jsonschema loaded, rfc3987_syntax not loaded? {run.stdout[-300:]}"
+    )

@@ -5,11 +5,19 @@ import copy
 import pytest
 import torch
 import torch.nn.functional as F
-
 from onehot2gpt.attention import causal_mask
 from onehot2gpt.gpt import GPT, GPTConfig
-from onehot2gpt.lookinside import (check_trace, induction_scores, intervene, logit_lens, per_position_loss,
-                                   previous_token_scores, repeated_random_tokens, stages, trace_gpt)
+from onehot2gpt.lookinside import (
+    check_trace,
+    induction_scores,
+    intervene,
+    logit_lens,
+    per_position_loss,
+    previous_token_scores,
+    repeated_random_tokens,
+    stages,
+    trace_gpt,
+)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +68,7 @@ def test_stages_follow_the_position(model):
     assert len(s) == 3 + 15 * 2 + 4
     by = {st.key: st for st in s}
     torch.testing.assert_close(by["input x"].value, trace.x0[4])
-    soft = by["layer 1 · softmax"].value                       # (H, T): query 4 over every key
+    soft = by["layer 1 · softmax"].value  # (H, T): query 4 over every key
     torch.testing.assert_close(soft.sum(-1), torch.ones(4))
     assert (soft[:, 5:] == 0).all() and torch.isinf(by["layer 1 · masked"].value[:, 5:]).all()
     torch.testing.assert_close(by["temperature"].value, trace.logits[4] / 0.5)
@@ -76,7 +84,7 @@ def surgery(model, *, head=None, mlp=None):
     with torch.no_grad():
         if head is not None:
             layer, h = head
-            m.blocks[layer].attn.out_proj.weight[:, h * hs:(h + 1) * hs] = 0
+            m.blocks[layer].attn.out_proj.weight[:, h * hs : (h + 1) * hs] = 0
         if mlp is not None:
             m.blocks[mlp].ff.linear2.weight.zero_()
             m.blocks[mlp].ff.linear2.bias.zero_()
@@ -136,20 +144,23 @@ def test_intervene_compares_the_loss(model):
     assert r.switched_off == {"heads": [(0, 1)], "mlps": [], "tokens": []} and r.position == 3
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(ids="the cat"), "encode"),
-    (dict(ids=torch.tensor([1.0, 2.0])), "dtype"),
-    (dict(ids=torch.tensor([[1, 2], [3, 4]])), "one sequence"),
-    (dict(ids=torch.arange(17)), "positions 0…15"),
-    (dict(ids=[1, 40]), "40"),
-    (dict(ids=[1, 2], temperature=0), "temperature"),
-    (dict(ids=[1, 2], temperature=float("nan")), "temperature"),
-    (dict(ids=[1, 2], heads_off=[1]), "pairs"),
-    (dict(ids=[1, 2], heads_off=[(2, 0)]), "layer"),
-    (dict(ids=[1, 2], heads_off=[(0, 4)]), "head"),
-    (dict(ids=[1, 2], mlps_off=[True]), "mlps_off"),
-    (dict(ids=[1, 2], tokens_off=[2]), "tokens_off"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(ids="the cat"), "encode"),
+        (dict(ids=torch.tensor([1.0, 2.0])), "dtype"),
+        (dict(ids=torch.tensor([[1, 2], [3, 4]])), "one sequence"),
+        (dict(ids=torch.arange(17)), "positions 0…15"),
+        (dict(ids=[1, 40]), "40"),
+        (dict(ids=[1, 2], temperature=0), "temperature"),
+        (dict(ids=[1, 2], temperature=float("nan")), "temperature"),
+        (dict(ids=[1, 2], heads_off=[1]), "pairs"),
+        (dict(ids=[1, 2], heads_off=[(2, 0)]), "layer"),
+        (dict(ids=[1, 2], heads_off=[(0, 4)]), "head"),
+        (dict(ids=[1, 2], mlps_off=[True]), "mlps_off"),
+        (dict(ids=[1, 2], tokens_off=[2]), "tokens_off"),
+    ],
+)
 def test_bad_input_is_a_clear_error(model, kwargs, message):
     ids = kwargs.pop("ids")
     with pytest.raises(ValueError, match=message):
@@ -199,6 +210,7 @@ def test_repeated_random_tokens_repeat(model):
 @pytest.fixture(scope="module")
 def bert():
     from onehot2gpt.bert import BertConfig, BertForPreTraining
+
     torch.manual_seed(0)
     m = BertForPreTraining(BertConfig.tiny(vocab_size=40, dropout=0.1))
     with torch.no_grad():
@@ -211,14 +223,14 @@ def bert():
 def test_the_bert_trace_is_the_librarys_forward(bert):
     from onehot2gpt.lookinside import trace_bert, trace_model
 
-    ids = torch.tensor([2, 17, 5, 4, 9, 3, 0, 0])            # two padding tokens at the end
+    ids = torch.tensor([2, 17, 5, 4, 9, 3, 0, 0])  # two padding tokens at the end
     types = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
     trace = trace_bert(bert, ids, types)
     diffs = check_trace(bert, trace)
     assert max(diffs.values()) < 1e-4 and "layer 1 attention" in diffs
     out = bert(ids[None], types[None])
     torch.testing.assert_close(trace.logits, out.mlm_logits[0], atol=1e-5, rtol=1e-5)
-    assert (trace.attentions[0][:, :, 6:] == 0).all()        # nobody reads the padding
+    assert (trace.attentions[0][:, :, 6:] == 0).all()  # nobody reads the padding
     s = stages(trace, 2)
     assert len(s) == 5 + 15 * bert.config.n_layers + 6 and s[-1].key == "probabilities"
     torch.testing.assert_close(s[-1].value, torch.softmax(out.mlm_logits[0, 2], -1))

@@ -5,11 +5,16 @@ import re
 
 import pytest
 import torch
-
 from onehot2gpt.gpt import GPT, GPTConfig
 from onehot2gpt.lookinside import intervene, logit_lens, trace_gpt
-from onehot2gpt.widgets import (AllHeadsView, ForwardStepper, InterventionExplorer, LogitLens, TokenExplorer,
-                                snapshot_html)
+from onehot2gpt.widgets import (
+    AllHeadsView,
+    ForwardStepper,
+    InterventionExplorer,
+    LogitLens,
+    TokenExplorer,
+    snapshot_html,
+)
 
 TEXT = "to be, or not to be: that is the question.\n"
 CHARS = sorted(set(TEXT))
@@ -40,11 +45,11 @@ def test_stepper_walks_every_stage_and_checks_the_forward(gpt):
     assert w.step.value == 2 and w.stage.key == "input x"
     torch.testing.assert_close(w.stage.value, trace_gpt(gpt, encode("to be or")).x0[7])
     w.step.value = [s.key for s in w.stages].index("layer 1 · softmax")
-    assert "Step" in w.header.value and w.view.value.count("<tr>") == 1 + 4   # a row per head
-    w.position.value = 3                                       # another query: its own row
+    assert "Step" in w.header.value and w.view.value.count("<tr>") == 1 + 4  # a row per head
+    w.position.value = 3  # another query: its own row
     assert w.stage.key == "layer 1 · softmax"
     torch.testing.assert_close(w.stage.value, trace_gpt(gpt, encode("to be or")).attentions[1][:, 3])
-    w.step.value = w.step.max                                  # probabilities, at temperature 2
+    w.step.value = w.step.max  # probabilities, at temperature 2
     w.temperature.value = 2.0
     expected = torch.softmax(gpt(torch.tensor([encode("to be or")])).logits[0, 3] / 2.0, -1)
     torch.testing.assert_close(w.stage.value, expected)
@@ -56,14 +61,14 @@ def test_stepper_walks_every_stage_and_checks_the_forward(gpt):
 def test_stepper_reports_bad_prompts_and_keeps_its_views(gpt):
     w = ForwardStepper(gpt, encode, decode, prompt="to be")
     view, trace = w.view.value, w.trace
-    w.prompt.value = "to bé"                                   # a character the model never saw
+    w.prompt.value = "to bé"  # a character the model never saw
     assert "cannot encode" in w.status.value and "&#x27;é&#x27;" in w.status.value
     assert w.view.value == view and w.trace is trace
-    w.position.value = 0                                       # not acted on: the prompt is unreadable
+    w.position.value = 0  # not acted on: the prompt is unreadable
     assert "cannot encode" in w.status.value
     w.prompt.value = ""
     assert "empty" in w.status.value
-    w.prompt.value = "to be, or not to be: that"               # 25 characters, 16 positions
+    w.prompt.value = "to be, or not to be: that"  # 25 characters, 16 positions
     assert "only the last 16" in w.status.value and len(w.ids) == 16 and w.position.max == 15
     with pytest.raises(TypeError, match="course GPT"):
         ForwardStepper(torch.nn.Linear(2, 2), encode, decode)
@@ -77,6 +82,7 @@ def test_stepper_survives_a_model_that_breaks(gpt, monkeypatch):
 
     def broken(*args, **kwargs):
         raise RuntimeError("out of memory")
+
     monkeypatch.setattr(inside, "trace_gpt", broken)
     before = w.view.value
     w.prompt.value = "or not"
@@ -90,7 +96,7 @@ def test_logit_lens_matches_the_library(gpt):
     logits = gpt(torch.tensor([ids])).logits[0, -1]
     assert [i for i, _ in w.rows[-1].top] == logits.topk(3).indices.tolist()
     assert w.rows[-1].target_prob is None and "next is" not in w.table.value
-    w.position.value = 4                                       # "that " → "i": the true next token
+    w.position.value = 4  # "that " → "i": the true next token
     assert w.rows == logit_lens(gpt, ids, position=4, k=3, target=ids[5])
     assert "next is “i”" in w.table.value and w.table.value.count("rank") == 3
     w.k.value = 5
@@ -109,7 +115,7 @@ def test_interventions_match_the_library(gpt):
     w.tokens_off.value = (3,)
     expected = intervene(gpt, encode("to be or not"), position=11, heads_off=[(1, 2)], mlps_off=[0], tokens_off=[3])
     assert w.result == expected and re.search(r"→ <b>[\d.]+</b> nats", w.table.value)
-    w.prompt.value = "to be"                                   # new tokens: the old choice is gone
+    w.prompt.value = "to be"  # new tokens: the old choice is gone
     assert w.tokens_off.value == () and len(w.tokens_off.options) == 5
     assert w.result.switched_off["tokens"] == [] and w.result.position == 4
     w.prompt.value = "to bé"
@@ -138,12 +144,12 @@ def test_every_widget_carries_a_saved_picture(gpt):
     assert "application/vnd.jupyter.widget-view+json" in bundle
     saved = bundle["text/html"]
     assert "onehot2gpt-snapshot" in saved and w.table.value in saved
-    assert "<b>Prompt</b> <code>to be</code>" in saved                    # a control as text
+    assert "<b>Prompt</b> <code>to be</code>" in saved  # a control as text
     heads = AllHeadsView([torch.softmax(torch.randn(1, 2, 3, 3), -1)], ["x", "y", "z"])
-    assert snapshot_html(heads).count("data:image/png;base64,") == 2 + 1   # thumbnails and the large head
+    assert snapshot_html(heads).count("data:image/png;base64,") == 2 + 1  # thumbnails and the large head
     explorer = TokenExplorer({"words": Vocab.build([tokenize_words("the cat")])}, text="the cat")
     explorer.text.value = "the dog"
-    assert "the dog" in explorer.saved_view()                            # the state as it is now
+    assert "the dog" in explorer.saved_view()  # the state as it is now
     assert "the dog" in explorer.snapshot().data
 
 
@@ -159,4 +165,4 @@ def test_stepper_walks_a_bert_too():
     expected = trace_bert(bert, encode("to be")).probs[4]
     torch.testing.assert_close(w.stage.value, expected)
     with pytest.raises(TypeError, match="course GPT"):
-        LogitLens(bert, encode, decode)                          # the lens reads a GPT's residual stream
+        LogitLens(bert, encode, decode)  # the lens reads a GPT's residual stream

@@ -58,20 +58,29 @@ NUMBER = re.compile(
     r"(?P<unit>\s?(?:%|×|x(?![A-Za-z])))?"
     r"(?P<after>[A-Za-z]*)"
 )
-REFERENCE_WORDS = (r"notebooks?|sections?|§|exercises?|figures?|fig\.|tables?|equations?|eqs?\.|steps?"
-                   r"|cells?|parts?|chapters?|lectures?|appendix")
+REFERENCE_WORDS = (
+    r"notebooks?|sections?|§|exercises?|figures?|fig\.|tables?|equations?|eqs?\.|steps?"
+    r"|cells?|parts?|chapters?|lectures?|appendix"
+)
 REFERENCE = re.compile(
     rf"\b(?:{REFERENCE_WORDS})\s+\d+(?:\.\d+)*[a-z]?(?:(?:\s*,\s*|\s+(?:and|or|to)\s+|\s*[-–]\s*)\d+(?:\.\d+)*[a-z]?)*",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 YEAR = re.compile(r"\b(?:19|20)\d\d[a-z]?\b")
 # What may stand before a citation's year: an author's name or "(" (and "et al." within 40 characters).
-AUTHOR_BEFORE = re.compile(r"(?:\b(?!(?:In|On|By|At|Of|To|For|From|Since|Until|Before|After|The|A|An|And|Or|"
-                           r"In|Around|About|Circa|Between)\b)[A-Z][\w'’-]+(?:\s+(?:and|&)\s+[A-Z][\w'’-]+)?"
-                           r",?\s*\(?|\()\s*$")
-NOT_NAMES = ("In|On|By|At|Of|To|For|From|Since|Until|Before|After|The|A|An|And|Or|About|Around|With|Only|"
-             "Just|All|Some|Each|Every|Over|Under|Nearly|Almost|Roughly|Here|There|Now|Then|Its|It|This|That")
-VERSION = re.compile(rf"\b(?!(?:{NOT_NAMES})\b)[A-Z][\w-]*\s+v?([1-9]\d?\.\d{{1,2}}(?:\.\d+)?)"
-                     r"(?![\d.,]*\d|\s?(?:%|×|x\b|k\b|K\b|M\b|B\b|bn\b))")
+AUTHOR_BEFORE = re.compile(
+    r"(?:\b(?!(?:In|On|By|At|Of|To|For|From|Since|Until|Before|After|The|A|An|And|Or|"
+    r"In|Around|About|Circa|Between)\b)[A-Z][\w'’-]+(?:\s+(?:and|&)\s+[A-Z][\w'’-]+)?"
+    r",?\s*\(?|\()\s*$"
+)
+NOT_NAMES = (
+    "In|On|By|At|Of|To|For|From|Since|Until|Before|After|The|A|An|And|Or|About|Around|With|Only|"
+    "Just|All|Some|Each|Every|Over|Under|Nearly|Almost|Roughly|Here|There|Now|Then|Its|It|This|That"
+)
+VERSION = re.compile(
+    rf"\b(?!(?:{NOT_NAMES})\b)[A-Z][\w-]*\s+v?([1-9]\d?\.\d{{1,2}}(?:\.\d+)?)"
+    r"(?![\d.,]*\d|\s?(?:%|×|x\b|k\b|K\b|M\b|B\b|bn\b))"
+)
 MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$|\\\(.*?\\\)|\\\[.*?\\\]", re.DOTALL)
 FENCED = re.compile(r"^\s*(```|~~~).*?^\s*\1", re.DOTALL | re.MULTILINE)
 INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
@@ -82,14 +91,16 @@ HEADING_NUMBER = re.compile(r"^(\s{0,3}#{1,6}\s*)\d+(?:\.\d+)*\.?(?:\s*[·:\-–
 
 
 class Unbacked(NamedTuple):
-    cell: int        # index of the markdown cell in nb["cells"]
-    number: str      # the number as the prose writes it
-    context: str     # the words around it
+    cell: int  # index of the markdown cell in nb["cells"]
+    number: str  # the number as the prose writes it
+    context: str  # the words around it
 
     def message(self, name: str) -> str:
-        return (f"{name}, markdown cell {self.cell}: {self.number!r} is in no output and not in "
-                f"cited_facts (…{self.context}…): print it with an f-string from the cell that "
-                f"computes it, or cite it in metadata['onehot2gpt']['cited_facts'] with its source")
+        return (
+            f"{name}, markdown cell {self.cell}: {self.number!r} is in no output and not in "
+            f"cited_facts (…{self.context}…): print it with an f-string from the cell that "
+            f"computes it, or cite it in metadata['onehot2gpt']['cited_facts'] with its source"
+        )
 
 
 def _text(value) -> str:
@@ -133,8 +144,9 @@ def code_literals(nb: dict) -> set[str]:
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
             continue
-        code = "\n".join(line for line in _text(cell["source"]).splitlines()
-                         if not line.lstrip().startswith(("%", "!")))
+        code = "\n".join(
+            line for line in _text(cell["source"]).splitlines() if not line.lstrip().startswith(("%", "!"))
+        )
         try:
             tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
         except (tokenize.TokenError, IndentationError, SyntaxError):
@@ -156,7 +168,7 @@ def _plain(value: Decimal) -> str:
     return text
 
 
-MAGNITUDE = {"k": 10 ** 3, "K": 10 ** 3, "M": 10 ** 6, "B": 10 ** 9, "bn": 10 ** 9}
+MAGNITUDE = {"k": 10**3, "K": 10**3, "M": 10**6, "B": 10**9, "bn": 10**9}
 
 
 def _forms(match: re.Match) -> tuple[str, str | None]:
@@ -173,9 +185,9 @@ class _Index:
     """The numbers of a text, for the lookups `unbacked_numbers` makes."""
 
     def __init__(self, text: str):
-        self.exact: set[str] = set()       # "0.7912", "54.6", "1024000"
-        self.magnitude: set[str] = set()   # "110M", "1.9M"
-        self.values: list[Decimal] = []    # every number, for rounding
+        self.exact: set[str] = set()  # "0.7912", "54.6", "1024000"
+        self.magnitude: set[str] = set()  # "110M", "1.9M"
+        self.values: list[Decimal] = []  # every number, for rounding
         for m in NUMBER.finditer(text):
             digits, full = _forms(m)
             self.exact.update({digits, _plain(Decimal(digits))})
@@ -205,8 +217,11 @@ class _Index:
         digits, full = _forms(match)
         if match["mag"]:
             mag = match["mag"].strip()
-            return (_plain(Decimal(digits)) + mag in self.magnitude or full in self.exact
-                    or self.rounds_to(digits, MAGNITUDE[mag]))
+            return (
+                _plain(Decimal(digits)) + mag in self.magnitude
+                or full in self.exact
+                or self.rounds_to(digits, MAGNITUDE[mag])
+            )
         return digits in self.exact or _plain(Decimal(digits)) in self.exact
 
 
@@ -214,25 +229,27 @@ def cited_facts(nb: dict) -> list[dict]:
     """The notebook's cited facts; raises ValueError on a malformed entry."""
     facts = nb.get("metadata", {}).get("onehot2gpt", {}).get("cited_facts", [])
     if not isinstance(facts, list):
-        raise ValueError("metadata['onehot2gpt']['cited_facts'] must be a list of "
-                         "{'value': ..., 'source': ...}")
+        raise ValueError("metadata['onehot2gpt']['cited_facts'] must be a list of {'value': ..., 'source': ...}")
     for fact in facts:
-        if not (isinstance(fact, dict) and str(fact.get("value", "")).strip()
-                and str(fact.get("source", "")).strip()):
-            raise ValueError(f"cited fact {fact!r} needs a non-empty 'value' and a non-empty 'source' "
-                             "(the paper and where in it, e.g. 'Devlin et al. 2019, Table 1')")
+        if not (isinstance(fact, dict) and str(fact.get("value", "")).strip() and str(fact.get("source", "")).strip()):
+            raise ValueError(
+                f"cited fact {fact!r} needs a non-empty 'value' and a non-empty 'source' "
+                "(the paper and where in it, e.g. 'Devlin et al. 2019, Table 1')"
+            )
     return facts
 
 
 def prose(markdown: str) -> str:
     """The markdown with the exempt parts (code, math, HTML, links, URLs, heading numbers,
     references, citation years) blanked out, keeping offsets."""
+
     def blank(pattern, text, group=0):
         def repl(m):
             start, end = m.span(group)
             inner = m.group(0)
             a, b = start - m.start(), end - m.start()
             return inner[:a] + " " * (b - a) + inner[b:]
+
         return pattern.sub(repl, text)
 
     text = markdown
@@ -240,9 +257,9 @@ def prose(markdown: str) -> str:
         text = blank(pattern, text)
     text = blank(VERSION, text, group=1)
     for m in list(YEAR.finditer(text)):
-        before = " ".join(text[max(0, m.start() - 80):m.start()].split()) + " "
+        before = " ".join(text[max(0, m.start() - 80) : m.start()].split()) + " "
         if "et al" in before[-40:] or AUTHOR_BEFORE.search(before[-60:]):
-            text = text[:m.start()] + " " * len(m.group(0)) + text[m.end():]
+            text = text[: m.start()] + " " * len(m.group(0)) + text[m.end() :]
     return text
 
 
@@ -252,8 +269,7 @@ def exempt_integer(match: re.Match) -> bool:
     if match["after"] and not match["mag"] and not match["unit"]:
         return True
     digits = match["num"].replace(",", "")
-    return (match["mag"] is None and match["unit"] is None and "." not in digits
-            and int(digits) <= 10)
+    return match["mag"] is None and match["unit"] is None and "." not in digits and int(digits) <= 10
 
 
 def unbacked_numbers(nb: dict) -> list[Unbacked]:
@@ -274,16 +290,21 @@ def unbacked_numbers(nb: dict) -> list[Unbacked]:
             digits, full = _forms(m)
             if shown.has(m) or cited.has(m):
                 continue
-            if not m["mag"] and not m["unit"] and "." not in digits and \
-                    (digits in settings or _plain(Decimal(digits)) in settings):
+            if (
+                not m["mag"]
+                and not m["unit"]
+                and "." not in digits
+                and (digits in settings or _plain(Decimal(digits)) in settings)
+            ):
                 continue
             a, b = m.span()
-            context = " ".join(original[max(0, a - 40): b + 40].split())
+            context = " ".join(original[max(0, a - 40) : b + 40].split())
             problems.append(Unbacked(i, original[a:b].strip(), context))
     return problems
 
 
 # -- the course's notebooks --------------------------------------------------------------------
+
 
 def load(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
@@ -296,6 +317,7 @@ def test_every_number_in_the_prose_is_shown_or_cited(path):
 
 
 # -- the checker itself ------------------------------------------------------------------------
+
 
 def markdown_cell(text: str) -> dict:
     return {"cell_type": "markdown", "metadata": {}, "source": text}
@@ -352,8 +374,10 @@ def test_numbers_match_after_normalising_separators_percent_times_and_zeros():
 
 
 def test_a_decimal_must_be_printed_as_the_prose_writes_it():
-    nb = notebook_of(code_cell("d", printed="distance 0.7912, accuracy 81.25\n"),
-                     markdown_cell("The distance is 0.79 and the accuracy 81.3."))
+    nb = notebook_of(
+        code_cell("d", printed="distance 0.7912, accuracy 81.25\n"),
+        markdown_cell("The distance is 0.79 and the accuracy 81.3."),
+    )
     assert [p.number for p in unbacked_numbers(nb)] == ["0.79", "81.3"]
 
 
@@ -369,8 +393,10 @@ def test_wrong_numbers_fail_whatever_their_format():
 def test_cited_facts_back_a_number_and_need_a_source():
     text = markdown_cell("BERT-base has 110M parameters and masks 15% of the tokens.")
     assert [p.number for p in unbacked_numbers(notebook_of(text))] == ["110M", "15%"]
-    facts = [{"value": "110M", "source": "Devlin et al. 2019, section 3"},
-             {"value": "15%", "source": "Devlin et al. 2019, section 3.1"}]
+    facts = [
+        {"value": "110M", "source": "Devlin et al. 2019, section 3"},
+        {"value": "15%", "source": "Devlin et al. 2019, section 3.1"},
+    ]
     assert unbacked_numbers(notebook_of(text, facts=facts)) == []
     with pytest.raises(ValueError, match="non-empty 'source'"):
         unbacked_numbers(notebook_of(text, facts=[{"value": "110M", "source": " "}]))
@@ -381,46 +407,61 @@ def test_cited_facts_back_a_number_and_need_a_source():
 def test_the_exemptions_are_exempt_and_nothing_else():
     nb = notebook_of(
         code_cell("window = 5\nsteps = 2_000\nlr = 3e-4"),
-        markdown_cell("## 3. Results of notebooks 04 and 07\n\n"
-                      "As in section 4.2 and Exercise 12 (Mikolov et al., 2013; Elman (1990)), GPT-2 and "
-                      "word2vec on SST-2 use $d_{k} = 64$ and `lr=0.001`; see [the paper](https://x.org/1706.03762)"
-                      " and <img src=\"data:image/png;base64,AAA123\" width=\"640\">. Two to 10 words, the "
-                      "3rd layer, a window of 5, 2,000 steps at 0.0003.\n\n```\nloss 2.345\n```\n"),
+        markdown_cell(
+            "## 3. Results of notebooks 04 and 07\n\n"
+            "As in section 4.2 and Exercise 12 (Mikolov et al., 2013; Elman (1990)), GPT-2 and "
+            "word2vec on SST-2 use $d_{k} = 64$ and `lr=0.001`; see [the paper](https://x.org/1706.03762)"
+            ' and <img src="data:image/png;base64,AAA123" width="640">. Two to 10 words, the '
+            "3rd layer, a window of 5, 2,000 steps at 0.0003.\n\n```\nloss 2.345\n```\n"
+        ),
         markdown_cell("# 02 · Word embeddings\n\nIn 2013 the loss was 3.21 after 4,000 steps."),
     )
     # 2,000 is an integer setting of the code; 0.0003 (3e-4) is a decimal one, so it must be cited
-    assert [(p.cell, p.number) for p in unbacked_numbers(nb)] == \
-        [(1, "0.0003"), (2, "2013"), (2, "3.21"), (2, "4,000")]
+    assert [(p.cell, p.number) for p in unbacked_numbers(nb)] == [(1, "0.0003"), (2, "2013"), (2, "3.21"), (2, "4,000")]
 
 
 def test_a_version_after_a_name_is_exempt_and_a_result_after_one_is_not():
-    nb = notebook_of(markdown_cell("Trained on SQuAD 1.1, unlike ERNIE 2.0 (Python 3.11). BERT 1.9M; In 1.5 hours; "
-                                   "BERT 0.85."))
+    nb = notebook_of(
+        markdown_cell("Trained on SQuAD 1.1, unlike ERNIE 2.0 (Python 3.11). BERT 1.9M; In 1.5 hours; BERT 0.85.")
+    )
     assert [p.number for p in unbacked_numbers(nb)] == ["1.9M", "1.5", "0.85"]
 
 
 def test_the_message_names_the_notebook_the_cell_and_the_number():
-    nb = notebook_of(code_cell("x", printed="0.067 0.052\n"), markdown_cell("Syntactic does better: 0.079 (Mikolov et al.,\n2013)."))
+    nb = notebook_of(
+        code_cell("x", printed="0.067 0.052\n"), markdown_cell("Syntactic does better: 0.079 (Mikolov et al.,\n2013).")
+    )
     (problem,) = unbacked_numbers(nb)
     assert problem.message("02_word2vec.ipynb").startswith(
-        "02_word2vec.ipynb, markdown cell 1: '0.079' is in no output and not in cited_facts")
+        "02_word2vec.ipynb, markdown cell 1: '0.079' is in no output and not in cited_facts"
+    )
 
 
 def test_magnitudes_ranges_signs_and_citation_years():
     nb = notebook_of(
         code_cell("p", printed="parameters: 1,875,522\ncorrelation -0.35\n"),
-        markdown_cell("The course BERT has 1.9M (about 2M) parameters; the correlation is −0.35.\n\n"
-                      "| model | year |\n|---|---|\n| MT-DNN (Liu et al.) | 2019 |\n\n"
-                      "Its scores span 0.35-0.47, and 3M parameters is wrong. In 2019 it ran."),
+        markdown_cell(
+            "The course BERT has 1.9M (about 2M) parameters; the correlation is −0.35.\n\n"
+            "| model | year |\n|---|---|\n| MT-DNN (Liu et al.) | 2019 |\n\n"
+            "Its scores span 0.35-0.47, and 3M parameters is wrong. In 2019 it ran."
+        ),
     )
     assert [p.number for p in unbacked_numbers(nb)] == ["0.47", "3M", "2019"]
 
 
 def test_an_integer_setting_in_the_code_backs_the_prose_and_a_decimal_one_does_not():
-    code = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 1,
-            "source": "optimizer = Adam(params, lr=3e-4, betas=(0.9, 0.98))\nbatch_size = 128"}
+    code = {
+        "cell_type": "code",
+        "metadata": {},
+        "outputs": [],
+        "execution_count": 1,
+        "source": "optimizer = Adam(params, lr=3e-4, betas=(0.9, 0.98))\nbatch_size = 128",
+    }
     nb = notebook_of(code, markdown_cell("Batches of 128, Adam with β₂ = 0.98."))
     assert [p.number for p in unbacked_numbers(nb)] == ["0.98"]
-    cited = notebook_of(code, markdown_cell("Batches of 128, Adam with β₂ = 0.98."),
-                        facts=[{"value": "0.98", "source": "Vaswani et al. 2017, section 5.3"}])
+    cited = notebook_of(
+        code,
+        markdown_cell("Batches of 128, Adam with β₂ = 0.98."),
+        facts=[{"value": "0.98", "source": "Vaswani et al. 2017, section 5.3"}],
+    )
     assert unbacked_numbers(cited) == []

@@ -9,11 +9,19 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
-
 from browser_helpers import browser_available, in_ci
-from one_run import (SOLVED, WRAPPERS, course_run_problems, is_solved_copy, one_run_notebook, python_code,
-                     solution_names_used_later, source, student_run_problems)
+from nbclient import NotebookClient
+from one_run import (
+    SOLVED,
+    WRAPPERS,
+    course_run_problems,
+    is_solved_copy,
+    one_run_notebook,
+    python_code,
+    solution_names_used_later,
+    source,
+    student_run_problems,
+)
 from onehot2gpt.exercises import cell_tags, make_student_notebook
 from onehot2gpt.vocab import Vocab
 
@@ -41,8 +49,9 @@ def test_notebook_is_stored_with_outputs(path):
     cells = code_cells(load(path))
     not_run = [source(c).splitlines()[0] for c in cells if c.get("execution_count") is None]
     assert not not_run, f"{path.name}: cells saved without running them: {not_run[:3]}"
-    assert sum(bool(c["outputs"]) for c in cells) >= len(cells) / 3, \
+    assert sum(bool(c["outputs"]) for c in cells) >= len(cells) / 3, (
         f"{path.name}: too few cells have stored outputs for nbval to compare"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
@@ -51,8 +60,9 @@ def test_at_most_a_fifth_of_code_cells_ignore_their_output(path):
     skipped = [c for c in cells if "# NBVAL_SKIP" in source(c)]
     assert not skipped, f"{path.name}: NBVAL_SKIP hides a cell from the tests; don't use it"
     ignored = [c for c in cells if any(m in source(c) for m in IGNORE_MARKERS)]
-    assert len(ignored) <= 0.2 * len(cells), \
+    assert len(ignored) <= 0.2 * len(cells), (
         f"{path.name}: {len(ignored)} of {len(cells)} code cells ignore their output (max 20%)"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
@@ -61,9 +71,10 @@ def test_exercises_are_each_followed_by_a_check(path):
     exercises = [i for i, c in enumerate(cells) if "exercise" in cell_tags(c)]
     assert len(exercises) >= 3, f"{path.name}: at least 3 exercises, found {len(exercises)}"
     for i in exercises:
-        following = [c for c in cells[i + 1:] if c["cell_type"] == "code"][:1]
-        assert following and "check" in cell_tags(following[0]), \
+        following = [c for c in cells[i + 1 :] if c["cell_type"] == "code"][:1]
+        assert following and "check" in cell_tags(following[0]), (
             f"{path.name}: exercise cell {i} must be followed by a code cell tagged 'check'"
+        )
         assert "check_" in source(following[0])
 
 
@@ -73,8 +84,9 @@ def test_student_notebook_is_in_sync(path):
     assert student.exists(), f"missing {student.relative_to(ROOT)}: run `make student`"
     expected = make_student_notebook(load(path), path.name)
     got = load(student)
-    assert [source(c) for c in got["cells"]] == [source(c) for c in expected["cells"]], \
+    assert [source(c) for c in got["cells"]] == [source(c) for c in expected["cells"]], (
         f"{student.relative_to(ROOT)} is out of date: run `make student` and commit it"
+    )
 
 
 # Each notebook is executed once in the suite: in JupyterLab by tests/test_browser.py, its student
@@ -83,14 +95,21 @@ def test_student_notebook_is_in_sync(path):
 # Chromium or Playwright, outside CI, where it is skipped) does this one make the same run.
 # (Not collected at all where the browser test runs them: no test is skipped.)
 if not (browser_available() or in_ci()):
+
     @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
     def test_student_version_fails_exactly_its_checks_and_course_outputs_match(path):
         run = nbformat.reads(json.dumps(one_run_notebook(load(path), load(STUDENT_DIR / path.name))), as_version=4)
-        NotebookClient(run, timeout=900, allow_errors=True, kernel_name="python3",
-                       resources={"metadata": {"path": str(STUDENT_DIR)}}).execute()
+        NotebookClient(
+            run,
+            timeout=900,
+            allow_errors=True,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(STUDENT_DIR)}},
+        ).execute()
         saved = json.loads(nbformat.writes(run))
-        problems = (student_run_problems(saved, f"student/{path.name}")
-                    + course_run_problems(saved, load(path), f"notebooks/{path.name}"))
+        problems = student_run_problems(saved, f"student/{path.name}") + course_run_problems(
+            saved, load(path), f"notebooks/{path.name}"
+        )
         assert not problems, "\n".join(problems)
 
 
@@ -125,11 +144,30 @@ def test_nbval_lax_passes_a_solved_student_notebook_and_fails_an_unsolved_one_at
         folder.mkdir()
         (folder / path.name).write_text(json.dumps(nb), encoding="utf-8")
         report = folder / "report.xml"
-        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
-                              f"--junitxml={report}", "--rootdir", str(folder), str(folder / path.name)],
-                             cwd=path.parent, capture_output=True, text=True, timeout=600)
-        failed = [case.get("name") for case in ET.parse(report).iter("testcase")
-                  if case.find("failure") is not None or case.find("error") is not None]
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--nbval-lax",
+                f"--junitxml={report}",
+                "--rootdir",
+                str(folder),
+                str(folder / path.name),
+            ],
+            cwd=path.parent,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        failed = [
+            case.get("name")
+            for case in ET.parse(report).iter("testcase")
+            if case.find("failure") is not None or case.find("error") is not None
+        ]
         results[name] = (run.returncode, failed, run.stdout[-2000:])
     code, failed, out = results["solved"]
     assert code == 0 and failed == [], out
@@ -141,6 +179,7 @@ def test_nbval_lax_passes_a_solved_student_notebook_and_fails_an_unsolved_one_at
 
 
 # -- the course builds its models (issue 14) ----------------------------------------------------
+
 
 def notebook(number: str) -> Path:
     found = [p for p in NOTEBOOKS if p.name.startswith(number + "_")]
@@ -155,21 +194,25 @@ def all_code(path: Path) -> str:
 @pytest.mark.parametrize("number", ["03", "04", "07", "09"])
 def test_model_notebooks_build_their_model_and_prove_it_equal_to_the_library(number):
     code = all_code(notebook(number))
-    assert re.search(r"^class \w+\((torch\.)?nn\.Module\)", code, re.M), \
+    assert re.search(r"^class \w+\((torch\.)?nn\.Module\)", code, re.M), (
         f"notebook {number} must build its model as nn.Module classes in code cells"
-    assert "assert_close(" in code, \
-        f"notebook {number} must prove its model equal to the library's (assert_close)"
-    assert "show_source(" in code or re.search(r"^\w+\?\?", code, re.M), \
+    )
+    assert "assert_close(" in code, f"notebook {number} must prove its model equal to the library's (assert_close)"
+    assert "show_source(" in code or re.search(r"^\w+\?\?", code, re.M), (
         f"notebook {number} must show the library's class after building its own"
+    )
 
 
 @pytest.mark.parametrize("number", ["02", "03", "07", "08", "09"])
 def test_training_loops_are_written_in_the_notebook(number):
     cells = [source(c) for c in code_cells(load(notebook(number)))]
-    loops = [c for c in cells if ".backward()" in c and re.search(r"\.step\(", c)
-             and re.search(r"^\s*for .+:", c, re.M)]
-    assert loops, (f"notebook {number} must write a training loop (a for loop with backward() "
-                   f"and an optimizer step) in a code cell")
+    loops = [
+        c for c in cells if ".backward()" in c and re.search(r"\.step\(", c) and re.search(r"^\s*for .+:", c, re.M)
+    ]
+    assert loops, (
+        f"notebook {number} must write a training loop (a for loop with backward() "
+        f"and an optimizer step) in a code cell"
+    )
 
 
 def solution_lines(cell_source: str) -> int:
@@ -191,11 +234,14 @@ def test_model_notebooks_have_four_checked_exercises_one_of_them_substantial(num
     cells = load(notebook(number))["cells"]
     exercises = [c for c in cells if "exercise" in cell_tags(c)]
     checks = [c for c in cells if "check" in cell_tags(c)]
-    assert len(exercises) >= 4 and len(checks) >= 4, \
+    assert len(exercises) >= 4 and len(checks) >= 4, (
         f"notebook {number}: {len(exercises)} exercises and {len(checks)} checks (at least 4 each)"
+    )
     longest = max(solution_lines(source(c)) for c in exercises)
-    assert longest >= 8, (f"notebook {number}: the longest solution has {longest} lines; at least "
-                          f"one exercise must assemble something real (8 lines or more)")
+    assert longest >= 8, (
+        f"notebook {number}: the longest solution has {longest} lines; at least "
+        f"one exercise must assemble something real (8 lines or more)"
+    )
 
 
 def test_no_check_is_asked_twice_in_the_course():
@@ -204,32 +250,40 @@ def test_no_check_is_asked_twice_in_the_course():
         for c in load(path)["cells"]:
             if "check" in cell_tags(c):
                 for name in re.findall(r"\b(check_\w+)\(", source(c)):
-                    assert name not in asked or asked[name] == path.name, \
+                    assert name not in asked or asked[name] == path.name, (
                         f"{name} is an exercise in both {asked[name]} and {path.name}"
+                    )
                     asked[name] = path.name
 
 
 # -- architecture figures (issue 15) ------------------------------------------------------------
 
+
 @pytest.mark.parametrize("number", ["02", "03", "04", "05", "06", "07", "08", "09"])
 def test_model_notebooks_show_an_architecture_figure_that_is_up_to_date(number):
     from onehot2gpt.figures import embedded_figures, stale_figures
+
     nb = load(notebook(number))
     assert embedded_figures(nb), f"notebook {number} shows no architecture figure"
-    assert stale_figures(nb) == [], (f"notebook {number} embeds an old copy of {stale_figures(nb)}: "
-                                     f"embed it again with onehot2gpt.figures.embed_figure")
+    assert stale_figures(nb) == [], (
+        f"notebook {number} embeds an old copy of {stale_figures(nb)}: "
+        f"embed it again with onehot2gpt.figures.embed_figure"
+    )
 
 
 def test_student_run_problems_names_each_wrong_outcome():
     """The rule both student runs apply (the browser's and the nbclient fallback's): a check that
     fails as unsolved is right; a check that passes or fails otherwise, and any other failing cell,
     are each reported."""
+
     def cell(tags, error=None):
         outputs = [{"output_type": "error", "ename": error[0], "evalue": error[1], "traceback": []}] if error else []
         return {"cell_type": "code", "metadata": {"tags": tags}, "source": "", "outputs": outputs}
 
     unsolved = ("AssertionError", "my_f is not written yet: replace the raise line")
-    right = {"cells": [cell([]), cell(["exercise"]), cell(["check"], unsolved), {"cell_type": "markdown", "source": ""}]}
+    right = {
+        "cells": [cell([]), cell(["exercise"]), cell(["check"], unsolved), {"cell_type": "markdown", "source": ""}]
+    }
     assert student_run_problems(right, "nb") == []
     cases = {
         "check passes": (cell(["check"]), "must fail with AssertionError, got no error"),
@@ -256,18 +310,22 @@ def test_the_suites_schedule_names_existing_notebooks_and_modules():
     assert stems - schedule.BROWSER_HALF_B, "the browser test's half A would be empty"
     for group in schedule.EXPECTED_SECONDS:
         assert (ROOT / group.split(" (half ")[0]).exists(), f"conftest.py times a group that is gone: {group}"
-    assert f"def {schedule.STUDENT_RUN.split('::')[1]}(" in Path(__file__).read_text(encoding="utf-8"), \
+    assert f"def {schedule.STUDENT_RUN.split('::')[1]}(" in Path(__file__).read_text(encoding="utf-8"), (
         f"conftest.py schedules a test that is gone: {schedule.STUDENT_RUN}"
+    )
     for prefix in schedule.STUDENT_SECONDS:
         assert any(p.name.startswith(prefix) for p in NOTEBOOKS), f"no notebook {prefix}*"
 
     for stem in stems:
-        item = SimpleNamespace(nodeid=f"{schedule.BROWSER}::test_student_version_runs_and_its_widgets_answer_in_the_browser[{stem}]")
+        item = SimpleNamespace(
+            nodeid=f"{schedule.BROWSER}::test_student_version_runs_and_its_widgets_answer_in_the_browser[{stem}]"
+        )
         half = "B" if stem in schedule.BROWSER_HALF_B else "A"
         assert schedule._group(item) == f"{schedule.BROWSER} (half {half})"
 
 
 # -- the one run of each notebook (tests/one_run.py) --------------------------------------------
+
 
 def _as_run(course: dict, student: dict) -> dict:
     """A run of one_run_notebook that went as it should: every cell of the course notebook (solved
@@ -279,8 +337,14 @@ def _as_run(course: dict, student: dict) -> dict:
             continue
         original = stored.get(str(cell.get("id")).removesuffix(SOLVED))
         if "check" in cell_tags(cell) and not is_solved_copy(cell):
-            cell["outputs"] = [{"output_type": "error", "ename": "AssertionError",
-                                "evalue": "my_f is not written yet: replace the raise line", "traceback": []}]
+            cell["outputs"] = [
+                {
+                    "output_type": "error",
+                    "ename": "AssertionError",
+                    "evalue": "my_f is not written yet: replace the raise line",
+                    "traceback": [],
+                }
+            ]
         elif original is not None:
             cell["outputs"] = json.loads(json.dumps(original["outputs"]))
     return run
@@ -298,7 +362,7 @@ def test_one_run_adds_each_solution_and_its_check_after_the_unsolved_check(path)
         at = ids.index(check["id"])
         exercise, again = run["cells"][at + 1], run["cells"][at + 2]
         assert "exercise" in cell_tags(exercise) and is_solved_copy(exercise)
-        assert source(exercise) == source(by_id[exercise["id"].removesuffix(SOLVED)])   # the solution
+        assert source(exercise) == source(by_id[exercise["id"].removesuffix(SOLVED)])  # the solution
         assert "BEGIN SOLUTION" in source(exercise) and source(again) == source(check)
     assert len(set(ids)) == len(ids), "cell ids must stay unique"
     nbformat.validate(nbformat.reads(json.dumps(run), as_version=4))
@@ -314,10 +378,13 @@ def test_course_run_problems_is_strict_nbvals_verdict():
         return next(c for c in run["cells"] if c["cell_type"] == "code" and pred(c))
 
     def printing(c):
-        return any(o.get("output_type") == "stream" for o in c["outputs"]) and "check" not in cell_tags(c) \
+        return (
+            any(o.get("output_type") == "stream" for o in c["outputs"])
+            and "check" not in cell_tags(c)
             and not any(m in source(c) for m in IGNORE_MARKERS)
+        )
 
-    run = _as_run(course, student)                      # one printed character differs
+    run = _as_run(course, student)  # one printed character differs
     cell = first(run, printing)
     stream = next(o for o in cell["outputs"] if o["output_type"] == "stream")
     text = "".join(stream["text"])
@@ -325,17 +392,17 @@ def test_course_run_problems_is_strict_nbvals_verdict():
     problems = course_run_problems(run, course, "01")
     assert len(problems) == 1 and "outputs differ from the stored ones" in problems[0], problems
 
-    run = _as_run(course, student)                      # a solved check that fails
+    run = _as_run(course, student)  # a solved check that fails
     solved = first(run, lambda c: is_solved_copy(c) and "check" in cell_tags(c))
     solved["outputs"] = [{"output_type": "error", "ename": "AssertionError", "evalue": "wrong", "traceback": []}]
     problems = course_run_problems(run, course, "01")
     assert len(problems) == 1 and "fails: AssertionError: wrong" in problems[0], problems
 
-    run = _as_run(course, student)                      # a cell missing from the run
+    run = _as_run(course, student)  # a cell missing from the run
     run["cells"] = [c for c in run["cells"] if c is not first(run, printing)]
     assert any("not in the run" in p for p in course_run_problems(run, course, "01"))
 
-    run = _as_run(course, student)                      # sanitized: a memory address, a widget's model id
+    run = _as_run(course, student)  # sanitized: a memory address, a widget's model id
     cell = first(run, printing)
     next(o for o in cell["outputs"] if o["output_type"] == "stream")["text"] += "at 0x7f3a2b1c9d80\n"
     reference = json.loads(json.dumps(course))
@@ -345,11 +412,29 @@ def test_course_run_problems_is_strict_nbvals_verdict():
 
 
 def test_course_run_problems_honours_nbvals_ignore_marker():
-    course = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
-        {"cell_type": "code", "id": "a", "metadata": {}, "execution_count": 1,
-         "source": "# NBVAL_IGNORE_OUTPUT\nprint(time.time())", "outputs": [{"output_type": "stream", "name": "stdout", "text": "1.0\n"}]},
-        {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": 2,
-         "source": "print(2)", "outputs": [{"output_type": "stream", "name": "stdout", "text": "2\n"}]}]}
+    course = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {
+                "cell_type": "code",
+                "id": "a",
+                "metadata": {},
+                "execution_count": 1,
+                "source": "# NBVAL_IGNORE_OUTPUT\nprint(time.time())",
+                "outputs": [{"output_type": "stream", "name": "stdout", "text": "1.0\n"}],
+            },
+            {
+                "cell_type": "code",
+                "id": "b",
+                "metadata": {},
+                "execution_count": 2,
+                "source": "print(2)",
+                "outputs": [{"output_type": "stream", "name": "stdout", "text": "2\n"}],
+            },
+        ],
+    }
     run = json.loads(json.dumps(course))
     run["cells"][0]["outputs"][0]["text"] = "9.0\n"
     assert course_run_problems(run, course, "x") == []
@@ -359,15 +444,23 @@ def test_course_run_problems_honours_nbvals_ignore_marker():
 
 def test_solution_names_used_later_names_a_cell_that_needs_the_solution():
     def nb(*cells):
-        return {"cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {"tags": tags}, "source": src, "outputs": []}
-                          for i, (src, tags) in enumerate(cells)]}
+        return {
+            "cells": [
+                {"cell_type": "code", "id": f"c{i}", "metadata": {"tags": tags}, "source": src, "outputs": []}
+                for i, (src, tags) in enumerate(cells)
+            ]
+        }
 
     exercise = "data = [1, 2]\ndef my_f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\nhelper = 3"
     stub = "data = [1, 2]\ndef my_f(x):\n    raise NotImplementedError('replace this line')"
     check = ("check_f(my_f)", ["check"])
     fine = ("f = yours_or(my_f, lib_f)\nprint(f(data))", [])
-    for later, bad in ((fine, []), (("print(my_f(1))", []), ["my_f"]), (("print(helper)", []), ["helper"]),
-                       (("def my_f(x):\n    return 0\nprint(my_f(1))", []), [])):
+    for later, bad in (
+        (fine, []),
+        (("print(my_f(1))", []), ["my_f"]),
+        (("print(helper)", []), ["helper"]),
+        (("def my_f(x):\n    return 0\nprint(my_f(1))", []), []),
+    ):
         course = nb((exercise, ["exercise"]), check, later)
         student = nb((stub, ["exercise"]), check, later)
         problems = solution_names_used_later(course, student, "nb")
@@ -378,6 +471,7 @@ def test_solution_names_used_later_names_a_cell_that_needs_the_solution():
 
 # -- the library's stand-ins, which the one run never calls ---------------------------------------
 
+
 def stand_in_sites():
     """Every yours_or(my_f, stand_in) and yours_if_solved(my_f, check, stand_in) in the course
     notebooks: (notebook, cell index, the exercise's function, its check's name, the stand-in's
@@ -385,11 +479,15 @@ def stand_in_sites():
     sites = []
     for path in NOTEBOOKS:
         cells = load(path)["cells"]
-        checks = {}          # the exercise function a check cell checks → the check's name
+        checks = {}  # the exercise function a check cell checks → the check's name
         for cell in cells:
             if "check" in cell_tags(cell):
                 for call in ast.walk(ast.parse(python_code(source(cell)))):
-                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id.startswith("check_"):
+                    if (
+                        isinstance(call, ast.Call)
+                        and isinstance(call.func, ast.Name)
+                        and call.func.id.startswith("check_")
+                    ):
                         checks[ast.unparse(call.args[0])] = call.func.id
         for i, cell in enumerate(cells):
             if cell["cell_type"] != "code":
@@ -413,8 +511,9 @@ def test_every_stand_in_is_found():
     assert len(STAND_INS) >= 20 and all(check for *_, check, _ in STAND_INS), STAND_INS
 
 
-@pytest.mark.parametrize("path, index, fn, check, stand_in", STAND_INS,
-                         ids=[f"{p.stem[:2]}-{fn}" for p, _, fn, _, _ in STAND_INS])
+@pytest.mark.parametrize(
+    "path, index, fn, check, stand_in", STAND_INS, ids=[f"{p.stem[:2]}-{fn}" for p, _, fn, _, _ in STAND_INS]
+)
 def test_the_librarys_stand_in_passes_the_exercises_check(path, index, fn, check, stand_in):
     """What a student who skips an exercise gets in the cells after it: the library's version,
     passed in by yours_or/yours_if_solved. The one run has the solutions in place, so it never calls
@@ -424,7 +523,7 @@ def test_the_librarys_stand_in_passes_the_exercises_check(path, index, fn, check
     from io import StringIO
 
     namespace = {"__name__": "__main__"}
-    cells = load(path)["cells"][:index + 1]
+    cells = load(path)["cells"][: index + 1]
     for cell in cells:
         if cell["cell_type"] != "code" or {"exercise", "check"} & set(cell_tags(cell)):
             continue
@@ -445,5 +544,7 @@ def test_no_cell_replaces_its_outputs_while_it_runs(path):
     handle's update): then nbval would see both versions and the saved notebook only the last."""
     for cell in code_cells(load(path)):
         found = re.findall(r"\bclear_output\s*\(|\bdisplay_id\s*=|\bupdate_display\s*\(", source(cell))
-        assert not found, (f"{path.name}: a cell uses {found[0]!r}; tests/one_run.py compares saved outputs, "
-                           f"which keep only what is left at the end: compare it another way first")
+        assert not found, (
+            f"{path.name}: a cell uses {found[0]!r}; tests/one_run.py compares saved outputs, "
+            f"which keep only what is left at the end: compare it another way first"
+        )

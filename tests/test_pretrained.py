@@ -4,7 +4,6 @@ import sys
 
 import pytest
 import torch
-
 from onehot2gpt.pretrained import hf_attention, load_minilm, minilm_path, minilm_source
 
 TEXT = "The animal didn't cross the street because it was too tired."
@@ -17,8 +16,7 @@ def minilm(one_thread):
 
 def test_minilm_loads_offline_with_its_published_size(minilm):
     model, tokenizer = minilm
-    assert (model.config.num_hidden_layers, model.config.num_attention_heads,
-            model.config.hidden_size) == (6, 12, 384)
+    assert (model.config.num_hidden_layers, model.config.num_attention_heads, model.config.hidden_size) == (6, 12, 384)
     assert not model.training
     assert tokenizer.vocab_size == 30522
 
@@ -83,6 +81,7 @@ def test_too_long_text_names_the_limit(minilm):
 
 def test_model_without_eager_attention_is_explained(minilm):
     from transformers import BertModel
+
     sdpa = BertModel.from_pretrained(minilm_path(), attn_implementation="sdpa", local_files_only=True)
     with pytest.raises(ValueError, match='attn_implementation="eager"'):
         hf_attention(sdpa.eval(), minilm[1], TEXT)

@@ -1,6 +1,5 @@
 import pytest
 import torch
-
 from onehot2gpt.probing import sentence_features, token_features, train_probe
 
 
@@ -14,7 +13,7 @@ def planted(n=600, layers=3, dim=8, signal_layer=1, seed=0):
 
 
 def test_token_and_sentence_features():
-    layers = torch.arange(2 * 3 * 2 * 1, dtype=torch.float32).view(2, 3, 2, 1)   # (B, T, L, D)
+    layers = torch.arange(2 * 3 * 2 * 1, dtype=torch.float32).view(2, 3, 2, 1)  # (B, T, L, D)
     mask = torch.tensor([[1, 1, 0], [1, 0, 0]])
     tokens = token_features(layers, mask)
     assert tokens.shape == (3, 2, 1)
@@ -52,18 +51,22 @@ def test_single_layer_probe_uses_only_that_layer():
 
 def test_onehot_probe_learns_a_table_of_word_classes():
     g = torch.Generator().manual_seed(0)
-    table = torch.randint(0, 4, (50,), generator=g)       # each word has one class
+    table = torch.randint(0, 4, (50,), generator=g)  # each word has one class
     ids = torch.randint(0, 50, (2000,), generator=g)
-    result = train_probe(ids[:1500], table[ids[:1500]], ids[1500:], table[ids[1500:]],
-                         onehot_size=50, n_classes=4, epochs=40, lr=0.1)
+    result = train_probe(
+        ids[:1500], table[ids[:1500]], ids[1500:], table[ids[1500:]], onehot_size=50, n_classes=4, epochs=40, lr=0.1
+    )
     assert result.test_accuracy > 0.95
 
 
-@pytest.mark.parametrize("x, y, match", [
-    (torch.randn(5, 4), torch.zeros(5, dtype=torch.long), "n_layers"),
-    (torch.randn(5, 2, 4), torch.zeros(4, dtype=torch.long), "labels"),
-    (torch.randn(0, 2, 4), torch.zeros(0, dtype=torch.long), "no examples"),
-])
+@pytest.mark.parametrize(
+    "x, y, match",
+    [
+        (torch.randn(5, 4), torch.zeros(5, dtype=torch.long), "n_layers"),
+        (torch.randn(5, 2, 4), torch.zeros(4, dtype=torch.long), "labels"),
+        (torch.randn(0, 2, 4), torch.zeros(0, dtype=torch.long), "no examples"),
+    ],
+)
 def test_bad_shapes_say_what_to_pass(x, y, match):
     with pytest.raises(ValueError, match=match):
         train_probe(x, y, x, y)
@@ -72,6 +75,7 @@ def test_bad_shapes_say_what_to_pass(x, y, match):
 def test_layer_weight_explorer_trains_once_per_setting_and_survives_errors():
     from onehot2gpt.probing import ProbeResult
     from onehot2gpt.widgets import LayerWeightExplorer
+
     calls = []
 
     def fake_train(task, lam):
@@ -81,18 +85,19 @@ def test_layer_weight_explorer_trains_once_per_setting_and_survives_errors():
         w = torch.tensor([0.2, 0.3, 0.5]) if lam == 0 else torch.full((3,), 1 / 3)
         return ProbeResult(task, lam, w, 1.0, 0.9, 0.8)
 
-    explorer = LayerWeightExplorer(fake_train, ["POS", "sentiment", "broken"], [0.0, 1.0],
-                                   ["token", "layer 1", "layer 2"])
+    explorer = LayerWeightExplorer(
+        fake_train, ["POS", "sentiment", "broken"], [0.0, 1.0], ["token", "layer 1", "layer 2"]
+    )
     assert explorer.image.value[:4] == b"\x89PNG" and "POS" in explorer.summary.value
     explorer.l2_lambda.value = 1.0
-    explorer.l2_lambda.value = 0.0                     # served from the cache
+    explorer.l2_lambda.value = 0.0  # served from the cache
     assert calls == [("POS", 0.0), ("POS", 1.0)]
     explorer.task.value = ("POS", "sentiment")
     assert "sentiment" in explorer.summary.value
     summary = explorer.summary.value
     explorer.task.value = ("broken",)
     assert "no data for this task" in explorer.status.value
-    assert explorer.summary.value == summary           # the last good view is kept
+    assert explorer.summary.value == summary  # the last good view is kept
     explorer.task.value = ()
     assert "select at least one task" in explorer.status.value
 
@@ -100,6 +105,7 @@ def test_layer_weight_explorer_trains_once_per_setting_and_survives_errors():
 def test_encoder_layers_stacks_every_hidden_state_in_batches():
     from onehot2gpt.bert import BertConfig, BertForSequenceClassification, BertModel
     from onehot2gpt.probing import encoder_layers
+
     torch.manual_seed(0)
     bert = BertModel(BertConfig(vocab_size=30, d_model=16, n_layers=3, n_heads=2, d_ff=32, max_len=10)).train()
     ids = torch.randint(5, 30, (5, 7))
@@ -107,26 +113,27 @@ def test_encoder_layers_stacks_every_hidden_state_in_batches():
     mask[1, 4:] = 0
     ids[1, 4:] = 0
     features = {"input_ids": ids, "token_type_ids": torch.zeros_like(ids), "attention_mask": mask}
-    layers = encoder_layers(bert, features, batch_size=2)             # three batches
+    layers = encoder_layers(bert, features, batch_size=2)  # three batches
     assert layers.shape == (5, 7, 4, 16)
-    assert bert.training                                              # the mode is given back
+    assert bert.training  # the mode is given back
     bert.eval()
     out = bert(ids, features["token_type_ids"], mask, output_hidden_states=True)
     for j in range(4):
         torch.testing.assert_close(layers[:, :, j], out.hidden_states[j])
-    head = BertForSequenceClassification(bert, 2)                    # a fine-tuning model works too
+    head = BertForSequenceClassification(bert, 2)  # a fine-tuning model works too
     torch.testing.assert_close(encoder_layers(head, features), layers)
     pooled = sentence_features(layers, mask)
     torch.testing.assert_close(pooled[1, 2], out.hidden_states[2][1, :4].mean(0))
-    short = {k: v.clone() for k, v in features.items()}                # rows 3-4: 3 real tokens
+    short = {k: v.clone() for k, v in features.items()}  # rows 3-4: 3 real tokens
     short["attention_mask"][3:, 3:] = 0
     short["input_ids"][3:, 3:] = 0
-    trimmed = encoder_layers(bert, short, batch_size=2)                # rows 3-4 form one batch
-    assert (trimmed[4, 3:] == 0).all()                                 # beyond the batch's longest
-    torch.testing.assert_close(trimmed[:3], layers[:3])                # other rows in their places
-    full = bert(short["input_ids"][4:], short["token_type_ids"][4:], short["attention_mask"][4:],
-                output_hidden_states=True).hidden_states
-    torch.testing.assert_close(trimmed[4, :3, 2], full[2][0, :3])      # real tokens unchanged
+    trimmed = encoder_layers(bert, short, batch_size=2)  # rows 3-4 form one batch
+    assert (trimmed[4, 3:] == 0).all()  # beyond the batch's longest
+    torch.testing.assert_close(trimmed[:3], layers[:3])  # other rows in their places
+    full = bert(
+        short["input_ids"][4:], short["token_type_ids"][4:], short["attention_mask"][4:], output_hidden_states=True
+    ).hidden_states
+    torch.testing.assert_close(trimmed[4, :3, 2], full[2][0, :3])  # real tokens unchanged
     with pytest.raises(ValueError, match="attention_mask"):
         encoder_layers(bert, {"input_ids": ids})
 
@@ -142,11 +149,18 @@ def word_model():
     transformers = pytest.importorskip("transformers")
     from onehot2gpt.bert import load_hf_bert
     from onehot2gpt.subword import SPECIALS, WordPieceTokenizer
+
     tok = WordPieceTokenizer(list(SPECIALS) + WORDS)
     torch.manual_seed(0)
-    config = transformers.BertConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=2,
-                                     num_attention_heads=2, intermediate_size=32,
-                                     max_position_embeddings=24, attn_implementation="eager")
+    config = transformers.BertConfig(
+        vocab_size=len(tok),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=24,
+        attn_implementation="eager",
+    )
     hf = transformers.BertModel(config, add_pooling_layer=True).eval()
     return hf, load_hf_bert(hf), tok
 
@@ -154,15 +168,16 @@ def word_model():
 def hidden_states(bert, tok, text):
     ids = torch.tensor([tok.encode(text)["input_ids"]])
     with torch.no_grad():
-        return torch.stack(bert(ids, output_hidden_states=True).hidden_states, dim=2)[0]   # (T, L+1, D)
+        return torch.stack(bert(ids, output_hidden_states=True).hidden_states, dim=2)[0]  # (T, L+1, D)
 
 
 def test_contextual_vectors_are_the_words_own_positions_and_the_mean_of_its_pieces(word_model):
     from onehot2gpt.probing import contextual_vectors
+
     _, bert, tok = word_model
     sentences = ["The river bank.", "Money in the BANK and the bank!", "a bank and unaffable money."]
     vectors = contextual_vectors(bert, tok, sentences, "Bank")
-    assert vectors.shape == (3, 3, 16)                                  # (N, embeddings + 2 layers, D)
+    assert vectors.shape == (3, 3, 16)  # (N, embeddings + 2 layers, D)
     # Each is the word's own position in its sentence run alone: [CLS] the river bank . [SEP] has
     # bank at 3 (and is padded to the longest sentence here); in sentence 1 the first "BANK" counts.
     torch.testing.assert_close(vectors[0], hidden_states(bert, tok, sentences[0])[3])
@@ -171,12 +186,13 @@ def test_contextual_vectors_are_the_words_own_positions_and_the_mean_of_its_piec
     # [CLS] a bank and un ##aff ##able money . [SEP]: the word is the mean of its three pieces.
     split = contextual_vectors(bert, tok, sentences[2:], "unaffable")
     torch.testing.assert_close(split[0], hidden_states(bert, tok, sentences[2])[4:7].mean(0))
-    assert not torch.allclose(vectors[0, 1:], vectors[2, 1:])           # context changes "bank"
+    assert not torch.allclose(vectors[0, 1:], vectors[2, 1:])  # context changes "bank"
 
 
 def test_contextual_vectors_agree_for_hugging_face_and_our_bert(word_model, tmp_path):
     transformers = pytest.importorskip("transformers")
     from onehot2gpt.probing import contextual_vectors
+
     hf, ours, tok = word_model
     tok.save(tmp_path / "vocab.txt")
     hf_tok = transformers.BertTokenizerFast.from_pretrained(tmp_path)
@@ -188,18 +204,22 @@ def test_contextual_vectors_agree_for_hugging_face_and_our_bert(word_model, tmp_
         torch.testing.assert_close(contextual_vectors(ours, hf_tok, texts, word), expected)
 
 
-@pytest.mark.parametrize("sentences, word, error, match", [
-    (["the river bank ."], "money", ValueError, r"sentence 0 \('the river bank \.'\) has no word 'money'"),
-    (["the bank", "a river"], "bank", ValueError, "sentence 1 .* has no word 'bank'"),
-    (["the bank", "  "], "bank", ValueError, "sentence 1 is empty"),
-    ([], "bank", ValueError, "no sentences"),
-    (["the river bank"], "river bank", ValueError, "one word"),
-    (["the river bank"], "", ValueError, "one word"),
-    ("the river bank", "bank", TypeError, "list of strings"),
-    (["the river bank " * 10], "bank", ValueError, "at most 24"),
-])
+@pytest.mark.parametrize(
+    "sentences, word, error, match",
+    [
+        (["the river bank ."], "money", ValueError, r"sentence 0 \('the river bank \.'\) has no word 'money'"),
+        (["the bank", "a river"], "bank", ValueError, "sentence 1 .* has no word 'bank'"),
+        (["the bank", "  "], "bank", ValueError, "sentence 1 is empty"),
+        ([], "bank", ValueError, "no sentences"),
+        (["the river bank"], "river bank", ValueError, "one word"),
+        (["the river bank"], "", ValueError, "one word"),
+        ("the river bank", "bank", TypeError, "list of strings"),
+        (["the river bank " * 10], "bank", ValueError, "at most 24"),
+    ],
+)
 def test_contextual_vectors_say_what_is_wrong(word_model, sentences, word, error, match):
     from onehot2gpt.probing import contextual_vectors
+
     _, bert, tok = word_model
     with pytest.raises(error, match=match):
         contextual_vectors(bert, tok, sentences, word)
@@ -207,6 +227,7 @@ def test_contextual_vectors_say_what_is_wrong(word_model, sentences, word, error
 
 def test_contextual_vectors_need_a_tokenizer_that_knows_each_pieces_word(word_model):
     from onehot2gpt.probing import contextual_vectors
+
     _, bert, _ = word_model
     with pytest.raises(TypeError, match="which word each piece came from"):
         contextual_vectors(bert, str.split, ["the bank"], "bank")
@@ -216,20 +237,22 @@ def test_minilm_gives_the_lecture_notes_two_apples_that_lean_to_their_senses(one
     """The ELMo motivation of the lecture notes: "Jobs was the CEO of apple." / "He finally ate the apple."."""
     from onehot2gpt.pretrained import minilm_bert
     from onehot2gpt.probing import contextual_vectors
+
     try:
         minilm, tok = minilm_bert()
     except (ModuleNotFoundError, FileNotFoundError) as exc:
         pytest.skip(f"offline MiniLM not installed: {exc}")
     apples = contextual_vectors(minilm, tok, ["Jobs was the CEO of apple.", "He finally ate the apple."], "apple")
-    cosines = torch.cosine_similarity(apples[0], apples[1], dim=-1)                 # one per layer
-    assert (cosines[1:] < cosines[0]).all()           # every layer moves them apart from the embeddings
+    cosines = torch.cosine_similarity(apples[0], apples[1], dim=-1)  # one per layer
+    assert (cosines[1:] < cosines[0]).all()  # every layer moves them apart from the embeddings
     probes = torch.cat([contextual_vectors(minilm, tok, [w], w) for w in ("company", "fruit")])
-    to_probes = torch.cosine_similarity(apples[:, None, -1], probes[None, :, -1], dim=-1)   # (apple, probe)
-    assert to_probes[0, 0] > to_probes[1, 0]          # "company": nearer the CEO's apple than the eaten one
-    assert to_probes[1, 1] > to_probes[0, 1]          # "fruit": nearer the eaten apple than the CEO's
+    to_probes = torch.cosine_similarity(apples[:, None, -1], probes[None, :, -1], dim=-1)  # (apple, probe)
+    assert to_probes[0, 0] > to_probes[1, 0]  # "company": nearer the CEO's apple than the eaten one
+    assert to_probes[1, 1] > to_probes[0, 1]  # "fruit": nearer the eaten apple than the CEO's
 
 
 # Readable sense scores (notebook 04) ------------------------------------------------------------
+
 
 def two_clusters(per_sense=4, spread=0.1, seed=0):
     """Two senses as two tight clusters around orthogonal directions."""
@@ -247,7 +270,7 @@ def test_pair_accuracy_is_one_for_clusters_zero_when_reversed_and_a_half_for_tie
     assert nearest_sense_accuracy(v, labels) == 1.0
     # Labels that put each vector with the other cluster: every comparison goes the wrong way.
     crossed = torch.tensor([0, 0, 1, 1, 1, 1, 0, 0])
-    wrong = torch.cat([v[:2], v[4:6], v[2:4], v[6:]])      # rows 0,1 | 4,5 | 2,3 | 6,7 of v
+    wrong = torch.cat([v[:2], v[4:6], v[2:4], v[6:]])  # rows 0,1 | 4,5 | 2,3 | 6,7 of v
     assert sense_pair_accuracy(wrong, torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])) < 0.5
     assert sense_pair_accuracy(v, crossed) < 0.5
     # One vector for every sentence (a type vector, like word2vec): ties everywhere, chance.
@@ -293,19 +316,22 @@ def test_shuffled_labels_p_value_is_small_for_clusters_and_large_for_noise():
     assert sampled == pytest.approx(3 / 51, abs=3 / 51) and sampled >= 1 / 51
     noise = torch.randn(10, 6, generator=torch.Generator().manual_seed(3))
     assert shuffled_labels_p_value(noise, torch.tensor([0] * 5 + [1] * 5)) > 0.05
-    three = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2])                   # 8! / (3! 3! 2!) = 560 relabelings
+    three = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2])  # 8! / (3! 3! 2!) = 560 relabelings
     assert 0 < shuffled_labels_p_value(torch.randn(8, 4, generator=torch.Generator().manual_seed(0)), three) <= 1
 
 
-@pytest.mark.parametrize("vectors, labels, match", [
-    (torch.randn(4, 3), torch.tensor([0, 0, 1]), "one per vector"),
-    (torch.randn(4, 3), torch.tensor([0.0, 0.0, 1.0, 1.0]), "integer sense ids"),
-    (torch.tensor([[1.0, float("nan")], [1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]), torch.tensor([0, 0, 1, 1]), "NaN"),
-    (torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]), torch.tensor([0, 0, 1, 1]), "all zeros"),
-    (torch.randn(4, 3), torch.tensor([0, 0, 0, 0]), "another"),
-    (torch.randn(4, 3), torch.tensor([0, 1, 2, 3]), "two vectors of one sense"),
-    (torch.tensor([0, 1, 2, 3]), torch.tensor([0, 0, 1, 1]), "float tensor"),
-])
+@pytest.mark.parametrize(
+    "vectors, labels, match",
+    [
+        (torch.randn(4, 3), torch.tensor([0, 0, 1]), "one per vector"),
+        (torch.randn(4, 3), torch.tensor([0.0, 0.0, 1.0, 1.0]), "integer sense ids"),
+        (torch.tensor([[1.0, float("nan")], [1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]), torch.tensor([0, 0, 1, 1]), "NaN"),
+        (torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]), torch.tensor([0, 0, 1, 1]), "all zeros"),
+        (torch.randn(4, 3), torch.tensor([0, 0, 0, 0]), "another"),
+        (torch.randn(4, 3), torch.tensor([0, 1, 2, 3]), "two vectors of one sense"),
+        (torch.tensor([0, 1, 2, 3]), torch.tensor([0, 0, 1, 1]), "float tensor"),
+    ],
+)
 def test_sense_scores_say_what_is_wrong(vectors, labels, match):
     from onehot2gpt.probing import sense_pair_accuracy, shuffled_labels_p_value
 
@@ -319,9 +345,9 @@ def test_sense_scores_say_what_is_wrong(vectors, labels, match):
 def test_chance_p_value_is_the_binomial_tail():
     from onehot2gpt.probing import chance_p_value
 
-    assert chance_p_value(20, 20) == pytest.approx(0.5 ** 20)
+    assert chance_p_value(20, 20) == pytest.approx(0.5**20)
     assert chance_p_value(0, 20) == pytest.approx(1.0)
-    assert chance_p_value(15, 20) == pytest.approx(21700 / 2 ** 20)       # (C(20,15)+…+C(20,20)) / 2^20
+    assert chance_p_value(15, 20) == pytest.approx(21700 / 2**20)  # (C(20,15)+…+C(20,20)) / 2^20
     assert chance_p_value(2, 3, chance=1 / 3) == pytest.approx(3 * (1 / 3) ** 2 * (2 / 3) + (1 / 3) ** 3)
     for bad, match in [((21, 20), "correct"), ((3, 0), "total"), ((3, 5, 1.0), "chance"), ((2.5, 5), "correct")]:
         with pytest.raises(ValueError, match=match):

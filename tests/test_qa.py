@@ -8,12 +8,18 @@ import shutil
 
 import pytest
 import torch
-
 from onehot2gpt import bert_tasks
 from onehot2gpt.bert import BertForQuestionAnswering, BertForSequenceClassification
-from onehot2gpt.checkpoints import CheckpointError, checkpoint_path, config_sha256, sha256_file
-from onehot2gpt.pretrained import (QA_CHECKPOINT, minilm_bert, minilm_path, minilm_qa, qa_null_threshold,
-                                   qa_trainable, save_minilm_qa)
+from onehot2gpt.checkpoints import CheckpointError, checkpoint_path, config_sha256
+from onehot2gpt.pretrained import (
+    QA_CHECKPOINT,
+    minilm_bert,
+    minilm_path,
+    minilm_qa,
+    qa_null_threshold,
+    qa_trainable,
+    save_minilm_qa,
+)
 from onehot2gpt.recipes import RECIPES, minilm_qa_recipe
 from onehot2gpt.subword import WordPieceTokenizer
 from onehot2gpt.widgets import PRECIPITATION, QuestionAnswerer
@@ -31,6 +37,7 @@ def tok():
 
 # --------------------------------------------------------------------- the shipped checkpoint
 
+
 def test_shipped_checkpoint_is_small_and_holds_only_the_trained_layers():
     folder = checkpoint_path(QA_CHECKPOINT)
     size = sum(p.stat().st_size for p in folder.iterdir())
@@ -38,6 +45,7 @@ def test_shipped_checkpoint_is_small_and_holds_only_the_trained_layers():
     record = json.loads((folder / "config.json").read_text())
     assert record["dtype"] == "float16"
     from safetensors import safe_open
+
     with safe_open(str(folder / "weights.safetensors"), "pt") as f:
         names = list(f.keys())
     n = record["config"]["n_layers"]
@@ -48,17 +56,22 @@ def test_shipped_checkpoint_is_small_and_holds_only_the_trained_layers():
 
 def test_recipe_defaults_are_what_built_the_shipped_checkpoint():
     info = json.loads((checkpoint_path(QA_CHECKPOINT) / "config.json").read_text())["info"]
-    defaults = {k: p.default for k, p in inspect.signature(minilm_qa_recipe).parameters.items()
-                if k in info["arguments"]}
+    defaults = {
+        k: p.default for k, p in inspect.signature(minilm_qa_recipe).parameters.items() if k in info["arguments"]
+    }
     assert defaults == info["arguments"], "change the recipe's defaults and the checkpoint together"
     assert info["command"] == "python -m onehot2gpt.recipes minilm-qa" and "minilm-qa" in RECIPES
 
 
 def test_shipped_model_answers_the_precipitation_questions(qa_model):
     model, tok = qa_model
-    answers = {q: bert_tasks.answer_question(model, tok, PRECIPITATION, q)["answer"].lower() for q in
-               ("Under what force does precipitation fall?", "Where do water droplets collide with ice crystals "
-                                                             "to form precipitation?")}
+    answers = {
+        q: bert_tasks.answer_question(model, tok, PRECIPITATION, q)["answer"].lower()
+        for q in (
+            "Under what force does precipitation fall?",
+            "Where do water droplets collide with ice crystals to form precipitation?",
+        )
+    }
     assert "gravity" in answers["Under what force does precipitation fall?"], answers
     assert "cloud" in answers["Where do water droplets collide with ice crystals to form precipitation?"], answers
 
@@ -92,8 +105,9 @@ def test_save_and_load_round_trip_in_float16(tmp_path, tok):
     loaded, loaded_tok = minilm_qa(tmp_path / "qa")
     assert len(loaded_tok) == len(tok)
     torch.testing.assert_close(loaded.qa.weight, model.qa.weight.half().float())
-    torch.testing.assert_close(loaded.bert.encoder.layers[0].ff.linear1.weight,
-                               model.bert.encoder.layers[0].ff.linear1.weight)
+    torch.testing.assert_close(
+        loaded.bert.encoder.layers[0].ff.linear1.weight, model.bert.encoder.layers[0].ff.linear1.weight
+    )
 
 
 @pytest.mark.parametrize("top", [-1, 7, 2.0, True])
@@ -105,25 +119,29 @@ def test_qa_trainable_rejects_a_bad_layer_count(top):
 
 # --------------------------------------------------------------------- answer_question
 
+
 def test_answer_is_the_passage_own_text_with_word_positions(qa_model):
     model, tok = qa_model
     r = bert_tasks.answer_question(model, tok, PRECIPITATION, "What causes precipitation to fall?")
     a, b = r["char_span"]
     assert r["answer"] == PRECIPITATION[a:b]
     words = PRECIPITATION.split()
-    assert " ".join(words[r["words"][0] - 1:r["words"][1]]).strip('.,"') == r["answer"].strip('.,"')
+    assert " ".join(words[r["words"][0] - 1 : r["words"][1]]).strip('.,"') == r["answer"].strip('.,"')
     assert len(r["tokens"]) == len(r["p_start"]) == len(r["p_end"])
     assert abs(sum(r["p_start"]) - 1) < 1e-4 and abs(sum(r["p_end"]) - 1) < 1e-4
     assert 0 <= r["start"] <= r["end"] < len(r["tokens"])
     assert r["p_start"][r["start"]] == pytest.approx(max(r["p_start"]), abs=0.5)
 
 
-@pytest.mark.parametrize("passage, question, message", [
-    ("", "Why?", "passage is empty"),
-    (PRECIPITATION, "   ", "question is empty"),
-    ("word " * 600, "Why?", "paste only the paragraph"),
-    (PRECIPITATION, "why " * 80, "shorten the question"),
-])
+@pytest.mark.parametrize(
+    "passage, question, message",
+    [
+        ("", "Why?", "passage is empty"),
+        (PRECIPITATION, "   ", "question is empty"),
+        ("word " * 600, "Why?", "paste only the paragraph"),
+        (PRECIPITATION, "why " * 80, "shorten the question"),
+    ],
+)
 def test_answer_question_refuses_bad_input(qa_model, passage, question, message):
     model, tok = qa_model
     with pytest.raises(ValueError, match=message):
@@ -138,10 +156,11 @@ def test_answer_question_refuses_a_non_string(qa_model):
 
 # --------------------------------------------------------------------- the widget
 
+
 def test_widget_answers_on_start_and_shows_the_span(qa_model):
     model, tok = qa_model
     w = QuestionAnswerer(functools.partial(bert_tasks.answer_question, model, tok))
-    assert w.result is not None and "within a cloud" in w.result["answer"].lower()   # the default question
+    assert w.result is not None and "within a cloud" in w.result["answer"].lower()  # the default question
     assert "<mark" in w.output.value and "P(start)" in w.output.value and w.status.value == ""
 
 
@@ -152,7 +171,7 @@ def test_widget_never_shows_an_answer_for_other_text(qa_model):
     assert w.result is None and w.output.value == "" and "Answer" in w.status.value
     w.question.value = "When was the tower finished?"
     assert "1889" in w.result["answer"]
-    w.question.value = ""                               # a bad input clears the old answer
+    w.question.value = ""  # a bad input clears the old answer
     assert w.result is None and w.output.value == "" and "question is empty" in w.status.value
     w.question.value = "Where is the tower?"
     assert "Paris" in w.result["answer"] and w.status.value == ""
@@ -161,14 +180,17 @@ def test_widget_never_shows_an_answer_for_other_text(qa_model):
 def test_widget_survives_an_exception_in_the_model():
     def broken(passage, question):
         raise RuntimeError("boom")
+
     w = QuestionAnswerer(broken)
     assert w.result is None and "boom" in w.status.value
 
 
 # --------------------------------------------------------------------- "no answer in this passage"
 
-BEES = ("Honeybees live in colonies of up to 60,000 workers and a single queen. The workers collect nectar "
-        "from flowers and turn it into honey, which the colony eats during the winter.")
+BEES = (
+    "Honeybees live in colonies of up to 60,000 workers and a single queen. The workers collect nectar "
+    "from flowers and turn it into honey, which the colony eats during the winter."
+)
 
 
 def test_shipped_checkpoint_records_a_threshold_chosen_on_held_out_articles():
@@ -178,6 +200,7 @@ def test_shipped_checkpoint_records_a_threshold_chosen_on_held_out_articles():
     assert null["tune_articles"] and null["report_articles"]
     assert not set(null["tune_articles"]) & set(null["report_articles"]), "tune and report on other articles"
     from onehot2gpt.recipes import qa_split
+
     train_titles = {e["title"] for e in qa_split(info["arguments"]["test_fraction"], info["arguments"]["seed"])[0]}
     assert not train_titles & (set(null["tune_articles"]) | set(null["report_articles"]))
     assert null["report"]["balanced"] > 0.8
@@ -188,9 +211,10 @@ def test_the_null_span_separates_held_out_questions(qa_model):
     model, tok = qa_model
     from onehot2gpt.checkpoints import checkpoint_config
     from onehot2gpt.recipes import qa_split
+
     null = checkpoint_config(QA_CHECKPOINT)["info"]["null"]
     rows = [e for e in qa_split()[1] if e["title"] in null["report_articles"]]
-    rows = rows[::len(rows) // 16][:16]
+    rows = rows[:: len(rows) // 16][:16]
     margins = {}
     for kind, examples in (("answerable", rows), ("unanswerable", bert_tasks.unanswerable_pairs(rows, seed=7))):
         f = bert_tasks.encode_squad(tok, examples, max_len=256)
@@ -202,13 +226,16 @@ def test_the_null_span_separates_held_out_questions(qa_model):
     assert scores["balanced"] >= 0.75, scores
 
 
-@pytest.mark.parametrize("passage, question, answer", [
-    (PRECIPITATION, "Under what force does precipitation fall?", "gravity"),
-    (BEES, "How many workers can a colony have?", "60,000"),
-    (BEES, "Who won the football World Cup in 1998?", None),
-    (PRECIPITATION, "Who painted the Mona Lisa?", None),
-    ("The Eiffel Tower is in Paris. It was finished in 1889.", "When was the tower finished?", "1889"),
-])
+@pytest.mark.parametrize(
+    "passage, question, answer",
+    [
+        (PRECIPITATION, "Under what force does precipitation fall?", "gravity"),
+        (BEES, "How many workers can a colony have?", "60,000"),
+        (BEES, "Who won the football World Cup in 1998?", None),
+        (PRECIPITATION, "Who painted the Mona Lisa?", None),
+        ("The Eiffel Tower is in Paris. It was finished in 1889.", "When was the tower finished?", "1889"),
+    ],
+)
 def test_answer_question_answers_or_declines(qa_model, passage, question, answer):
     model, tok = qa_model
     r = bert_tasks.answer_question(model, tok, passage, question, null_threshold=qa_null_threshold())
@@ -216,7 +243,7 @@ def test_answer_question_answers_or_declines(qa_model, passage, question, answer
         assert r["no_answer"] and r["answer"] == "" and r["margin"] <= r["null_threshold"], r["best_span"]
     else:
         assert not r["no_answer"] and answer in r["answer"] and r["margin"] > r["null_threshold"]
-    assert r["best_span"] == passage[r["char_span"][0]:r["char_span"][1]]
+    assert r["best_span"] == passage[r["char_span"][0] : r["char_span"][1]]
     assert r["score"] == pytest.approx(r["null_score"] + r["margin"], abs=1e-4)
 
 
@@ -234,7 +261,7 @@ def test_answer_question_refuses_a_bad_threshold(qa_model, bad):
 
 
 def test_answer_question_refuses_nan_scores(tok):
-    class Broken(torch.nn.Module):          # a model whose weights went NaN
+    class Broken(torch.nn.Module):  # a model whose weights went NaN
         def __init__(self):
             super().__init__()
             self.w = torch.nn.Parameter(torch.zeros(1))
@@ -242,15 +269,15 @@ def test_answer_question_refuses_nan_scores(tok):
         def forward(self, input_ids, token_type_ids=None, attention_mask=None, span_mask=None):
             nan = torch.full(input_ids.shape, float("nan"))
             return nan, nan
+
     with pytest.raises(ValueError, match="start_logits holds NaN"):
         bert_tasks.answer_question(Broken(), tok, BEES, "What do the workers collect?")
 
 
 def test_widget_says_no_answer_in_this_passage_when_the_null_wins(qa_model):
     model, tok = qa_model
-    w = QuestionAnswerer(functools.partial(bert_tasks.answer_question, model, tok,
-                                           null_threshold=qa_null_threshold()))
-    assert not w.result["no_answer"] and "within a cloud" in w.result["answer"]    # the default is answered
+    w = QuestionAnswerer(functools.partial(bert_tasks.answer_question, model, tok, null_threshold=qa_null_threshold()))
+    assert not w.result["no_answer"] and "within a cloud" in w.result["answer"]  # the default is answered
     assert "no answer" not in w.output.value
     w.passage.value = BEES
     w.question.value = "Who won the football World Cup in 1998?"
@@ -272,6 +299,7 @@ def test_a_checkpoint_without_a_threshold_says_how_to_get_one(tmp_path):
 
 # --------------------------------------------------------------------- mean pooling
 
+
 def test_mean_pooling_reads_the_mean_of_real_tokens():
     bert = minilm_bert()[0]
     head = BertForSequenceClassification(bert, 2, pooling="mean").eval()
@@ -279,8 +307,9 @@ def test_mean_pooling_reads_the_mean_of_real_tokens():
     mask = (ids != 0).long()
     with torch.no_grad():
         h = bert(ids, torch.zeros_like(ids), mask).last_hidden_state[0, :4].mean(0)
-        torch.testing.assert_close(head(ids, torch.zeros_like(ids), mask)[0],
-                                   h @ head.classifier.weight.T + head.classifier.bias)
+        torch.testing.assert_close(
+            head(ids, torch.zeros_like(ids), mask)[0], h @ head.classifier.weight.T + head.classifier.bias
+        )
 
 
 def test_unknown_pooling_is_refused():

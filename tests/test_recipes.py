@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from onehot2gpt.checkpoints import checkpoint_path, list_checkpoints
 from onehot2gpt.recipes import COMMANDS, command, recipe_for
 
@@ -49,15 +48,21 @@ def test_unknown_recipe_names_the_known_ones():
 
 
 def test_dry_run_prints_the_command_without_training():
-    out = subprocess.run([sys.executable, "-m", "onehot2gpt.recipes", "gpt-wikitext2", "--dry-run",
-                          "--device", "cuda"], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == ("$ python -m onehot2gpt.gpt_training wikitext --out data/checkpoints/gpt-wikitext2 "
-                           "--device cuda")
+    out = subprocess.run(
+        [sys.executable, "-m", "onehot2gpt.recipes", "gpt-wikitext2", "--dry-run", "--device", "cuda"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.strip() == (
+        "$ python -m onehot2gpt.gpt_training wikitext --out data/checkpoints/gpt-wikitext2 --device cuda"
+    )
 
 
 def _defaults(recipe: str):
     """The arguments the recipe's command trains with: its module's parser, defaults filled in."""
     import importlib
+
     argv = command(recipe)
     module = importlib.import_module(argv[1])
     return vars(module.build_parser().parse_args(argv[2:]))
@@ -71,10 +76,11 @@ def test_the_recipes_defaults_are_what_the_checkpoint_recorded(name):
     info, config = record["info"], record["config"]
     args = _defaults(recipe_for(name))
     if name == "bert-wikitext2":
-        assert {k: args[k] for k in ("steps", "batch_size", "max_len", "lr", "seed")} == \
-            {k: info[k] for k in ("steps", "batch_size", "max_len", "lr", "seed")}
+        assert {k: args[k] for k in ("steps", "batch_size", "max_len", "lr", "seed")} == {
+            k: info[k] for k in ("steps", "batch_size", "max_len", "lr", "seed")
+        }
         assert args["vocab_size"] == config["vocab_size"] and args["dropout"] == config["dropout"]
-        assert args["short_steps"] == 0 and args["warmup"] == 100           # no length schedule then
+        assert args["short_steps"] == 0 and args["warmup"] == 100  # no length schedule then
         assert args["mask_prob"] == info.get("mask_prob", 0.15) and args["bf16"] == info.get("bf16", False)
         assert args["nsp_weight"] == info.get("nsp_weight", 1.0)
         assert args["explicit_attention"] == info.get("explicit_attention", False)
@@ -83,8 +89,12 @@ def test_the_recipes_defaults_are_what_the_checkpoint_recorded(name):
         for key in ("epochs", "batch_size", "lr", "seed"):
             assert args[key] == info[key], f"{name}: --{key.replace('_', '-')} {args[key]} but trained with {info[key]}"
         assert (args["min_freq"], args["max_words"]) == (info["vocab"]["min_freq"], info["vocab"]["max_words"])
-        assert (args["d_model"], args["hidden"], args["n_layers"], args["dropout"]) == \
-            (config["d_model"], config["hidden"], config["n_layers"], config["dropout"])
+        assert (args["d_model"], args["hidden"], args["n_layers"], args["dropout"]) == (
+            config["d_model"],
+            config["hidden"],
+            config["n_layers"],
+            config["dropout"],
+        )
         return
     recipe = info["recipe"]
     for key in ("iters", "batch_size", "block_size", "lr", "warmup"):
@@ -94,8 +104,11 @@ def test_the_recipes_defaults_are_what_the_checkpoint_recorded(name):
         assert args["dropout"] == config["dropout"], f"--dropout {args['dropout']} but trained with {config['dropout']}"
     if name == "gpt-char-shakespeare":
         assert (args["min_lr"], args["weight_decay"]) == (recipe["min_lr"], recipe["weight_decay"])
-        assert (args["d_model"], args["n_layers"], args["n_heads"]) == \
-            (config["d_model"], config["n_layers"], config["n_heads"])
+        assert (args["d_model"], args["n_layers"], args["n_heads"]) == (
+            config["d_model"],
+            config["n_layers"],
+            config["n_heads"],
+        )
 
 
 def test_laptop_recipes_add_their_arguments_and_parse():
@@ -108,15 +121,20 @@ def test_laptop_recipes_add_their_arguments_and_parse():
     assert set(LAPTOP) == set(LAPTOP_BUDGET_MINUTES) == {"bert-wikitext2", "gpt-wikitext2", "bilm-wikitext2"}
     for name, extra in LAPTOP.items():
         argv = command(name, "/tmp/out", laptop=True)
-        assert argv == command(name, "/tmp/out")[:len(argv) - len(extra)] + extra
+        assert argv == command(name, "/tmp/out")[: len(argv) - len(extra)] + extra
         parsed = vars(importlib.import_module(argv[1]).build_parser().parse_args(argv[2:]))
         assert parsed["dropout"] == 0.0, f"{name}: the laptop recipe trains without dropout"
     with pytest.raises(ValueError, match="has no laptop variant"):
         command("zero-shot", laptop=True)
-    out = subprocess.run([sys.executable, "-m", "onehot2gpt.recipes", "bert-wikitext2", "--laptop", "--dry-run"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "onehot2gpt.recipes", "bert-wikitext2", "--laptop", "--dry-run"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     from onehot2gpt.bert_pretraining import native_bf16
-    expected = [a for a in LAPTOP["bert-wikitext2"] if native_bf16() or a != "--bf16"]   # see the next test
+
+    expected = [a for a in LAPTOP["bert-wikitext2"] if native_bf16() or a != "--bf16"]  # see the next test
     assert out.strip().endswith(" ".join(expected))
 
 

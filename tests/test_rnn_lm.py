@@ -3,16 +3,13 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-
 from onehot2gpt.rnn_lm import LSTMLM, NGramLM, encode_corpus, lm_batches, perplexity, train_lm
 from onehot2gpt.vocab import EOS, UNK, Vocab
 
-CORPUS = [s.split() for s in [
-    "the cat sat on the mat",
-    "the dog sat on the log",
-    "a cat saw a dog",
-    "the dog saw the cat on the mat",
-]]
+CORPUS = [
+    s.split()
+    for s in ["the cat sat on the mat", "the dog sat on the log", "a cat saw a dog", "the dog saw the cat on the mat"]
+]
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -34,7 +31,7 @@ def test_ngram_probabilities_sum_to_one_and_match_prob(vocab, n, kneser_ney, con
     p = lm.next_token_probs(context)
     assert p.shape == (len(vocab),)
     assert p.sum().item() == pytest.approx(1.0, abs=1e-9)
-    assert (p > 0).all()                        # smoothing: nothing is impossible
+    assert (p > 0).all()  # smoothing: nothing is impossible
     for token in ["cat", "mat", "sat", EOS, UNK]:
         assert lm.prob(context, token) == pytest.approx(p[vocab[token]].item(), rel=1e-9)
 
@@ -45,7 +42,7 @@ def test_unsmoothed_bigram_is_the_count_ratio_and_unseen_words_get_zero(vocab):
     assert lm.prob(["the"], "cat") == pytest.approx(2 / 7)
     assert lm.prob(["the"], "log") == pytest.approx(1 / 7)
     assert lm.prob(["the"], "saw") == 0.0
-    assert lm.perplexity([["the", "zebra"]]) == math.inf     # <unk> never seen in training
+    assert lm.perplexity([["the", "zebra"]]) == math.inf  # <unk> never seen in training
 
 
 def test_unknown_words_are_scored_as_unk(vocab):
@@ -80,16 +77,19 @@ def test_ngram_generate_samples_known_tokens(vocab):
     assert len(out) <= 12 and all(t in vocab for t in out)
 
 
-@pytest.mark.parametrize("make, error", [
-    (lambda v: NGramLM(0, v), ValueError),
-    (lambda v: NGramLM(2, v, discount=1.5), ValueError),
-    (lambda v: NGramLM(2, v).fit("the cat sat"), TypeError),
-    (lambda v: NGramLM(2, v).fit([]), ValueError),
-    (lambda v: NGramLM(2, v).fit(["the cat", "a dog"]), TypeError),
-    (lambda v: NGramLM(2, v).prob(["the"], "cat"), RuntimeError),
-    (lambda v: NGramLM(2, v).fit(CORPUS).prob("the", "cat"), TypeError),
-    (lambda v: NGramLM(2, v).fit(CORPUS).coverage(CORPUS, order=3), ValueError),
-])
+@pytest.mark.parametrize(
+    "make, error",
+    [
+        (lambda v: NGramLM(0, v), ValueError),
+        (lambda v: NGramLM(2, v, discount=1.5), ValueError),
+        (lambda v: NGramLM(2, v).fit("the cat sat"), TypeError),
+        (lambda v: NGramLM(2, v).fit([]), ValueError),
+        (lambda v: NGramLM(2, v).fit(["the cat", "a dog"]), TypeError),
+        (lambda v: NGramLM(2, v).prob(["the"], "cat"), RuntimeError),
+        (lambda v: NGramLM(2, v).fit(CORPUS).prob("the", "cat"), TypeError),
+        (lambda v: NGramLM(2, v).fit(CORPUS).coverage(CORPUS, order=3), ValueError),
+    ],
+)
 def test_ngram_bad_input_raises(vocab, make, error):
     with pytest.raises(error):
         make(vocab)
@@ -157,8 +157,8 @@ def test_lm_batches_are_contiguous_and_shifted():
     rows = torch.cat([x for x, _ in batches], 1)
     targets = torch.cat([y for _, y in batches], 1)
     assert rows.shape[0] == 4 and all(x.shape == y.shape for x, y in batches)
-    torch.testing.assert_close(targets, rows + 1)          # y is x one step ahead
-    torch.testing.assert_close(rows[:, 1:], rows[:, :-1] + 1)   # each row is one unbroken stretch
+    torch.testing.assert_close(targets, rows + 1)  # y is x one step ahead
+    torch.testing.assert_close(rows[:, 1:], rows[:, :-1] + 1)  # each row is one unbroken stretch
 
 
 def test_train_lm_lowers_loss_and_perplexity(model):
@@ -169,7 +169,7 @@ def test_train_lm_lowers_loss_and_perplexity(model):
     after = perplexity(model, ids, batch_size=4, seq_len=10)
     assert len(history) == 8 * len(lm_batches(ids, 4, 10))
     assert history[-1] < history[0] / 4 and after < before / 4
-    assert model.training                                   # perplexity() restores the mode
+    assert model.training  # perplexity() restores the mode
 
 
 def test_train_lm_is_truncated_bptt_with_adam_and_clipping():
@@ -202,7 +202,7 @@ def test_generate_is_seeded_and_stops_at_eos(model):
     assert a == b and len(a) == 15 and all(0 <= i < 40 for i in a)
     with torch.no_grad():
         model.lm_head.bias.fill_(-1e4)
-        model.lm_head.bias[3] = 1e4                          # always predict id 3
+        model.lm_head.bias[3] = 1e4  # always predict id 3
     assert model.generate(prompt, max_new_tokens=15, eos_id=3) == [3]
 
 
@@ -211,18 +211,21 @@ def test_encode_corpus_appends_eos(vocab):
     assert ids.tolist() == [vocab["the"], vocab["cat"], vocab[EOS], vocab[UNK], vocab[EOS]]
 
 
-@pytest.mark.parametrize("call, error", [
-    (lambda m: m(torch.rand(2, 5)), TypeError),
-    (lambda m: m(torch.tensor([1, 2, 3])), ValueError),
-    (lambda m: m(torch.zeros(2, 0, dtype=torch.long)), ValueError),
-    (lambda m: m(torch.tensor([[1, 40]])), IndexError),
-    (lambda m: m([[1, 2.0]]), TypeError),                   # a float id is refused, never truncated
-    (lambda m: lm_batches(torch.arange(5), 4, 3), ValueError),
-    (lambda m: lm_batches(torch.rand(50), 2, 3), TypeError),
-    (lambda m: lm_batches(torch.arange(50).view(5, 10), 2, 3), ValueError),
-    (lambda m: m.generate([], 3), ValueError),
-    (lambda m: LSTMLM(40, dropout=1.0), ValueError),
-])
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda m: m(torch.rand(2, 5)), TypeError),
+        (lambda m: m(torch.tensor([1, 2, 3])), ValueError),
+        (lambda m: m(torch.zeros(2, 0, dtype=torch.long)), ValueError),
+        (lambda m: m(torch.tensor([[1, 40]])), IndexError),
+        (lambda m: m([[1, 2.0]]), TypeError),  # a float id is refused, never truncated
+        (lambda m: lm_batches(torch.arange(5), 4, 3), ValueError),
+        (lambda m: lm_batches(torch.rand(50), 2, 3), TypeError),
+        (lambda m: lm_batches(torch.arange(50).view(5, 10), 2, 3), ValueError),
+        (lambda m: m.generate([], 3), ValueError),
+        (lambda m: LSTMLM(40, dropout=1.0), ValueError),
+    ],
+)
 def test_lstm_bad_input_raises(model, call, error):
     with pytest.raises(error):
         call(model)
@@ -237,10 +240,11 @@ def test_encode_corpus_rejects_text(vocab):
 
 def test_train_lm_stops_at_the_first_non_finite_loss():
     from onehot2gpt.utils import TrainingDiverged
+
     torch.manual_seed(0)
     lm = LSTMLM(10, d_model=8, n_layers=1, dropout=0.0)
     with torch.no_grad():
-        lm.lm_head.bias.fill_(float("nan"))                    # what a diverged update leaves behind
+        lm.lm_head.bias.fill_(float("nan"))  # what a diverged update leaves behind
     with pytest.raises(TrainingDiverged, match=r"step 0: the loss is nan.*learning rate \(now 0\.002\)"):
         train_lm(lm, torch.arange(200) % 10, batch_size=4, seq_len=8, progress=False)
 

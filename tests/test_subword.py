@@ -13,9 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from onehot2gpt.subword import (PREFIX, SPECIALS, WordPieceTokenizer, pretokenize,
-                                train_wordpiece)
+from onehot2gpt.subword import PREFIX, SPECIALS, WordPieceTokenizer, pretokenize, train_wordpiece
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -74,6 +72,7 @@ def _mirror() -> Path:
 @pytest.fixture(scope="module")
 def wikitext_train():
     from onehot2gpt.data import read_wikitext
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ONEHOT2GPT_DATA_MIRROR", str(_mirror()))
         return read_wikitext("train")
@@ -96,6 +95,7 @@ def model_dir():
 @pytest.fixture(scope="module")
 def hf(model_dir):
     from transformers import BertTokenizerFast
+
     return BertTokenizerFast.from_pretrained(model_dir)
 
 
@@ -107,8 +107,10 @@ def tok(model_dir):
 @pytest.fixture
 def tiny():
     """A hand-made vocabulary: greedy longest-match differs from the fewest-pieces split."""
-    return WordPieceTokenizer(list(SPECIALS) + ["a", "ab", "abc", "##a", "##b", "##c", "##d",
-                                                "##e", "##cde", "un", "##aff", "##able", "!", "."])
+    return WordPieceTokenizer(
+        list(SPECIALS)
+        + ["a", "ab", "abc", "##a", "##b", "##c", "##d", "##e", "##cde", "un", "##aff", "##able", "!", "."]
+    )
 
 
 # ------------------------------------------------------------------ parity with Hugging Face
@@ -154,8 +156,14 @@ def test_empty_text_encodes_to_cls_sep_like_hugging_face(tok, hf):
 
 
 def test_truncation_matches_hugging_face_longest_first(tok, hf):
-    texts = ["one two three four five six", "seven eight nine ten", "a b c d", "e f g h",
-             "x", "The quick brown fox jumps over the lazy dog again and again"]
+    texts = [
+        "one two three four five six",
+        "seven eight nine ten",
+        "a b c d",
+        "e f g h",
+        "x",
+        "The quick brown fox jumps over the lazy dog again and again",
+    ]
     for a in texts:
         for b in texts:
             n = len(tok.encode(a, b)["input_ids"])
@@ -171,6 +179,7 @@ def test_truncation_matches_hugging_face_longest_first(tok, hf):
 
 def test_batch_matches_hugging_face_padding(tok, hf, wiki_sentences):
     import torch
+
     texts, pairs = SAMPLES[:8], wiki_sentences[:8]
     for args in ((texts,), (texts, pairs)):
         ours = tok.encode_batch(*args, max_len=64, truncation=True)
@@ -189,8 +198,7 @@ def test_decode_matches_hugging_face(tok, hf, wiki_sentences):
 
 def test_encode_words_matches_hugging_face_word_ids(tok, hf, wiki_sentences):
     word_lists = [text.split() for text in wiki_sentences[:30]]
-    word_lists += [["U.S.", "is", "\u200b", "great", "[MASK]"], ["Zürich", "naïve", "我爱你"],
-                   []]
+    word_lists += [["U.S.", "is", "\u200b", "great", "[MASK]"], ["Zürich", "naïve", "我爱你"], []]
     for words in word_lists:
         ours = tok.encode_words(words)
         theirs = hf(words, is_split_into_words=True)
@@ -198,8 +206,7 @@ def test_encode_words_matches_hugging_face_word_ids(tok, hf, wiki_sentences):
         assert ours["word_index"] == theirs.word_ids(), words
 
 
-@pytest.mark.parametrize("lower, strip_accents", [(True, None), (False, None), (True, False),
-                                                  (False, True)])
+@pytest.mark.parametrize("lower, strip_accents", [(True, None), (False, None), (True, False), (False, True)])
 def test_pretokenize_matches_bert_normalizer_on_every_character(lower, strip_accents):
     """Every character Unicode 3.2 already had (with the same category today), between letters
     and at a word's end. Newer characters are left out: the Rust tokenizers' own character
@@ -209,15 +216,22 @@ def test_pretokenize_matches_bert_normalizer_on_every_character(lower, strip_acc
     pre = tokenizers.pre_tokenizers.BertPreTokenizer()
     old = unicodedata.ucd_3_2_0
     step = 1 if (lower, strip_accents) == (True, None) else 7  # every char once, others sampled
-    chars = [chr(c) for c in range(0, 0x110000, step) if not 0xD800 <= c <= 0xDFFF
-             and old.category(chr(c)) == unicodedata.category(chr(c)) != "Cn"]
+    chars = [
+        chr(c)
+        for c in range(0, 0x110000, step)
+        if not 0xD800 <= c <= 0xDFFF and old.category(chr(c)) == unicodedata.category(chr(c)) != "Cn"
+    ]
     assert len(chars) > 200_000 // step
     for k in range(0, len(chars), 2000):
-        text = " ".join(f"a{ch}b x{ch}" for ch in chars[k:k + 2000])
+        text = " ".join(f"a{ch}b x{ch}" for ch in chars[k : k + 2000])
         theirs = [w for w, _ in pre.pre_tokenize_str(normalizer.normalize_str(text))]
         if pretokenize(text, lower, strip_accents) != theirs:
-            bad = [ch for ch in chars[k:k + 2000] if pretokenize(f"a{ch}b", lower, strip_accents)
-                   != [w for w, _ in pre.pre_tokenize_str(normalizer.normalize_str(f"a{ch}b"))]]
+            bad = [
+                ch
+                for ch in chars[k : k + 2000]
+                if pretokenize(f"a{ch}b", lower, strip_accents)
+                != [w for w, _ in pre.pre_tokenize_str(normalizer.normalize_str(f"a{ch}b"))]
+            ]
             pytest.fail(f"pretokenize differs on {[hex(ord(ch)) for ch in bad[:10]]}")
 
 
@@ -240,12 +254,16 @@ def test_pretokenize_follows_bert_basic_tokenizer():
 
 def test_cjk_extension_e_is_split_as_bert_lists_it():
     """BERT's _is_chinese_char includes U+2B820..U+2CEAF (Hugging Face's Rust code has 2B920)."""
-    assert pretokenize("a\U0002B820b") == ["a", "\U0002B820", "b"]
+    assert pretokenize("a\U0002b820b") == ["a", "\U0002b820", "b"]
 
 
 def test_non_strings_are_rejected_with_advice(tiny):
-    for call in (lambda: pretokenize(["a"]), lambda: tiny.tokenize(b"ab"),
-                 lambda: tiny.encode(None), lambda: tiny.encode("a", 3)):
+    for call in (
+        lambda: pretokenize(["a"]),
+        lambda: tiny.tokenize(b"ab"),
+        lambda: tiny.encode(None),
+        lambda: tiny.encode("a", 3),
+    ):
         with pytest.raises(TypeError, match="string"):
             call()
     with pytest.raises(TypeError, match="list of texts"):
@@ -286,8 +304,7 @@ def _reference_train(texts, vocab_size, min_frequency, score):
     """The trainer written the slow, obvious way: rescore every pair after every merge."""
     counts = Counter(w for t in texts for w in pretokenize(t))
     words = {w: [w[0]] + [PREFIX + ch for ch in w[1:]] for w in counts}
-    vocab = list(SPECIALS) + sorted({p for s in words.values() for p in s},
-                                    key=lambda p: (p.startswith(PREFIX), p))
+    vocab = list(SPECIALS) + sorted({p for s in words.values() for p in s}, key=lambda p: (p.startswith(PREFIX), p))
     while len(vocab) < vocab_size:
         piece, pair = Counter(), Counter()
         for w, s in words.items():
@@ -298,10 +315,9 @@ def _reference_train(texts, vocab_size, min_frequency, score):
         ok = [ab for ab, n in pair.items() if n >= min_frequency]
         if not ok:
             break
-        value = (lambda ab: pair[ab]) if score == "frequency" else \
-            (lambda ab: pair[ab] / (piece[ab[0]] * piece[ab[1]]))
+        value = (lambda ab: pair[ab]) if score == "frequency" else (lambda ab: pair[ab] / (piece[ab[0]] * piece[ab[1]]))
         a, b = min(ok, key=lambda ab: (-value(ab), ab))
-        merged = a + b[len(PREFIX):]
+        merged = a + b[len(PREFIX) :]
         if merged not in vocab:
             vocab.append(merged)
         for w, s in words.items():
@@ -376,8 +392,7 @@ def test_frequency_score_needs_fewer_pieces_per_word(wiki_sentences):
 def test_train_on_wikitext2_train(wikitext_train):
     start = time.perf_counter()
     tok = WordPieceTokenizer.train(wikitext_train, vocab_size=8000)
-    print(f"\ntrained an 8,000-piece WordPiece vocabulary on WikiText-2 train in "
-          f"{time.perf_counter() - start:.1f} s")
+    print(f"\ntrained an 8,000-piece WordPiece vocabulary on WikiText-2 train in {time.perf_counter() - start:.1f} s")
     assert len(tok) == 8000 and tok.itos[:5] == list(SPECIALS)
     assert (tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id) == (0, 1, 2, 3, 4)
     sample = wikitext_train[:2000]
@@ -474,6 +489,7 @@ def test_max_len_is_an_error_unless_truncating(tiny):
 
 def test_encode_batch_pads_and_masks(tiny):
     import torch
+
     texts = ["abc", "un ab abcde !", ""]
     batch = tiny.encode_batch(texts)
     rows = [tiny.encode(t) for t in texts]
@@ -492,8 +508,7 @@ def test_encode_batch_pads_and_masks(tiny):
 def test_encode_words_marks_the_first_piece_of_each_word(tiny):
     out = tiny.encode_words(["Unaffable", "abc", "!"])
     assert out["word_index"] == [None, 0, 0, 0, 1, 2, None]
-    first = [k for k, w in enumerate(out["word_index"])
-             if w is not None and w != out["word_index"][k - 1]]
+    first = [k for k, w in enumerate(out["word_index"]) if w is not None and w != out["word_index"][k - 1]]
     assert tiny.convert_ids_to_tokens([out["input_ids"][k] for k in first]) == ["un", "abc", "!"]
     cut = tiny.encode_words(["Unaffable", "abc"], max_len=4, truncation=True)
     assert cut["word_index"] == [None, 0, 0, None] and len(cut["input_ids"]) == 4

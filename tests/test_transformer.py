@@ -4,13 +4,21 @@ import math
 
 import pytest
 import torch
-from torch import nn
-
 from onehot2gpt.attention import causal_mask, padding_mask
-from onehot2gpt.transformer import (TORCH_DECODER_LAYER_KEYS, TORCH_ENCODER_LAYER_KEYS, DecoderBlock,
-                                    EncoderBlock, LearnedPositions, Seq2SeqTransformer,
-                                    SinusoidalPositions, TransformerConfig, TransformerEncoderModel,
-                                    load_torch_layer, sinusoidal_positions)
+from onehot2gpt.transformer import (
+    TORCH_DECODER_LAYER_KEYS,
+    TORCH_ENCODER_LAYER_KEYS,
+    DecoderBlock,
+    EncoderBlock,
+    LearnedPositions,
+    Seq2SeqTransformer,
+    SinusoidalPositions,
+    TransformerConfig,
+    TransformerEncoderModel,
+    load_torch_layer,
+    sinusoidal_positions,
+)
+from torch import nn
 
 
 def test_sinusoidal_table_follows_the_formula():
@@ -30,8 +38,9 @@ def test_sinusoidal_offsets_are_linear_maps():
     for i in range(d // 2):
         a = k / 10000 ** (2 * i / d)
         # [sin(x + a), cos(x + a)] = [sin x, cos x] @ [[cos a, -sin a], [sin a, cos a]]
-        rot[2 * i:2 * i + 2, 2 * i:2 * i + 2] = torch.tensor([[math.cos(a), -math.sin(a)],
-                                                          [math.sin(a), math.cos(a)]])
+        rot[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor(
+            [[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]]
+        )
     torch.testing.assert_close(pe[:37] @ rot, pe[3:40], atol=1e-5, rtol=1e-4)
 
 
@@ -46,8 +55,7 @@ def test_positions_reject_sequences_longer_than_max_len(cls):
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_block_matches_torch_encoder_layer(norm_first):
     torch.manual_seed(0)
-    theirs = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True,
-                                        norm_first=norm_first).eval()
+    theirs = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
     ours = load_torch_layer(EncoderBlock(16, 4, 32, norm_first=norm_first), theirs).eval()
     x = torch.randn(3, 7, 16)
     ids = torch.tensor([[1] * 7, [1] * 5 + [0] * 2, [1] * 3 + [0] * 4])
@@ -61,8 +69,7 @@ def test_encoder_block_matches_torch_encoder_layer(norm_first):
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_decoder_block_matches_torch_decoder_layer(norm_first):
     torch.manual_seed(1)
-    theirs = nn.TransformerDecoderLayer(16, 2, 24, dropout=0.0, batch_first=True,
-                                        norm_first=norm_first).eval()
+    theirs = nn.TransformerDecoderLayer(16, 2, 24, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
     ours = load_torch_layer(DecoderBlock(16, 2, 24, norm_first=norm_first), theirs).eval()
     x, memory = torch.randn(2, 5, 16), torch.randn(2, 8, 16)
     out, w_self, w_cross = ours(x, memory, causal_mask(5), need_weights=True)
@@ -168,6 +175,7 @@ def test_seq2seq_overfits_one_batch_and_decodes_it(seq2seq):
 def test_attention_source_serves_the_encoder_maps(encoder_model, seq2seq):
     from onehot2gpt.transformer import attention_source
     from onehot2gpt.vocab import Vocab
+
     vocab = Vocab(list("abcdefghijklmnop"))
     source = attention_source(encoder_model, vocab, list)
     tokens, maps = source("abc")

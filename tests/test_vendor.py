@@ -7,11 +7,10 @@ import hashlib
 import json
 import re
 import shutil
-import tomllib
 from pathlib import Path
 
 import pytest
-
+import tomllib
 from onehot2gpt import vendor
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,9 +28,11 @@ def _pages():
     from onehot2gpt.widgets import bertviz_view
 
     tokens = ["[CLS]", "</script>", "<!--", "[SEP]", "x"]
-    return {"head": bertviz_view(_maps(), tokens, view="head").data,
-            "model": bertviz_view(_maps(), tokens, view="model").data,
-            "pair": bertviz_view(_maps(), tokens, view="model", sentence_b_start=3).data}
+    return {
+        "head": bertviz_view(_maps(), tokens, view="head").data,
+        "model": bertviz_view(_maps(), tokens, view="model").data,
+        "pair": bertviz_view(_maps(), tokens, view="model", sentence_b_start=3).data,
+    }
 
 
 def test_each_shipped_file_matches_its_manifest_and_has_its_licence():
@@ -43,8 +44,10 @@ def test_each_shipped_file_matches_its_manifest_and_has_its_licence():
             digest = entry["sha256" if key == "file" else "license_sha256"]
             assert hashlib.sha256(data).hexdigest() == digest, f"{entry[key]} differs from the manifest"
         assert entry["version"] in entry["file"] and entry["license"] in ("MIT", "BSD-3-Clause")
-        assert "Permission is hereby granted" in (vendor.VENDOR_DIR / entry["license_file"]).read_text() \
+        assert (
+            "Permission is hereby granted" in (vendor.VENDOR_DIR / entry["license_file"]).read_text()
             or "Redistribution and use" in (vendor.VENDOR_DIR / entry["license_file"]).read_text()
+        )
         assert entry["origin"] and (entry.get("npm_tarball_integrity") or entry.get("published_sri"))
         # The version is the one the file itself announces.
         assert entry["version"] in vendor.vendored_script(name)[:400], f"{name}: version not in its header"
@@ -67,7 +70,7 @@ def test_package_data_declares_every_shipped_file():
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["onehot2gpt"]
     package = vendor.VENDOR_DIR.parents[1]
     files = [p.relative_to(package).as_posix() for p in vendor.VENDOR_DIR.rglob("*") if p.is_file()]
-    assert len(files) == 1 + 2 * len(LIBRARIES)          # the manifest, each library and its licence
+    assert len(files) == 1 + 2 * len(LIBRARIES)  # the manifest, each library and its licence
     missing = [f for f in files if not any(fnmatch.fnmatch(f, p) for p in patterns)]
     assert not missing, f"not declared as package data in pyproject.toml: {missing}"
 
@@ -85,9 +88,10 @@ def test_the_page_loads_nothing_from_the_network(view):
         rest = rest.replace(text, "")
     found = re.findall(r"(?i)https?:|//[a-z0-9.-]+\.[a-z]{2,}/|\bsrc\s*=|\bhref\s*=|cdnjs|require\.config", rest)
     assert not found, f"the {view} page still points outside itself: {found}"
-    assert page.lower().count("</script") == 1 and "<!--" not in page, \
+    assert page.lower().count("</script") == 1 and "<!--" not in page, (
         "a token ('</script>', '<!--') must not end the page's one script"
-    assert "\\u003c/script>" in page and "\\u003c!--" in page      # the tokens, escaped, still there
+    )
+    assert "\\u003c/script>" in page and "\\u003c!--" in page  # the tokens, escaped, still there
 
 
 def test_the_libraries_come_before_the_view_script_that_uses_them():
@@ -109,7 +113,7 @@ def test_bertviz_asking_for_other_versions_is_refused():
     with pytest.raises(RuntimeError, match=r"'requirejs': '2\.3\.7'"):
         vendor.offline_bertviz_page(raw.replace("/require.js/2.3.6/", "/require.js/2.3.7/"))
     with pytest.raises(RuntimeError, match="changed shape.*require.js"):
-        vendor.offline_bertviz_page(page)                     # already rewritten: no <script src>
+        vendor.offline_bertviz_page(page)  # already rewritten: no <script src>
     with pytest.raises(RuntimeError, match="changed shape.*require.config"):
         vendor.offline_bertviz_page(raw.replace("require.config(", "require.setup("))
 

@@ -1,14 +1,24 @@
 import pytest
 import torch
+from onehot2gpt.vocab import (
+    PAD,
+    SPECIALS,
+    UNK,
+    Vocab,
+    bag_of_words,
+    cosine_similarity,
+    one_hot,
+    tokenize_chars,
+    tokenize_words,
+)
 
-from onehot2gpt.vocab import (PAD, SPECIALS, UNK, Vocab, bag_of_words, cosine_similarity, one_hot,
-                              tokenize_chars, tokenize_words)
 
-
-@pytest.mark.parametrize("text", ["", "hello world", "naïve café, déjà vu!", "潮水 退了 就 知道",
-                                  "emoji 🙂 ok", "tabs\tand\nnewlines"])
+@pytest.mark.parametrize(
+    "text", ["", "hello world", "naïve café, déjà vu!", "潮水 退了 就 知道", "emoji 🙂 ok", "tabs\tand\nnewlines"]
+)
 def test_char_tokens_round_trip(text):
     import unicodedata
+
     assert "".join(tokenize_chars(text)) == unicodedata.normalize("NFC", text)
 
 
@@ -36,7 +46,7 @@ def test_build_orders_by_frequency_and_applies_cut_off():
 
 def test_max_size_keeps_most_frequent():
     vocab = Vocab.build([list("aaabbc")], max_size=2)
-    assert vocab.itos[len(SPECIALS):] == ["a", "b"]
+    assert vocab.itos[len(SPECIALS) :] == ["a", "b"]
 
 
 def test_unknown_tokens_map_to_unk_or_raise_when_strict():
@@ -54,8 +64,9 @@ def test_encode_decode_round_trip_with_unicode():
     assert vocab.encode([]) == [] and vocab.decode([]) == []
 
 
-@pytest.mark.parametrize("bad, error", [([], ValueError), ([[]], ValueError), ("some text", TypeError),
-                                        (["a string", "b"], TypeError)])
+@pytest.mark.parametrize(
+    "bad, error", [([], ValueError), ([[]], ValueError), ("some text", TypeError), (["a string", "b"], TypeError)]
+)
 def test_build_rejects_bad_input_with_advice(bad, error):
     with pytest.raises(error):
         Vocab.build(bad)

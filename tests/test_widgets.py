@@ -1,7 +1,6 @@
 """Widgets are driven the way a student drives them: by setting control values."""
 
 import pytest
-
 from onehot2gpt.vocab import Vocab, tokenize_chars, tokenize_words
 from onehot2gpt.widgets import TokenExplorer
 
@@ -45,8 +44,9 @@ def test_errors_are_shown_and_state_is_kept_whole(explorer, monkeypatch):
 
     def boom(*_):
         raise RuntimeError("broken tokenizer")
+
     monkeypatch.setitem(TokenExplorer.TOKENIZERS, "words", boom)
-    explorer.text.value = "anything"          # must not raise into the kernel
+    explorer.text.value = "anything"  # must not raise into the kernel
     assert "broken tokenizer" in explorer.status.value
     assert explorer.tokens_html.value == before
     assert explorer.text.value == "anything"  # the student's input is kept
@@ -76,8 +76,13 @@ class FakeVectors:
 
     def __init__(self):
         import torch
-        self.table = {"cat": torch.tensor([1.0, 0.1]), "dog": torch.tensor([0.9, 0.2]),
-                      "car": torch.tensor([0.1, 1.0]), "bus": torch.tensor([0.2, 0.9])}
+
+        self.table = {
+            "cat": torch.tensor([1.0, 0.1]),
+            "dog": torch.tensor([0.9, 0.2]),
+            "car": torch.tensor([0.1, 1.0]),
+            "bus": torch.tensor([0.2, 0.9]),
+        }
 
     def __contains__(self, word):
         return word in self.table
@@ -87,6 +92,7 @@ class FakeVectors:
 
     def most_similar(self, word, k=10):
         import torch
+
         v = self.table[word]
         sims = [(w, float(torch.cosine_similarity(v, u, dim=0))) for w, u in self.table.items() if w != word]
         return sorted(sims, key=lambda p: -p[1])[:k]
@@ -94,6 +100,7 @@ class FakeVectors:
 
 def test_embedding_explorer_draws_words_and_neighbours():
     from onehot2gpt.widgets import EmbeddingExplorer
+
     explorer = EmbeddingExplorer(FakeVectors(), words="cat, car", neighbours=1)
     assert explorer.labels == ["cat", "dog", "car", "bus"]
     assert explorer.image.value[:4] == b"\x89PNG"
@@ -102,6 +109,7 @@ def test_embedding_explorer_draws_words_and_neighbours():
 
 def test_embedding_explorer_reports_unknown_words_and_keeps_picture():
     from onehot2gpt.widgets import EmbeddingExplorer
+
     explorer = EmbeddingExplorer(FakeVectors(), words="cat, car", neighbours=0)
     picture = explorer.image.value
     explorer.words.value = "cat, zebra"
@@ -118,6 +126,7 @@ def test_embedding_explorer_reports_unknown_words_and_keeps_picture():
 # ---------------------------------------------------------------------------------------------
 # Attention: the explorer, bertviz and the heat map
 
+
 class FakeSource:
     """A deterministic attention source: tokens = text.split(), seeded random softmax maps."""
 
@@ -126,11 +135,13 @@ class FakeSource:
 
     def maps(self, text):
         import torch
+
         tokens = text.split()
         g = torch.Generator().manual_seed(sum(map(ord, text)) + 1000 * self.n_layers)
         T = len(tokens)
-        return tokens, tuple(torch.randn(1, self.n_heads, T, T, generator=g).mul(3).softmax(-1)
-                             for _ in range(self.n_layers))
+        return tokens, tuple(
+            torch.randn(1, self.n_heads, T, T, generator=g).mul(3).softmax(-1) for _ in range(self.n_layers)
+        )
 
     def __call__(self, text):
         self.calls.append(text)
@@ -154,6 +165,7 @@ TEXT = "the animal did not cross the street because it was too tired"
 @pytest.fixture
 def attention_explorer():
     from onehot2gpt.widgets import AttentionExplorer
+
     small, big = FakeSource(2, 3), FakeSource(4, 5)
     explorer = AttentionExplorer({"small": small, "big": big}, text=TEXT, token="it", top_k=4)
     return explorer, small, big
@@ -172,6 +184,7 @@ def test_attention_explorer_shows_the_chosen_row(attention_explorer):
 
 def test_attention_explorer_follows_layer_head_average_and_token(attention_explorer):
     import torch
+
     explorer, small, _ = attention_explorer
     tokens, maps = small.maps(TEXT)
     explorer.layer.value, explorer.head.value = 1, 2
@@ -188,6 +201,7 @@ def test_attention_explorer_follows_layer_head_average_and_token(attention_explo
 
 def test_attention_explorer_refits_controls_to_each_model(attention_explorer):
     import torch
+
     explorer, _, big = attention_explorer
     explorer.model.value = "big"
     assert (explorer.layer.max, explorer.head.max) == (3, 4)
@@ -213,6 +227,7 @@ def test_attention_explorer_keeps_the_token_across_texts(attention_explorer):
 
 def test_attention_explorer_caches_each_model_and_text(attention_explorer, monkeypatch):
     import onehot2gpt.widgets as widgets
+
     explorer, small, big = attention_explorer
     drawn = []
     real = widgets.figure_to_png
@@ -250,6 +265,7 @@ def test_attention_explorer_survives_a_failing_source():
     def wrong_length(text):
         tokens, maps = FakeSource()(text)
         return tokens[:-1], maps
+
     explorer = AttentionExplorer({"boom": boom, "short": wrong_length}, text="all good here")
     explorer.text.value = "a bad sentence"
     assert "the model exploded" in explorer.status.value
@@ -263,6 +279,7 @@ def test_attention_explorer_survives_a_failing_source():
 def test_attention_explorer_with_minilm(one_thread):
     from onehot2gpt.pretrained import hf_attention, load_minilm, minilm_source
     from onehot2gpt.widgets import AttentionExplorer
+
     explorer = AttentionExplorer({"MiniLM": minilm_source()}, token="it", layer=4, head=7)
     tokens, maps = hf_attention(*load_minilm(), explorer.text.value)
     assert explorer.tokens == tokens and tokens[explorer.token.value] == "it"
@@ -274,14 +291,15 @@ def test_attention_explorer_with_minilm(one_thread):
 
 def test_attention_explorer_with_our_own_encoder(one_thread):
     import torch
-
     from onehot2gpt.transformer import TransformerConfig, TransformerEncoderModel, attention_source
     from onehot2gpt.widgets import AttentionExplorer
+
     vocab = Vocab.build([tokenize_words(TEXT)])
     torch.manual_seed(0)
     model = TransformerEncoderModel(TransformerConfig.tiny(vocab_size=len(vocab), n_layers=3))
-    explorer = AttentionExplorer({"ours": attention_source(model, vocab, tokenize_words)},
-                                 text=TEXT, token="it", layer=2, head=1)
+    explorer = AttentionExplorer(
+        {"ours": attention_source(model, vocab, tokenize_words)}, text=TEXT, token="it", layer=2, head=1
+    )
     ids = torch.tensor([vocab.encode(tokenize_words(TEXT))])
     _, maps = model.eval()(ids, output_attentions=True)
     tokens = tokenize_words(TEXT)
@@ -293,8 +311,8 @@ def test_attention_explorer_with_our_own_encoder(one_thread):
 
 def test_bertviz_views_contain_the_tokens():
     from IPython.display import HTML
-
     from onehot2gpt.widgets import bertviz_view
+
     tokens, maps = FakeSource()("zebra quokka narwhal")
     for view in ("head", "model"):
         page = bertviz_view(maps, tokens, view=view)
@@ -306,8 +324,8 @@ def test_bertviz_views_contain_the_tokens():
 
 def test_bertviz_view_rejects_what_bertviz_would_garble():
     import torch
-
     from onehot2gpt.widgets import bertviz_view
+
     tokens, maps = FakeSource()("zebra quokka narwhal")
     stacked = torch.cat(maps)  # (L, H, T, T)
     with pytest.raises(TypeError, match="torch.from_numpy"):
@@ -332,12 +350,16 @@ def test_bertviz_view_rejects_what_bertviz_would_garble():
 
 def test_the_fixes_the_messages_suggest_work():
     import torch
-
     from onehot2gpt.widgets import validate_attentions
+
     tokens, maps = FakeSource()("zebra quokka narwhal")
     stacked = torch.cat(maps)  # (L, H, T, T)
-    for fixed in (list(stacked.unsqueeze(1)), [torch.from_numpy(a)[None] for a in stacked.numpy()],
-                  [m[0].unsqueeze(0) for m in maps], [m.expand(2, -1, -1, -1)[:1] for m in maps]):
+    for fixed in (
+        list(stacked.unsqueeze(1)),
+        [torch.from_numpy(a)[None] for a in stacked.numpy()],
+        [m[0].unsqueeze(0) for m in maps],
+        [m.expand(2, -1, -1, -1)[:1] for m in maps],
+    ):
         for got, want in zip(validate_attentions(fixed, tokens), maps, strict=True):
             torch.testing.assert_close(got, want)
 
@@ -345,8 +367,8 @@ def test_the_fixes_the_messages_suggest_work():
 def test_plot_attention_draws_and_validates():
     import matplotlib.pyplot as plt
     import torch
-
     from onehot2gpt.plots import plot_attention
+
     weights = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
     ax = plot_attention(weights, ["a", "b", "c"], highlight=1)
     assert isinstance(ax, plt.Axes)
@@ -365,32 +387,44 @@ def test_plot_attention_draws_and_validates():
 
 # BERT widgets (notebook 07) ---------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def bert_tokenizer():
     from onehot2gpt.subword import WordPieceTokenizer
+
     text = "harry potter is a series of fantasy novels written by british author j . k . rowling"
     return WordPieceTokenizer.train([text] * 3, vocab_size=80, min_frequency=1)
 
 
 def test_masking_explorer_shows_the_80_10_10_outcomes(bert_tokenizer):
     import torch
-
     from onehot2gpt.bert_pretraining import mask_tokens
     from onehot2gpt.widgets import MaskingExplorer
+
     explorer = MaskingExplorer(bert_tokenizer, prob=0.5, seed=3)
     enc = bert_tokenizer.encode_words(explorer.text.value.split())
-    specials = [bert_tokenizer.pad_id, bert_tokenizer.unk_id, bert_tokenizer.cls_id,
-                bert_tokenizer.sep_id, bert_tokenizer.mask_id]
-    inputs, labels = mask_tokens(torch.tensor([enc["input_ids"]]), mask_id=bert_tokenizer.mask_id,
-                                 vocab_size=len(bert_tokenizer), special_ids=specials, prob=0.5,
-                                 generator=torch.Generator().manual_seed(3))
+    specials = [
+        bert_tokenizer.pad_id,
+        bert_tokenizer.unk_id,
+        bert_tokenizer.cls_id,
+        bert_tokenizer.sep_id,
+        bert_tokenizer.mask_id,
+    ]
+    inputs, labels = mask_tokens(
+        torch.tensor([enc["input_ids"]]),
+        mask_id=bert_tokenizer.mask_id,
+        vocab_size=len(bert_tokenizer),
+        special_ids=specials,
+        prob=0.5,
+        generator=torch.Generator().manual_seed(3),
+    )
     assert explorer.labels == labels[0].tolist()
     assert explorer.inputs == bert_tokenizer.convert_ids_to_tokens(inputs[0].tolist())
     for token, shown, kind, label in zip(explorer.tokens, explorer.inputs, explorer.kinds, explorer.labels):
         assert (kind == "") == (label == -100)
         assert kind != "mask" or shown == "[MASK]"
         assert kind != "same" or shown == token
-    assert explorer.kinds[0] == explorer.kinds[-1] == ""                 # [CLS], [SEP] never chosen
+    assert explorer.kinds[0] == explorer.kinds[-1] == ""  # [CLS], [SEP] never chosen
     before = explorer.labels
     explorer.seed.value = 4
     assert explorer.labels != before
@@ -398,11 +432,12 @@ def test_masking_explorer_shows_the_80_10_10_outcomes(bert_tokenizer):
 
 def test_masking_explorer_whole_words_and_empty_text(bert_tokenizer):
     from onehot2gpt.widgets import MaskingExplorer
+
     explorer = MaskingExplorer(bert_tokenizer, text="rowling rowling rowling", prob=0.5, whole_word=True)
     pieces_per_word = len(bert_tokenizer.wordpiece("rowling"))
     chosen = [k != "" for k in explorer.kinds[1:-1]]
     for w in range(3):
-        group = chosen[w * pieces_per_word:(w + 1) * pieces_per_word]
+        group = chosen[w * pieces_per_word : (w + 1) * pieces_per_word]
         assert all(group) or not any(group)
     tokens = explorer.tokens
     explorer.text.value = "   "
@@ -415,8 +450,7 @@ def test_fill_in_the_blank_shows_predictions_and_errors():
     def predict(text, k):
         if "[MASK]" not in text:
             raise ValueError("no [MASK] in the text")
-        return [(i, [(f"w{j}", 1 / (j + 2)) for j in range(k)]) for i, w in enumerate(text.split())
-                if w == "[MASK]"]
+        return [(i, [(f"w{j}", 1 / (j + 2)) for j in range(k)]) for i, w in enumerate(text.split()) if w == "[MASK]"]
 
     widget = FillInTheBlank(predict, text="a [MASK] b [MASK]", top_k=3)
     assert [p for p, _ in widget.predictions] == [1, 3]
@@ -436,7 +470,7 @@ def test_fill_in_the_blank_opens_on_a_sentence_the_course_bert_gets_right():
     directory = checkpoint_path("bert-wikitext2")
     bert, tokenizer = load_bert(directory), WordPieceTokenizer.load(directory / "vocab.txt")
     widget = FillInTheBlank(lambda text, k: fill_mask(bert, tokenizer, text, k))
-    (_, guesses), = widget.predictions
+    ((_, guesses),) = widget.predictions
     assert guesses[0][0] == "century", f"the default sentence {widget.text.value!r} now gets {guesses}"
     assert guesses[0][1] > 2 * guesses[1][1], "the right answer should stand well clear of the next guess"
 
@@ -458,21 +492,22 @@ def char_decode(ids):
 @pytest.fixture(scope="module")
 def tiny_gpt():
     import torch
-
     from onehot2gpt.gpt import GPT, GPTConfig
+
     torch.manual_seed(0)
     return GPT(GPTConfig.tiny(vocab_size=len(CHARS))).eval()  # max_len 16
 
 
 def sampling_explorer(model, **kwargs):
     from onehot2gpt.widgets import SamplingExplorer
+
     return SamplingExplorer(model, char_encode, char_decode, **{"prompt": "to be", "length": 30, **kwargs})
 
 
 def test_sampling_explorer_shows_the_next_token_distribution(tiny_gpt, one_thread):
     import torch
-
     from onehot2gpt.sampling import next_token_distribution
+
     w = sampling_explorer(tiny_gpt, temperature=0.7)
     ids = torch.tensor(char_encode("to be"))
     torch.testing.assert_close(w.probs, next_token_distribution(tiny_gpt, ids, 0.7))
@@ -488,24 +523,29 @@ def test_sampling_explorer_shows_the_next_token_distribution(tiny_gpt, one_threa
     torch.testing.assert_close(w.probs, next_token_distribution(tiny_gpt, ids, 0.7, top_p=0.3))
     kept = int((w.probs > 0).sum())
     assert 1 <= kept < len(CHARS) and w.table.value.count("removed by top-p") == 15 - kept
-    w.temperature.value = 0.0                   # greedy: all the mass on the argmax
+    w.temperature.value = 0.0  # greedy: all the mass on the argmax
     assert w.distribution[0][1] == 1.0 and sum(p > 0 for _, p in w.distribution) == 1
 
 
 def test_sampling_explorer_generates_reproducibly(tiny_gpt, one_thread):
     import torch
-
     from onehot2gpt.sampling import generate
+
     w = sampling_explorer(tiny_gpt, temperature=1.5)
     assert w.continuation == ""
     w.generate()
     first = w.continuation
     assert len(w.generated_ids) == 30 and first == char_decode(w.generated_ids)
-    w.button.click()                            # the button does the same, with the same seed
+    w.button.click()  # the button does the same, with the same seed
     assert w.continuation == first
     with pytest.warns(UserWarning, match="context"):  # 5 + 30 tokens: a sliding window over 16
-        expected = generate(tiny_gpt, torch.tensor(char_encode("to be")), 30, temperature=1.5,
-                            generator=torch.Generator().manual_seed(0))
+        expected = generate(
+            tiny_gpt,
+            torch.tensor(char_encode("to be")),
+            30,
+            temperature=1.5,
+            generator=torch.Generator().manual_seed(0),
+        )
     assert w.generated_ids == expected[5:].tolist()
     w.seed.value = 1
     w.generate()
@@ -526,14 +566,14 @@ def test_sampling_explorer_reports_bad_prompts_and_keeps_its_output(tiny_gpt, on
     w.generate()
     continuation, probs, table, output = w.continuation, w.probs, w.table.value, w.output.value
     for prompt, message in (("", "prompt is empty"), ("to bx", "does not know &#x27;x&#x27;")):
-        w.prompt.value = prompt                 # must not raise into the kernel
+        w.prompt.value = prompt  # must not raise into the kernel
         assert message in w.status.value
         assert w.probs is probs and w.table.value == table
         w.generate()
         assert message in w.status.value
         assert (w.continuation, w.output.value) == (continuation, output)
-        assert w.prompt.value == prompt         # the student's input is kept
-    w.top_k.value = 2                           # moving a slider re-reads the (still bad) prompt
+        assert w.prompt.value == prompt  # the student's input is kept
+    w.top_k.value = 2  # moving a slider re-reads the (still bad) prompt
     assert "does not know" in w.status.value and w.probs is probs
     w.prompt.value = "to be"
     assert w.status.value == "" and int((w.probs > 0).sum()) == 2
@@ -543,28 +583,29 @@ def test_sampling_explorer_crops_a_long_prompt_with_a_notice(tiny_gpt, one_threa
     import warnings
 
     import torch
-
     from onehot2gpt.sampling import generate, next_token_distribution
+
     w = sampling_explorer(tiny_gpt, temperature=1.5)
     w.generate()
     continuation = w.continuation
-    long = "to be, or not to be: that is"     # 28 characters, the context is 16
+    long = "to be, or not to be: that is"  # 28 characters, the context is 16
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         w.prompt.value = long
-    assert not caught                           # cropped by the widget, which says so in .status
+    assert not caught  # cropped by the widget, which says so in .status
     assert "28 tokens" in w.status.value and "max_len=16" in w.status.value
     assert f"the last 16, “{long[-16:]}”" in w.status.value
     torch.testing.assert_close(w.probs, next_token_distribution(tiny_gpt, torch.tensor(char_encode(long[-16:])), 1.5))
-    assert w.continuation == continuation       # nothing generated until asked
+    assert w.continuation == continuation  # nothing generated until asked
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         w.generate()
     assert not caught
     assert "28 tokens" in w.status.value and "reads only the last 16" in w.output.value
     with pytest.warns(UserWarning, match="context"):
-        expected = generate(tiny_gpt, torch.tensor(char_encode(long)), 30, temperature=1.5,
-                            generator=torch.Generator().manual_seed(0))
+        expected = generate(
+            tiny_gpt, torch.tensor(char_encode(long)), 30, temperature=1.5, generator=torch.Generator().manual_seed(0)
+        )
     assert w.generated_ids == expected[28:].tolist()
 
 
@@ -572,7 +613,7 @@ def test_sampling_explorer_survives_a_failing_model(tiny_gpt):
     from onehot2gpt.widgets import SamplingExplorer
 
     w = sampling_explorer(tiny_gpt)
-    w.model = None                              # anything that raises inside the model call
+    w.model = None  # anything that raises inside the model call
     w.prompt.value = "that"
     w.generate()
     assert "⚠" in w.status.value
@@ -582,11 +623,14 @@ def test_sampling_explorer_survives_a_failing_model(tiny_gpt):
 
 # -- the zero-shot prompter -------------------------------------------------------------------
 
+
 def test_render_prompt_shapes_and_errors():
     from onehot2gpt.widgets import render_prompt
 
-    assert render_prompt("Q: … A:", "mira lives in tolvan .", "where does mira live?") == \
-        "mira lives in tolvan .\nQ: where does mira live?\nA:"
+    assert (
+        render_prompt("Q: … A:", "mira lives in tolvan .", "where does mira live?")
+        == "mira lives in tolvan .\nQ: where does mira live?\nA:"
+    )
     assert render_prompt("TL;DR:", " a story ", examples=["x\nTL;DR: y"]) == "x\nTL;DR: y\na story\nTL;DR:"
     assert render_prompt("english = french", "i am tired .", examples=("a = b\n",)) == "a = b\ni am tired . ="
     assert render_prompt("free text", "anything", examples=["ignored"]) == "anything"
@@ -600,14 +644,17 @@ def test_render_prompt_shapes_and_errors():
 
 def zero_shot_prompter(model, **kwargs):
     from onehot2gpt.widgets import ZeroShotPrompter
-    return ZeroShotPrompter({"tiny": (model, char_encode, char_decode)},
-                            **{"template": "free text", "text": "to be", "max_tokens": 6, **kwargs})
+
+    return ZeroShotPrompter(
+        {"tiny": (model, char_encode, char_decode)},
+        **{"template": "free text", "text": "to be", "max_tokens": 6, **kwargs},
+    )
 
 
 def test_zero_shot_prompter_greedy_matches_generate_with_probabilities(tiny_gpt):
     import torch
-
     from onehot2gpt.sampling import generate
+
     w = zero_shot_prompter(tiny_gpt)
     w.stop_at_newline.value = False
     w.run()
@@ -615,7 +662,7 @@ def test_zero_shot_prompter_greedy_matches_generate_with_probabilities(tiny_gpt)
     expected = generate(tiny_gpt, torch.tensor(char_encode("to be")), 6, greedy=True)[5:].tolist()
     assert [s["id"] for s in w.steps] == expected and w.continuation == char_decode(expected)
     ids = char_encode("to be")
-    for s in w.steps:                                  # p is the model's own probability of the token
+    for s in w.steps:  # p is the model's own probability of the token
         with torch.no_grad():
             probs = torch.softmax(tiny_gpt(torch.tensor([ids])).logits[0, -1], -1)
         assert s["p"] == pytest.approx(float(probs[s["id"]]), abs=1e-6)
@@ -644,6 +691,7 @@ def test_zero_shot_prompter_sampling_is_seeded_and_top_k_1_is_greedy(tiny_gpt):
 
 def test_zero_shot_prompter_stops_at_the_line_end(tiny_gpt):
     from onehot2gpt.widgets import ZeroShotPrompter
+
     w = zero_shot_prompter(tiny_gpt)
     w.run()
     first = w.steps[0]["id"]
@@ -670,10 +718,10 @@ def test_zero_shot_prompter_templates_examples_and_bad_input(tiny_gpt):
     w.prompt.value = "   "
     w.run()
     assert "prompt is empty" in w.status.value and w.continuation == kept
-    w.prompt.value = "to be, or not to be: that is"           # 28 characters, context 16
+    w.prompt.value = "to be, or not to be: that is"  # 28 characters, context 16
     w.run()
     assert "28 tokens" in w.status.value and "last 10 tokens" in w.status.value and len(w.steps) <= 6
-    w.prompt.value = "to be?"                                   # '?' is not a character of this model
+    w.prompt.value = "to be?"  # '?' is not a character of this model
     w.run()
     assert "cannot encode the prompt" in w.status.value and "&#x27;?&#x27;" in w.status.value
     w.prompt.value = "to be"
@@ -687,14 +735,20 @@ def test_zero_shot_prompter_gpt2_choice_offline_and_online(tiny_gpt):
 
     def offline():
         raise OSError("could not load the model 'gpt2': needs internet")
-    w = ZeroShotPrompter({"tiny": (tiny_gpt, char_encode, char_decode)}, gpt2=offline, template="free text",
-                         text="to be")
+
+    w = ZeroShotPrompter(
+        {"tiny": (tiny_gpt, char_encode, char_decode)}, gpt2=offline, template="free text", text="to be"
+    )
     w.model_choice.value = "GPT-2 (downloads once)"
     assert "needs internet" in w.status.value and w.model_choice.value == "tiny"
     w.run()
     assert w.steps and "tiny" in w.output.value
-    w = ZeroShotPrompter({"tiny": (tiny_gpt, char_encode, char_decode)},
-                         gpt2=lambda: (tiny_gpt, char_encode, char_decode), template="free text", text="to be")
+    w = ZeroShotPrompter(
+        {"tiny": (tiny_gpt, char_encode, char_decode)},
+        gpt2=lambda: (tiny_gpt, char_encode, char_decode),
+        template="free text",
+        text="to be",
+    )
     w.model_choice.value = "GPT-2 (downloads once)"
     assert w.status.value == "" and "GPT-2 (downloads once)" in w.models
     with pytest.raises(TypeError, match="model, encode, decode"):
@@ -707,12 +761,12 @@ def test_zero_shot_prompter_never_runs_a_prompt_its_inputs_no_longer_make(tiny_g
     w = zero_shot_prompter(tiny_gpt, template="TL;DR:", examples={"TL;DR:": ["an example\nTL;DR: short"]})
     w.run()
     steps, prompt = w.steps, w.prompt_text
-    w.shots.value = 2                                   # only one example: the inputs are bad now
+    w.shots.value = 2  # only one example: the inputs are bad now
     assert "only 1 solved examples" in w.status.value
-    w.run()                                             # the old prompt is still in the box …
-    assert "fix the input first" in w.status.value      # … but it is not run, and the error stays
+    w.run()  # the old prompt is still in the box …
+    assert "fix the input first" in w.status.value  # … but it is not run, and the error stays
     assert w.steps is steps and w.prompt_text == prompt
-    w.prompt.value = "to be or"                         # typing a prompt by hand makes it the input
+    w.prompt.value = "to be or"  # typing a prompt by hand makes it the input
     w.run()
     assert w.status.value == "" and w.prompt_text == "to be or"
 
@@ -721,6 +775,7 @@ def test_sampling_explorer_says_when_the_model_diverged(tiny_gpt, one_thread):
     import copy
 
     import torch
+
     broken = copy.deepcopy(tiny_gpt)
     with torch.no_grad():
         next(broken.parameters()).fill_(float("nan"))  # what lr=100 leaves behind

@@ -5,12 +5,26 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from onehot2gpt.vocab import Vocab
-from onehot2gpt.word2vec import (CBOW, MAX_ROW_STEP, NoiseSampler, SkipGram, WordVectors, cbow_examples,
-                                 context_windows, encode_corpus, epoch_batches, train_step, keep_probabilities, negative_sampling_grads,
-                                 negative_sampling_loss, noise_distribution, skipgram_pairs, subsample,
-                                 train_word2vec)
+from onehot2gpt.word2vec import (
+    CBOW,
+    MAX_ROW_STEP,
+    NoiseSampler,
+    SkipGram,
+    WordVectors,
+    cbow_examples,
+    context_windows,
+    encode_corpus,
+    epoch_batches,
+    keep_probabilities,
+    negative_sampling_grads,
+    negative_sampling_loss,
+    noise_distribution,
+    skipgram_pairs,
+    subsample,
+    train_step,
+    train_word2vec,
+)
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "data" / "checkpoints" / "word2vec-wikitext2"
 
@@ -36,8 +50,7 @@ def two_topic_corpus():
 def royal_vectors():
     """Hand-built vectors on axes (male, female, royal, fruit): king − man + woman = queen exactly."""
     words = ["man", "woman", "king", "queen", "apple", "prince"]
-    vectors = torch.tensor([[1.0, 0, 0, 0], [0, 1, 0, 0], [1, 0, 1, 0], [0, 1, 1, 0], [0, 0, 0, 1],
-                            [1, 0, 0.5, 0.3]])
+    vectors = torch.tensor([[1.0, 0, 0, 0], [0, 1, 0, 0], [1, 0, 1, 0], [0, 1, 1, 0], [0, 0, 0, 1], [1, 0, 0.5, 0.3]])
     return WordVectors(vectors, Vocab(words, specials=()))
 
 
@@ -47,11 +60,22 @@ def royal_vectors():
 def test_skipgram_pairs_without_shrink_are_all_pairs_within_the_window():
     ids = torch.tensor([10, 11, 12, 13, 14])
     centres, contexts = skipgram_pairs(ids, window=2, shrink=False)
-    by_hand = [(10, 11), (10, 12),
-               (11, 10), (11, 12), (11, 13),
-               (12, 10), (12, 11), (12, 13), (12, 14),
-               (13, 11), (13, 12), (13, 14),
-               (14, 12), (14, 13)]
+    by_hand = [
+        (10, 11),
+        (10, 12),
+        (11, 10),
+        (11, 12),
+        (11, 13),
+        (12, 10),
+        (12, 11),
+        (12, 13),
+        (12, 14),
+        (13, 11),
+        (13, 12),
+        (13, 14),
+        (14, 12),
+        (14, 13),
+    ]
     assert list(zip(centres.tolist(), contexts.tolist())) == by_hand
 
 
@@ -68,7 +92,7 @@ def test_shapes_of_windows_and_cbow_examples(generator):
 def test_pairs_never_cross_a_sentence_boundary(generator):
     lengths = torch.tensor([1, 4, 2, 7, 3])
     sentence_ids = torch.repeat_interleave(torch.arange(len(lengths)), lengths)
-    positions = torch.arange(len(sentence_ids))               # ids = positions, so pairs name positions
+    positions = torch.arange(len(sentence_ids))  # ids = positions, so pairs name positions
     for shrink in (False, True):
         centres, contexts = skipgram_pairs(positions, 3, generator, shrink=shrink, sentence_ids=sentence_ids)
         assert torch.equal(sentence_ids[centres], sentence_ids[contexts])
@@ -89,8 +113,8 @@ def test_shrunk_windows_are_a_subset_that_keeps_every_neighbour(generator):
     full = set(zip(*(t.tolist() for t in skipgram_pairs(positions, 4, shrink=False))))
     shrunk = list(zip(*(t.tolist() for t in skipgram_pairs(positions, 4, generator))))
     assert set(shrunk) <= full
-    assert len(shrunk) < len(full)                            # some centres drew b < 4
-    assert {(i, i + 1) for i in range(199)} <= set(shrunk)   # b >= 1: adjacent words always pair up
+    assert len(shrunk) < len(full)  # some centres drew b < 4
+    assert {(i, i + 1) for i in range(199)} <= set(shrunk)  # b >= 1: adjacent words always pair up
     # Each centre's window is symmetric: as many left as right neighbours away from the ends.
     centres = torch.tensor([c for c, _ in shrunk])
     counts = torch.bincount(centres, minlength=200)[4:-4]
@@ -107,7 +131,7 @@ def test_window_of_one_is_not_random(generator):
 def test_noise_distribution_is_unigram_to_the_three_quarters():
     counts = torch.tensor([100.0, 10.0, 1.0, 0.0])
     noise = noise_distribution(counts)
-    expected = counts ** 0.75 / (counts ** 0.75).sum()
+    expected = counts**0.75 / (counts**0.75).sum()
     torch.testing.assert_close(noise, expected.float())
     assert math.isclose(float(noise.sum()), 1.0, rel_tol=1e-6) and noise[3] == 0
     # Flatter than the unigram distribution: rare words gain, frequent words lose.
@@ -120,7 +144,7 @@ def test_keep_probabilities_drop_frequent_words_more():
     keep = keep_probabilities(counts, sample=0.01)
     assert (keep <= 1).all() and (keep > 0).all()
     assert (keep[:-1] <= keep[1:]).all() and keep[0] < keep[1] < 1
-    assert keep[-1] == 1                                      # rare words are always kept
+    assert keep[-1] == 1  # rare words are always kept
     # The word2vec.c formula keeps more than the paper's sqrt(t / f).
     f = counts / counts.sum()
     assert (keep[:2] > (0.01 / f[:2]).sqrt()).all()
@@ -139,9 +163,9 @@ def test_subsample_keeps_order_and_roughly_the_kept_fraction(generator):
 
 
 def test_loss_equals_hand_computation():
-    v = torch.tensor([[1.0, 2.0]])                            # v_c
-    u = torch.tensor([[0.5, -1.0]])                           # u_o: u_o·v_c = -1.5
-    noise = torch.tensor([[[1.0, 0.0], [0.0, 0.25]]])        # u_k·v_c = 1.0, 0.5
+    v = torch.tensor([[1.0, 2.0]])  # v_c
+    u = torch.tensor([[0.5, -1.0]])  # u_o: u_o·v_c = -1.5
+    noise = torch.tensor([[[1.0, 0.0], [0.0, 0.25]]])  # u_k·v_c = 1.0, 0.5
     log_sigmoid = lambda x: -math.log1p(math.exp(-x))
     by_hand = -log_sigmoid(-1.5) - log_sigmoid(-1.0) - log_sigmoid(-0.5)
     assert math.isclose(float(negative_sampling_loss(v, u, noise)), by_hand, rel_tol=1e-6)
@@ -170,11 +194,11 @@ def test_hand_gradients_equal_autograd(generator):
 
 
 def test_one_fast_step_is_one_sgd_step_of_the_autograd_model(generator):
-    V, D, lr = 6, 4, 0.01                                     # small: no damping of repeated words
+    V, D, lr = 6, 4, 0.01  # small: no damping of repeated words
     net = SkipGram(V, D, generator)
     with torch.no_grad():
         net.out_embed.weight.normal_(generator=generator)
-    contexts = torch.tensor([[1, 2, -1, 3], [1, 1, 4, -1]])   # repeated words: updates must add up
+    contexts = torch.tensor([[1, 2, -1, 3], [1, 1, 4, -1]])  # repeated words: updates must add up
     centres = torch.tensor([0, 5])
     negatives = torch.tensor([[2, 4], [0, 0]])
     found = contexts >= 0
@@ -211,11 +235,11 @@ def test_fast_cbow_step_uses_the_word2vec_c_convention(generator):
 
 
 def test_a_word_repeated_in_a_batch_gets_a_damped_step(generator):
-    V, D, n, lr = 4, 3, 100, 0.1                              # lr · n = 10 > MAX_ROW_STEP
+    V, D, n, lr = 4, 3, 100, 0.1  # lr · n = 10 > MAX_ROW_STEP
     net = SkipGram(V, D, generator)
     with torch.no_grad():
         net.out_embed.weight.normal_(generator=generator)
-    contexts = torch.zeros(n, 1, dtype=torch.long)            # word 0 predicts word 1 n times
+    contexts = torch.zeros(n, 1, dtype=torch.long)  # word 0 predicts word 1 n times
     centres, negatives = torch.ones(n, dtype=torch.long), torch.full((n, 1), 2)
     (net(contexts[:, 0], centres, negatives) * n).backward()
     in_w, out_w = net.in_embed.weight.detach().clone(), net.out_embed.weight.detach().clone()
@@ -223,8 +247,9 @@ def test_a_word_repeated_in_a_batch_gets_a_damped_step(generator):
     # n summed steps of lr become MAX_ROW_STEP / n of each: a total step of MAX_ROW_STEP.
     expected = net.in_embed.weight.detach() - MAX_ROW_STEP / n * net.in_embed.weight.grad
     torch.testing.assert_close(in_w, expected)
-    torch.testing.assert_close(out_w[1:3], net.out_embed.weight[1:3].detach()
-                               - MAX_ROW_STEP / n * net.out_embed.weight.grad[1:3])
+    torch.testing.assert_close(
+        out_w[1:3], net.out_embed.weight[1:3].detach() - MAX_ROW_STEP / n * net.out_embed.weight.grad[1:3]
+    )
 
 
 def test_models_start_like_word2vec_c(generator):
@@ -241,8 +266,20 @@ def test_models_start_like_word2vec_c(generator):
 @pytest.mark.parametrize("model", ["skipgram", "cbow"])
 def test_training_separates_words_that_never_meet(two_topic_corpus, model):
     groups, sentences = two_topic_corpus
-    wv = train_word2vec(sentences, dim=16, window=2, negative=3, min_count=1, sample=0, epochs=8,
-                        batch_size=256, lr=0.05, model=model, threads=1, progress=False)
+    wv = train_word2vec(
+        sentences,
+        dim=16,
+        window=2,
+        negative=3,
+        min_count=1,
+        sample=0,
+        epochs=8,
+        batch_size=256,
+        lr=0.05,
+        model=model,
+        threads=1,
+        progress=False,
+    )
     within = [wv.similarity(a, b) for g in groups for a in g for b in g if a < b]
     across = [wv.similarity(a, b) for a in groups[0] for b in groups[1]]
     assert min(within) > max(across)
@@ -255,11 +292,19 @@ def test_max_steps_and_on_step_replay_the_trainer_by_hand(two_topic_corpus, mode
     """The trainer is: one generator → init, epoch_batches, a noise generator; then per batch
     noise draws, a linearly decayed lr and train_step. Replaying that by hand gives its losses."""
     _, sentences = two_topic_corpus
-    settings = dict(dim=8, window=3, negative=4, min_count=1, sample=1e-2, epochs=2, lr=0.02,
-                    min_lr=1e-4, batch_size=64)
+    settings = dict(
+        dim=8, window=3, negative=4, min_count=1, sample=1e-2, epochs=2, lr=0.02, min_lr=1e-4, batch_size=64
+    )
     recorded = []
-    wv = train_word2vec(sentences, model=model, seed=3, max_steps=7, progress=False,
-                        on_step=lambda step, loss: recorded.append((step, loss)), **settings)
+    wv = train_word2vec(
+        sentences,
+        model=model,
+        seed=3,
+        max_steps=7,
+        progress=False,
+        on_step=lambda step, loss: recorded.append((step, loss)),
+        **settings,
+    )
     assert [step for step, _ in recorded] == list(range(7))
     vocab, ids, sentence_ids = encode_corpus(sentences, min_count=1)
     counts = torch.bincount(ids, minlength=len(vocab))
@@ -291,8 +336,7 @@ def test_noise_sampler_draws_the_distribution(generator):
 
 def test_training_is_reproducible_and_hogwild_workers_also_learn(two_topic_corpus):
     groups, sentences = two_topic_corpus
-    kwargs = dict(dim=8, window=2, negative=2, min_count=1, sample=0, epochs=3, batch_size=128,
-                  progress=False)
+    kwargs = dict(dim=8, window=2, negative=2, min_count=1, sample=0, epochs=3, batch_size=128, progress=False)
     a, b = train_word2vec(sentences, **kwargs), train_word2vec(sentences, **kwargs)
     assert torch.equal(a.vectors, b.vectors)
     assert not torch.equal(a.vectors, train_word2vec(sentences, seed=1, **kwargs).vectors)
@@ -310,17 +354,20 @@ def test_training_builds_a_frequency_ordered_vocab_and_drops_rare_words():
     assert train_word2vec(ids, vocab=wv.vocab, dim=4, epochs=1, progress=False).vectors.shape == (4, 4)
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(sentences=[]), "empty"),
-    (dict(sentences=[[], []]), "empty"),
-    (dict(window=0), "window"),
-    (dict(negative=0), "negative"),
-    (dict(dim=0), "dim"),
-    (dict(model="glove"), "skipgram"),
-    (dict(sentences=[["a", "b"]], min_count=5), "min_count"),
-    (dict(sentences=[torch.tensor([0, 1])]), "vocab"),
-    (dict(sentences=[["a"], ["b"], ["a"]]), "two"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(sentences=[]), "empty"),
+        (dict(sentences=[[], []]), "empty"),
+        (dict(window=0), "window"),
+        (dict(negative=0), "negative"),
+        (dict(dim=0), "dim"),
+        (dict(model="glove"), "skipgram"),
+        (dict(sentences=[["a", "b"]], min_count=5), "min_count"),
+        (dict(sentences=[torch.tensor([0, 1])]), "vocab"),
+        (dict(sentences=[["a"], ["b"], ["a"]]), "two"),
+    ],
+)
 def test_bad_training_input_says_what_to_do(bad, match):
     kwargs = {"sentences": [["a", "b", "c"]] * 3, "min_count": 1, "progress": False, **bad}
     with pytest.raises(ValueError, match=match):
@@ -342,11 +389,13 @@ def test_analogy_finds_the_planted_answer_and_skips_the_query_words(royal_vector
 
 
 def test_analogy_evaluation_skips_unknown_and_rare_words(royal_vectors):
-    questions = [("royal", "man", "king", "woman", "queen"),
-                 ("royal", "woman", "queen", "man", "king"),
-                 ("royal", "man", "woman", "king", "apple"),     # wrong: the answer is queen
-                 ("fruit", "man", "king", "woman", "banana"),    # unknown word
-                 ("royal", "Man", "King", "Woman", "Queen")]     # case-insensitive, like gensim
+    questions = [
+        ("royal", "man", "king", "woman", "queen"),
+        ("royal", "woman", "queen", "man", "king"),
+        ("royal", "man", "woman", "king", "apple"),  # wrong: the answer is queen
+        ("fruit", "man", "king", "woman", "banana"),  # unknown word
+        ("royal", "Man", "King", "Woman", "Queen"),
+    ]  # case-insensitive, like gensim
     result = royal_vectors.evaluate_analogies(questions)
     assert (result["n_used"], result["n_total"], result["n_correct"]) == (4, 5, 3)
     assert result["accuracy"] == 0.75 and result["per_section"] == {"royal": 0.75}
@@ -359,14 +408,13 @@ def test_analogy_evaluation_skips_unknown_and_rare_words(royal_vectors):
 
 
 def test_wordsim_evaluation_gives_the_hand_computed_spearman():
-    angles = torch.tensor([0.0, 0.1, 0.3, 0.6, 1.0])          # cosine to "w0" falls with the angle
+    angles = torch.tensor([0.0, 0.1, 0.3, 0.6, 1.0])  # cosine to "w0" falls with the angle
     vectors = torch.stack([angles.cos(), angles.sin()], 1)
     wv = WordVectors(vectors, Vocab([f"w{i}" for i in range(5)], specials=()))
     # Model ranks of the 4 pairs by cosine: 1, 2, 3, 4; human ranks: 1, 2, 4, 3.
-    pairs = [("w0", "w1", 9.0), ("w0", "w2", 8.0), ("w0", "w3", 5.0), ("w0", "w4", 6.0),
-             ("w0", "unknown", 1.0)]
+    pairs = [("w0", "w1", 9.0), ("w0", "w2", 8.0), ("w0", "w3", 5.0), ("w0", "w4", 6.0), ("w0", "unknown", 1.0)]
     result = wv.evaluate_wordsim(pairs)
-    assert math.isclose(result["spearman"], 1 - 6 * 2 / (4 * (4 ** 2 - 1)))   # Σd² = 2, n = 4
+    assert math.isclose(result["spearman"], 1 - 6 * 2 / (4 * (4**2 - 1)))  # Σd² = 2, n = 4
     assert (result["n_used"], result["n_total"]) == (4, 5)
 
 
@@ -387,6 +435,7 @@ def test_save_load_round_trip(tmp_path, royal_vectors):
     assert loaded.config["corpus"] == "hand-built" and loaded.config["dim"] == 4
     assert loaded.analogy("man", "king", "woman")[0][0] == "queen"
     from safetensors.torch import load_file
+
     assert load_file(str(tmp_path / "ckpt" / "weights.safetensors"))["vectors"].dtype == torch.float16
 
 
@@ -415,11 +464,11 @@ def test_evaluation_matches_gensim_conventions(tmp_path, generator):
     kv = gensim_models.KeyedVectors(6)
     kv.add_vectors(words, vectors.numpy())
     wv = WordVectors(vectors, Vocab(words, specials=()))
-    picks = torch.randint(44, (300, 4), generator=generator).tolist()   # ids >= 40: unknown words
+    picks = torch.randint(44, (300, 4), generator=generator).tolist()  # ids >= 40: unknown words
     questions = []
     for i, q in enumerate(picks):
         a, b, c, d = (f"w{j}" for j in q)
-        if i % 2 and max(q[:3]) < 30:                         # half the usable ones: gensim's answer
+        if i % 2 and max(q[:3]) < 30:  # half the usable ones: gensim's answer
             d = kv.most_similar(positive=[b, c], negative=[a], topn=1, restrict_vocab=30)[0][0]
         questions.append(("s1" if i % 3 else "s2", a, b, c, d))
     path = tmp_path / "questions.txt"
@@ -438,7 +487,7 @@ def test_evaluation_matches_gensim_conventions(tmp_path, generator):
     seen = set()
     triples = [t for t in triples if t[0] != t[1] and not (frozenset(t[:2]) in seen or seen.add(frozenset(t[:2])))]
     pairs = [(f"w{a}", f"w{b}", float(s)) for a, b, s in triples]
-    assert len(pairs) > 40 and any(max(t[:2]) >= 40 for t in triples)    # unknown words stay in
+    assert len(pairs) > 40 and any(max(t[:2]) >= 40 for t in triples)  # unknown words stay in
     path = tmp_path / "pairs.tsv"
     path.write_text("".join(f"{a}\t{b}\t{s}\n" for a, b, s in pairs))
     _, spearman, oov_percent = kv.evaluate_word_pairs(str(path))
@@ -458,10 +507,11 @@ def test_analogy_refuses_a_question_whose_answer_is_a_query_word(royal_vectors):
     for a, b, c in [("king", "king", "king"), ("man", "man", "woman"), ("man", "king", "man")]:
         with pytest.raises(ValueError, match="3CosAdd leaves out"):
             royal_vectors.analogy(a, b, c)
-    assert royal_vectors.analogy("man", "king", "king")[0][0] not in {"man", "king"}   # b = c is a question
+    assert royal_vectors.analogy("man", "king", "king")[0][0] not in {"man", "king"}  # b = c is a question
 
 
 def test_word2vec_training_stops_with_the_shared_divergence_error():
     from onehot2gpt.utils import TrainingDiverged
+
     with pytest.raises(TrainingDiverged, match=r"word2vec \(epoch 1.*the loss is nan.*\(now 1e\+300\)"):
         train_word2vec([["a", "b", "c", "d"]] * 20, dim=4, min_count=1, epochs=2, lr=1e300, progress=False)

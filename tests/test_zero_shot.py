@@ -5,11 +5,10 @@ import re
 
 import pytest
 import torch
-from torch import nn
-
 from onehot2gpt import zero_shot as zs
 from onehot2gpt.gpt import GPT, GPTConfig, GPTOutput
 from onehot2gpt.sampling import generate
+from torch import nn
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -21,8 +20,10 @@ def setup():
 
 @pytest.fixture(scope="module")
 def corpora(setup):
-    return {share: zs.make_corpus(setup.world, setup.train_pairs, qa_share=share, n_documents=1500)
-            for share in (0.0, 0.02, 0.1)}
+    return {
+        share: zs.make_corpus(setup.world, setup.train_pairs, qa_share=share, n_documents=1500)
+        for share in (0.0, 0.02, 0.1)
+    }
 
 
 stated_facts = zs.stated_facts
@@ -35,9 +36,10 @@ def test_stated_facts_reads_every_wording():
             text = "the weather in brisk is wet . " + t.format(n="mira", t="tolvan", j="baker", a="goat")
             assert stated_facts(text) == [("mira", relation, p.fact(relation))], t
     # fillers, summaries and questions state no fact; a fact inside another wording is not read twice
-    assert stated_facts("on market day mira walks to brisk . mira is a friend of kai . by trade mira is a baker .\n"
-                        "tl;dr : mira is a baker in tolvan .\nq : where does mira live ?\na : tolvan .") == \
-        [("mira", "trade", "baker")]
+    assert stated_facts(
+        "on market day mira walks to brisk . mira is a friend of kai . by trade mira is a baker .\n"
+        "tl;dr : mira is a baker in tolvan .\nq : where does mira live ?\na : tolvan ."
+    ) == [("mira", "trade", "baker")]
     with pytest.raises(TypeError):
         stated_facts(None)
 
@@ -84,12 +86,12 @@ def test_corpora_differ_only_in_the_qa_lines(corpora):
         for doc, kind, plain, plain_kind in zip(c.documents, c.kinds, base.documents, base.kinds):
             if kind == "qa":
                 assert plain_kind == "prose" and doc.startswith(plain) and doc != plain
-                assert all(line.startswith(("q : ", "a : ")) for line in doc[len(plain):].splitlines())
+                assert all(line.startswith(("q : ", "a : ")) for line in doc[len(plain) :].splitlines())
             else:
                 assert doc == plain
     qa2 = {i for i, k in enumerate(corpora[0.02].kinds) if k == "qa"}
     qa10 = {i for i, k in enumerate(corpora[0.1].kinds) if k == "qa"}
-    assert qa2 < qa10                                    # the small share nests in the large one
+    assert qa2 < qa10  # the small share nests in the large one
     n = len(base.documents)
     assert 0.07 * n < len(qa10) < 0.13 * n and 0.01 * n < len(qa2) < 0.03 * n
     counts = base.counts()
@@ -102,10 +104,10 @@ def test_known_facts_are_fixed_and_strangers_facts_cannot_be_memorised(setup, co
     for name, relation, value in stated_facts(corpora[0.1].text()):
         seen.setdefault((name, relation), {}).setdefault(value, 0)
         seen[(name, relation)][value] += 1
-    for p in world.people:                       # a known person: one value, always the same
+    for p in world.people:  # a known person: one value, always the same
         for r in zs.RELATIONS:
             assert seen[(p.name, r)] == {p.fact(r): seen[(p.name, r)][p.fact(r)]}
-    for name in world.strangers:                 # a stranger: no value is theirs
+    for name in world.strangers:  # a stranger: no value is theirs
         for r in zs.RELATIONS:
             counts = seen[(name, r)]
             assert len(counts) >= len(zs.VALUES[r]) - 3, (name, r, counts)
@@ -138,7 +140,7 @@ def test_the_changed_facts_of_the_tests_never_occur_in_pretraining(setup, corpor
             name = next(w for w in question.split() if w in zs.NAMES)
             relation = next(r for r, q in zs.QUESTIONS.items() if q.format(n=name) in question)
             value = item.answers[0][:-2]
-            passage = item.prompt[:item.prompt.index("q :")]
+            passage = item.prompt[: item.prompt.index("q :")]
             assert (name, relation, value) in stated_facts(passage)
             if test == "qa_new":
                 assert name in world.strangers and item.memorised == ()
@@ -147,7 +149,7 @@ def test_the_changed_facts_of_the_tests_never_occur_in_pretraining(setup, corpor
                 assert item.memorised == (f"{known.fact(relation)} .",) and value != known.fact(relation)
                 assert known.fact(relation) not in passage.split()
                 assert (name, relation, value) not in pretraining
-            for shot in item.shots:                    # solved examples are about strangers
+            for shot in item.shots:  # solved examples are about strangers
                 (asked,) = re.findall(r"q : [a-z ]*?\b(\w+) (?:live|do for|keep)", shot)
                 assert asked in world.strangers
     for item in setup.tests["tldr_changed"]:
@@ -165,12 +167,12 @@ def test_the_changed_facts_of_the_tests_never_occur_in_pretraining(setup, corpor
 def test_classify_answer():
     c = zs.classify_answer
     assert c(" kestrel .\n", ["kestrel ."], ["marsh ."]) == "read"
-    assert c("kestrel  .\nq : more", ["kestrel ."], ["marsh ."]) == "read"     # the first line counts
+    assert c("kestrel  .\nq : more", ["kestrel ."], ["marsh ."]) == "read"  # the first line counts
     assert c(" marsh .\n", ["kestrel ."], ["marsh ."]) == "memorised"
     assert c(" fjell .\n", ["kestrel ."], ["marsh ."]) == "other"
     assert c(" kestrel . kestrel .\n", ["kestrel ."], ["marsh ."]) == "other"
-    assert c(" kestrel .", ["kestrel ."], ["marsh ."]) == "other"           # never ended its line
-    assert c(" marsh .\n", ["kestrel ."]) == "other"                        # nothing memorisable
+    assert c(" kestrel .", ["kestrel ."], ["marsh ."]) == "other"  # never ended its line
+    assert c(" marsh .\n", ["kestrel ."]) == "other"  # nothing memorisable
     assert c(" je suis là .\n", ["je suis là .", "j'y suis ."], ["je suis là ."]) == "read"  # read first
     assert c("\n", ["kestrel ."], ["marsh ."]) == "other"
     with pytest.raises(ValueError, match="answers is empty"):
@@ -203,7 +205,7 @@ def test_tokenizer_round_trip_and_unknown_words(setup, corpora):
     for doc in corpora[0.1].documents:
         assert tok.decode(tok.encode(doc)) == doc
     assert tok.tokenize("a b\nc <eod> d") == ["a", "b", "\n", "c", "<eod>", "d"]
-    assert zs.corpus_ids(setup, 0.1, n_documents=200).min() >= 0          # raises on any <unk>
+    assert zs.corpus_ids(setup, 0.1, n_documents=200).min() >= 0  # raises on any <unk>
     assert tok.unknown("mira lives in paris with a zebra") == ["paris", "zebra"]
     assert tok.vocab.unk_id in tok.encode("zebra")
     with pytest.raises(TypeError):
@@ -262,7 +264,7 @@ class Oracle(nn.Module):
         offset = full.size(1) - ids.size(1)
         for b, row in enumerate(full.tolist()):
             for t in range(ids.size(1)):
-                logits[b, t, self.next.get(tuple(row[:offset + t + 1]), 0)] = 1.0
+                logits[b, t, self.next.get(tuple(row[: offset + t + 1]), 0)] = 1.0
         return GPTOutput(logits, None, full if use_cache else None)
 
 
@@ -286,16 +288,16 @@ def test_evaluate_labels_read_memorised_and_other(setup):
         # the format: the first word is of the asked kind on items read or recalled, not on "paris"
         fmt = {} if task == "translation" else {"format": 0.25 + memorised}
         assert table[task]["zero"] == {"read": 0.25, "memorised": memorised, "other": 0.75 - memorised, **fmt}, task
-        assert table[task]["few"] == {"read": 0.0, "memorised": 0.0, "other": 1.0,
-                                      **({"format": 0.0} if fmt else {})}
+        assert table[task]["few"] == {"read": 0.0, "memorised": 0.0, "other": 1.0, **({"format": 0.0} if fmt else {})}
     assert table["qa_changed"]["zero"]["memorised"] == 0.25 and table["qa_new"]["zero"]["memorised"] == 0.0
     # One pass per candidate line labels as generating the line and reading it does.
     oracle = Oracle(tok, texts)
     for task in ("qa_changed", "tldr_changed"):
         items = tests[task]
         written = zs.greedy_lines(oracle, tok, [it.prompt for it in items], zs.answer_length(tok, items))
-        assert zs.classify(oracle, tok, items) == [zs.classify_answer(w, it.answers, it.memorised)
-                                                   for w, it in zip(written, items)]
+        assert zs.classify(oracle, tok, items) == [
+            zs.classify_answer(w, it.answers, it.memorised) for w, it in zip(written, items)
+        ]
     # A right answer that does not end its line is not read.
     unended = [item.prompt + " " + item.answers[0] + " and more" for item in tests["qa_new"]]
     assert zs.evaluate(Oracle(tok, unended), tok, {"qa_new": tests["qa_new"]})["qa_new"]["zero"]["read"] == 0.0
@@ -313,10 +315,13 @@ def test_greedy_lines_is_greedy_answer_for_every_prompt():
     model = GPT(GPTConfig.tiny(vocab_size=len(tok), max_len=64)).eval()
     with torch.no_grad():
         model.tok_emb.weight.mul_(5.0)
-        model.tok_emb.weight[tok.vocab["\n"]].mul_(3.0)       # line breaks are written now and then
+        model.tok_emb.weight[tok.vocab["\n"]].mul_(3.0)  # line breaks are written now and then
     rng = zs.random.Random(1)
-    prompts = [world.prose(rng, [world.draw(n, rng) for n in rng.sample(zs.NAMES, 2)]) + "q :"
-               for _ in range(9)] + ["mira", "mira", "tolvan ."]
+    prompts = [world.prose(rng, [world.draw(n, rng) for n in rng.sample(zs.NAMES, 2)]) + "q :" for _ in range(9)] + [
+        "mira",
+        "mira",
+        "tolvan .",
+    ]
     lines = zs.greedy_lines(model, tok, prompts, max_new=6, batch_size=2)
     assert lines == [zs.greedy_answer(model, tok, p, max_new=6) for p in prompts]
     assert any(line.endswith("\n") for line in lines) and any(not line.endswith("\n") for line in lines)
@@ -339,9 +344,14 @@ def test_greedy_matches_rejects_long_or_empty_prompts(setup):
 
 def test_a_short_training_run_learns_the_corpus(setup):
     """Two hundred updates of a small model: the loss falls well below the uniform guess."""
-    model, history = zs.train_variant(setup, 0.1, n_documents=400, progress=False,
-                                      config_overrides=dict(n_layers=1, d_model=32, n_heads=2),
-                                      recipe=dict(iters=200, batch_size=8, block_size=64, warmup=10))
+    model, history = zs.train_variant(
+        setup,
+        0.1,
+        n_documents=400,
+        progress=False,
+        config_overrides=dict(n_layers=1, d_model=32, n_heads=2),
+        recipe=dict(iters=200, batch_size=8, block_size=64, warmup=10),
+    )
     uniform = torch.log(torch.tensor(float(len(setup.tokenizer)))).item()
     assert history["loss"][-1] < 0.6 * uniform
     table = zs.evaluate(model, setup.tokenizer, {t: items[:5] for t, items in setup.tests.items()})
@@ -355,30 +365,32 @@ def test_a_short_training_run_learns_the_corpus(setup):
 def test_course_checkpoints_generation_agrees_with_the_one_pass_score_and_the_labels(setup):
     """On a stored model: token-by-token greedy generation writes the passage's answer exactly
     when greedy_matches says so, and classify labels what generation writes."""
-    (model, tok), = zs.load_course_models([0.1]).values()
+    ((model, tok),) = zs.load_course_models([0.1]).values()
     assert tok.vocab.itos == setup.tokenizer.vocab.itos
     items = setup.tests["qa_new"][:12] + setup.tests["qa_changed"][:12] + setup.tests["tldr_changed"][:6]
     verdicts = zs.greedy_matches(model, tok, [it.prompt for it in items], [it.answers[0] for it in items])
     written = [zs.greedy_answer(model, tok, it.prompt) for it in items]
-    assert verdicts == [w == " " + it.answers[0] + "\n" or w == it.answers[0] + "\n"
-                        for w, it in zip(written, items)]
+    assert verdicts == [w == " " + it.answers[0] + "\n" or w == it.answers[0] + "\n" for w, it in zip(written, items)]
     labels = zs.classify(model, tok, items)
     assert labels == [zs.classify_answer(w, it.answers, it.memorised) for w, it in zip(written, items)]
     assert [x == "read" for x in labels] == verdicts
-    assert len(set(labels)) >= 2                           # more than one outcome is exercised
+    assert len(set(labels)) >= 2  # more than one outcome is exercised
     with pytest.raises(ValueError, match="exceeds the model's context"):
         zs.greedy_answer(model, tok, items[0].prompt, max_new=200)
 
 
 def test_load_variant_rejects_a_mismatched_vocabulary(tmp_path, setup):
-    from onehot2gpt.checkpoints import checkpoint_path
     import shutil
+
+    from onehot2gpt.checkpoints import checkpoint_path
+
     folder = tmp_path / "copy"
     shutil.copytree(checkpoint_path(zs.checkpoint_name(0.1)), folder)
     (folder / "vocab.json").unlink()
     with pytest.raises(FileNotFoundError, match="vocab.json"):
         zs.load_variant(folder)
     from onehot2gpt.vocab import Vocab
+
     Vocab(["a", "b"], specials=zs.SPECIALS).save(folder / "vocab.json")
     with pytest.raises(ValueError, match=r"vocab\.json has sha256"):
         zs.load_variant(folder)

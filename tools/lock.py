@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "requirements-lock.txt"
 REQUIREMENTS = ROOT / "requirements.txt"
 SECOND_HALF = "# -- second half: installed at the same time as the first --"
-HEADER = f"""\
+HEADER = """\
 # Every package of the course's environment, pinned (pip freeze --all of the venv that
 # requirements.txt gives, without pip itself and the course's own editable package). Written by
 # `python tools/lock.py write`; read by `python tools/lock.py install`, which `make lab` and
@@ -54,8 +54,10 @@ def norm(name: str) -> str:
 def read_lock(path: Path = LOCK) -> tuple[list[str], list[str]]:
     """The two halves of the lock, as lists of ``name==version`` lines."""
     if not path.exists():
-        raise SystemExit(f"{path} is missing: restore it from git (git checkout -- {path.name}) "
-                         f"or write it with `python tools/lock.py write` from a working environment")
+        raise SystemExit(
+            f"{path} is missing: restore it from git (git checkout -- {path.name}) "
+            f"or write it with `python tools/lock.py write` from a working environment"
+        )
     halves: list[list[str]] = [[]]
     for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         line = raw.strip()
@@ -65,12 +67,16 @@ def read_lock(path: Path = LOCK) -> tuple[list[str], list[str]]:
         if not line or line.startswith("#"):
             continue
         if not PIN.fullmatch(line):
-            raise SystemExit(f"{path.name}, line {number}: {line!r} is not an exact pin (name==version); "
-                             f"fix the line or rewrite the file with `python tools/lock.py write`")
+            raise SystemExit(
+                f"{path.name}, line {number}: {line!r} is not an exact pin (name==version); "
+                f"fix the line or rewrite the file with `python tools/lock.py write`"
+            )
         halves[-1].append(line)
     if len(halves) != 2 or not all(halves):
-        raise SystemExit(f"{path.name} must hold two non-empty halves separated by the line "
-                         f"{SECOND_HALF!r}; rewrite it with `python tools/lock.py write`")
+        raise SystemExit(
+            f"{path.name} must hold two non-empty halves separated by the line "
+            f"{SECOND_HALF!r}; rewrite it with `python tools/lock.py write`"
+        )
     names = [norm(PIN.fullmatch(line)[1]) for line in halves[0] + halves[1]]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -103,19 +109,22 @@ def installed_weight(dist: metadata.Distribution) -> int:
 
 
 def write(path: Path = LOCK) -> None:
-    frozen = subprocess.run([sys.executable, "-m", "pip", "freeze", "--all", "--exclude-editable"],
-                            check=True, capture_output=True, text=True).stdout.splitlines()
+    frozen = subprocess.run(
+        [sys.executable, "-m", "pip", "freeze", "--all", "--exclude-editable"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
     weights_by_name = {norm(d.metadata["Name"]): installed_weight(d) for d in metadata.distributions()}
     weights = {}
     for line in frozen:
         match = PIN.fullmatch(line.strip())
         if not match or norm(match[1]) in ("pip", "onehot2gpt"):
             continue
-        name, version = match[1], match[2].split("+")[0]   # torch==2.13.0, not the local +cpu label
+        name, version = match[1], match[2].split("+")[0]  # torch==2.13.0, not the local +cpu label
         weights[f"{name}=={version}"] = weights_by_name.get(norm(name), 0)
     first, second = split_in_two(weights)
-    path.write_text(HEADER + "\n".join(first) + f"\n{SECOND_HALF}\n" + "\n".join(second) + "\n",
-                    encoding="utf-8")
+    path.write_text(HEADER + "\n".join(first) + f"\n{SECOND_HALF}\n" + "\n".join(second) + "\n", encoding="utf-8")
     print(f"wrote {path.name}: {len(first)} + {len(second)} packages")
 
 
@@ -141,19 +150,27 @@ def install(path: Path = LOCK, requirements: Path = REQUIREMENTS) -> None:
         processes = [subprocess.Popen(pip(*HALF, str(part))) for part in parts]
         failed = [k for k, p in enumerate(processes) if p.wait() != 0]
         if failed:
-            print(f"pip could not install half {', '.join(str(k + 1) for k in failed)} of {path.name} "
-                  f"(its message is above); trying again, one half at a time", file=sys.stderr, flush=True)
+            print(
+                f"pip could not install half {', '.join(str(k + 1) for k in failed)} of {path.name} "
+                f"(its message is above); trying again, one half at a time",
+                file=sys.stderr,
+                flush=True,
+            )
             failed = [k for k in failed if subprocess.run(pip(*HALF, str(parts[k]))).returncode != 0]
     if failed:
-        raise SystemExit(f"pip could not install half {failed[0] + 1} of {path.name}, twice (its message is "
-                         f"above); fix that, then run the command again (a package pip did install stays "
-                         f"installed). 'No space left on device': the environment needs about 2 GB free "
-                         f"where .venv is (and pip's temporary files some more, in $TMPDIR)")
+        raise SystemExit(
+            f"pip could not install half {failed[0] + 1} of {path.name}, twice (its message is "
+            f"above); fix that, then run the command again (a package pip did install stays "
+            f"installed). 'No space left on device': the environment needs about 2 GB free "
+            f"where .venv is (and pip's temporary files some more, in $TMPDIR)"
+        )
     subprocess.run(pip("install", "--quiet", "--no-compile", "--no-cache-dir", "-r", str(requirements)), check=True)
     check = subprocess.run(pip("check"), capture_output=True, text=True)
     if check.returncode != 0:
-        raise SystemExit(f"the installed packages do not fit together (pip check):\n{check.stdout}"
-                         f"rewrite {path.name} from a working environment with `python tools/lock.py write`")
+        raise SystemExit(
+            f"the installed packages do not fit together (pip check):\n{check.stdout}"
+            f"rewrite {path.name} from a working environment with `python tools/lock.py write`"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:

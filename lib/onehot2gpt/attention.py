@@ -35,8 +35,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout: float = 0.0, train
         tensor([1., 1.])
     """
     if q.size(-1) != k.size(-1):
-        raise ValueError(f"queries and keys need the same last dimension d_k; got {q.size(-1)} "
-                         f"and {k.size(-1)}")
+        raise ValueError(f"queries and keys need the same last dimension d_k; got {q.size(-1)} and {k.size(-1)}")
     if k.size(-2) != v.size(-2):
         raise ValueError(f"keys and values need the same length T_k; got {k.size(-2)} and {v.size(-2)}")
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (…, T_q, T_k)
@@ -48,7 +47,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout: float = 0.0, train
             # −∞ added to the masked keys' scores: the same numbers as filling them with −∞, but
             # the (…, 1, T_k) bias is built once and the sum's backward costs nothing (a fill's does)
             scores = scores + torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(
-                ~mask, float("-inf"))
+                ~mask, float("-inf")
+            )
         else:  # the fill's backward gives the queries that see no key zero gradients, not NaNs
             scores = scores.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
@@ -61,8 +61,10 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout: float = 0.0, train
 
 def _as_bool_mask(mask):
     if mask.dtype != torch.bool:
-        raise TypeError(f"masks are boolean (True = may attend); got dtype {mask.dtype}. "
-                        "Build one with causal_mask() or padding_mask(), or compare: mask = ids != pad_id")
+        raise TypeError(
+            f"masks are boolean (True = may attend); got dtype {mask.dtype}. "
+            "Build one with causal_mask() or padding_mask(), or compare: mask = ids != pad_id"
+        )
     return mask
 
 
@@ -101,12 +103,11 @@ def permutation_mask(order, include_self: bool = False):
                 [0, 1, 1, 0]], dtype=torch.int32)
     """
     order = torch.as_tensor(order, dtype=torch.long)
-    if order.dim() != 1 or order.numel() == 0 or \
-            not torch.equal(order.sort().values, torch.arange(order.numel())):
+    if order.dim() != 1 or order.numel() == 0 or not torch.equal(order.sort().values, torch.arange(order.numel())):
         raise ValueError(f"order must be a permutation of 0 … T−1 (each position once), got {order.tolist()}")
     rank = torch.empty_like(order)
-    rank[order] = torch.arange(order.numel())          # rank[i]: when position i is predicted
-    before = rank[None, :] < rank[:, None]             # [i, j]: j is predicted before i
+    rank[order] = torch.arange(order.numel())  # rank[i]: when position i is predicted
+    before = rank[None, :] < rank[:, None]  # [i, j]: j is predicted before i
     return before | torch.eye(order.numel(), dtype=torch.bool) if include_self else before
 
 
@@ -147,7 +148,7 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
         self.d_model, self.n_heads, self.dropout = d_model, n_heads, dropout
         self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)  # rows: [W^Q; W^K; W^V]
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)     # W^O
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W^O
 
     def project(self, query, key=None, value=None):
         """Q, K, V, each (B, H, T, hs). Self-attention when key and value are None."""
@@ -163,7 +164,7 @@ class MultiHeadAttention(nn.Module):
             if key is value:  # encoder–decoder attention: K and V from the same memory
                 k, v = F.linear(key, w[D:], None if b is None else b[D:]).split(D, dim=-1)
             else:
-                k, v = F.linear(key, w[D:2 * D], bk), F.linear(value, w[2 * D:], bv)
+                k, v = F.linear(key, w[D : 2 * D], bk), F.linear(value, w[2 * D :], bv)
         return split_heads(q, self.n_heads), split_heads(k, self.n_heads), split_heads(v, self.n_heads)
 
     def forward(self, query, key=None, value=None, mask=None, need_weights: bool = False):
@@ -192,8 +193,10 @@ TORCH_MHA_KEYS = {
 def load_torch_mha(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> MultiHeadAttention:
     """Copy a `torch.nn.MultiheadAttention`'s weights into ours (same d_model and heads)."""
     if (theirs.embed_dim, theirs.num_heads) != (ours.d_model, ours.n_heads):
-        raise ValueError(f"shape mismatch: torch module has d_model={theirs.embed_dim}, "
-                         f"heads={theirs.num_heads}; ours has {ours.d_model}, {ours.n_heads}")
+        raise ValueError(
+            f"shape mismatch: torch module has d_model={theirs.embed_dim}, "
+            f"heads={theirs.num_heads}; ours has {ours.d_model}, {ours.n_heads}"
+        )
     if not theirs._qkv_same_embed_dim:
         raise ValueError("only MultiheadAttention with kdim = vdim = embed_dim can be copied")
     source = theirs.state_dict()

@@ -35,13 +35,19 @@ import sys
 import zipfile
 from pathlib import Path
 
-if __name__ == "__main__":   # as a command, skip the IRI grammar nbformat never needs (see .grading)
+if __name__ == "__main__":  # as a command, skip the IRI grammar nbformat never needs (see .grading)
     sys.modules.setdefault("rfc3987_syntax", None)
 
 from .grading import RESULTS, grade, reference_checks, write_reports
 
-__all__ = ["gradescope_bundle", "gradescope_results", "run_gradescope", "classroom_assignment",
-           "exercise_passed", "main"]
+__all__ = [
+    "gradescope_bundle",
+    "gradescope_results",
+    "run_gradescope",
+    "classroom_assignment",
+    "exercise_passed",
+    "main",
+]
 
 _REPO = Path(__file__).resolve().parents[2]
 SETTINGS = "onehot2gpt-autograder.json"
@@ -50,6 +56,7 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 def _reference(notebook: str | Path):
     import nbformat
+
     path = Path(notebook)
     if not path.is_file():
         raise FileNotFoundError(f"no notebook {path}: pass a course notebook, e.g. notebooks/01_onehot.ipynb")
@@ -64,6 +71,7 @@ def _checkpoints(names=None) -> list[str]:
     """The committed checkpoints to ship: all of them (about 60 MB; a notebook may load one through
     a library function that names it), or `names`."""
     from .checkpoints import list_checkpoints
+
     known = list_checkpoints()
     if names is None:
         return known
@@ -96,8 +104,15 @@ exec "$PYTHON" -m onehot2gpt.autograders gradescope-run --root "$ROOT"
 """
 
 
-def gradescope_bundle(notebook: str | Path, out: str | Path, *, hidden_seed: int | None = None,
-                      cell_timeout: float = 300, timeout: float = 1800, checkpoints=None) -> Path:
+def gradescope_bundle(
+    notebook: str | Path,
+    out: str | Path,
+    *,
+    hidden_seed: int | None = None,
+    cell_timeout: float = 300,
+    timeout: float = 1800,
+    checkpoints=None,
+) -> Path:
     """Write the Gradescope autograder zip for one course notebook → its path. `checkpoints`
     (names) limits the committed checkpoints shipped with it; by default all are."""
     out = Path(out)
@@ -105,12 +120,17 @@ def gradescope_bundle(notebook: str | Path, out: str | Path, *, hidden_seed: int
         raise ValueError(f"--out must name a .zip file (what Gradescope uploads), got {out}")
     path, nb, checks = _reference(notebook)
     shipped = _checkpoints(checkpoints)
-    settings = {"notebook": path.name, "hidden_seeds": [hidden_seed or secrets.randbelow(2**31 - 2) + 1],
-                "cell_timeout": cell_timeout, "timeout": timeout,
-                "exercises": [{"name": c.name, "points": c.points} for c in checks]}
+    settings = {
+        "notebook": path.name,
+        "hidden_seeds": [hidden_seed or secrets.randbelow(2**31 - 2) + 1],
+        "cell_timeout": cell_timeout,
+        "timeout": timeout,
+        "exercises": [{"name": c.name, "points": c.points} for c in checks],
+    }
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".zip.tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+
         def add_text(name: str, text: str, mode: int = 0o644) -> None:
             info = zipfile.ZipInfo(name)
             info.external_attr = (0o100000 | mode) << 16
@@ -142,16 +162,35 @@ def gradescope_results(results, settings: dict | None = None) -> dict:
             problems.append(f"{r.file}: {r.message}")
             continue
         verdict = "passed" if r.result == "pass" else r.result
-        tests.append({"name": r.exercise, "score": r.points, "max_score": r.max_points,
-                      "status": "passed" if r.result == "pass" else "failed",
-                      "output": verdict if not r.message else f"{verdict}: {r.message}",
-                      "visibility": "visible"})
-    if not tests and settings:           # nothing could be graded: every exercise scores 0
-        tests = [{"name": e["name"], "score": 0.0, "max_score": e["points"], "status": "failed",
-                  "output": "; ".join(problems) or "no notebook graded", "visibility": "visible"}
-                 for e in settings["exercises"]]
-    return {"score": sum(t["score"] for t in tests), "tests": tests, "visibility": "visible",
-            "stdout_visibility": "hidden", "output": "\n".join(problems)}
+        tests.append(
+            {
+                "name": r.exercise,
+                "score": r.points,
+                "max_score": r.max_points,
+                "status": "passed" if r.result == "pass" else "failed",
+                "output": verdict if not r.message else f"{verdict}: {r.message}",
+                "visibility": "visible",
+            }
+        )
+    if not tests and settings:  # nothing could be graded: every exercise scores 0
+        tests = [
+            {
+                "name": e["name"],
+                "score": 0.0,
+                "max_score": e["points"],
+                "status": "failed",
+                "output": "; ".join(problems) or "no notebook graded",
+                "visibility": "visible",
+            }
+            for e in settings["exercises"]
+        ]
+    return {
+        "score": sum(t["score"] for t in tests),
+        "tests": tests,
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "output": "\n".join(problems),
+    }
 
 
 def run_gradescope(root: str | Path = "/autograder") -> dict:
@@ -174,14 +213,20 @@ def run_gradescope(root: str | Path = "/autograder") -> dict:
     if not chosen:
         names = ", ".join(p.name for p in submitted) or "none"
         report = gradescope_results([], settings)
-        report["output"] = (f"Submit your {settings['notebook']} (found: {names}).")
+        report["output"] = f"Submit your {settings['notebook']} (found: {names})."
         for test in report["tests"]:
             test["output"] = report["output"]
     else:
         shutil.copy(chosen[0], student_dir / settings["notebook"])
         # Gradescope's container is the sandbox, and notebooks may fetch their datasets: network on
-        results = grade(work / "submissions", reference_dir, cell_timeout=settings["cell_timeout"],
-                        timeout=settings["timeout"], hidden_seeds=settings["hidden_seeds"], network=True)
+        results = grade(
+            work / "submissions",
+            reference_dir,
+            cell_timeout=settings["cell_timeout"],
+            timeout=settings["timeout"],
+            hidden_seeds=settings["hidden_seeds"],
+            network=True,
+        )
         write_reports(results, work / "grades")
         report = gradescope_results(results, settings)
     (out / "results.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
@@ -192,16 +237,26 @@ def run_gradescope(root: str | Path = "/autograder") -> dict:
 # GitHub Classroom
 # --------------------------------------------------------------------------------------------
 
+
 def _step_id(name: str) -> str:
     import re
+
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "exercise"
 
 
-def classroom_assignment(notebook: str | Path, out: str | Path, *, course_repo: str =
-                         "https://github.com/one-hot-to-gpt/one-hot-to-gpt", hidden_seed: int | None = None,
-                         cell_timeout: float = 300, timeout: float = 1800, python: str = "3.11") -> Path:
+def classroom_assignment(
+    notebook: str | Path,
+    out: str | Path,
+    *,
+    course_repo: str = "https://github.com/one-hot-to-gpt/one-hot-to-gpt",
+    hidden_seed: int | None = None,
+    cell_timeout: float = 300,
+    timeout: float = 1800,
+    python: str = "3.11",
+) -> Path:
     """Write a GitHub Classroom starter repository for one course notebook into `out` → `out`."""
     from .exercises import make_student_notebook
+
     path, nb, checks = _reference(notebook)
     out = Path(out)
     (out / ".grading").mkdir(parents=True, exist_ok=True)
@@ -214,17 +269,30 @@ def classroom_assignment(notebook: str | Path, out: str | Path, *, course_repo: 
     steps = [
         {"name": "Check out the assignment", "uses": "actions/checkout@v4"},
         {"name": "Set up Python", "uses": "actions/setup-python@v5", "with": {"python-version": python}},
-        {"name": "Install the course", "run": f"pip install -q torch --index-url {TORCH_CPU_INDEX}\n"
-                                              f'pip install -q "onehot2gpt[test,hf] @ git+{course_repo}"'},
-        {"name": "Grade the notebook once",      # the grader finds the notebook under submission/
-         "run": (f"mkdir -p submission && cp {path.name} submission/\n"
-                 f"python -m onehot2gpt.grading submission --reference .grading --out .grading/out "
-                 f"--hidden-seed {seed} --cell-timeout {cell_timeout:g} --timeout {timeout:g} --network || true")},
-        {"id": "runs", "name": "The notebook runs top to bottom (nbval-lax)",
-         "uses": "classroom-resources/autograding-command-grader@v1",
-         "with": {"test-name": "notebook runs (pytest --nbval-lax)",
-                  "command": f"pytest -q --nbval-lax {path.name}", "timeout": max(1, int(timeout // 60)),
-                  "max-score": 0}},
+        {
+            "name": "Install the course",
+            "run": f"pip install -q torch --index-url {TORCH_CPU_INDEX}\n"
+            f'pip install -q "onehot2gpt[test,hf] @ git+{course_repo}"',
+        },
+        {
+            "name": "Grade the notebook once",  # the grader finds the notebook under submission/
+            "run": (
+                f"mkdir -p submission && cp {path.name} submission/\n"
+                f"python -m onehot2gpt.grading submission --reference .grading --out .grading/out "
+                f"--hidden-seed {seed} --cell-timeout {cell_timeout:g} --timeout {timeout:g} --network || true"
+            ),
+        },
+        {
+            "id": "runs",
+            "name": "The notebook runs top to bottom (nbval-lax)",
+            "uses": "classroom-resources/autograding-command-grader@v1",
+            "with": {
+                "test-name": "notebook runs (pytest --nbval-lax)",
+                "command": f"pytest -q --nbval-lax {path.name}",
+                "timeout": max(1, int(timeout // 60)),
+                "max-score": 0,
+            },
+        },
     ]
     runners = ["runs"]
     for check in checks:
@@ -232,27 +300,48 @@ def classroom_assignment(notebook: str | Path, out: str | Path, *, course_repo: 
         while step in runners:
             step += "-x"
         runners.append(step)
-        steps.append({"id": step, "name": f"Exercise {check.name}",
-                      "uses": "classroom-resources/autograding-command-grader@v1",
-                      "with": {"test-name": check.name,
-                               "command": f"python -m onehot2gpt.autograders passed .grading/out/grades.csv "
-                                          f"{json.dumps(check.name)}",
-                               "timeout": 1, "max-score": check.points}})
-    steps.append({"name": "Autograding reporter", "uses": "classroom-resources/autograding-grading-reporter@v1",
-                  "env": {f"{r.upper().replace('-', '_')}_RESULTS": f"${{{{steps.{r}.outputs.result}}}}"
-                          for r in runners},
-                  "with": {"runners": ",".join(runners)}})
-    workflow = {"name": "Autograding", "on": ["push", "workflow_dispatch"],
-                "permissions": {"checks": "write", "actions": "read", "contents": "read"},
-                "jobs": {"run-autograding-tests": {"runs-on": "ubuntu-latest",
-                                                   "if": "github.actor != 'github-classroom[bot]'",
-                                                   "steps": steps}}}
+        steps.append(
+            {
+                "id": step,
+                "name": f"Exercise {check.name}",
+                "uses": "classroom-resources/autograding-command-grader@v1",
+                "with": {
+                    "test-name": check.name,
+                    "command": f"python -m onehot2gpt.autograders passed .grading/out/grades.csv "
+                    f"{json.dumps(check.name)}",
+                    "timeout": 1,
+                    "max-score": check.points,
+                },
+            }
+        )
+    steps.append(
+        {
+            "name": "Autograding reporter",
+            "uses": "classroom-resources/autograding-grading-reporter@v1",
+            "env": {f"{r.upper().replace('-', '_')}_RESULTS": f"${{{{steps.{r}.outputs.result}}}}" for r in runners},
+            "with": {"runners": ",".join(runners)},
+        }
+    )
+    workflow = {
+        "name": "Autograding",
+        "on": ["push", "workflow_dispatch"],
+        "permissions": {"checks": "write", "actions": "read", "contents": "read"},
+        "jobs": {
+            "run-autograding-tests": {
+                "runs-on": "ubuntu-latest",
+                "if": "github.actor != 'github-classroom[bot]'",
+                "steps": steps,
+            }
+        },
+    }
     (out / ".github" / "workflows").mkdir(parents=True, exist_ok=True)
     (out / ".github" / "workflows" / "classroom.yml").write_text(_yaml(workflow), encoding="utf-8")
     (out / "README.md").write_text(
         f"# {path.stem}\n\nWork in `{path.name}`: replace each `raise NotImplementedError` with your code and "
         f"run the check cell after it. Every push is graded (Actions tab); a check cell that passes in "
-        f"your notebook should pass there too.\n", encoding="utf-8")
+        f"your notebook should pass there too.\n",
+        encoding="utf-8",
+    )
     return out
 
 
@@ -310,8 +399,10 @@ def exercise_passed(grades_csv: str | Path, exercise: str) -> tuple[bool, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m onehot2gpt.autograders",
-                                     description="Gradescope and GitHub Classroom autograders for a course notebook.")
+    parser = argparse.ArgumentParser(
+        prog="python -m onehot2gpt.autograders",
+        description="Gradescope and GitHub Classroom autograders for a course notebook.",
+    )
     sub = parser.add_subparsers(dest="what", required=True)
     gs = sub.add_parser("gradescope", help="write the Gradescope autograder zip for a notebook")
     cl = sub.add_parser("classroom", help="write a GitHub Classroom starter repository for a notebook")
@@ -322,8 +413,11 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--cell-timeout", type=float, default=300)
         p.add_argument("--timeout", type=float, default=1800)
     gs.add_argument("--checkpoints", help="comma-separated checkpoints to ship (default: all committed ones)")
-    cl.add_argument("--course-repo", default="https://github.com/one-hot-to-gpt/one-hot-to-gpt",
-                    help="the course repository the workflow installs the library from")
+    cl.add_argument(
+        "--course-repo",
+        default="https://github.com/one-hot-to-gpt/one-hot-to-gpt",
+        help="the course repository the workflow installs the library from",
+    )
     run = sub.add_parser("gradescope-run", help="(inside Gradescope) grade /autograder/submission")
     run.add_argument("--root", default="/autograder")
     passed = sub.add_parser("passed", help="(inside Classroom) exit 0 if EXERCISE passed in GRADES_CSV")
@@ -332,13 +426,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.what == "gradescope":
-            print(gradescope_bundle(args.notebook, args.out, hidden_seed=args.hidden_seed,
-                                    cell_timeout=args.cell_timeout, timeout=args.timeout,
-                                    checkpoints=args.checkpoints.split(",") if args.checkpoints else None))
+            print(
+                gradescope_bundle(
+                    args.notebook,
+                    args.out,
+                    hidden_seed=args.hidden_seed,
+                    cell_timeout=args.cell_timeout,
+                    timeout=args.timeout,
+                    checkpoints=args.checkpoints.split(",") if args.checkpoints else None,
+                )
+            )
         elif args.what == "classroom":
-            print(classroom_assignment(args.notebook, args.out, course_repo=args.course_repo,
-                                       hidden_seed=args.hidden_seed, cell_timeout=args.cell_timeout,
-                                       timeout=args.timeout))
+            print(
+                classroom_assignment(
+                    args.notebook,
+                    args.out,
+                    course_repo=args.course_repo,
+                    hidden_seed=args.hidden_seed,
+                    cell_timeout=args.cell_timeout,
+                    timeout=args.timeout,
+                )
+            )
         elif args.what == "gradescope-run":
             report = run_gradescope(args.root)
             print(f"score {report['score']:g} of {sum(t['max_score'] for t in report['tests']):g}")

@@ -28,29 +28,29 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import padding_mask
-from .checkpoints import (CheckpointError, config_from_record, fill_module, load as load_checkpoint,
-                          save_checkpoint)
+from .checkpoints import CheckpointError, config_from_record, fill_module, save_checkpoint
+from .checkpoints import load as load_checkpoint
 from .transformer import Encoder
 from .utils import IGNORE_INDEX, as_ids
 
-
 # ---------------------------------------------------------------------------------------------
 # Configuration
+
 
 @dataclass(frozen=True)
 class BertConfig:
     """Sizes of a BERT. Teaching-sized defaults (= :meth:`tiny`); the paper's sizes as presets."""
 
-    vocab_size: int = 8000       # WordPiece vocabulary; the paper's is 30,522 (uncased English)
-    d_model: int = 128           # "hidden size" H
-    n_layers: int = 4            # L
-    n_heads: int = 4             # A; d_model / n_heads = 32 features per head
-    d_ff: int = 512              # 4 H, as in the paper
-    max_len: int = 128           # learned positions: the model cannot read longer inputs
-    type_vocab_size: int = 2     # segments A and B (sentence pairs)
-    dropout: float = 0.1         # on embeddings, attention weights and every residual branch
-    eps: float = 1e-12           # LayerNorm epsilon of the original TensorFlow code
-    pad_id: int = 0              # [PAD] is 0 in BERT's vocab.txt and in the course's Vocab
+    vocab_size: int = 8000  # WordPiece vocabulary; the paper's is 30,522 (uncased English)
+    d_model: int = 128  # "hidden size" H
+    n_layers: int = 4  # L
+    n_heads: int = 4  # A; d_model / n_heads = 32 features per head
+    d_ff: int = 512  # 4 H, as in the paper
+    max_len: int = 128  # learned positions: the model cannot read longer inputs
+    type_vocab_size: int = 2  # segments A and B (sentence pairs)
+    dropout: float = 0.1  # on embeddings, attention weights and every residual branch
+    eps: float = 1e-12  # LayerNorm epsilon of the original TensorFlow code
+    pad_id: int = 0  # [PAD] is 0 in BERT's vocab.txt and in the course's Vocab
 
     def __post_init__(self):
         if self.d_model % self.n_heads:
@@ -59,48 +59,59 @@ class BertConfig:
             raise ValueError(f"pad_id={self.pad_id} is outside the vocabulary 0…{self.vocab_size - 1}")
 
     @classmethod
-    def tiny(cls, **overrides) -> "BertConfig":
+    def tiny(cls, **overrides) -> BertConfig:
         """The course's size: 4 layers, 128 wide, 4 heads, 128 positions; pre-trains on a CPU."""
         return cls(**overrides)
 
     @classmethod
-    def mini(cls, **overrides) -> "BertConfig":
+    def mini(cls, **overrides) -> BertConfig:
         """BERT-Mini of Turc et al. (2019), "Well-Read Students Learn Better": 4 × 256, 4 heads."""
-        return cls(**{**dict(vocab_size=30522, d_model=256, n_layers=4, n_heads=4, d_ff=1024,
-                             max_len=512), **overrides})
+        return cls(
+            **{**dict(vocab_size=30522, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=512), **overrides}
+        )
 
     @classmethod
-    def base(cls, **overrides) -> "BertConfig":
+    def base(cls, **overrides) -> BertConfig:
         """BERT-Base (110M parameters): 12 layers, 768 wide, 12 heads."""
-        return cls(**{**dict(vocab_size=30522, d_model=768, n_layers=12, n_heads=12, d_ff=3072,
-                             max_len=512), **overrides})
+        return cls(
+            **{**dict(vocab_size=30522, d_model=768, n_layers=12, n_heads=12, d_ff=3072, max_len=512), **overrides}
+        )
 
     @classmethod
-    def large(cls, **overrides) -> "BertConfig":
+    def large(cls, **overrides) -> BertConfig:
         """BERT-Large (340M parameters): 24 layers, 1024 wide, 16 heads."""
-        return cls(**{**dict(vocab_size=30522, d_model=1024, n_layers=24, n_heads=16, d_ff=4096,
-                             max_len=512), **overrides})
+        return cls(
+            **{**dict(vocab_size=30522, d_model=1024, n_layers=24, n_heads=16, d_ff=4096, max_len=512), **overrides}
+        )
 
     @classmethod
-    def from_hf(cls, hf_config) -> "BertConfig":
+    def from_hf(cls, hf_config) -> BertConfig:
         """Convert a `transformers.BertConfig`. Raises ValueError for variants we do not build."""
         kind = getattr(hf_config, "model_type", "bert")
         if kind != "bert":
-            raise ValueError(f"only BERT checkpoints convert (model_type 'bert'); this one is "
-                             f"{kind!r}, whose weights or positions are laid out differently")
+            raise ValueError(
+                f"only BERT checkpoints convert (model_type 'bert'); this one is "
+                f"{kind!r}, whose weights or positions are laid out differently"
+            )
         act = getattr(hf_config, "hidden_act", "gelu")
         if act != "gelu":
             raise ValueError(f"hidden_act={act!r}: our feed-forward uses the exact GELU ('gelu') only")
         positions = getattr(hf_config, "position_embedding_type", "absolute")
         if positions != "absolute":
-            raise ValueError(f"position_embedding_type={positions!r}: only absolute (learned) "
-                             f"positions are supported")
+            raise ValueError(f"position_embedding_type={positions!r}: only absolute (learned) positions are supported")
         pad = getattr(hf_config, "pad_token_id", None)
-        return cls(vocab_size=hf_config.vocab_size, d_model=hf_config.hidden_size,
-                   n_layers=hf_config.num_hidden_layers, n_heads=hf_config.num_attention_heads,
-                   d_ff=hf_config.intermediate_size, max_len=hf_config.max_position_embeddings,
-                   type_vocab_size=hf_config.type_vocab_size, dropout=hf_config.hidden_dropout_prob,
-                   eps=hf_config.layer_norm_eps, pad_id=0 if pad is None else pad)
+        return cls(
+            vocab_size=hf_config.vocab_size,
+            d_model=hf_config.hidden_size,
+            n_layers=hf_config.num_hidden_layers,
+            n_heads=hf_config.num_attention_heads,
+            d_ff=hf_config.intermediate_size,
+            max_len=hf_config.max_position_embeddings,
+            type_vocab_size=hf_config.type_vocab_size,
+            dropout=hf_config.hidden_dropout_prob,
+            eps=hf_config.layer_norm_eps,
+            pad_id=0 if pad is None else pad,
+        )
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -126,6 +137,7 @@ def _init_weights(*modules: nn.Module, std: float = 0.02):
 # ---------------------------------------------------------------------------------------------
 # The encoder
 
+
 class BertEmbeddings(nn.Module):
     """ids (B, T), segment ids (B, T) or None → LayerNorm(token + segment + position) (B, T, D)."""
 
@@ -143,18 +155,21 @@ class BertEmbeddings(nn.Module):
         input_ids = as_ids(input_ids, c.vocab_size, dims=2, name="input_ids")
         T = input_ids.size(1)
         if T > c.max_len:
-            raise ValueError(f"the input has {T} tokens but this BERT reads at most max_len={c.max_len} "
-                             f"(it learned one position vector per slot); truncate it, e.g. "
-                             f"tokenizer(text, truncation=True, max_length={c.max_len})")
+            raise ValueError(
+                f"the input has {T} tokens but this BERT reads at most max_len={c.max_len} "
+                f"(it learned one position vector per slot); truncate it, e.g. "
+                f"tokenizer(text, truncation=True, max_length={c.max_len})"
+            )
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)  # one segment: all "A"
         else:
-            token_type_ids = as_ids(token_type_ids, c.type_vocab_size, name="token_type_ids",
-                                    allow_empty=True)
+            token_type_ids = as_ids(token_type_ids, c.type_vocab_size, name="token_type_ids", allow_empty=True)
             if token_type_ids.shape != input_ids.shape:
-                raise ValueError(f"token_type_ids must have the shape of input_ids "
-                                 f"{tuple(input_ids.shape)}; got {tuple(token_type_ids.shape)}")
-        positions = torch.arange(T, device=input_ids.device)                             # (T,)
+                raise ValueError(
+                    f"token_type_ids must have the shape of input_ids "
+                    f"{tuple(input_ids.shape)}; got {tuple(token_type_ids.shape)}"
+                )
+        positions = torch.arange(T, device=input_ids.device)  # (T,)
         x = self.tok_emb(input_ids) + self.seg_emb(token_type_ids) + self.pos_emb(positions)  # (B, T, D)
         return self.dropout(self.norm(x))
 
@@ -162,10 +177,10 @@ class BertEmbeddings(nn.Module):
 class BertOutput(NamedTuple):
     """What :class:`BertModel` returns (the field names are Hugging Face's)."""
 
-    last_hidden_state: torch.Tensor                   # (B, T, D)
-    pooled: torch.Tensor | None                       # (B, D): tanh(W h_[CLS] + b); None without a pooler
-    hidden_states: tuple[torch.Tensor, ...] | None    # n_layers + 1 × (B, T, D): embeddings, then each layer
-    attentions: tuple[torch.Tensor, ...] | None       # n_layers × (B, H, T, T)
+    last_hidden_state: torch.Tensor  # (B, T, D)
+    pooled: torch.Tensor | None  # (B, D): tanh(W h_[CLS] + b); None without a pooler
+    hidden_states: tuple[torch.Tensor, ...] | None  # n_layers + 1 × (B, T, D): embeddings, then each layer
+    attentions: tuple[torch.Tensor, ...] | None  # n_layers × (B, H, T, T)
 
 
 class BertModel(nn.Module):
@@ -180,21 +195,30 @@ class BertModel(nn.Module):
         super().__init__()
         self.config = c = config
         self.embeddings = BertEmbeddings(c)
-        self.encoder = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, norm_first=False,
-                               activation="gelu", eps=c.eps)
+        self.encoder = Encoder(
+            c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, norm_first=False, activation="gelu", eps=c.eps
+        )
         self.pooler = nn.Linear(c.d_model, c.d_model) if add_pooler else None
         _init_weights(self)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None,
-                output_hidden_states: bool = False, output_attentions: bool = False) -> BertOutput:
+    def forward(
+        self,
+        input_ids,
+        token_type_ids=None,
+        attention_mask=None,
+        output_hidden_states: bool = False,
+        output_attentions: bool = False,
+    ) -> BertOutput:
         # 1. Which keys each query may see: the real tokens.
         if attention_mask is None:
-            mask = padding_mask(input_ids, self.config.pad_id)    # (B, 1, 1, T)
+            mask = padding_mask(input_ids, self.config.pad_id)  # (B, 1, 1, T)
         elif attention_mask.shape != input_ids.shape:
-            raise ValueError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)} "
-                             f"(1 = real token, 0 = padding); got {tuple(attention_mask.shape)}")
+            raise ValueError(
+                f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)} "
+                f"(1 = real token, 0 = padding); got {tuple(attention_mask.shape)}"
+            )
         else:
-            mask = (attention_mask != 0)[:, None, None, :]        # (B, 1, 1, T)
+            mask = (attention_mask != 0)[:, None, None, :]  # (B, 1, 1, T)
         # 2. Embeddings, then the encoder; without maps it takes the fused attention kernel.
         x = self.embeddings(input_ids, token_type_ids)
         if output_hidden_states:
@@ -215,6 +239,7 @@ class BertModel(nn.Module):
 # ---------------------------------------------------------------------------------------------
 # Pre-training: masked language model + next-sentence prediction
 
+
 class BertMLMHead(nn.Module):
     """hidden (B, T, D) → logits over the vocabulary (B, T, V): Linear, GELU, LayerNorm, then a
     decoder whose weight *is* the token embedding (tied) with its own bias."""
@@ -234,9 +259,9 @@ class BertMLMHead(nn.Module):
 
 
 class PreTrainingOutput(NamedTuple):
-    mlm_logits: torch.Tensor           # (B, T, V)
-    nsp_logits: torch.Tensor           # (B, 2): 0 = B follows A ("IsNext"), 1 = random sentence
-    loss: torch.Tensor | None          # mlm_loss + nsp_loss (those whose labels were given)
+    mlm_logits: torch.Tensor  # (B, T, V)
+    nsp_logits: torch.Tensor  # (B, 2): 0 = B follows A ("IsNext"), 1 = random sentence
+    loss: torch.Tensor | None  # mlm_loss + nsp_loss (those whose labels were given)
     mlm_loss: torch.Tensor | None
     nsp_loss: torch.Tensor | None
 
@@ -256,15 +281,18 @@ class BertForPreTraining(nn.Module):
         self.nsp = nn.Linear(config.d_model, 2)
         _init_weights(self.nsp)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, mlm_labels=None,
-                nsp_labels=None) -> PreTrainingOutput:
+    def forward(
+        self, input_ids, token_type_ids=None, attention_mask=None, mlm_labels=None, nsp_labels=None
+    ) -> PreTrainingOutput:
         out = self.bert(input_ids, token_type_ids, attention_mask)
         mlm_logits, nsp_logits = self.mlm(out.last_hidden_state), self.nsp(out.pooled)
         mlm_loss = nsp_loss = None
         if mlm_labels is not None:
             if mlm_labels.shape != input_ids.shape:
-                raise ValueError(f"mlm_labels must have the shape of input_ids {tuple(input_ids.shape)}; "
-                                 f"got {tuple(mlm_labels.shape)}")
+                raise ValueError(
+                    f"mlm_labels must have the shape of input_ids {tuple(input_ids.shape)}; "
+                    f"got {tuple(mlm_labels.shape)}"
+                )
             mlm_loss = F.cross_entropy(mlm_logits.flatten(0, 1), mlm_labels.flatten(), ignore_index=IGNORE_INDEX)
         if nsp_labels is not None:
             nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
@@ -274,6 +302,7 @@ class BertForPreTraining(nn.Module):
 
 # ---------------------------------------------------------------------------------------------
 # Fine-tuning: one small head per kind of task (paper, figure 4)
+
 
 def freeze(module: nn.Module, frozen: bool = True) -> nn.Module:
     """Stop (or restart) training `module`'s parameters: requires_grad = not frozen. Returns it."""
@@ -289,15 +318,17 @@ def train_top_layers(model: nn.Module, top_layers: int) -> list[str]:
     and costs time; it stays off). → the names of the parameters left trainable."""
     bert = getattr(model, "bert", None)
     if not isinstance(bert, BertModel) or isinstance(model, BertModel):
-        raise TypeError(f"pass a BertFor… model (a BertModel with a head on top, e.g. "
-                        f"BertForSequenceClassification); got {type(model).__name__}")
+        raise TypeError(
+            f"pass a BertFor… model (a BertModel with a head on top, e.g. "
+            f"BertForSequenceClassification); got {type(model).__name__}"
+        )
     layers = list(bert.encoder.layers)
     if not isinstance(top_layers, int) or isinstance(top_layers, bool) or not 0 <= top_layers <= len(layers):
         raise ValueError(f"top_layers must be a whole number from 0 to {len(layers)}; got {top_layers!r}")
     freeze(model, False)
-    frozen = [bert.embeddings] + layers[:len(layers) - top_layers]
+    frozen = [bert.embeddings] + layers[: len(layers) - top_layers]
     if bert.pooler is not None and getattr(model, "pooling", "pooler") != "pooler":
-        frozen.append(bert.pooler)          # a head that reads the mean never uses the pooler
+        frozen.append(bert.pooler)  # a head that reads the mean never uses the pooler
     for part in frozen:
         set_dropout(freeze(part), 0.0)
     return [k for k, p in model.named_parameters() if p.requires_grad]
@@ -312,7 +343,7 @@ def set_dropout(module: nn.Module, p: float) -> nn.Module:
     for m in module.modules():
         if isinstance(m, nn.Dropout):
             m.p = float(p)
-        elif hasattr(m, "dropout") and isinstance(m.dropout, float):       # attention weights
+        elif hasattr(m, "dropout") and isinstance(m.dropout, float):  # attention weights
             m.dropout = float(p)
     return module
 
@@ -321,8 +352,7 @@ def _as_bert(bert, freeze_bert: bool) -> BertModel:
     if isinstance(bert, BertConfig):
         bert = BertModel(bert)
     if not isinstance(bert, BertModel):
-        raise TypeError(f"pass a BertModel (e.g. from minilm_bert()) or a BertConfig; "
-                        f"got {type(bert).__name__}")
+        raise TypeError(f"pass a BertModel (e.g. from minilm_bert()) or a BertConfig; got {type(bert).__name__}")
     return freeze(bert) if freeze_bert else bert
 
 
@@ -334,16 +364,26 @@ class BertForSequenceClassification(nn.Module):
     layer's vectors over the real tokens: what sentence-transformers trains, so the right choice
     for all-MiniLM-L6-v2, whose [CLS] and pooler were never trained to summarise)."""
 
-    def __init__(self, bert: BertModel | BertConfig, n_labels: int, dropout: float | None = None,
-                 freeze_bert: bool = False, pooling: str = "pooler"):
+    def __init__(
+        self,
+        bert: BertModel | BertConfig,
+        n_labels: int,
+        dropout: float | None = None,
+        freeze_bert: bool = False,
+        pooling: str = "pooler",
+    ):
         super().__init__()
         if pooling not in ("pooler", "mean"):
-            raise ValueError(f'pooling must be "pooler" (the pooled [CLS]) or "mean" (the mean of the '
-                             f'last layer over real tokens); got {pooling!r}')
+            raise ValueError(
+                f'pooling must be "pooler" (the pooled [CLS]) or "mean" (the mean of the '
+                f"last layer over real tokens); got {pooling!r}"
+            )
         self.bert = _as_bert(bert, freeze_bert)
         if pooling == "pooler" and self.bert.pooler is None:
-            raise ValueError("sequence classification with pooling='pooler' reads the pooled [CLS]: "
-                             "build the BertModel with add_pooler=True, or use pooling='mean'")
+            raise ValueError(
+                "sequence classification with pooling='pooler' reads the pooled [CLS]: "
+                "build the BertModel with add_pooler=True, or use pooling='mean'"
+            )
         self.pooling = pooling
         self.dropout = nn.Dropout(self.bert.config.dropout if dropout is None else dropout)
         self.classifier = nn.Linear(self.bert.config.d_model, n_labels)
@@ -353,17 +393,18 @@ class BertForSequenceClassification(nn.Module):
         out = self.bert(input_ids, token_type_ids, attention_mask)
         if self.pooling == "pooler":
             return self.classifier(self.dropout(out.pooled))
-        real = (input_ids != self.bert.config.pad_id if attention_mask is None else attention_mask != 0)
-        real = real.unsqueeze(-1).to(out.last_hidden_state.dtype)                          # (B, T, 1)
-        mean = (out.last_hidden_state * real).sum(1) / real.sum(1).clamp(min=1)          # (B, D)
+        real = input_ids != self.bert.config.pad_id if attention_mask is None else attention_mask != 0
+        real = real.unsqueeze(-1).to(out.last_hidden_state.dtype)  # (B, T, 1)
+        mean = (out.last_hidden_state * real).sum(1) / real.sum(1).clamp(min=1)  # (B, D)
         return self.classifier(self.dropout(mean))
 
 
 class BertForTokenClassification(nn.Module):
     """Tag every token (e.g. named entities): (B, T) ids → logits (B, T, n_labels)."""
 
-    def __init__(self, bert: BertModel | BertConfig, n_labels: int, dropout: float | None = None,
-                 freeze_bert: bool = False):
+    def __init__(
+        self, bert: BertModel | BertConfig, n_labels: int, dropout: float | None = None, freeze_bert: bool = False
+    ):
         super().__init__()
         self.bert = _as_bert(bert, freeze_bert)
         self.dropout = nn.Dropout(self.bert.config.dropout if dropout is None else dropout)
@@ -391,12 +432,13 @@ class BertForQuestionAnswering(nn.Module):
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, span_mask=None):
         hidden = self.bert(input_ids, token_type_ids, attention_mask).last_hidden_state
-        start, end = self.qa(hidden).unbind(-1)                                    # 2 × (B, T)
+        start, end = self.qa(hidden).unbind(-1)  # 2 × (B, T)
         allowed = input_ids != self.bert.config.pad_id if attention_mask is None else attention_mask != 0
         if span_mask is not None:
             if span_mask.shape != input_ids.shape:
-                raise ValueError(f"span_mask must have the shape of input_ids {tuple(input_ids.shape)}; "
-                                 f"got {tuple(span_mask.shape)}")
+                raise ValueError(
+                    f"span_mask must have the shape of input_ids {tuple(input_ids.shape)}; got {tuple(span_mask.shape)}"
+                )
             allowed = allowed & span_mask.bool()
         return start.masked_fill(~allowed, float("-inf")), end.masked_fill(~allowed, float("-inf"))
 
@@ -410,18 +452,22 @@ def best_span(start_logits, end_logits, max_answer_len: int = 30, allowed=None):
         (1, 2, 9.0)
     """
     if start_logits.dim() != 1 or start_logits.shape != end_logits.shape:
-        raise ValueError(f"best_span takes one example: start and end logits shaped (T,); got "
-                         f"{tuple(start_logits.shape)} and {tuple(end_logits.shape)}")
+        raise ValueError(
+            f"best_span takes one example: start and end logits shaped (T,); got "
+            f"{tuple(start_logits.shape)} and {tuple(end_logits.shape)}"
+        )
     if max_answer_len < 1:
         raise ValueError(f"max_answer_len must be at least 1, got {max_answer_len}")
     for name, logits in (("start_logits", start_logits), ("end_logits", end_logits)):
         if torch.isnan(logits).any():
-            raise ValueError(f"{name} holds NaN at positions {torch.isnan(logits).nonzero().flatten()[:5].tolist()}: "
-                             f"the model's output is broken (check its weights and inputs); no span can be chosen")
+            raise ValueError(
+                f"{name} holds NaN at positions {torch.isnan(logits).nonzero().flatten()[:5].tolist()}: "
+                f"the model's output is broken (check its weights and inputs); no span can be chosen"
+            )
     T = start_logits.size(0)
-    scores = start_logits[:, None].float() + end_logits[None, :].float()          # (T_s, T_e)
+    scores = start_logits[:, None].float() + end_logits[None, :].float()  # (T_s, T_e)
     ones = torch.ones(T, T, dtype=torch.bool, device=scores.device)
-    valid = ones.triu() & ~ones.triu(max_answer_len)                               # s ≤ e ≤ s + len − 1
+    valid = ones.triu() & ~ones.triu(max_answer_len)  # s ≤ e ≤ s + len − 1
     if allowed is not None:
         allowed = allowed.bool()
         valid &= allowed[:, None] & allowed[None, :]
@@ -444,12 +490,16 @@ HF_BERT_KEYS: dict[str, str | tuple[str, ...]] = {
     "embeddings.pos_emb.weight": "embeddings.position_embeddings.weight",
     "embeddings.norm.weight": "embeddings.LayerNorm.weight",
     "embeddings.norm.bias": "embeddings.LayerNorm.bias",
-    "encoder.layers.{i}.self_attn.in_proj.weight": ("encoder.layer.{i}.attention.self.query.weight",
-                                                    "encoder.layer.{i}.attention.self.key.weight",
-                                                    "encoder.layer.{i}.attention.self.value.weight"),
-    "encoder.layers.{i}.self_attn.in_proj.bias": ("encoder.layer.{i}.attention.self.query.bias",
-                                                  "encoder.layer.{i}.attention.self.key.bias",
-                                                  "encoder.layer.{i}.attention.self.value.bias"),
+    "encoder.layers.{i}.self_attn.in_proj.weight": (
+        "encoder.layer.{i}.attention.self.query.weight",
+        "encoder.layer.{i}.attention.self.key.weight",
+        "encoder.layer.{i}.attention.self.value.weight",
+    ),
+    "encoder.layers.{i}.self_attn.in_proj.bias": (
+        "encoder.layer.{i}.attention.self.query.bias",
+        "encoder.layer.{i}.attention.self.key.bias",
+        "encoder.layer.{i}.attention.self.value.bias",
+    ),
     "encoder.layers.{i}.self_attn.out_proj.weight": "encoder.layer.{i}.attention.output.dense.weight",
     "encoder.layers.{i}.self_attn.out_proj.bias": "encoder.layer.{i}.attention.output.dense.bias",
     "encoder.layers.{i}.norm1.weight": "encoder.layer.{i}.attention.output.LayerNorm.weight",
@@ -479,11 +529,12 @@ HF_PRETRAINING_HEAD_KEYS: dict[str, str | tuple[str, ...]] = {
 
 def hf_key_map(n_layers: int, pooler: bool = True, pretraining: bool = False) -> dict[str, tuple[str, ...]]:
     """The key map written out for one model: each of our parameter names → its HF names (1, or Q, K, V)."""
+
     def expand(items, prefix=""):
         out = {}
         for ours, theirs in items:
             theirs = (theirs,) if isinstance(theirs, str) else theirs
-            for i in (range(n_layers) if "{i}" in ours else [""]):
+            for i in range(n_layers) if "{i}" in ours else [""]:
                 named = tuple(prefix + t.replace("{i}", str(i)) for t in theirs)
                 out[prefix + ours.replace("{i}", str(i))] = named
         return out
@@ -497,12 +548,13 @@ def hf_key_map(n_layers: int, pooler: bool = True, pretraining: bool = False) ->
 def _copy_hf_weights(ours: nn.Module, hf_model: nn.Module, key_map: dict[str, tuple[str, ...]]):
     """Fill every parameter of `ours` from `hf_model` via `key_map`, after checking that the map
     covers both sides exactly and every shape fits; ValueError naming the keys otherwise."""
-    mine = dict(ours.named_parameters())      # tied weights appear once, under their first name
+    mine = dict(ours.named_parameters())  # tied weights appear once, under their first name
     theirs = dict(hf_model.named_parameters())
     used = {t for names in key_map.values() for t in names}
     problems = [f"our {k} has no entry in the key map" for k in mine if k not in key_map]
-    problems += [f"the checkpoint lacks {t} (for our {k})" for k, names in key_map.items()
-                 for t in names if t not in theirs]
+    problems += [
+        f"the checkpoint lacks {t} (for our {k})" for k, names in key_map.items() for t in names if t not in theirs
+    ]
     problems += [f"the checkpoint's {t} has no place in our model" for t in theirs if t not in used]
     problems += [f"key map names our {k}, which the model lacks" for k in key_map if k not in mine]
     sources = {}
@@ -510,13 +562,17 @@ def _copy_hf_weights(ours: nn.Module, hf_model: nn.Module, key_map: dict[str, tu
         if k in mine and all(t in theirs for t in names):
             sources[k] = torch.cat([theirs[t].detach() for t in names])  # (3D, …) for Q, K, V; else a copy
             if sources[k].shape != mine[k].shape:
-                problems.append(f"our {k} is {tuple(mine[k].shape)} but the checkpoint's "
-                                f"{' + '.join(names)} gives {tuple(sources[k].shape)}")
+                problems.append(
+                    f"our {k} is {tuple(mine[k].shape)} but the checkpoint's "
+                    f"{' + '.join(names)} gives {tuple(sources[k].shape)}"
+                )
     if problems:
         shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
-        raise ValueError(f"the Hugging Face weights do not fit this {type(ours).__name__}: {shown}. "
-                         f"Build it with BertConfig.from_hf(hf_model.config) (the default) so the "
-                         f"sizes agree")
+        raise ValueError(
+            f"the Hugging Face weights do not fit this {type(ours).__name__}: {shown}. "
+            f"Build it with BertConfig.from_hf(hf_model.config) (the default) so the "
+            f"sizes agree"
+        )
     with torch.no_grad():
         for k, tensor in sources.items():
             mine[k].copy_(tensor)
@@ -535,8 +591,10 @@ def load_hf_bert(hf_model, config: BertConfig | None = None) -> BertModel:
 def load_hf_pretraining(hf_model, config: BertConfig | None = None) -> BertForPreTraining:
     """A transformers BertForPreTraining → our BertForPreTraining (MLM + NSP heads), in eval mode."""
     if not (hasattr(hf_model, "bert") and hasattr(hf_model, "cls")):
-        raise TypeError(f"expected a transformers BertForPreTraining (with .bert and .cls); got "
-                        f"{type(hf_model).__name__}. For an encoder alone use load_hf_bert")
+        raise TypeError(
+            f"expected a transformers BertForPreTraining (with .bert and .cls); got "
+            f"{type(hf_model).__name__}. For an encoder alone use load_hf_bert"
+        )
     if getattr(hf_model.bert, "pooler", None) is None:
         raise ValueError("the checkpoint has no pooler, which next-sentence prediction reads")
     config = config or BertConfig.from_hf(hf_model.config)
@@ -548,11 +606,16 @@ def _require_mlm_head(model, what: str, parts: tuple[str, ...] = ()) -> None:
     """The masked-LM utilities need the MLM head: a BertModel (an encoder alone) has none. Other
     models pass if they have the attributes `parts` that `what` reads (duck typing)."""
     if isinstance(model, BertModel) or not all(hasattr(model, p) for p in parts):
-        hint = (" (an encoder without the pre-training heads, as minilm_bert() gives: it cannot "
-                "score words). Use one with its heads: the course BERT (load_bert), or a Hugging "
-                "Face BertForPreTraining through load_hf_pretraining" if isinstance(model, BertModel) else "")
-        raise TypeError(f"{what} needs a model with an MLM head (a BertForPreTraining); got a "
-                        f"{type(model).__name__}{hint}")
+        hint = (
+            " (an encoder without the pre-training heads, as minilm_bert() gives: it cannot "
+            "score words). Use one with its heads: the course BERT (load_bert), or a Hugging "
+            "Face BertForPreTraining through load_hf_pretraining"
+            if isinstance(model, BertModel)
+            else ""
+        )
+        raise TypeError(
+            f"{what} needs a model with an MLM head (a BertForPreTraining); got a {type(model).__name__}{hint}"
+        )
 
 
 @torch.no_grad()
@@ -567,17 +630,18 @@ def fill_mask(model: BertForPreTraining, tokenizer, text: str, top_k: int = 5):
     """
     _require_mlm_head(model, "fill_mask", ("bert", "mlm"))
     if not isinstance(text, str) or not text.strip():
-        raise ValueError("type a sentence with [MASK] where a word is missing, e.g. "
-                         "'the cat sat on the [MASK] .'")
+        raise ValueError("type a sentence with [MASK] where a word is missing, e.g. 'the cat sat on the [MASK] .'")
     enc = tokenizer.encode(text)
     ids = enc["input_ids"]
     positions = [i for i, t in enumerate(ids) if t == tokenizer.mask_id]
     if not positions:
-        raise ValueError("no [MASK] in the text: write [MASK] (upper case, in square brackets) "
-                         "where the model should guess a word")
+        raise ValueError(
+            "no [MASK] in the text: write [MASK] (upper case, in square brackets) where the model should guess a word"
+        )
     if len(ids) > model.config.max_len:
-        raise ValueError(f"the text has {len(ids)} tokens but the model reads at most "
-                         f"{model.config.max_len}; shorten it")
+        raise ValueError(
+            f"the text has {len(ids)} tokens but the model reads at most {model.config.max_len}; shorten it"
+        )
     if not 1 <= top_k <= model.config.vocab_size:
         raise ValueError(f"top_k must be between 1 and {model.config.vocab_size}, got {top_k}")
     was_training = model.training
@@ -600,19 +664,20 @@ def pseudo_log_likelihood(model: BertForPreTraining, ids, mask_id: int) -> torch
     _require_mlm_head(model, "pseudo_log_likelihood")
     ids = as_ids(ids, model.config.vocab_size, dims=1)
     if ids.numel() < 3:
-        raise ValueError(f"need one encoded sentence (T,) with [CLS], at least one token and [SEP]; "
-                         f"got shape {tuple(ids.shape)}")
+        raise ValueError(
+            f"need one encoded sentence (T,) with [CLS], at least one token and [SEP]; got shape {tuple(ids.shape)}"
+        )
     if ids.numel() > model.config.max_len:
         raise ValueError(f"{ids.numel()} tokens are longer than the model's {model.config.max_len}; shorten it")
     positions = torch.arange(1, ids.numel() - 1)
-    batch = ids.repeat(len(positions), 1)                                   # one copy per masked position
+    batch = ids.repeat(len(positions), 1)  # one copy per masked position
     if not 0 <= int(mask_id) < model.config.vocab_size:
         raise ValueError(f"mask_id={mask_id} is outside the vocabulary; pass tokenizer.mask_id")
     batch[torch.arange(len(positions)), positions] = mask_id
     was_training = model.training
     model.eval()
     with torch.no_grad():
-        logits = model(batch).mlm_logits[torch.arange(len(positions)), positions]   # (T − 2, V)
+        logits = model(batch).mlm_logits[torch.arange(len(positions)), positions]  # (T − 2, V)
     model.train(was_training)
     return torch.log_softmax(logits.float(), -1).gather(-1, ids[positions, None]).sum()
 
@@ -626,7 +691,7 @@ def mlm_continue(model: BertForPreTraining, tokenizer, text: str, n_new: int = 1
         raise ValueError("give some text for the model to continue")
     if n_new < 1:
         raise ValueError(f"n_new must be at least 1, got {n_new}")
-    ids = tokenizer.encode(text)["input_ids"][:-1]          # [CLS] … without the final [SEP]
+    ids = tokenizer.encode(text)["input_ids"][:-1]  # [CLS] … without the final [SEP]
     if len(ids) + n_new + 2 > model.config.max_len:
         raise ValueError(f"{len(ids)} tokens + {n_new} new ones do not fit the model's {model.config.max_len}")
     start = len(ids)
@@ -646,30 +711,45 @@ def mlm_continue(model: BertForPreTraining, tokenizer, text: str, n_new: int = 1
 _MODELS = {"BertModel": BertModel, "BertForPreTraining": BertForPreTraining}
 
 
-def save_bert(model: BertModel | BertForPreTraining, directory: str | Path, info: dict | None = None,
-              tokenizer=None) -> Path:
+def save_bert(
+    model: BertModel | BertForPreTraining, directory: str | Path, info: dict | None = None, tokenizer=None
+) -> Path:
     """Write a checkpoint folder (:mod:`onehot2gpt.checkpoints`): ``weights.safetensors`` (float32,
     tied weights once), the `tokenizer`'s ``vocab.txt`` if given, and ``config.json`` with the
     config, `info` and the files' sha256."""
     kind = type(model).__name__
     if kind not in _MODELS:
-        raise TypeError(f"save_bert saves a BertModel or BertForPreTraining; got {kind}. For a "
-                        f"fine-tuned head, save its .bert and the head's state_dict separately")
+        raise TypeError(
+            f"save_bert saves a BertModel or BertForPreTraining; got {kind}. For a "
+            f"fine-tuned head, save its .bert and the head's state_dict separately"
+        )
     bert = model if isinstance(model, BertModel) else model.bert
     # named_parameters lists a tied tensor once (safetensors refuses shared storage anyway).
-    return save_checkpoint(directory, "bert", kind, model.config.to_dict(), dict(model.named_parameters()),
-                           tokenizer=tokenizer, info=info, extra={"pooler": bert.pooler is not None})
+    return save_checkpoint(
+        directory,
+        "bert",
+        kind,
+        model.config.to_dict(),
+        dict(model.named_parameters()),
+        tokenizer=tokenizer,
+        info=info,
+        extra={"pooler": bert.pooler is not None},
+    )
 
 
 def bert_from_checkpoint(record: dict, weights: dict, tokenizer=None) -> BertModel | BertForPreTraining:
     """A BertModel or BertForPreTraining (``record["model"]``) built from a checkpoint's config.json
     `record`, filled with its checked `weights` (what :func:`onehot2gpt.checkpoints.load` calls)."""
     if record.get("model") not in _MODELS:
-        raise CheckpointError(f"config.json names model {record.get('model')!r}; a BERT checkpoint holds "
-                              f"one of {sorted(_MODELS)}")
+        raise CheckpointError(
+            f"config.json names model {record.get('model')!r}; a BERT checkpoint holds one of {sorted(_MODELS)}"
+        )
     config = config_from_record(BertConfig, record)
-    model = BertForPreTraining(config) if record["model"] == "BertForPreTraining" else \
-        BertModel(config, add_pooler=record.get("pooler", True))
+    model = (
+        BertForPreTraining(config)
+        if record["model"] == "BertForPreTraining"
+        else BertModel(config, add_pooler=record.get("pooler", True))
+    )
     return fill_module(model, weights)
 
 
@@ -696,12 +776,15 @@ def attention_source(model, tokenizer):
         enc = tokenizer.encode(first, second if second.strip() else None)
         ids = enc["input_ids"]
         if len(ids) > bert.config.max_len:
-            raise ValueError(f"the text is {len(ids)} tokens long but this BERT reads at most "
-                             f"{bert.config.max_len} (max_len): shorten the text")
+            raise ValueError(
+                f"the text is {len(ids)} tokens long but this BERT reads at most "
+                f"{bert.config.max_len} (max_len): shorten the text"
+            )
         was_training = bert.training
         bert.eval()
         with torch.no_grad():
             out = bert(torch.tensor([ids]), torch.tensor([enc["token_type_ids"]]), output_attentions=True)
         bert.train(was_training)
         return tokenizer.convert_ids_to_tokens(ids), out.attentions
+
     return source

@@ -23,8 +23,9 @@ from .training import adamw, optimizer_step, pad_batch
 from .utils import IGNORE_INDEX, as_ids, check_finite_loss
 
 
-def mask_tokens(input_ids, *, mask_id: int, vocab_size: int, special_ids, prob: float = 0.15,
-                word_ids=None, generator=None):
+def mask_tokens(
+    input_ids, *, mask_id: int, vocab_size: int, special_ids, prob: float = 0.15, word_ids=None, generator=None
+):
     """BERT's masked-LM corruption: (B, T) ids → (inputs (B, T), labels (B, T)).
 
     Choose each non-special token with probability `prob`; of the chosen, 80% become [MASK],
@@ -43,20 +44,21 @@ def mask_tokens(input_ids, *, mask_id: int, vocab_size: int, special_ids, prob: 
     specials = torch.tensor(sorted(set(int(i) for i in special_ids)), dtype=torch.long)
     if int(mask_id) not in specials.tolist():
         raise ValueError("mask_id must be one of special_ids (it is never a prediction target)")
-    candidates = ~torch.isin(input_ids, specials)                         # (B, T) real tokens
+    candidates = ~torch.isin(input_ids, specials)  # (B, T) real tokens
     if word_ids is None:
         chosen = (torch.rand(input_ids.shape, generator=generator) < prob) & candidates
     else:
         if word_ids.shape != input_ids.shape:
-            raise ValueError(f"word_ids must have the shape of input_ids {tuple(input_ids.shape)}; "
-                             f"got {tuple(word_ids.shape)}")
+            raise ValueError(
+                f"word_ids must have the shape of input_ids {tuple(input_ids.shape)}; got {tuple(word_ids.shape)}"
+            )
         n_words = int(word_ids.max()) + 1 if word_ids.numel() else 0
         pick = torch.rand(input_ids.size(0), max(n_words, 1), generator=generator) < prob  # (B, W)
         chosen = pick.gather(1, word_ids.clamp(min=0)) & (word_ids >= 0) & candidates
     action = torch.rand(input_ids.shape, generator=generator)
     allowed = torch.ones(vocab_size, dtype=torch.bool)
     allowed[specials[specials < vocab_size]] = False
-    pool = allowed.nonzero().squeeze(1)                                  # non-special ids
+    pool = allowed.nonzero().squeeze(1)  # non-special ids
     draws = pool[torch.randint(len(pool), input_ids.shape, generator=generator)]
     return apply_masking(input_ids, chosen, action, draws, mask_id)
 
@@ -73,15 +75,14 @@ def apply_masking(input_ids, chosen, action, random_ids, mask_id: int):
     return inputs, labels
 
 
-def nsp_pairs(articles: Sequence[Sequence[str]], n: int, seed: int = 0
-              ) -> list[tuple[str, str, int]]:
+def nsp_pairs(articles: Sequence[Sequence[str]], n: int, seed: int = 0) -> list[tuple[str, str, int]]:
     """`n` next-sentence-prediction examples (sentence A, sentence B, label) from articles (lists
     of sentences). Label 0 (IsNext, half the pairs): B follows A in the same article. Label 1
     (NotNext): B is a random sentence from a different article. Hugging Face uses the same labels.
     """
     import random
 
-    usable = [i for i, a in enumerate(articles) if len(a) >= 2]    # can give an IsNext pair
+    usable = [i for i, a in enumerate(articles) if len(a) >= 2]  # can give an IsNext pair
     non_empty = [i for i, a in enumerate(articles) if len(a) >= 1]  # can give a random sentence
     if not usable or len(non_empty) < 2:
         raise ValueError("need an article with two or more sentences and at least two articles")
@@ -112,8 +113,14 @@ def _nsp_example(a: list[int], b: list[int], cls_id: int, sep_id: int, max_len: 
 SAMPLES = ("article", "sentence")
 
 
-def pretraining_pairs(articles: Sequence[Sequence[Sequence[int]]], batch_size: int, max_len: int,
-                      tokenizer, generator: torch.Generator, sample: str = "article") -> dict[str, torch.Tensor]:
+def pretraining_pairs(
+    articles: Sequence[Sequence[Sequence[int]]],
+    batch_size: int,
+    max_len: int,
+    tokenizer,
+    generator: torch.Generator,
+    sample: str = "article",
+) -> dict[str, torch.Tensor]:
     """`batch_size` next-sentence-prediction pairs [CLS] A [SEP] B [SEP], not yet masked: half
     IsNext (label 0), half NotNext (1), drawn from articles of tokenised sentences with
     `generator`. Returns (B, T) input_ids, token_type_ids, attention_mask and (B,) nsp_labels.
@@ -135,10 +142,10 @@ def pretraining_pairs(articles: Sequence[Sequence[Sequence[int]]], batch_size: i
         import bisect
         import itertools
 
-        starts = list(itertools.accumulate(len(articles[a]) - 1 for a in usable))   # sentences with a next one
-        sizes = list(itertools.accumulate(len(articles[a]) for a in usable))       # every sentence
+        starts = list(itertools.accumulate(len(articles[a]) - 1 for a in usable))  # sentences with a next one
+        sizes = list(itertools.accumulate(len(articles[a]) for a in usable))  # every sentence
 
-        def pick(cumulative):                    # → (article, sentence index), uniform over sentences
+        def pick(cumulative):  # → (article, sentence index), uniform over sentences
             r = draw(cumulative[-1])
             k = bisect.bisect_right(cumulative, r)
             return usable[k], r - (cumulative[k - 1] if k else 0)
@@ -168,13 +175,24 @@ def pretraining_pairs(articles: Sequence[Sequence[Sequence[int]]], batch_size: i
         segs.append(seg)
         nsp.append(0 if is_next else 1)
     input_ids = pad_batch(rows, tokenizer.pad_id)
-    return {"input_ids": input_ids, "token_type_ids": pad_batch(segs, 0),
-            "attention_mask": (input_ids != tokenizer.pad_id).long(), "nsp_labels": torch.tensor(nsp)}
+    return {
+        "input_ids": input_ids,
+        "token_type_ids": pad_batch(segs, 0),
+        "attention_mask": (input_ids != tokenizer.pad_id).long(),
+        "nsp_labels": torch.tensor(nsp),
+    }
 
 
-def pretraining_batch(articles: Sequence[Sequence[Sequence[int]]], batch_size: int, max_len: int,
-                      tokenizer, generator: torch.Generator, whole_word: bool = False,
-                      mask_prob: float = 0.15, sample: str = "article"):
+def pretraining_batch(
+    articles: Sequence[Sequence[Sequence[int]]],
+    batch_size: int,
+    max_len: int,
+    tokenizer,
+    generator: torch.Generator,
+    whole_word: bool = False,
+    mask_prob: float = 0.15,
+    sample: str = "article",
+):
     """One BERT pre-training batch from articles of tokenised sentences (lists of ids): the pairs
     of :func:`pretraining_pairs` (drawn by article or by sentence, `sample`), masked by
     :func:`mask_tokens` (same `generator`, `mask_prob`). Returns a dict
@@ -188,19 +206,31 @@ def _special_ids(tokenizer) -> list[int]:
     return [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
 
 
-def mask_pairs(batch: dict[str, torch.Tensor], tokenizer, generator: torch.Generator, mask_prob: float = 0.15,
-               whole_word: bool = False) -> dict[str, torch.Tensor]:
+def mask_pairs(
+    batch: dict[str, torch.Tensor],
+    tokenizer,
+    generator: torch.Generator,
+    mask_prob: float = 0.15,
+    whole_word: bool = False,
+) -> dict[str, torch.Tensor]:
     """Pairs of :func:`pretraining_pairs` masked by :func:`mask_tokens` (`generator`, `mask_prob`;
     with `whole_word` all pieces of a chosen word) → the batch with masked input_ids and mlm_labels."""
     input_ids = batch["input_ids"]
     word_ids = None
     if whole_word:  # a piece starting with "##" continues the word before it
-        starts = torch.tensor([[not tokenizer.convert_ids_to_tokens(int(i)).startswith("##") for i in row]
-                               for row in input_ids.tolist()])
+        starts = torch.tensor(
+            [[not tokenizer.convert_ids_to_tokens(int(i)).startswith("##") for i in row] for row in input_ids.tolist()]
+        )
         word_ids = starts.long().cumsum(1) - 1
-    inputs, labels = mask_tokens(input_ids, mask_id=tokenizer.mask_id, vocab_size=len(tokenizer),
-                                 special_ids=_special_ids(tokenizer), word_ids=word_ids, generator=generator,
-                                 prob=mask_prob)
+    inputs, labels = mask_tokens(
+        input_ids,
+        mask_id=tokenizer.mask_id,
+        vocab_size=len(tokenizer),
+        special_ids=_special_ids(tokenizer),
+        word_ids=word_ids,
+        generator=generator,
+        prob=mask_prob,
+    )
     return {**batch, "input_ids": inputs, "mlm_labels": labels}
 
 
@@ -210,16 +240,23 @@ def masked_lm_loss(hidden, labels, dense, norm, embedding, bias):
     transform (`dense`, GELU, LayerNorm `norm`) is scored against every token's input embedding
     (`embedding` (V, D), the tied output layer) plus `bias` (V,), as :class:`~onehot2gpt.bert.BertMLMHead`."""
     chosen = labels != IGNORE_INDEX
-    h = norm(F.gelu(dense(hidden[chosen])))                              # (N, D)
+    h = norm(F.gelu(dense(hidden[chosen])))  # (N, D)
     return F.cross_entropy(F.linear(h, embedding, bias), labels[chosen])
 
 
-LENGTH_STEP = 16    # length_sorted_batches pads to a multiple of this: few distinct shapes
+LENGTH_STEP = 16  # length_sorted_batches pads to a multiple of this: few distinct shapes
 
 
-def length_sorted_batches(articles: Sequence[Sequence[Sequence[int]]], batch_size: int, max_len: int,
-                          tokenizer, generator: torch.Generator, pool: int, mask_prob: float = 0.15,
-                          sample: str = "article") -> list[dict[str, torch.Tensor]]:
+def length_sorted_batches(
+    articles: Sequence[Sequence[Sequence[int]]],
+    batch_size: int,
+    max_len: int,
+    tokenizer,
+    generator: torch.Generator,
+    pool: int,
+    mask_prob: float = 0.15,
+    sample: str = "article",
+) -> list[dict[str, torch.Tensor]]:
     """`pool` pre-training batches whose pairs are grouped by length, so each is padded only to its
     own longest pair. Draws `pool` × `batch_size` pairs as :func:`pretraining_pairs` does (the same
     pairs as `pool` calls of `batch_size`), sorts them by length, cuts the sorted list into `pool`
@@ -263,10 +300,10 @@ class _ChunkedLinearCrossEntropy(torch.autograd.Function):
         with torch.autocast(h.device.type, enabled=False):
             # the bias as one more column: logits = [h, 1] @ [weight, bias]^T, and one product
             # gives the gradients of both
-            x = torch.cat([h, h.new_ones(n, 1)], 1).to(dtype)                    # (N, D + 1)
-            w = torch.cat([weight, bias[:, None]], 1).to(dtype)                  # (V, D + 1)
+            x = torch.cat([h, h.new_ones(n, 1)], 1).to(dtype)  # (N, D + 1)
+            w = torch.cat([weight, bias[:, None]], 1).to(dtype)  # (V, D + 1)
             total = torch.zeros((), dtype=torch.float32, device=h.device)
-            g = None                                    # d(summed loss)/d(logits) = softmax − one-hot
+            g = None  # d(summed loss)/d(logits) = softmax − one-hot
             if dtype != torch.float32:
                 # low precision (bfloat16 under autocast): the softmax of all rows at once, in
                 # `dtype` (PyTorch's CPU softmax computes in float32 and rounds its output once);
@@ -286,20 +323,20 @@ class _ChunkedLinearCrossEntropy(torch.autograd.Function):
             else:
                 g = torch.empty(n, w.shape[0], dtype=dtype, device=h.device) if any(needs) else None
                 for s in range(0, n, chunk):
-                    t = targets[s:min(s + chunk, valid)]          # the chunk's real rows
-                    log_p = torch.log_softmax(torch.mm(x[s:s + chunk], w.t()), 1)
-                    total -= log_p[:len(t)].gather(1, t[:, None]).sum()
+                    t = targets[s : min(s + chunk, valid)]  # the chunk's real rows
+                    log_p = torch.log_softmax(torch.mm(x[s : s + chunk], w.t()), 1)
+                    total -= log_p[: len(t)].gather(1, t[:, None]).sum()
                     if g is not None:
                         p = log_p.exp_()
                         p[torch.arange(len(t), device=h.device), t] -= 1
-                        p[len(t):] = 0
-                        g[s:s + chunk] = p
+                        p[len(t) :] = 0
+                        g[s : s + chunk] = p
             saved = [torch.empty(0)] * 3
             if g is not None:
                 if needs[0]:
                     saved[0] = (torch.mm(g, w[:, :d]).float() / valid).to(h.dtype)
                 if needs[1] or needs[2]:
-                    gwb = torch.mm(x.t(), g).t().float() / valid                       # (V, D + 1)
+                    gwb = torch.mm(x.t(), g).t().float() / valid  # (V, D + 1)
                     saved[1] = gwb[:, :d].contiguous().to(weight.dtype)
                     saved[2] = gwb[:, d].contiguous().to(bias.dtype)
         ctx.save_for_backward(*saved)
@@ -360,11 +397,13 @@ def encode_for_losses(bert, batch, chosen, explicit_attention: bool = False):
     if top.norm_first:
         raise ValueError("encode_for_losses handles post-norm encoders (BERT's); this one is pre-norm")
     if chosen.dtype != torch.bool or chosen.shape != batch["input_ids"].shape:
-        raise ValueError(f"chosen must be a bool tensor of the batch's shape {tuple(batch['input_ids'].shape)}; "
-                         f"got {chosen.dtype} {tuple(chosen.shape)}")
+        raise ValueError(
+            f"chosen must be a bool tensor of the batch's shape {tuple(batch['input_ids'].shape)}; "
+            f"got {chosen.dtype} {tuple(chosen.shape)}"
+        )
     if bool(chosen[:, 0].any()):
         raise ValueError("chosen marks position 0 ([CLS]), which is never a masked piece")
-    mask = (batch["attention_mask"] != 0)[:, None, None, :]                   # (B, 1, 1, T)
+    mask = (batch["attention_mask"] != 0)[:, None, None, :]  # (B, 1, 1, T)
     x = bert.embeddings(batch["input_ids"], batch["token_type_ids"])
     for layer in lower:
         x, _ = layer(x, mask, need_weights=explicit_attention)
@@ -376,20 +415,26 @@ def encode_for_losses(bert, batch, chosen, explicit_attention: bool = False):
     # rounded up to a multiple of 8, so few distinct shapes reach the matrix products (on a CPU
     # each new shape costs new oneDNN kernels)
     width = min(-(-int(counts.max()) // 8) * 8, keep.shape[1])
-    rows = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)[:, :width]   # (B, M)
-    xq = x.gather(1, rows[..., None].expand(-1, -1, x.shape[-1]))                  # (B, M, D)
+    rows = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)[:, :width]  # (B, M)
+    xq = x.gather(1, rows[..., None].expand(-1, -1, x.shape[-1]))  # (B, M, D)
     # the top block as EncoderBlock.forward (post-norm), queries at those rows, keys at all
     a, _ = top.self_attn(xq, x, x, mask=mask, need_weights=explicit_attention)
     h = top.norm1(xq + top.dropout1(a))
     h = top.norm2(h + top.dropout2(top.ff(h)))
-    read = torch.arange(width, device=h.device) < counts[:, None]                 # (B, M)
+    read = torch.arange(width, device=h.device) < counts[:, None]  # (B, M)
     read[:, 0] = False
     pooled = torch.tanh(bert.pooler(h[:, 0])) if bert.pooler is not None else None
     return h[read], pooled
 
 
-def pretraining_loss(model, batch, count_correct: bool = True, explicit_attention: bool = False,
-                     chunked_loss: bool = False, sparse_top: bool = False):
+def pretraining_loss(
+    model,
+    batch,
+    count_correct: bool = True,
+    explicit_attention: bool = False,
+    chunked_loss: bool = False,
+    sparse_top: bool = False,
+):
     """(loss, mlm_loss, nsp_loss, masked predictions correct, masked predictions) for a
     BertForPreTraining; the MLM head runs only at the labelled positions (≈15%), which saves
     most of the (T × vocab) output layer's cost. The batch moves to the model's device.
@@ -412,27 +457,46 @@ def pretraining_loss(model, batch, count_correct: bool = True, explicit_attentio
     if sparse_top:
         hidden, pooled = encode_for_losses(model.bert, batch, chosen, explicit_attention)
     else:
-        out = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                         output_attentions=explicit_attention)
+        out = model.bert(
+            batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], output_attentions=explicit_attention
+        )
         hidden, pooled = out.last_hidden_state[chosen], out.pooled
     if chunked_loss and not count_correct:
         mlm_loss = chunked_mlm_loss(model, hidden, targets)
         correct = None
     else:
-        logits = model.mlm(hidden)                                     # (N masked, V)
+        logits = model.mlm(hidden)  # (N masked, V)
         mlm_loss = F.cross_entropy(logits, targets)
         correct = int((logits.argmax(-1) == targets).sum()) if count_correct else None
     nsp_loss = F.cross_entropy(model.nsp(pooled), batch["nsp_labels"])
     return mlm_loss + nsp_loss, mlm_loss, nsp_loss, correct, int(targets.numel())
 
 
-def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: int = 64,
-                  max_len: int = 64, lr: float = 1e-3, warmup: int = 100, seed: int = 0,
-                  short_len: int | None = None, short_steps: int = 0, mask_prob: float = 0.15,
-                  bf16: bool = False, nsp_weight: float = 1.0, explicit_attention: bool = False,
-                  sample: str = "article", chunked_loss: bool = False, length_buckets: int = 0,
-                  sparse_top: bool = False, stack_steps: int = 0, progress: bool = True,
-                  desc: str = "BERT") -> dict[str, list[float]]:
+def pretrain_bert(
+    model,
+    tokenizer,
+    articles,
+    *,
+    steps: int = 1000,
+    batch_size: int = 64,
+    max_len: int = 64,
+    lr: float = 1e-3,
+    warmup: int = 100,
+    seed: int = 0,
+    short_len: int | None = None,
+    short_steps: int = 0,
+    mask_prob: float = 0.15,
+    bf16: bool = False,
+    nsp_weight: float = 1.0,
+    explicit_attention: bool = False,
+    sample: str = "article",
+    chunked_loss: bool = False,
+    length_buckets: int = 0,
+    sparse_top: bool = False,
+    stack_steps: int = 0,
+    progress: bool = True,
+    desc: str = "BERT",
+) -> dict[str, list[float]]:
     """Masked LM + next-sentence prediction on `articles` (lists of tokenised sentences) with
     AdamW, linear warm-up and linear decay; returns per-step "loss", "mlm_loss", "nsp_loss".
 
@@ -464,8 +528,10 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
     if short_len is not None and not 8 <= short_len <= max_len:
         raise ValueError(f"short_len must be between 8 and max_len={max_len}; got {short_len}")
     if not 0 <= short_steps <= steps or (short_steps and short_len is None):
-        raise ValueError(f"short_steps must be between 0 and steps={steps}, and needs short_len; "
-                         f"got short_steps={short_steps}, short_len={short_len}")
+        raise ValueError(
+            f"short_steps must be between 0 and steps={steps}, and needs short_len; "
+            f"got short_steps={short_steps}, short_len={short_len}"
+        )
     if not 0.0 < mask_prob < 1.0:
         raise ValueError(f"mask_prob is the share of pieces to predict, between 0 and 1; got {mask_prob}")
     if not nsp_weight >= 0:
@@ -473,25 +539,32 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
     if sample not in SAMPLES:
         raise ValueError(f"sample is one of {SAMPLES}; got {sample!r}")
     if isinstance(length_buckets, bool) or not isinstance(length_buckets, int) or length_buckets < 0:
-        raise ValueError(f"length_buckets is how many batches to draw together and group by length, "
-                         f"a whole number (0: each batch on its own); got {length_buckets!r}")
+        raise ValueError(
+            f"length_buckets is how many batches to draw together and group by length, "
+            f"a whole number (0: each batch on its own); got {length_buckets!r}"
+        )
     layers = model.bert.encoder.layers
     if isinstance(stack_steps, bool) or not isinstance(stack_steps, int) or not 0 <= stack_steps < steps:
-        raise ValueError(f"stack_steps is how many of the {steps} steps train the bottom half of the layers "
-                         f"before they are stacked, a whole number from 0 up to steps - 1; got {stack_steps!r}")
+        raise ValueError(
+            f"stack_steps is how many of the {steps} steps train the bottom half of the layers "
+            f"before they are stacked, a whole number from 0 up to steps - 1; got {stack_steps!r}"
+        )
     if stack_steps and (len(layers) < 2 or len(layers) % 2):
-        raise ValueError(f"stack_steps needs an even number of encoder layers to copy the bottom half onto "
-                         f"the top half; this encoder has {len(layers)}")
+        raise ValueError(
+            f"stack_steps needs an even number of encoder layers to copy the bottom half onto "
+            f"the top half; this encoder has {len(layers)}"
+        )
     g = torch.Generator().manual_seed(seed)
     opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+        opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
+    )
     history = {"loss": [], "mlm_loss": [], "nsp_loss": []}
     model.train()
     device = next(model.parameters()).device
-    queue, queue_len = [], None                 # length-grouped batches drawn but not yet trained on
+    queue, queue_len = [], None  # length-grouped batches drawn but not yet trained on
     if stack_steps:
-        model.bert.encoder.layers = torch.nn.ModuleList(layers[:len(layers) // 2])
+        model.bert.encoder.layers = torch.nn.ModuleList(layers[: len(layers) // 2])
     try:
         with tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0) as bar:
             for step in range(steps):
@@ -500,19 +573,32 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
                     model.bert.encoder.layers = layers
                 length = short_len if step < short_steps else max_len
                 if length_buckets:
-                    if not queue or queue_len != length:   # a new pool (or the schedule's length changed)
-                        queue = length_sorted_batches(articles, batch_size, length, tokenizer, g, length_buckets,
-                                                      mask_prob=mask_prob, sample=sample)
+                    if not queue or queue_len != length:  # a new pool (or the schedule's length changed)
+                        queue = length_sorted_batches(
+                            articles,
+                            batch_size,
+                            length,
+                            tokenizer,
+                            g,
+                            length_buckets,
+                            mask_prob=mask_prob,
+                            sample=sample,
+                        )
                         queue_len = length
                     batch = queue.pop()
                 else:
-                    batch = pretraining_batch(articles, batch_size, length, tokenizer, g, mask_prob=mask_prob,
-                                              sample=sample)
+                    batch = pretraining_batch(
+                        articles, batch_size, length, tokenizer, g, mask_prob=mask_prob, sample=sample
+                    )
                 with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                    loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(model, batch, count_correct=False,
-                                                                      explicit_attention=explicit_attention,
-                                                                      chunked_loss=chunked_loss,
-                                                                      sparse_top=sparse_top)
+                    loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(
+                        model,
+                        batch,
+                        count_correct=False,
+                        explicit_attention=explicit_attention,
+                        chunked_loss=chunked_loss,
+                        sparse_top=sparse_top,
+                    )
                     if nsp_weight != 1.0:
                         loss = mlm_loss + nsp_weight * nsp_loss
                 optimizer_step(loss, opt, sched, model.parameters(), 1.0)
@@ -523,7 +609,7 @@ def pretrain_bert(model, tokenizer, articles, *, steps: int = 1000, batch_size: 
                 if bar.n % 50 == 0:
                     bar.set_postfix(mlm=f"{mlm_loss.item():.2f}", nsp=f"{nsp_loss.item():.2f}", refresh=False)
     finally:
-        model.bert.encoder.layers = layers     # whole again, even if training stopped in the first phase
+        model.bert.encoder.layers = layers  # whole again, even if training stopped in the first phase
     model.eval()
     return history
 
@@ -538,14 +624,28 @@ def stack_layers(layers, optimizer) -> None:
             for p_low, p_high in zip(low.parameters(), high.parameters()):
                 p_high.copy_(p_low)
                 if p_low in optimizer.state:
-                    optimizer.state[p_high] = {k: v.clone() if torch.is_tensor(v) else v
-                                               for k, v in optimizer.state[p_low].items()}
+                    optimizer.state[p_high] = {
+                        k: v.clone() if torch.is_tensor(v) else v for k, v in optimizer.state[p_low].items()
+                    }
 
 
-def adapt_mlm(model, tokenizer, texts: Sequence[str], *, steps: int = 3000, batch_size: int = 64,
-              max_len: int = 64, lr: float = 5e-4, warmup: float = 0.1, mask_prob: float = 0.15,
-              seed: int = 0, bf16: bool = False, explicit_attention: bool = False, progress: bool = True,
-              desc: str = "adapt") -> list[float]:
+def adapt_mlm(
+    model,
+    tokenizer,
+    texts: Sequence[str],
+    *,
+    steps: int = 3000,
+    batch_size: int = 64,
+    max_len: int = 64,
+    lr: float = 5e-4,
+    warmup: float = 0.1,
+    mask_prob: float = 0.15,
+    seed: int = 0,
+    bf16: bool = False,
+    explicit_attention: bool = False,
+    progress: bool = True,
+    desc: str = "adapt",
+) -> list[float]:
     """Task-adaptive pre-training (Gururangan et al., 2020; ULMFiT's second stage for BERT): more
     masked-LM steps on the task's own unlabelled `texts` before fine-tuning → the MLM loss per step.
 
@@ -556,16 +656,18 @@ def adapt_mlm(model, tokenizer, texts: Sequence[str], *, steps: int = 3000, batc
     from .utils import check_positive_int
 
     if not (hasattr(model, "bert") and hasattr(model, "mlm")):
-        raise TypeError(f"adapt_mlm trains a BertForPreTraining (an encoder with its masked-LM head); got "
-                        f"{type(model).__name__}. Load the pre-training checkpoint with load_bert(directory)")
+        raise TypeError(
+            f"adapt_mlm trains a BertForPreTraining (an encoder with its masked-LM head); got "
+            f"{type(model).__name__}. Load the pre-training checkpoint with load_bert(directory)"
+        )
     steps, batch_size = check_positive_int(steps, "steps"), check_positive_int(batch_size, "batch_size")
     if not 3 <= check_positive_int(max_len, "max_len") <= model.bert.config.max_len:
-        raise ValueError(f"max_len counts [CLS] and [SEP] too: between 3 and this BERT's "
-                         f"{model.bert.config.max_len}; got {max_len}")
+        raise ValueError(
+            f"max_len counts [CLS] and [SEP] too: between 3 and this BERT's {model.bert.config.max_len}; got {max_len}"
+        )
     if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise TypeError("texts is a list of sentences (str), e.g. [text for text, label in rows]")
-    ids = [row for row in (tokenizer.convert_tokens_to_ids(tokenizer.tokenize(t))[:max_len - 2] for t in texts)
-           if row]
+    ids = [row for row in (tokenizer.convert_tokens_to_ids(tokenizer.tokenize(t))[: max_len - 2] for t in texts) if row]
     if not ids:
         raise ValueError("texts holds no sentence with a piece in it: give the task's unlabelled sentences")
     if not 0.0 < mask_prob < 1.0:
@@ -576,32 +678,46 @@ def adapt_mlm(model, tokenizer, texts: Sequence[str], *, steps: int = 3000, batc
     warm = max(1, int(warmup * steps))
     opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
+        opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm)))
+    )
     losses = []
     model.train()
     for step in tqdm(range(steps), desc=desc, disable=not progress, mininterval=2.0):
-        rows = [[tokenizer.cls_id, *ids[int(i)], tokenizer.sep_id]
-                for i in torch.randint(len(ids), (batch_size,), generator=g)]
+        rows = [
+            [tokenizer.cls_id, *ids[int(i)], tokenizer.sep_id]
+            for i in torch.randint(len(ids), (batch_size,), generator=g)
+        ]
         input_ids = pad_batch(rows, tokenizer.pad_id)
-        inputs, labels = mask_tokens(input_ids, mask_id=tokenizer.mask_id, vocab_size=len(tokenizer),
-                                     special_ids=specials, prob=mask_prob, generator=g)
+        inputs, labels = mask_tokens(
+            input_ids,
+            mask_id=tokenizer.mask_id,
+            vocab_size=len(tokenizer),
+            special_ids=specials,
+            prob=mask_prob,
+            generator=g,
+        )
         if not (labels != IGNORE_INDEX).any():
-            continue                                            # nothing chosen in a tiny batch
+            continue  # nothing chosen in a tiny batch
         inputs, labels = inputs.to(device), labels.to(device)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            out = model.bert(inputs, torch.zeros_like(inputs), (input_ids != tokenizer.pad_id).long().to(device),
-                             output_attentions=explicit_attention)
+            out = model.bert(
+                inputs,
+                torch.zeros_like(inputs),
+                (input_ids != tokenizer.pad_id).long().to(device),
+                output_attentions=explicit_attention,
+            )
             chosen = labels != IGNORE_INDEX
             loss = F.cross_entropy(model.mlm(out.last_hidden_state[chosen]), labels[chosen])
-        losses.append(check_finite_loss(loss, step, lr=lr, what=desc))    # before the update uses it
+        losses.append(check_finite_loss(loss, step, lr=lr, what=desc))  # before the update uses it
         optimizer_step(loss, opt, sched, model.parameters(), 1.0)
     model.eval()
     return losses
 
 
 @torch.no_grad()
-def evaluate_pretraining(model, tokenizer, articles, *, batches: int = 50, batch_size: int = 64,
-                         max_len: int = 64, seed: int = 1234) -> dict[str, float]:
+def evaluate_pretraining(
+    model, tokenizer, articles, *, batches: int = 50, batch_size: int = 64, max_len: int = 64, seed: int = 1234
+) -> dict[str, float]:
     """Masked-token accuracy, MLM loss and NSP accuracy on fixed random batches of `articles`."""
     was_training = model.training
     model.eval()
@@ -617,8 +733,7 @@ def evaluate_pretraining(model, tokenizer, articles, *, batches: int = 50, batch
         nsp_count += batch_size
         correct, count, mlm_total = correct + c, count + n, mlm_total + mlm_loss.item() * n
     model.train(was_training)
-    return {"mlm_accuracy": correct / count, "mlm_loss": mlm_total / count,
-            "nsp_accuracy": nsp_correct / nsp_count}
+    return {"mlm_accuracy": correct / count, "mlm_loss": mlm_total / count, "nsp_accuracy": nsp_correct / nsp_count}
 
 
 def all_nsp_pairs(articles: Sequence[Sequence], seed: int = 0) -> list[tuple]:
@@ -644,8 +759,9 @@ def all_nsp_pairs(articles: Sequence[Sequence], seed: int = 0) -> list[tuple]:
 
 
 @torch.no_grad()
-def evaluate_nsp(model, tokenizer, articles, *, max_len: int = 64, batch_size: int = 64,
-                 mask_prob: float = 0.15, seed: int = 1234) -> dict:
+def evaluate_nsp(
+    model, tokenizer, articles, *, max_len: int = 64, batch_size: int = 64, mask_prob: float = 0.15, seed: int = 1234
+) -> dict:
     """Next-sentence accuracy on every pair of held-out `articles` (:func:`all_nsp_pairs`, lists
     of tokenised sentences) → {"nsp_accuracy", "pairs", "correct" (a bool tensor, one per pair,
     for comparing two models on the same pairs)}.
@@ -657,15 +773,20 @@ def evaluate_nsp(model, tokenizer, articles, *, max_len: int = 64, batch_size: i
     from .utils import check_positive_int
 
     if not (hasattr(model, "bert") and hasattr(model, "nsp")):
-        raise TypeError(f"evaluate_nsp scores a BertForPreTraining (an encoder with its next-sentence "
-                        f"head); got {type(model).__name__}. Load the checkpoint with load_bert(directory)")
+        raise TypeError(
+            f"evaluate_nsp scores a BertForPreTraining (an encoder with its next-sentence "
+            f"head); got {type(model).__name__}. Load the checkpoint with load_bert(directory)"
+        )
     batch_size = check_positive_int(batch_size, "batch_size")
     if not 5 <= check_positive_int(max_len, "max_len") <= model.bert.config.max_len:
-        raise ValueError(f"max_len counts [CLS] and two [SEP] too: between 5 and this BERT's "
-                         f"{model.bert.config.max_len}; got {max_len}")
+        raise ValueError(
+            f"max_len counts [CLS] and two [SEP] too: between 5 and this BERT's "
+            f"{model.bert.config.max_len}; got {max_len}"
+        )
     if isinstance(mask_prob, bool) or not isinstance(mask_prob, (int, float)) or not 0.0 <= mask_prob < 1.0:
-        raise ValueError(f"mask_prob is the share of pieces masked, a number from 0 (none) to below 1; "
-                         f"got {mask_prob!r}")
+        raise ValueError(
+            f"mask_prob is the share of pieces masked, a number from 0 (none) to below 1; got {mask_prob!r}"
+        )
     pairs = all_nsp_pairs(articles, seed=seed)
     specials = _special_ids(tokenizer)
     device = next(model.parameters()).device
@@ -674,13 +795,28 @@ def evaluate_nsp(model, tokenizer, articles, *, max_len: int = 64, batch_size: i
     model.eval()
     predictions = []
     for start in range(0, len(pairs), batch_size):
-        examples = [_nsp_example(a, b, tokenizer.cls_id, tokenizer.sep_id, max_len)
-                    for a, b, _ in pairs[start:start + batch_size]]
+        examples = [
+            _nsp_example(a, b, tokenizer.cls_id, tokenizer.sep_id, max_len)
+            for a, b, _ in pairs[start : start + batch_size]
+        ]
         ids = pad_batch([ids for ids, _ in examples], tokenizer.pad_id)
-        inputs = ids if mask_prob == 0 else mask_tokens(ids, mask_id=tokenizer.mask_id, vocab_size=len(tokenizer),
-                                                         special_ids=specials, prob=mask_prob, generator=g)[0]
-        out = model.bert(inputs.to(device), pad_batch([seg for _, seg in examples], 0).to(device),
-                         (ids != tokenizer.pad_id).long().to(device))
+        inputs = (
+            ids
+            if mask_prob == 0
+            else mask_tokens(
+                ids,
+                mask_id=tokenizer.mask_id,
+                vocab_size=len(tokenizer),
+                special_ids=specials,
+                prob=mask_prob,
+                generator=g,
+            )[0]
+        )
+        out = model.bert(
+            inputs.to(device),
+            pad_batch([seg for _, seg in examples], 0).to(device),
+            (ids != tokenizer.pad_id).long().to(device),
+        )
         predictions.append(model.nsp(out.pooled).argmax(-1).cpu())
     model.train(was_training)
     correct = torch.cat(predictions) == torch.tensor([label for *_, label in pairs])
@@ -719,45 +855,79 @@ def _train_bert_command(args, argv=None):
 
     set_threads(args.threads)
     if args.length_buckets < 0:
-        raise SystemExit(f"--length-buckets is how many batches to group by length, 0 or more; got {args.length_buckets}")
+        raise SystemExit(
+            f"--length-buckets is how many batches to group by length, 0 or more; got {args.length_buckets}"
+        )
     if args.bf16 and not native_bf16(args.device):
-        raise SystemExit(f"--bf16: this {args.device} has no native bfloat16 (on a CPU: AVX512-BF16 or "
-                         "AMX), so autocast would make every step slower than float32. Leave out --bf16 "
-                         "(the same recipe in float32 takes about 1.4 times as long).")
+        raise SystemExit(
+            f"--bf16: this {args.device} has no native bfloat16 (on a CPU: AVX512-BF16 or "
+            "AMX), so autocast would make every step slower than float32. Leave out --bf16 "
+            "(the same recipe in float32 takes about 1.4 times as long)."
+        )
     start = time.time()
     train = wikitext_articles("train")
     # score="frequency": the most frequent pair first, as Hugging Face's WordPiece trainer does
     # (1.1 pieces per word on WikiText-2 valid, against 2.9 with the textbook likelihood score)
-    tokenizer = WordPieceTokenizer.train((s for a in train for s in a), vocab_size=args.vocab_size,
-                                         score="frequency")
+    tokenizer = WordPieceTokenizer.train((s for a in train for s in a), vocab_size=args.vocab_size, score="frequency")
     t_vocab = time.time() - start
     train_ids = tokenize_articles(tokenizer, train)
     valid_ids = tokenize_articles(tokenizer, wikitext_articles("valid"))
     torch.manual_seed(args.seed)
     config = BertConfig.tiny(vocab_size=len(tokenizer), max_len=max(args.max_len, 128), dropout=args.dropout)
     model = BertForPreTraining(config).to(args.device)
-    history = pretrain_bert(model, tokenizer, train_ids, steps=args.steps, batch_size=args.batch_size,
-                            max_len=args.max_len, lr=args.lr, warmup=args.warmup, seed=args.seed,
-                            short_len=args.short_len, short_steps=args.short_steps,
-                            mask_prob=args.mask_prob, bf16=args.bf16, nsp_weight=args.nsp_weight,
-                            explicit_attention=args.explicit_attention, sample=args.sample,
-                            chunked_loss=args.chunked_loss, length_buckets=args.length_buckets,
-                            sparse_top=args.sparse_top, stack_steps=args.stack_steps)
+    history = pretrain_bert(
+        model,
+        tokenizer,
+        train_ids,
+        steps=args.steps,
+        batch_size=args.batch_size,
+        max_len=args.max_len,
+        lr=args.lr,
+        warmup=args.warmup,
+        seed=args.seed,
+        short_len=args.short_len,
+        short_steps=args.short_steps,
+        mask_prob=args.mask_prob,
+        bf16=args.bf16,
+        nsp_weight=args.nsp_weight,
+        explicit_attention=args.explicit_attention,
+        sample=args.sample,
+        chunked_loss=args.chunked_loss,
+        length_buckets=args.length_buckets,
+        sparse_top=args.sparse_top,
+        stack_steps=args.stack_steps,
+    )
     t_train = time.time() - start
     scores = evaluate_pretraining(model, tokenizer, valid_ids, max_len=args.max_len)
     args.out.mkdir(parents=True, exist_ok=True)
-    info = {"data": "WikiText-2 train (wikitext_articles)",
-            "command": "python -m onehot2gpt.bert_pretraining " + " ".join(sys.argv[1:] if argv is None else argv),
-            "steps": args.steps,
-            "batch_size": args.batch_size, "max_len": args.max_len, "lr": args.lr, "warmup": args.warmup,
-            "dropout": args.dropout, "short_len": args.short_len, "short_steps": args.short_steps,
-            "mask_prob": args.mask_prob, "bf16": args.bf16, "nsp_weight": args.nsp_weight,
-            "explicit_attention": args.explicit_attention, "sample": args.sample,
-            "chunked_loss": args.chunked_loss, "length_buckets": args.length_buckets,
-            "sparse_top": args.sparse_top, "stack_steps": args.stack_steps,
-            "threads": args.threads, "device": args.device, "seed": args.seed, "vocab_seconds": round(t_vocab, 1),
-            "total_seconds": round(t_train, 1), "valid": {k: round(v, 4) for k, v in scores.items()},
-            "final_train_mlm_loss": round(sum(history["mlm_loss"][-100:]) / len(history["mlm_loss"][-100:]), 4)}
+    info = {
+        "data": "WikiText-2 train (wikitext_articles)",
+        "command": "python -m onehot2gpt.bert_pretraining " + " ".join(sys.argv[1:] if argv is None else argv),
+        "steps": args.steps,
+        "batch_size": args.batch_size,
+        "max_len": args.max_len,
+        "lr": args.lr,
+        "warmup": args.warmup,
+        "dropout": args.dropout,
+        "short_len": args.short_len,
+        "short_steps": args.short_steps,
+        "mask_prob": args.mask_prob,
+        "bf16": args.bf16,
+        "nsp_weight": args.nsp_weight,
+        "explicit_attention": args.explicit_attention,
+        "sample": args.sample,
+        "chunked_loss": args.chunked_loss,
+        "length_buckets": args.length_buckets,
+        "sparse_top": args.sparse_top,
+        "stack_steps": args.stack_steps,
+        "threads": args.threads,
+        "device": args.device,
+        "seed": args.seed,
+        "vocab_seconds": round(t_vocab, 1),
+        "total_seconds": round(t_train, 1),
+        "valid": {k: round(v, 4) for k, v in scores.items()},
+        "final_train_mlm_loss": round(sum(history["mlm_loss"][-100:]) / len(history["mlm_loss"][-100:]), 4),
+    }
     save_bert(model.cpu(), args.out, info=info, tokenizer=tokenizer)
     print(json.dumps(info))
 
@@ -769,11 +939,16 @@ def build_parser():
     import argparse
     from pathlib import Path
 
-    p = argparse.ArgumentParser(prog="python -m onehot2gpt.bert_pretraining",
-                                description="Pre-train the course BERT and save it with its vocabulary.")
+    p = argparse.ArgumentParser(
+        prog="python -m onehot2gpt.bert_pretraining",
+        description="Pre-train the course BERT and save it with its vocabulary.",
+    )
     sub = p.add_subparsers(dest="what", required=True)
-    bert = sub.add_parser("train", help="pre-train the course BERT on WikiText-2 train",
-                          description="Pre-train the course BERT on WikiText-2 train.")
+    bert = sub.add_parser(
+        "train",
+        help="pre-train the course BERT on WikiText-2 train",
+        description="Pre-train the course BERT on WikiText-2 train.",
+    )
     bert.add_argument("--out", required=True, type=Path)
     bert.add_argument("--vocab-size", type=int, default=8000)
     bert.add_argument("--steps", type=int, default=20000)
@@ -782,34 +957,64 @@ def build_parser():
     bert.add_argument("--lr", type=float, default=1e-3)
     bert.add_argument("--warmup", type=int, default=100, help="steps of linear warm-up")
     bert.add_argument("--dropout", type=float, default=0.1)
-    bert.add_argument("--short-len", type=int, default=None,
-                      help="train the first --short-steps steps on pairs cut to this length")
+    bert.add_argument(
+        "--short-len", type=int, default=None, help="train the first --short-steps steps on pairs cut to this length"
+    )
     bert.add_argument("--short-steps", type=int, default=0)
-    bert.add_argument("--mask-prob", type=float, default=0.15,
-                      help="share of pieces predicted in training (evaluation always uses 0.15)")
-    bert.add_argument("--nsp-weight", type=float, default=1.0,
-                      help="the loss is MLM + this × NSP (BERT's: 1)")
-    bert.add_argument("--bf16", action="store_true",
-                      help="bfloat16 autocast: about 30%% faster per step where the CPU (AVX512-BF16, AMX) "
-                           "or GPU has native bfloat16; refused elsewhere")
-    bert.add_argument("--explicit-attention", action="store_true",
-                      help="attention as notebook 05 writes it instead of PyTorch's fused kernel: the same "
-                           "numbers, about half the time per step with --bf16 on a CPU")
-    bert.add_argument("--sample", choices=SAMPLES, default="article",
-                      help="draw sentence pairs by article, then sentence (the committed checkpoint's), or "
-                           "uniformly over all sentences")
-    bert.add_argument("--chunked-loss", action="store_true",
-                      help="the masked-LM loss and its gradients computed 128 rows at a time: the same "
-                           "loss, less time per step on a CPU")
-    bert.add_argument("--length-buckets", type=int, default=0, metavar="K",
-                      help="draw the pairs of K batches at once and group them by length, so each batch "
-                           "is padded only to its own longest pair (0, the default: no grouping)")
-    bert.add_argument("--sparse-top", action="store_true",
-                      help="run the encoder's top layer only at [CLS] and the masked pieces, the rows the "
-                           "losses read: the same losses and gradients, less time per step")
-    bert.add_argument("--stack-steps", type=int, default=0, metavar="S",
-                      help="progressive stacking: the first S steps train the bottom half of the layers, "
-                           "which are then copied onto the top half (0: every step trains all layers)")
+    bert.add_argument(
+        "--mask-prob",
+        type=float,
+        default=0.15,
+        help="share of pieces predicted in training (evaluation always uses 0.15)",
+    )
+    bert.add_argument("--nsp-weight", type=float, default=1.0, help="the loss is MLM + this × NSP (BERT's: 1)")
+    bert.add_argument(
+        "--bf16",
+        action="store_true",
+        help="bfloat16 autocast: about 30%% faster per step where the CPU (AVX512-BF16, AMX) "
+        "or GPU has native bfloat16; refused elsewhere",
+    )
+    bert.add_argument(
+        "--explicit-attention",
+        action="store_true",
+        help="attention as notebook 05 writes it instead of PyTorch's fused kernel: the same "
+        "numbers, about half the time per step with --bf16 on a CPU",
+    )
+    bert.add_argument(
+        "--sample",
+        choices=SAMPLES,
+        default="article",
+        help="draw sentence pairs by article, then sentence (the committed checkpoint's), or "
+        "uniformly over all sentences",
+    )
+    bert.add_argument(
+        "--chunked-loss",
+        action="store_true",
+        help="the masked-LM loss and its gradients computed 128 rows at a time: the same "
+        "loss, less time per step on a CPU",
+    )
+    bert.add_argument(
+        "--length-buckets",
+        type=int,
+        default=0,
+        metavar="K",
+        help="draw the pairs of K batches at once and group them by length, so each batch "
+        "is padded only to its own longest pair (0, the default: no grouping)",
+    )
+    bert.add_argument(
+        "--sparse-top",
+        action="store_true",
+        help="run the encoder's top layer only at [CLS] and the masked pieces, the rows the "
+        "losses read: the same losses and gradients, less time per step",
+    )
+    bert.add_argument(
+        "--stack-steps",
+        type=int,
+        default=0,
+        metavar="S",
+        help="progressive stacking: the first S steps train the bottom half of the layers, "
+        "which are then copied onto the top half (0: every step trains all layers)",
+    )
     bert.add_argument("--threads", type=int, default=2)
     bert.add_argument("--seed", type=int, default=0)
     bert.add_argument("--device", default="cpu", help="cpu (the documented run) or cuda")

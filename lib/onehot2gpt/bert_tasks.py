@@ -34,13 +34,31 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .bert import best_span
-from .training import epoch_batches, fine_tuning_optimizer, optimizer_step, pad_batch
 from .subword import is_punctuation
+from .training import epoch_batches, fine_tuning_optimizer, optimizer_step, pad_batch
 from .utils import IGNORE_INDEX, check_finite_loss
+
 SNLI_LABELS = ("entailment", "neutral", "contradiction")
 # The 17 universal part-of-speech tags of Universal Dependencies (v2), alphabetical.
-UPOS_TAGS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",
-             "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X")
+UPOS_TAGS = (
+    "ADJ",
+    "ADP",
+    "ADV",
+    "AUX",
+    "CCONJ",
+    "DET",
+    "INTJ",
+    "NOUN",
+    "NUM",
+    "PART",
+    "PRON",
+    "PROPN",
+    "PUNCT",
+    "SCONJ",
+    "SYM",
+    "VERB",
+    "X",
+)
 TASKS = ("sequence", "token", "qa")
 
 
@@ -60,8 +78,9 @@ def _label_ids(labels, names: Sequence[str] | None, n: int) -> torch.Tensor:
 # ------------------------------------------------------------------ 1 and 3: classification
 
 
-def encode_sentences(tokenizer, texts: Sequence[str], labels=None, max_len: int = 128,
-                     label_names: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
+def encode_sentences(
+    tokenizer, texts: Sequence[str], labels=None, max_len: int = 128, label_names: Sequence[str] | None = None
+) -> dict[str, torch.Tensor]:
     """B texts → ``[CLS] text [SEP]`` as input_ids, token_type_ids, attention_mask (B, T) and,
     given labels (ints, or strings from `label_names`), labels (B,). Longer texts are cut at
     `max_len` tokens.
@@ -77,9 +96,14 @@ def encode_sentences(tokenizer, texts: Sequence[str], labels=None, max_len: int 
     return out
 
 
-def encode_pairs(tokenizer, premises: Sequence[str], hypotheses: Sequence[str], labels=None,
-                 max_len: int = 128, label_names: Sequence[str] | None = SNLI_LABELS
-                 ) -> dict[str, torch.Tensor]:
+def encode_pairs(
+    tokenizer,
+    premises: Sequence[str],
+    hypotheses: Sequence[str],
+    labels=None,
+    max_len: int = 128,
+    label_names: Sequence[str] | None = SNLI_LABELS,
+) -> dict[str, torch.Tensor]:
     """B sentence pairs → ``[CLS] A [SEP] B [SEP]`` (token type 0 up to the first [SEP], 1 after)
     as input_ids, token_type_ids, attention_mask (B, T), and labels (B,) if given (SNLI's names
     map to 0, 1, 2 in the order of :data:`SNLI_LABELS`). Too long a pair loses tokens from the
@@ -95,8 +119,9 @@ def encode_pairs(tokenizer, premises: Sequence[str], hypotheses: Sequence[str], 
 # ------------------------------------------------------------------------- 2: tagging
 
 
-def encode_tagged(tokenizer, sentences: Sequence[Sequence[str]], tags=None,
-                  tag_vocab: Sequence[str] = UPOS_TAGS, max_len: int = 128) -> dict[str, torch.Tensor]:
+def encode_tagged(
+    tokenizer, sentences: Sequence[Sequence[str]], tags=None, tag_vocab: Sequence[str] = UPOS_TAGS, max_len: int = 128
+) -> dict[str, torch.Tensor]:
     """B sentences given as words (and their tags) → input_ids, token_type_ids, attention_mask,
     word_index (B, T) and, with tags, labels (B, T).
 
@@ -126,15 +151,18 @@ def encode_tagged(tokenizer, sentences: Sequence[Sequence[str]], tags=None,
                 raise ValueError(f"sentence {k} has {len(words)} words but {len(tags[k])} tags")
             unknown = sorted(set(tags[k]) - set(tag_id))
             if unknown:
-                raise ValueError(f"sentence {k} has tags {unknown} that are not in tag_vocab "
-                                 f"({', '.join(tag_vocab)})")
+                raise ValueError(f"sentence {k} has tags {unknown} that are not in tag_vocab ({', '.join(tag_vocab)})")
             row = [IGNORE_INDEX] * len(index)
             for t, w in enumerate(index):
-                if w >= 0 and (t == 0 or index[t - 1] != w):   # the first piece of word w
+                if w >= 0 and (t == 0 or index[t - 1] != w):  # the first piece of word w
                     row[t] = tag_id[tags[k][w]]
             labels.append(row)
-    out = {"input_ids": pad_batch(ids, tokenizer.pad_id), "token_type_ids": pad_batch(segments, 0),
-           "attention_mask": pad_batch(masks, 0), "word_index": pad_batch(word_index, -1)}
+    out = {
+        "input_ids": pad_batch(ids, tokenizer.pad_id),
+        "token_type_ids": pad_batch(segments, 0),
+        "attention_mask": pad_batch(masks, 0),
+        "word_index": pad_batch(word_index, -1),
+    }
     if tags is not None:
         out["labels"] = pad_batch(labels, IGNORE_INDEX)
     return out
@@ -151,8 +179,7 @@ def tag_accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
 
 def _tag_counts(logits, labels) -> tuple[int, int]:
     if logits.shape[:-1] != labels.shape:
-        raise ValueError(f"logits {tuple(logits.shape)} must be labels {tuple(labels.shape)} "
-                         f"plus a class dimension")
+        raise ValueError(f"logits {tuple(logits.shape)} must be labels {tuple(labels.shape)} plus a class dimension")
     chosen = labels != IGNORE_INDEX
     return int((logits.argmax(-1)[chosen] == labels[chosen]).sum()), int(chosen.sum())
 
@@ -183,8 +210,7 @@ def word_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def encode_squad(tokenizer, examples: Sequence[dict], max_len: int = 192,
-                 max_question_len: int = 64) -> dict:
+def encode_squad(tokenizer, examples: Sequence[dict], max_len: int = 192, max_question_len: int = 64) -> dict:
     """SQuAD examples (dicts with "question", "context", "answers" as :func:`~onehot2gpt.data.read_squad`
     gives them) → ``[CLS] question [SEP] context [SEP]`` features:
 
@@ -210,8 +236,9 @@ def encode_squad(tokenizer, examples: Sequence[dict], max_len: int = 192,
     we stop instead, since an offset that points elsewhere means the data was edited or
     re-encoded and every later label may be wrong. SQuAD 1.1 dev has no such example.)
     """
-    rows: dict[str, list] = {k: [] for k in ("input_ids", "token_type_ids", "context_mask", "start",
-                                             "end", "answerable", "offsets")}
+    rows: dict[str, list] = {
+        k: [] for k in ("input_ids", "token_type_ids", "context_mask", "start", "end", "answerable", "offsets")
+    }
     for ex in examples:
         question = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(ex["question"]))[:max_question_len]
         context = ex["context"]
@@ -232,10 +259,12 @@ def encode_squad(tokenizer, examples: Sequence[dict], max_len: int = 192,
         # 3. Cut the context to the window; the answer must survive whole.
         budget = max_len - len(question) - 3
         if budget < 1:
-            raise ValueError(f"max_len={max_len} leaves no room for the context after a "
-                             f"{len(question)}-token question; raise max_len or lower max_question_len")
+            raise ValueError(
+                f"max_len={max_len} leaves no room for the context after a "
+                f"{len(question)}-token question; raise max_len or lower max_question_len"
+            )
         pieces, piece_word = pieces[:budget], piece_word[:budget]
-        first = len(question) + 2                                  # [CLS] question [SEP] → context
+        first = len(question) + 2  # [CLS] question [SEP] → context
         answerable = bool(inside) and inside[-1] < budget
         start, end = (first + inside[0], first + inside[-1]) if answerable else (0, 0)
         ids = [tokenizer.cls_id] + question + [tokenizer.sep_id] + pieces + [tokenizer.sep_id]
@@ -246,17 +275,19 @@ def encode_squad(tokenizer, examples: Sequence[dict], max_len: int = 192,
         rows["end"].append(end)
         rows["answerable"].append(answerable)
         rows["offsets"].append([None] * first + [spans[w] for w in piece_word] + [None])
-    return {"input_ids": pad_batch(rows["input_ids"], tokenizer.pad_id),
-            "token_type_ids": pad_batch(rows["token_type_ids"], 0),
-            "attention_mask": pad_batch([[1] * len(r) for r in rows["input_ids"]], 0),
-            "context_mask": pad_batch(rows["context_mask"], 0).bool(),
-            "start_positions": torch.tensor(rows["start"], dtype=torch.long),
-            "end_positions": torch.tensor(rows["end"], dtype=torch.long),
-            "answerable": torch.tensor(rows["answerable"], dtype=torch.bool),
-            "context": [ex["context"] for ex in examples],
-            "offsets": rows["offsets"],
-            "answers": [[a["text"] for a in ex.get("answers", [])] for ex in examples],
-            "id": [ex.get("id") for ex in examples]}
+    return {
+        "input_ids": pad_batch(rows["input_ids"], tokenizer.pad_id),
+        "token_type_ids": pad_batch(rows["token_type_ids"], 0),
+        "attention_mask": pad_batch([[1] * len(r) for r in rows["input_ids"]], 0),
+        "context_mask": pad_batch(rows["context_mask"], 0).bool(),
+        "start_positions": torch.tensor(rows["start"], dtype=torch.long),
+        "end_positions": torch.tensor(rows["end"], dtype=torch.long),
+        "answerable": torch.tensor(rows["answerable"], dtype=torch.bool),
+        "context": [ex["context"] for ex in examples],
+        "offsets": rows["offsets"],
+        "answers": [[a["text"] for a in ex.get("answers", [])] for ex in examples],
+        "id": [ex.get("id") for ex in examples],
+    }
 
 
 def _check_answer_start(ex: dict) -> int:
@@ -264,13 +295,18 @@ def _check_answer_start(ex: dict) -> int:
     answer, context = ex["answers"][0], ex["context"]
     start, text = answer["answer_start"], answer["text"]
     whole = isinstance(start, int) and not isinstance(start, bool)
-    if not whole or not 0 <= start <= len(context) - len(text) or context[start:start + len(text)] != text:
-        found = context[start:start + len(text)] if whole and start >= 0 else ""
+    if not whole or not 0 <= start <= len(context) - len(text) or context[start : start + len(text)] != text:
+        found = context[start : start + len(text)] if whole and start >= 0 else ""
         where = context.find(text)
-        elsewhere = (f"; the text does occur at character {where}: fix answer_start" if where >= 0 else
-                     "; the text does not occur in the context at all")
-        raise ValueError(f"SQuAD question {ex.get('id')!r}: the answer {text!r} should start at character "
-                         f"{start!r} of the context, but {found!r} stands there{elsewhere}")
+        elsewhere = (
+            f"; the text does occur at character {where}: fix answer_start"
+            if where >= 0
+            else "; the text does not occur in the context at all"
+        )
+        raise ValueError(
+            f"SQuAD question {ex.get('id')!r}: the answer {text!r} should start at character "
+            f"{start!r} of the context, but {found!r} stands there{elsewhere}"
+        )
     return start
 
 
@@ -286,18 +322,21 @@ def decode_answer(features: dict, i: int, start: int, end: int) -> str:
     offsets = features["offsets"][i]
     if not 0 <= start <= end < len(offsets) or offsets[start] is None or offsets[end] is None:
         return ""
-    return features["context"][i][offsets[start][0]:offsets[end][1]]
+    return features["context"][i][offsets[start][0] : offsets[end][1]]
 
 
-def predict_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, context_mask: torch.Tensor,
-                  max_answer_len: int = 30) -> list[tuple[int, int]]:
+def predict_spans(
+    start_logits: torch.Tensor, end_logits: torch.Tensor, context_mask: torch.Tensor, max_answer_len: int = 30
+) -> list[tuple[int, int]]:
     """Start and end logits (B, T), context_mask (B, T) → per row the (start, end) token span
     inside the context with the highest start + end score, at most `max_answer_len` tokens long
     (:func:`onehot2gpt.bert.best_span`); (0, 0) for a row without context."""
     if not start_logits.shape == end_logits.shape == context_mask.shape:
-        raise ValueError(f"start logits {tuple(start_logits.shape)}, end logits "
-                         f"{tuple(end_logits.shape)} and context_mask {tuple(context_mask.shape)} "
-                         f"must have the same (B, T) shape")
+        raise ValueError(
+            f"start logits {tuple(start_logits.shape)}, end logits "
+            f"{tuple(end_logits.shape)} and context_mask {tuple(context_mask.shape)} "
+            f"must have the same (B, T) shape"
+        )
     spans = []
     for s, e, allowed in zip(start_logits.detach().cpu(), end_logits.detach().cpu(), context_mask.cpu()):
         best = best_span(s, e, max_answer_len, allowed)
@@ -308,8 +347,9 @@ def predict_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, context_
 # ------------------------------------------------- 4b: "no answer in this passage" (the null span)
 
 
-def null_margins(start_logits: torch.Tensor, end_logits: torch.Tensor, context_mask: torch.Tensor,
-                 max_answer_len: int = 30) -> tuple[list[tuple[int, int]], torch.Tensor]:
+def null_margins(
+    start_logits: torch.Tensor, end_logits: torch.Tensor, context_mask: torch.Tensor, max_answer_len: int = 30
+) -> tuple[list[tuple[int, int]], torch.Tensor]:
     """Start and end logits (B, T) with ``[CLS]`` at position 0, context_mask (B, T) → (the best
     context span per row, as :func:`predict_spans`; margins (B,)): the best span's score
     ``start[s] + end[e]`` (s ≤ e, at most `max_answer_len` tokens) minus the null span's
@@ -326,18 +366,23 @@ def null_margins(start_logits: torch.Tensor, end_logits: torch.Tensor, context_m
         ([(2, 2)], tensor([4.]))
     """
     if not start_logits.shape == end_logits.shape == context_mask.shape or start_logits.dim() != 2:
-        raise ValueError(f"start logits {tuple(start_logits.shape)}, end logits {tuple(end_logits.shape)} "
-                         f"and context_mask {tuple(context_mask.shape)} must have the same (B, T) shape")
+        raise ValueError(
+            f"start logits {tuple(start_logits.shape)}, end logits {tuple(end_logits.shape)} "
+            f"and context_mask {tuple(context_mask.shape)} must have the same (B, T) shape"
+        )
     spans, margins = [], []
-    for i, (s, e, allowed) in enumerate(zip(start_logits.detach().float().cpu(), end_logits.detach().float().cpu(),
-                                             context_mask.cpu().bool())):
-        best = best_span(s, e, max_answer_len, allowed)          # refuses NaN
+    for i, (s, e, allowed) in enumerate(
+        zip(start_logits.detach().float().cpu(), end_logits.detach().float().cpu(), context_mask.cpu().bool())
+    ):
+        best = best_span(s, e, max_answer_len, allowed)  # refuses NaN
         if best is None:
             raise ValueError(f"row {i} has no context token with a finite score: nothing to answer from")
         null = float(s[0] + e[0])
         if not torch.isfinite(torch.tensor(null)):
-            raise ValueError(f"row {i}: the [CLS] (null) score is {null}; call the model with [CLS] in its "
-                             f"span_mask (span_mask[:, 0] = True), as evaluate() does")
+            raise ValueError(
+                f"row {i}: the [CLS] (null) score is {null}; call the model with [CLS] in its "
+                f"span_mask (span_mask[:, 0] = True), as evaluate() does"
+            )
         spans.append(best[:2])
         margins.append(best[2] - null)
     return spans, torch.tensor(margins)
@@ -351,8 +396,12 @@ def abstains(margins: torch.Tensor, threshold: float) -> torch.Tensor:
 
 
 def _check_threshold(threshold) -> None:
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold != threshold \
-            or abs(threshold) == float("inf"):
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, (int, float))
+        or threshold != threshold
+        or abs(threshold) == float("inf")
+    ):
         raise ValueError(f"null_threshold must be a finite number (a score margin, e.g. 0.0); got {threshold!r}")
 
 
@@ -368,11 +417,10 @@ def choose_null_threshold(answerable: torch.Tensor, unanswerable: torch.Tensor) 
     """
     a, u = torch.as_tensor(answerable).float().flatten(), torch.as_tensor(unanswerable).float().flatten()
     if len(a) == 0 or len(u) == 0:
-        raise ValueError(f"need margins of both kinds of question; got {len(a)} answerable and "
-                         f"{len(u)} unanswerable")
+        raise ValueError(f"need margins of both kinds of question; got {len(a)} answerable and {len(u)} unanswerable")
     if not (torch.isfinite(a).all() and torch.isfinite(u).all()):
         raise ValueError("the margins hold NaN or inf: score the questions again with a working model")
-    values = torch.cat([a, u]).unique()                                     # sorted
+    values = torch.cat([a, u]).unique()  # sorted
     candidates = torch.cat([values[:1] - 1, (values[1:] + values[:-1]) / 2, values[-1:] + 1])
     answered = (a[None, :] > candidates[:, None]).float().mean(1)
     abstained = (u[None, :] <= candidates[:, None]).float().mean(1)
@@ -394,19 +442,26 @@ def unanswerable_pairs(examples: Sequence[dict], seed: int = 0) -> list[dict]:
     questions that passage cannot answer
     (answers [], id with "/other" appended). Pair examples of one side of
     :func:`split_by_article` among themselves, so both sides stay apart."""
-    paragraphs: dict[str, dict[str, str]] = {}                 # title → {paragraph: normalised}
+    paragraphs: dict[str, dict[str, str]] = {}  # title → {paragraph: normalised}
     for ex in examples:
         paragraphs.setdefault(ex["title"], {})[ex["context"]] = f" {squad_normalize(ex['context'])} "
     if len(paragraphs) < 2:
-        raise ValueError(f"need questions from at least two articles to pair them with other articles' "
-                         f"paragraphs; got {len(paragraphs)}")
+        raise ValueError(
+            f"need questions from at least two articles to pair them with other articles' "
+            f"paragraphs; got {len(paragraphs)}"
+        )
     rng = random.Random(seed)
     titles = list(paragraphs)
     out = []
     for ex in examples:
         golds = [f" {g} " for g in (squad_normalize(a["text"]) for a in ex.get("answers", [])) if g]
-        others = [p for t in titles if t != ex["title"] for p, low in paragraphs[t].items()
-                  if not any(g in low for g in golds)]
+        others = [
+            p
+            for t in titles
+            if t != ex["title"]
+            for p, low in paragraphs[t].items()
+            if not any(g in low for g in golds)
+        ]
         if not others:
             raise ValueError(f"question {ex.get('id')!r}: every other article's paragraph contains its answer")
         out.append({**ex, "context": rng.choice(others), "answers": [], "id": f"{ex.get('id')}/other"})
@@ -414,9 +469,16 @@ def unanswerable_pairs(examples: Sequence[dict], seed: int = 0) -> list[dict]:
 
 
 @torch.no_grad()
-def answer_question(model, tokenizer, context: str, question: str, max_len: int = 384,
-                    max_answer_len: int = 30, max_question_len: int = 64,
-                    null_threshold: float | None = 0.0) -> dict:
+def answer_question(
+    model,
+    tokenizer,
+    context: str,
+    question: str,
+    max_len: int = 384,
+    max_answer_len: int = 30,
+    max_question_len: int = 64,
+    null_threshold: float | None = 0.0,
+) -> dict:
     """Extractive QA on one passage: the span of `context` that a BertForQuestionAnswering picks
     for `question`, and the start and end probabilities over the passage's pieces.
 
@@ -451,24 +513,33 @@ def answer_question(model, tokenizer, context: str, question: str, max_len: int 
             raise ValueError(f"the {name} is empty: type a {name}")
     n_question = len(tokenizer.tokenize(question))
     if n_question > max_question_len:
-        raise ValueError(f"the question is {n_question} word pieces long; the model reads at most "
-                         f"{max_question_len}: shorten the question")
+        raise ValueError(
+            f"the question is {n_question} word pieces long; the model reads at most "
+            f"{max_question_len}: shorten the question"
+        )
     n_context = sum(len(tokenizer.tokenize(context[a:b])) for a, b in word_spans(context))
     room = max_len - n_question - 3
     if n_context > room:
-        raise ValueError(f"the passage is {n_context} word pieces long, but with this question the model "
-                         f"reads at most {room} (max_len={max_len}): paste only the paragraph that holds "
-                         f"the answer")
-    features = encode_squad(tokenizer, [{"question": question, "context": context, "answers": []}],
-                            max_len=max_len, max_question_len=max_question_len)
+        raise ValueError(
+            f"the passage is {n_context} word pieces long, but with this question the model "
+            f"reads at most {room} (max_len={max_len}): paste only the paragraph that holds "
+            f"the answer"
+        )
+    features = encode_squad(
+        tokenizer,
+        [{"question": question, "context": context, "answers": []}],
+        max_len=max_len,
+        max_question_len=max_question_len,
+    )
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     batch = {k: features[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask", "context_mask")}
     span_mask = batch["context_mask"].clone()
-    span_mask[:, 0] = True                           # [CLS]: the null span, "no answer in this passage"
-    start_logits, end_logits = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                                     span_mask=span_mask)
+    span_mask[:, 0] = True  # [CLS]: the null span, "no answer in this passage"
+    start_logits, end_logits = model(
+        batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], span_mask=span_mask
+    )
     model.train(was_training)
     (s, e), margin = (x[0] for x in null_margins(start_logits, end_logits, features["context_mask"], max_answer_len))
     start_logits, end_logits = start_logits[0].float().cpu(), end_logits[0].float().cpu()
@@ -478,13 +549,23 @@ def answer_question(model, tokenizer, context: str, question: str, max_len: int 
     no_answer = null_threshold is not None and bool(abstains(margin, null_threshold))
     a, b = features["offsets"][0][s][0], features["offsets"][0][e][1]
     ids = features["input_ids"][0][inside].tolist()
-    return {"answer": "" if no_answer else context[a:b], "no_answer": no_answer, "best_span": context[a:b],
-            "char_span": (a, b), "words": (len(context[:a].split()) + 1, len(context[:b].split())),
-            "tokens": tokenizer.convert_ids_to_tokens(ids),
-            "p_start": start_logits[inside].softmax(-1).tolist(), "p_end": end_logits[inside].softmax(-1).tolist(),
-            "start": s - first, "end": e - first, "score": float(margin) + null_score,
-            "null_score": null_score, "margin": float(margin), "null_threshold": null_threshold,
-            "argmax": (int(start_logits[inside].argmax()), int(end_logits[inside].argmax()))}
+    return {
+        "answer": "" if no_answer else context[a:b],
+        "no_answer": no_answer,
+        "best_span": context[a:b],
+        "char_span": (a, b),
+        "words": (len(context[:a].split()) + 1, len(context[:b].split())),
+        "tokens": tokenizer.convert_ids_to_tokens(ids),
+        "p_start": start_logits[inside].softmax(-1).tolist(),
+        "p_end": end_logits[inside].softmax(-1).tolist(),
+        "start": s - first,
+        "end": e - first,
+        "score": float(margin) + null_score,
+        "null_score": null_score,
+        "margin": float(margin),
+        "null_threshold": null_threshold,
+        "argmax": (int(start_logits[inside].argmax()), int(end_logits[inside].argmax())),
+    }
 
 
 def squad_normalize(text: str) -> str:
@@ -543,8 +624,10 @@ def token_f1(prediction: str, gold: str) -> float:
 
 def _check_gold(gold_answers) -> None:
     if isinstance(gold_answers, str) or not gold_answers:
-        raise TypeError("gold_answers is a non-empty list of strings (SQuAD has up to 3+ per "
-                        "question); wrap a single answer as [answer]")
+        raise TypeError(
+            "gold_answers is a non-empty list of strings (SQuAD has up to 3+ per "
+            "question); wrap a single answer as [answer]"
+        )
 
 
 def squad_evaluate(predictions: Sequence[str], gold_answers: Sequence[Sequence[str]]) -> dict[str, float]:
@@ -552,24 +635,29 @@ def squad_evaluate(predictions: Sequence[str], gold_answers: Sequence[Sequence[s
     if len(predictions) != len(gold_answers) or not predictions:
         raise ValueError(f"got {len(predictions)} predictions for {len(gold_answers)} questions")
     n = len(predictions)
-    return {"exact_match": 100 * sum(map(squad_exact_match, predictions, gold_answers)) / n,
-            "f1": 100 * sum(map(squad_f1, predictions, gold_answers)) / n}
+    return {
+        "exact_match": 100 * sum(map(squad_exact_match, predictions, gold_answers)) / n,
+        "f1": 100 * sum(map(squad_f1, predictions, gold_answers)) / n,
+    }
 
 
-def split_by_article(examples: Sequence[dict], test_fraction: float = 0.3, seed: int = 0
-                     ) -> tuple[list[dict], list[dict]]:
+def split_by_article(
+    examples: Sequence[dict], test_fraction: float = 0.3, seed: int = 0
+) -> tuple[list[dict], list[dict]]:
     """Examples with a "title" → (train, test): a random `test_fraction` of the articles (at least
     one) goes to test, so no article, and no paragraph, is on both sides. Order is kept."""
     if not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be between 0 and 1, got {test_fraction}")
-    titles = list(dict.fromkeys(ex["title"] for ex in examples))      # first-seen order
+    titles = list(dict.fromkeys(ex["title"] for ex in examples))  # first-seen order
     if len(titles) < 2:
         raise ValueError(f"need at least two articles to split, got {len(titles)}")
     random.Random(seed).shuffle(titles)
     n_test = min(len(titles) - 1, max(1, round(test_fraction * len(titles))))
     test_titles = set(titles[:n_test])
-    return ([ex for ex in examples if ex["title"] not in test_titles],
-            [ex for ex in examples if ex["title"] in test_titles])
+    return (
+        [ex for ex in examples if ex["title"] not in test_titles],
+        [ex for ex in examples if ex["title"] in test_titles],
+    )
 
 
 def select(features: dict, index) -> dict:
@@ -598,16 +686,21 @@ def _check_task(task: str, data: dict, training: bool) -> None:
         need += _TARGETS[task]
     missing = [k for k in need if k not in data]
     if missing:
-        raise KeyError(f"the {task!r} task needs {', '.join(missing)} in the data: build it with "
-                       f"{_ENCODER[task]}{' and pass the labels' if task != 'qa' else ''}")
+        raise KeyError(
+            f"the {task!r} task needs {', '.join(missing)} in the data: build it with "
+            f"{_ENCODER[task]}{' and pass the labels' if task != 'qa' else ''}"
+        )
 
 
 def _batch(data: dict, index: torch.Tensor, device) -> dict[str, torch.Tensor]:
     """Rows `index` of every tensor, cut to the batch's longest row (padding costs time)."""
     T = int(data["attention_mask"][index].sum(1).max())
     full = data["input_ids"].size(1)
-    return {k: (v[index][:, :T] if v.dim() >= 2 and v.size(1) == full else v[index]).to(device)
-            for k, v in data.items() if torch.is_tensor(v)}
+    return {
+        k: (v[index][:, :T] if v.dim() >= 2 and v.size(1) == full else v[index]).to(device)
+        for k, v in data.items()
+        if torch.is_tensor(v)
+    }
 
 
 def _forward(model, batch: dict, task: str):
@@ -615,12 +708,11 @@ def _forward(model, batch: dict, task: str):
     args = batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]
     if task == "qa":
         span_mask = batch["context_mask"].clone()
-        span_mask[:, 0] = True              # [CLS]: "the answer is not in this window"
+        span_mask[:, 0] = True  # [CLS]: "the answer is not in this window"
         start, end = model(*args, span_mask=span_mask)
         loss = None
         if "start_positions" in batch:
-            loss = (F.cross_entropy(start, batch["start_positions"])
-                    + F.cross_entropy(end, batch["end_positions"])) / 2
+            loss = (F.cross_entropy(start, batch["start_positions"]) + F.cross_entropy(end, batch["end_positions"])) / 2
         return loss, (start, end)
     logits = model(*args)
     loss = None
@@ -636,10 +728,23 @@ def qa_loss(model, batch: dict) -> torch.Tensor:
     return _forward(model, batch, "qa")[0]
 
 
-def finetune(model, data: dict, *, task: str, epochs: int = 3, batch_size: int = 32,
-             lr: float = 5e-5, warmup: float = 0.1, weight_decay: float = 0.01, clip: float = 1.0,
-             max_steps: int | None = None, seed: int = 0, progress: bool = True,
-             desc: str | None = None, group_by_length: bool = False) -> list[float]:
+def finetune(
+    model,
+    data: dict,
+    *,
+    task: str,
+    epochs: int = 3,
+    batch_size: int = 32,
+    lr: float = 5e-5,
+    warmup: float = 0.1,
+    weight_decay: float = 0.01,
+    clip: float = 1.0,
+    max_steps: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    desc: str | None = None,
+    group_by_length: bool = False,
+) -> list[float]:
     """Fine-tune `model` (a BertFor… head, any device) on `data` (an ``encode_*`` dict with labels)
     → the training loss at every step.
 
@@ -656,10 +761,17 @@ def finetune(model, data: dict, *, task: str, epochs: int = 3, batch_size: int =
     """
     _check_task(task, data, training=True)
     n = data["input_ids"].size(0)
-    opt, sched, steps = fine_tuning_optimizer(model, n, epochs=epochs, batch_size=batch_size,
-                                              max_steps=max_steps, lr=lr, warmup=warmup,
-                                              weight_decay=weight_decay)
-    params = [q for group in opt.param_groups for q in group["params"]]       # the trainable ones
+    opt, sched, steps = fine_tuning_optimizer(
+        model,
+        n,
+        epochs=epochs,
+        batch_size=batch_size,
+        max_steps=max_steps,
+        lr=lr,
+        warmup=warmup,
+        weight_decay=weight_decay,
+    )
+    params = [q for group in opt.param_groups for q in group["params"]]  # the trainable ones
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     lengths = data["attention_mask"].sum(1)
@@ -706,12 +818,12 @@ def evaluate(model, data: dict, task: str, batch_size: int = 64, max_answer_len:
     for index in order.split(batch_size):
         batch = _batch(data, index, device)
         loss, out = _forward(model, batch, task)
-        if loss is not None:   # weighted by what the loss averages over: rows, or tagged tokens
+        if loss is not None:  # weighted by what the loss averages over: rows, or tagged tokens
             weight = int((batch["labels"] != IGNORE_INDEX).sum()) if task == "token" else len(index)
             total_loss += loss.item() * weight
         if task == "qa":
             start, end = (torch.full((len(index), T), float("-inf")) for _ in range(2))
-            start[:, :out[0].size(1)], end[:, :out[1].size(1)] = out[0].float().cpu(), out[1].float().cpu()
+            start[:, : out[0].size(1)], end[:, : out[1].size(1)] = out[0].float().cpu(), out[1].float().cpu()
             outputs.append((start, end))
             continue
         if task == "token":
@@ -719,7 +831,7 @@ def evaluate(model, data: dict, task: str, batch_size: int = 64, max_answer_len:
                 c, k = _tag_counts(out, batch["labels"])
                 correct, count = correct + c, count + k
             pred = torch.full((len(index), T), IGNORE_INDEX, dtype=torch.long)
-            pred[:, :out.size(1)] = out.argmax(-1).cpu()
+            pred[:, : out.size(1)] = out.argmax(-1).cpu()
         else:
             pred = out.argmax(-1).cpu()
             if "labels" in batch:
@@ -731,8 +843,9 @@ def evaluate(model, data: dict, task: str, batch_size: int = 64, max_answer_len:
     if task == "qa":
         result["start_logits"] = torch.cat([s for s, _ in outputs])[back]
         result["end_logits"] = torch.cat([e for _, e in outputs])[back]
-        result["spans"] = predict_spans(result["start_logits"], result["end_logits"],
-                                        data["context_mask"], max_answer_len)
+        result["spans"] = predict_spans(
+            result["start_logits"], result["end_logits"], data["context_mask"], max_answer_len
+        )
         if "offsets" in data and "context" in data:
             result["predictions"] = [decode_answer(data, i, s, e) for i, (s, e) in enumerate(result["spans"])]
             if data.get("answers") and all(data["answers"]):

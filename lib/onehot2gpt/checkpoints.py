@@ -48,9 +48,25 @@ import torch
 
 from .utils import check_device, resolve_device
 
-__all__ = ["CheckpointError", "checkpoints_dir", "list_checkpoints", "checkpoint_path", "checkpoint_config",
-           "load", "save_checkpoint", "read_record", "read_checkpoint", "fill_weights", "fill_module",
-           "config_from_record", "check_device", "sha256_file", "config_sha256", "upgrade", "main"]
+__all__ = [
+    "CheckpointError",
+    "checkpoints_dir",
+    "list_checkpoints",
+    "checkpoint_path",
+    "checkpoint_config",
+    "load",
+    "save_checkpoint",
+    "read_record",
+    "read_checkpoint",
+    "fill_weights",
+    "fill_module",
+    "config_from_record",
+    "check_device",
+    "sha256_file",
+    "config_sha256",
+    "upgrade",
+    "main",
+]
 
 _REPO = Path(__file__).resolve().parents[2]
 FORMAT, VERSION = "onehot2gpt-checkpoint", 2
@@ -65,25 +81,34 @@ class CheckpointError(ValueError):
 class Kind:
     """How to build one kind of model from its folder."""
 
-    module: str                   # the module that holds the model and `build`
-    build: str                    # (record, weights, tokenizer) → the model on the CPU, weights checked
-    made_by: str                  # what writes such a folder, for messages
-    shape_free: tuple[str, ...]   # config fields no weight shape depends on: only config_sha256 guards them
+    module: str  # the module that holds the model and `build`
+    build: str  # (record, weights, tokenizer) → the model on the CPU, weights checked
+    made_by: str  # what writes such a folder, for messages
+    shape_free: tuple[str, ...]  # config fields no weight shape depends on: only config_sha256 guards them
 
 
 # Imported only when a checkpoint is loaded: the model modules import this one, never the reverse
 # at import time, so the import order utils → models → the rest stays one way.
 KINDS = {
-    "gpt": Kind("onehot2gpt.gpt", "gpt_from_checkpoint", "onehot2gpt.gpt.save_gpt",
-                ("n_heads", "dropout", "eps")),
-    "bert": Kind("onehot2gpt.bert", "bert_from_checkpoint", "onehot2gpt.bert.save_bert",
-                 ("n_heads", "dropout", "eps", "pad_id")),
-    "bilm": Kind("onehot2gpt.elmo", "bilm_from_checkpoint",
-                 "onehot2gpt.elmo.save_bilm or `python -m onehot2gpt.elmo train`", ("dropout", "max_len")),
-    "word2vec": Kind("onehot2gpt.word_vectors", "word_vectors_from_checkpoint",
-                     "WordVectors.save or `python -m onehot2gpt.word2vec train`", ()),
-    "minilm-qa": Kind("onehot2gpt.pretrained", "minilm_qa_from_checkpoint",
-                      "`python -m onehot2gpt.recipes minilm-qa`", ()),
+    "gpt": Kind("onehot2gpt.gpt", "gpt_from_checkpoint", "onehot2gpt.gpt.save_gpt", ("n_heads", "dropout", "eps")),
+    "bert": Kind(
+        "onehot2gpt.bert", "bert_from_checkpoint", "onehot2gpt.bert.save_bert", ("n_heads", "dropout", "eps", "pad_id")
+    ),
+    "bilm": Kind(
+        "onehot2gpt.elmo",
+        "bilm_from_checkpoint",
+        "onehot2gpt.elmo.save_bilm or `python -m onehot2gpt.elmo train`",
+        ("dropout", "max_len"),
+    ),
+    "word2vec": Kind(
+        "onehot2gpt.word_vectors",
+        "word_vectors_from_checkpoint",
+        "WordVectors.save or `python -m onehot2gpt.word2vec train`",
+        (),
+    ),
+    "minilm-qa": Kind(
+        "onehot2gpt.pretrained", "minilm_qa_from_checkpoint", "`python -m onehot2gpt.recipes minilm-qa`", ()
+    ),
 }
 # tokenizer class → (its module, the file it saves to and loads from)
 TOKENIZERS = {
@@ -95,6 +120,7 @@ TOKENIZERS = {
 
 # ---------------------------------------------------------------------------------------------
 # Finding the course checkpoints
+
 
 def checkpoints_dir() -> Path:
     """The folder of course checkpoints (env ONEHOT2GPT_CHECKPOINTS, else <repo>/data/checkpoints)."""
@@ -114,7 +140,8 @@ def checkpoint_path(name: str) -> Path:
         raise FileNotFoundError(
             f"no course checkpoint {name!r} in {checkpoints_dir()} (have: {list_checkpoints()}). "
             "Use a clone of the course repository with `pip install -e .`, or set "
-            "ONEHOT2GPT_CHECKPOINTS to the folder that holds the checkpoints.")
+            "ONEHOT2GPT_CHECKPOINTS to the folder that holds the checkpoints."
+        )
     return path
 
 
@@ -125,14 +152,19 @@ def checkpoint_config(name: str) -> dict:
 
 def checkpoint_folder(name_or_path: str | Path) -> Path:
     """A course checkpoint's name or a folder → the folder."""
-    if isinstance(name_or_path, str) and "/" not in name_or_path and os.sep not in name_or_path \
-            and not Path(name_or_path).is_dir():
+    if (
+        isinstance(name_or_path, str)
+        and "/" not in name_or_path
+        and os.sep not in name_or_path
+        and not Path(name_or_path).is_dir()
+    ):
         return checkpoint_path(name_or_path)
     return Path(name_or_path)
 
 
 # ---------------------------------------------------------------------------------------------
 # Checksums and devices
+
 
 def sha256_file(path: str | Path) -> str:
     """The sha256 of a file's bytes, as 64 hex digits."""
@@ -153,9 +185,19 @@ def config_sha256(config: dict) -> str:
 # ---------------------------------------------------------------------------------------------
 # Saving
 
-def save_checkpoint(directory: str | Path, kind: str, model: str, config: dict, tensors: dict,
-                    *, tokenizer=None, info: dict | None = None, dtype: torch.dtype = torch.float32,
-                    extra: dict | None = None) -> Path:
+
+def save_checkpoint(
+    directory: str | Path,
+    kind: str,
+    model: str,
+    config: dict,
+    tensors: dict,
+    *,
+    tokenizer=None,
+    info: dict | None = None,
+    dtype: torch.dtype = torch.float32,
+    extra: dict | None = None,
+) -> Path:
     """Write a checkpoint folder: ``weights.safetensors`` (`tensors` in `dtype`), the tokenizer's
     file, then ``config.json`` with both files' sha256 and the config's. The save_* functions
     of the model modules call it. ValueError for non-finite tensors or a tokenizer whose size is
@@ -167,19 +209,22 @@ def save_checkpoint(directory: str | Path, kind: str, model: str, config: dict, 
     stored = {k: v.detach().to("cpu", dtype).contiguous().clone() for k, v in tensors.items()}
     broken = [k for k, v in stored.items() if not torch.isfinite(v).all()]
     if broken:
-        raise ValueError(f"not saving: {', '.join(broken[:5])} hold NaN or infinite values"
-                         f"{' in ' + str(dtype).removeprefix('torch.') if dtype != torch.float32 else ''}"
-                         f" (the training diverged, or a value overflows {dtype})")
+        raise ValueError(
+            f"not saving: {', '.join(broken[:5])} hold NaN or infinite values"
+            f"{' in ' + str(dtype).removeprefix('torch.') if dtype != torch.float32 else ''}"
+            f" (the training diverged, or a value overflows {dtype})"
+        )
     tok_type = None
     if tokenizer is not None:
         tok_type = type(tokenizer).__name__
         if tok_type not in TOKENIZERS:
-            raise TypeError(f"cannot save a {tok_type} as a checkpoint's tokenizer; one of "
-                            f"{sorted(TOKENIZERS)}")
+            raise TypeError(f"cannot save a {tok_type} as a checkpoint's tokenizer; one of {sorted(TOKENIZERS)}")
         if "vocab_size" in config and len(tokenizer) != config["vocab_size"]:
-            raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but config vocab_size is "
-                             f"{config['vocab_size']}: they do not belong together")
-    config = json.loads(json.dumps(config))            # tuples → lists, as config.json will hold them
+            raise ValueError(
+                f"the tokenizer has {len(tokenizer)} tokens but config vocab_size is "
+                f"{config['vocab_size']}: they do not belong together"
+            )
+    config = json.loads(json.dumps(config))  # tuples → lists, as config.json will hold them
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     save_file(stored, str(directory / WEIGHTS), metadata={"format": "pt"})
@@ -188,15 +233,26 @@ def save_checkpoint(directory: str | Path, kind: str, model: str, config: dict, 
         name = TOKENIZERS[tok_type][1]
         tokenizer.save(directory / name)
         files[name] = sha256_file(directory / name)
-    record = {"format": FORMAT, "version": VERSION, "kind": kind, "model": model, "config": config,
-              **(extra or {}), "tokenizer": tok_type, "dtype": str(dtype).removeprefix("torch."),
-              "files": files, "config_sha256": config_sha256(config), "info": info or {}}
+    record = {
+        "format": FORMAT,
+        "version": VERSION,
+        "kind": kind,
+        "model": model,
+        "config": config,
+        **(extra or {}),
+        "tokenizer": tok_type,
+        "dtype": str(dtype).removeprefix("torch."),
+        "files": files,
+        "config_sha256": config_sha256(config),
+        "info": info or {},
+    }
     (directory / CONFIG).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return directory
 
 
 # ---------------------------------------------------------------------------------------------
 # Loading
+
 
 def _made_by(kind: str | None) -> str:
     """What writes a folder of `kind` (of any kind if None), for messages."""
@@ -211,34 +267,46 @@ def read_record(directory: str | Path, kind: str | None = None) -> dict:
     directory = Path(directory)
     if not (directory / CONFIG).is_file():
         what = f"a {kind} checkpoint" if kind else "a checkpoint"
-        raise FileNotFoundError(f"{directory} is missing {CONFIG}: it is not {what} folder (one is "
-                                f"written by {_made_by(kind)}; course checkpoints: {list_checkpoints()})")
+        raise FileNotFoundError(
+            f"{directory} is missing {CONFIG}: it is not {what} folder (one is "
+            f"written by {_made_by(kind)}; course checkpoints: {list_checkpoints()})"
+        )
     try:
         record = json.loads((directory / CONFIG).read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"{directory / CONFIG} is not valid JSON ({e}): restore it "
-                              f"(git checkout -- {directory / CONFIG}) or save the model again") from None
+        raise CheckpointError(
+            f"{directory / CONFIG} is not valid JSON ({e}): restore it "
+            f"(git checkout -- {directory / CONFIG}) or save the model again"
+        ) from None
     if not isinstance(record, dict) or record.get("format") != FORMAT:
         old = record.get("format", "no format field") if isinstance(record, dict) else "not a JSON object"
         raise CheckpointError(
             f"{directory / CONFIG} is not a checkpoint of this library's format {FORMAT!r} ({old}). "
             f"A folder saved by an older onehot2gpt (no checksums) can be converted with "
-            f"`python -m onehot2gpt.checkpoints upgrade {directory}`")
+            f"`python -m onehot2gpt.checkpoints upgrade {directory}`"
+        )
     if record.get("version") != VERSION:
-        raise CheckpointError(f"{directory / CONFIG} has format version {record.get('version')!r}; this "
-                              f"onehot2gpt reads version {VERSION}: update the library or save the model "
-                              f"again")
+        raise CheckpointError(
+            f"{directory / CONFIG} has format version {record.get('version')!r}; this "
+            f"onehot2gpt reads version {VERSION}: update the library or save the model "
+            f"again"
+        )
     if record.get("kind") not in KINDS:
-        raise CheckpointError(f"{directory / CONFIG} holds an unknown kind of model {record.get('kind')!r}; "
-                              f"this library builds {sorted(KINDS)}")
+        raise CheckpointError(
+            f"{directory / CONFIG} holds an unknown kind of model {record.get('kind')!r}; "
+            f"this library builds {sorted(KINDS)}"
+        )
     if kind is not None and record["kind"] != kind:
-        raise CheckpointError(f"{directory} holds a {record['kind']} checkpoint ({record.get('model')}), not "
-                              f"a {kind} one: load it with onehot2gpt.checkpoints.load({str(directory)!r}), "
-                              f"which builds whatever kind a folder holds")
+        raise CheckpointError(
+            f"{directory} holds a {record['kind']} checkpoint ({record.get('model')}), not "
+            f"a {kind} one: load it with onehot2gpt.checkpoints.load({str(directory)!r}), "
+            f"which builds whatever kind a folder holds"
+        )
     for field in ("config", "files", "config_sha256"):
         if field not in record:
-            raise CheckpointError(f"{directory / CONFIG} lacks its {field!r} field: restore the file "
-                                  f"or save the model again")
+            raise CheckpointError(
+                f"{directory / CONFIG} lacks its {field!r} field: restore the file or save the model again"
+            )
     return record
 
 
@@ -248,14 +316,17 @@ def _verify_files(directory: Path, record: dict) -> None:
     needed = [WEIGHTS] + ([tokenizer_file] if tokenizer_file else [])
     unlisted = [n for n in needed if n not in record["files"]]
     if unlisted:
-        raise CheckpointError(f"{directory / CONFIG} records no sha256 for {', '.join(unlisted)}: restore "
-                              f"config.json or save the model again")
+        raise CheckpointError(
+            f"{directory / CONFIG} records no sha256 for {', '.join(unlisted)}: restore "
+            f"config.json or save the model again"
+        )
     missing = [n for n in record["files"] if not (directory / n).is_file()]
     if missing:
         raise FileNotFoundError(
             f"{directory} is missing {', '.join(missing)}: a {record['kind']} checkpoint folder holds "
             f"{', '.join([CONFIG, *record['files']])}. Restore the file (git checkout, or copy the folder "
-            f"again) or save the model again with {_made_by(record['kind'])}")
+            f"again) or save the model again with {_made_by(record['kind'])}"
+        )
     for name, recorded in record["files"].items():
         actual = sha256_file(directory / name)
         if actual != recorded:
@@ -264,7 +335,8 @@ def _verify_files(directory: Path, record: dict) -> None:
                 f"{directory / name} has sha256 {actual[:12]}… but {CONFIG} records {recorded[:12]}…: "
                 f"the file ({size:,} bytes) was changed after saving (edited, reordered, truncated or "
                 f"copied from another checkpoint). Restore it (git checkout -- {directory / name}, or "
-                f"copy the folder again) or save the model again; it is not loaded")
+                f"copy the folder again) or save the model again; it is not loaded"
+            )
 
 
 def _read_weights(path: Path) -> dict:
@@ -278,12 +350,15 @@ def _read_weights(path: Path) -> dict:
         raise CheckpointError(
             f"{path} is not a readable safetensors file ({e}): it is truncated, or another file renamed "
             f"to {path.name}. Restore it (git checkout -- {path}, or copy the folder again) or save the "
-            f"model again with its save_* function") from None
+            f"model again with its save_* function"
+        ) from None
     broken = [k for k, v in weights.items() if v.is_floating_point() and not torch.isfinite(v).all()]
     if broken:
-        raise CheckpointError(f"{path}: {', '.join(broken[:5])}{' and more' if len(broken) > 5 else ''} "
-                              f"hold NaN or infinite values: the weights are unusable; restore the file "
-                              f"or train the model again")
+        raise CheckpointError(
+            f"{path}: {', '.join(broken[:5])}{' and more' if len(broken) > 5 else ''} "
+            f"hold NaN or infinite values: the weights are unusable; restore the file "
+            f"or train the model again"
+        )
     return weights
 
 
@@ -295,12 +370,15 @@ def _read_tokenizer(directory: Path, record: dict):
     try:
         tokenizer = cls.load(directory / name)
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{directory / name} is not a {record['tokenizer']} file ({e}): "
-                              f"restore it or save the model again") from None
+        raise CheckpointError(
+            f"{directory / name} is not a {record['tokenizer']} file ({e}): restore it or save the model again"
+        ) from None
     vocab_size = record["config"].get("vocab_size")
     if vocab_size is not None and len(tokenizer) != vocab_size:
-        raise CheckpointError(f"{directory / name} has {len(tokenizer)} tokens but {CONFIG} says "
-                              f"vocab_size={vocab_size}: they come from different runs")
+        raise CheckpointError(
+            f"{directory / name} has {len(tokenizer)} tokens but {CONFIG} says "
+            f"vocab_size={vocab_size}: they come from different runs"
+        )
     return tokenizer
 
 
@@ -309,8 +387,9 @@ def config_from_record(cls, record: dict):
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(record["config"]) - known)
     if unknown:
-        raise CheckpointError(f"{CONFIG} has config fields {unknown} that {cls.__name__} does not know "
-                              f"(it has {sorted(known)})")
+        raise CheckpointError(
+            f"{CONFIG} has config fields {unknown} that {cls.__name__} does not know (it has {sorted(known)})"
+        )
     try:
         return cls(**record["config"])
     except (TypeError, ValueError, AssertionError) as e:
@@ -324,8 +403,11 @@ def fill_module(model: torch.nn.Module, weights: dict) -> torch.nn.Module:
     expected = dict(model.named_parameters())
     problems = [f"missing {k}" for k in expected if k not in weights]
     problems += [f"unexpected {k}" for k in weights if k not in expected]
-    problems += [f"{k}: shape {tuple(weights[k].shape)} in the file, {tuple(v.shape)} in the config"
-                 for k, v in expected.items() if k in weights and weights[k].shape != v.shape]
+    problems += [
+        f"{k}: shape {tuple(weights[k].shape)} in the file, {tuple(v.shape)} in the config"
+        for k, v in expected.items()
+        if k in weights and weights[k].shape != v.shape
+    ]
     if problems:
         shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
         raise CheckpointError(f"the weights in {WEIGHTS} do not match {CONFIG}: {shown}")
@@ -354,8 +436,10 @@ def _config_edited(record: dict) -> bool:
 def _with_config_note(message: str, directory: Path, record: dict) -> str:
     if not _config_edited(record):
         return message
-    return (f"{message}. Note: the config in {directory / CONFIG} was edited after saving (its sha256 no "
-            f"longer matches config_sha256); restore it (git checkout -- {directory / CONFIG})")
+    return (
+        f"{message}. Note: the config in {directory / CONFIG} was edited after saving (its sha256 no "
+        f"longer matches config_sha256); restore it (git checkout -- {directory / CONFIG})"
+    )
 
 
 def load(name_or_path: str | Path, device: str | torch.device | None = "cpu", *, kind: str | None = None):
@@ -376,7 +460,7 @@ def load(name_or_path: str | Path, device: str | torch.device | None = "cpu", *,
     record = read_record(directory, kind)
     spec = KINDS[record["kind"]]
     if record["kind"] == "word2vec" and device is None:
-        device = "cpu"                       # word vectors stay on the CPU whatever ONEHOT2GPT_DEVICE says
+        device = "cpu"  # word vectors stay on the CPU whatever ONEHOT2GPT_DEVICE says
     dev = resolve_device(device)
     if record["kind"] == "word2vec" and dev.type != "cpu":
         raise ValueError(f"word vectors load on the CPU only (device={str(device)!r}): use device='cpu'")
@@ -392,7 +476,8 @@ def load(name_or_path: str | Path, device: str | torch.device | None = "cpu", *,
             f"the config in {directory / CONFIG} was edited after saving: its sha256 no longer matches "
             f"config_sha256. The weights still fit its shapes, so a field no weight shape depends on "
             f"changed ({now}): a model built from it would compute something other than what was "
-            f"trained. Restore the file (git checkout -- {directory / CONFIG}) or save the model again")
+            f"trained. Restore the file (git checkout -- {directory / CONFIG}) or save the model again"
+        )
     if isinstance(model, torch.nn.Module):
         model = model.to(dev).eval()
     return model, (model.vocab if record["kind"] == "word2vec" else tokenizer)
@@ -440,22 +525,33 @@ def upgrade(directory: str | Path, tokenizer: str | None = None) -> Path:
         kind, model, extra, dtype = "word2vec", "WordVectors", {}, old.get("stored_dtype", "float16")
         config = {"vocab_size": old["vocab_size"], "dim": old["dim"]}
         info = {k: v for k, v in old.items() if k not in ("vocab_size", "dim", "stored_dtype")}
-        (directory / "vectors.safetensors").rename(directory / WEIGHTS)     # the same bytes
+        (directory / "vectors.safetensors").rename(directory / WEIGHTS)  # the same bytes
     else:
         raise ValueError(f"{directory / CONFIG}: format {old.get('format')!r} is not one this library wrote")
     if tokenizer is None:
-        tokenizer = next((t for t, (_, f) in TOKENIZERS.items()
-                          if t != "WorldTokenizer" and (directory / f).is_file()), None)
+        tokenizer = next(
+            (t for t, (_, f) in TOKENIZERS.items() if t != "WorldTokenizer" and (directory / f).is_file()), None
+        )
     files = {WEIGHTS: sha256_file(directory / WEIGHTS)}
     if tokenizer:
         files[TOKENIZERS[tokenizer][1]] = sha256_file(directory / TOKENIZERS[tokenizer][1])
-    record = {"format": FORMAT, "version": VERSION, "kind": kind, "model": model, "config": config,
-              **extra, "tokenizer": tokenizer, "dtype": dtype, "files": files,
-              "config_sha256": config_sha256(config), "info": info}
+    record = {
+        "format": FORMAT,
+        "version": VERSION,
+        "kind": kind,
+        "model": model,
+        "config": config,
+        **extra,
+        "tokenizer": tokenizer,
+        "dtype": dtype,
+        "files": files,
+        "config_sha256": config_sha256(config),
+        "info": info,
+    }
     previous = (directory / CONFIG).read_text(encoding="utf-8")
     (directory / CONFIG).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     try:
-        load(directory)                           # every check, the model's shapes included
+        load(directory)  # every check, the model's shapes included
     except Exception:
         (directory / CONFIG).write_text(previous, encoding="utf-8")
         if kind == "word2vec":
@@ -467,8 +563,9 @@ def upgrade(directory: str | Path, tokenizer: str | None = None) -> Path:
 def main(argv=None) -> None:
     """``python -m onehot2gpt.checkpoints verify [NAME ...]`` or
     ``python -m onehot2gpt.checkpoints upgrade DIR ... [--tokenizer CLASS]``."""
-    p = argparse.ArgumentParser(prog="python -m onehot2gpt.checkpoints",
-                                description="Verify the course checkpoints, or convert older folders.")
+    p = argparse.ArgumentParser(
+        prog="python -m onehot2gpt.checkpoints", description="Verify the course checkpoints, or convert older folders."
+    )
     sub = p.add_subparsers(dest="command", required=True)
     verify = sub.add_parser("verify", help="load every (or each named) course checkpoint with all checks")
     verify.add_argument("names", nargs="*")

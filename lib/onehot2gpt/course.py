@@ -83,7 +83,7 @@ def badge_targets(text: str) -> list[str]:
     for url in _BADGE_RE.findall(text):
         if not url.startswith(prefix):
             raise ValueError(f"a Colab badge points outside {REPOSITORY}@{RELEASE}: {url}")
-        out.append(url[len(prefix):])
+        out.append(url[len(prefix) :])
     return out
 
 
@@ -125,8 +125,7 @@ def prepare(notebook: dict, path: str) -> dict:
     by one, so the stored outputs stay those of a top-to-bottom run.
     """
     cells = notebook["cells"]
-    if not cells or cells[0]["cell_type"] != "markdown" or \
-            not _without_badge(_source(cells[0])).startswith("# "):
+    if not cells or cells[0]["cell_type"] != "markdown" or not _without_badge(_source(cells[0])).startswith("# "):
         raise ValueError(f"{path}: the first cell must be the markdown title ('# NN · Topic')")
     cells[0]["source"] = badge(path) + "\n\n" + _without_badge(_source(cells[0]))
 
@@ -134,8 +133,14 @@ def prepare(notebook: dict, path: str) -> dict:
     if existing:
         cells[existing[0]]["source"] = COLAB_CELL
     else:
-        setup = {"cell_type": "code", "execution_count": 1, "id": "colab-setup",
-                 "metadata": {"tags": [SETUP_TAG]}, "outputs": [], "source": COLAB_CELL}
+        setup = {
+            "cell_type": "code",
+            "execution_count": 1,
+            "id": "colab-setup",
+            "metadata": {"tags": [SETUP_TAG]},
+            "outputs": [],
+            "source": COLAB_CELL,
+        }
         for c in cells:
             if c["cell_type"] == "code" and c.get("execution_count") is not None:
                 c["execution_count"] += 1
@@ -163,9 +168,13 @@ def drop_saved_view_widget_state(notebook: dict) -> list[str]:
     state = notebook.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {}).get("state")
     if not state:
         return []
-    roots = [o["data"][WIDGET_VIEW].get("model_id") for c in notebook["cells"] if c["cell_type"] == "code"
-             for o in c.get("outputs", []) if WIDGET_VIEW in o.get("data", {})
-             and SNAPSHOT_CLASS in "".join(o["data"].get("text/html", ""))]
+    roots = [
+        o["data"][WIDGET_VIEW].get("model_id")
+        for c in notebook["cells"]
+        if c["cell_type"] == "code"
+        for o in c.get("outputs", [])
+        if WIDGET_VIEW in o.get("data", {}) and SNAPSHOT_CLASS in "".join(o["data"].get("text/html", ""))
+    ]
     removed, stack = [], [r for r in roots if r]
     while stack:
         model = stack.pop()
@@ -191,9 +200,11 @@ def prepare_file(path: Path, root: Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m onehot2gpt.course",
-                                description="Add the Colab badge and set-up cell and the slide layout to "
-                                            "course notebooks (in place, idempotent).")
+    p = argparse.ArgumentParser(
+        prog="python -m onehot2gpt.course",
+        description="Add the Colab badge and set-up cell and the slide layout to "
+        "course notebooks (in place, idempotent).",
+    )
     p.add_argument("notebooks", nargs="+", type=Path, help="e.g. notebooks/[0-9][0-9]_*.ipynb")
     p.add_argument("--root", type=Path, default=Path("."), help="the repository root (default: .)")
     args = p.parse_args(argv)

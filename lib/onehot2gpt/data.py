@@ -114,7 +114,9 @@ def _file_entry(name: str, file: str | None) -> dict[str, Any]:
         if len(files) == 1:
             return files[0]
         names = ", ".join(f["name"] for f in files)
-        raise UnknownName(f"dataset {name!r} has {len(files)} files, say which: fetch({name!r}, file) with file one of {names}")
+        raise UnknownName(
+            f"dataset {name!r} has {len(files)} files, say which: fetch({name!r}, file) with file one of {names}"
+        )
     for entry in files:
         if file in (entry["name"], entry.get("unpacked_name")):
             return entry
@@ -399,7 +401,7 @@ def wikitext_articles(split: str = "train") -> list[list[str]]:
         if not stripped:
             continue
         if _is_heading(line):
-            if not stripped.startswith("= ="):   # a top-level title starts a new article
+            if not stripped.startswith("= ="):  # a top-level title starts a new article
                 articles.append([])
             continue
         if not articles:
@@ -504,23 +506,34 @@ def read_chinese_classic(name: str = "lunyu") -> list[str]:
 # A dataset we write ourselves: dates in many human formats → ISO 8601 (notebook 06)
 
 _DATE_FORMATS = (
-    "{d} {Month} {Y}",        # 22 November 2026
-    "{Month} {d}, {Y}",       # November 22, 2026
-    "{Mon} {d}, {Y}",         # Nov 22, 2026
-    "{dd}/{mm}/{Y}",          # 22/11/2026 (day first, as in Europe)
+    "{d} {Month} {Y}",  # 22 November 2026
+    "{Month} {d}, {Y}",  # November 22, 2026
+    "{Mon} {d}, {Y}",  # Nov 22, 2026
+    "{dd}/{mm}/{Y}",  # 22/11/2026 (day first, as in Europe)
     "{Weekday}, {d} {Month} {Y}",  # Sunday, 22 November 2026
-    "{Wkd} {d} {Mon} {Y}",    # Sun 22 Nov 2026
-    "{Y} {Mon} {d}",          # 2026 Nov 22
-    "{dd}.{mm}.{Y}",          # 22.11.2026
+    "{Wkd} {d} {Mon} {Y}",  # Sun 22 Nov 2026
+    "{Y} {Mon} {d}",  # 2026 Nov 22
+    "{dd}.{mm}.{Y}",  # 22.11.2026
 )
 
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-           "October", "November", "December")  # English whatever the locale
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)  # English whatever the locale
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
-def make_date_pairs(n: int, seed: int = 0, first_year: int = 1950, last_year: int = 2049
-                    ) -> list[tuple[str, str]]:
+def make_date_pairs(n: int, seed: int = 0, first_year: int = 1950, last_year: int = 2049) -> list[tuple[str, str]]:
     """`n` (human date, ISO date) pairs, e.g. ("Sun 22 Nov 2026", "2026-11-22"), drawn uniformly
     from the days of `first_year`…`last_year` and from eight formats (half lower-cased).
     Deterministic for a given seed: the toy transduction task of notebook 06.
@@ -542,9 +555,16 @@ def make_date_pairs(n: int, seed: int = 0, first_year: int = 1950, last_year: in
     pairs = []
     for _ in range(n):
         day = datetime.date.fromordinal(rng.randint(start, end))
-        fields = dict(d=day.day, dd=f"{day.day:02d}", mm=f"{day.month:02d}", Y=day.year,
-                      Month=_MONTHS[day.month - 1], Mon=_MONTHS[day.month - 1][:3],
-                      Weekday=_WEEKDAYS[day.weekday()], Wkd=_WEEKDAYS[day.weekday()][:3])
+        fields = dict(
+            d=day.day,
+            dd=f"{day.day:02d}",
+            mm=f"{day.month:02d}",
+            Y=day.year,
+            Month=_MONTHS[day.month - 1],
+            Mon=_MONTHS[day.month - 1][:3],
+            Weekday=_WEEKDAYS[day.weekday()],
+            Wkd=_WEEKDAYS[day.weekday()][:3],
+        )
         text = rng.choice(_DATE_FORMATS).format(**fields)
         pairs.append((text.lower() if rng.random() < 0.5 else text, day.isoformat()))
     return pairs
@@ -583,10 +603,18 @@ def read_squad() -> list[dict[str, Any]]:
     """
     with open(fetch("squad-v1.1", "dev-v1.1.json"), encoding="utf-8") as fh:
         articles = json.load(fh)["data"]
-    return [{"id": qa["id"], "title": article["title"], "context": paragraph["context"],
-             "question": qa["question"],
-             "answers": [{"text": a["text"], "answer_start": a["answer_start"]} for a in qa["answers"]]}
-            for article in articles for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
+    return [
+        {
+            "id": qa["id"],
+            "title": article["title"],
+            "context": paragraph["context"],
+            "question": qa["question"],
+            "answers": [{"text": a["text"], "answer_start": a["answer_start"]} for a in qa["answers"]],
+        }
+        for article in articles
+        for paragraph in article["paragraphs"]
+        for qa in paragraph["qas"]
+    ]
 
 
 def read_fra_eng() -> list[tuple[str, str]]:
@@ -604,7 +632,9 @@ def read_fra_eng() -> list[tuple[str, str]]:
                 continue
             fields = line.split("\t")
             if len(fields) < 2:
-                raise DataError(f"fra.txt line {number} is not 'english<TAB>french': {line[:60]!r}; "
-                                f"the file is damaged: delete it from the cache ({cache_dir()}) and fetch again")
+                raise DataError(
+                    f"fra.txt line {number} is not 'english<TAB>french': {line[:60]!r}; "
+                    f"the file is damaged: delete it from the cache ({cache_dir()}) and fetch again"
+                )
             pairs.append((fields[0], fields[1]))
     return pairs

@@ -57,13 +57,24 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from onehot2gpt.checkpoints import (WEIGHTS, config_from_record, fill_module, load as load_checkpoint,
-                                    read_record, save_checkpoint)
+from onehot2gpt.checkpoints import WEIGHTS, config_from_record, fill_module, read_record, save_checkpoint
+from onehot2gpt.checkpoints import load as load_checkpoint
 from onehot2gpt.utils import as_ids, check_finite_loss
 from onehot2gpt.vocab import BOS, EOS, PAD, Vocab
 
-__all__ = ["BiLMConfig", "BiLM", "ScalarMix", "ElmoFeatures", "reverse_padded", "save_bilm",
-           "load_bilm", "bilm_info", "bilm_perplexity", "split_sentences", "train_bilm"]
+__all__ = [
+    "BiLMConfig",
+    "BiLM",
+    "ScalarMix",
+    "ElmoFeatures",
+    "reverse_padded",
+    "save_bilm",
+    "load_bilm",
+    "bilm_info",
+    "bilm_perplexity",
+    "split_sentences",
+    "train_bilm",
+]
 
 _WEIGHTS = WEIGHTS
 
@@ -72,14 +83,14 @@ _WEIGHTS = WEIGHTS
 class BiLMConfig:
     """Sizes of a :class:`BiLM`; the defaults are those of the course checkpoint."""
 
-    vocab_size: int = 20_004       # 20k words + <pad>, <unk>, <bos>, <eos>
-    d_model: int = 128             # word-vector size (the embedding is the big matrix: keep it small)
-    hidden: int = 224              # LSTM width per direction; every layer (0 too) is 2·hidden wide
-    n_layers: int = 2              # LSTM layers per direction, L: 2L+1 vectors per token
-    dropout: float = 0.1           # on each LSTM's input and on the softmax input
-    max_len: int = 256             # longest sequence, <bos> and <eos> included, that encode accepts
-    softmax: str = "adaptive"      # "full" (tied to the embedding, exact) or "adaptive" (fast)
-    cutoffs: tuple[int, ...] = (2_000, 10_000)   # adaptive softmax: frequent-word head, then tails
+    vocab_size: int = 20_004  # 20k words + <pad>, <unk>, <bos>, <eos>
+    d_model: int = 128  # word-vector size (the embedding is the big matrix: keep it small)
+    hidden: int = 224  # LSTM width per direction; every layer (0 too) is 2·hidden wide
+    n_layers: int = 2  # LSTM layers per direction, L: 2L+1 vectors per token
+    dropout: float = 0.1  # on each LSTM's input and on the softmax input
+    max_len: int = 256  # longest sequence, <bos> and <eos> included, that encode accepts
+    softmax: str = "adaptive"  # "full" (tied to the embedding, exact) or "adaptive" (fast)
+    cutoffs: tuple[int, ...] = (2_000, 10_000)  # adaptive softmax: frequent-word head, then tails
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "hidden", "n_layers", "max_len"):
@@ -93,9 +104,12 @@ class BiLMConfig:
             raise ValueError(f"softmax must be 'full' or 'adaptive', got {self.softmax!r}")
         object.__setattr__(self, "cutoffs", tuple(int(c) for c in self.cutoffs))
         if self.softmax == "adaptive" and not (
-                self.cutoffs and all(a < b for a, b in zip((0,) + self.cutoffs, self.cutoffs + (self.vocab_size,)))):
-            raise ValueError(f"adaptive softmax cutoffs must increase strictly between 0 and "
-                             f"vocab_size={self.vocab_size}, got {self.cutoffs}")
+            self.cutoffs and all(a < b for a, b in zip((0,) + self.cutoffs, self.cutoffs + (self.vocab_size,)))
+        ):
+            raise ValueError(
+                f"adaptive softmax cutoffs must increase strictly between 0 and "
+                f"vocab_size={self.vocab_size}, got {self.cutoffs}"
+            )
 
     @property
     def output_dim(self) -> int:
@@ -103,20 +117,27 @@ class BiLMConfig:
         return 2 * self.hidden
 
     @classmethod
-    def tiny(cls, vocab_size: int = 50) -> "BiLMConfig":
+    def tiny(cls, vocab_size: int = 50) -> BiLMConfig:
         """A few thousand parameters, for tests and for watching one step by hand."""
-        return cls(vocab_size=vocab_size, d_model=16, hidden=24, n_layers=2, dropout=0.0,
-                   max_len=64, softmax="full")
+        return cls(vocab_size=vocab_size, d_model=16, hidden=24, n_layers=2, dropout=0.0, max_len=64, softmax="full")
 
     @classmethod
-    def elmo_original(cls) -> "BiLMConfig":
+    def elmo_original(cls) -> BiLMConfig:
         """The sizes of Peters et al. (2018) for comparison (793k-word 1B Word Benchmark vocabulary,
         512-d token vectors, 4096 cells projected to 512, so ELMo vectors of 1,024). Their token
         layer is a character CNN; built with a word embedding as here, these sizes give about
         0.47 B parameters, 0.41 B of them in the embedding: count them (on the meta device),
         don't train them."""
-        return cls(vocab_size=793_471, d_model=512, hidden=512, n_layers=2, dropout=0.1,
-                   max_len=512, softmax="adaptive", cutoffs=(20_000, 200_000))
+        return cls(
+            vocab_size=793_471,
+            d_model=512,
+            hidden=512,
+            n_layers=2,
+            dropout=0.1,
+            max_len=512,
+            softmax="adaptive",
+            cutoffs=(20_000, 200_000),
+        )
 
 
 def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -129,10 +150,10 @@ def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
                 [5, 4, 0, 0]])
     """
     B, T = x.shape[:2]
-    t = torch.arange(T, device=x.device).expand(B, T)                       # (B, T)
+    t = torch.arange(T, device=x.device).expand(B, T)  # (B, T)
     lengths = lengths.to(x.device).view(B, 1)
-    idx = torch.where(t < lengths, lengths - 1 - t, t)                      # (B, T)
-    idx = idx.view(B, T, *([1] * (x.dim() - 2))).expand_as(x)               # (B, T, ...)
+    idx = torch.where(t < lengths, lengths - 1 - t, t)  # (B, T)
+    idx = idx.view(B, T, *([1] * (x.dim() - 2))).expand_as(x)  # (B, T, ...)
     return x.gather(1, idx)
 
 
@@ -143,22 +164,23 @@ class BiLM(nn.Module):
         super().__init__()
         self.config = c = config
         self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
-        self.tok_proj = nn.Linear(c.d_model, c.hidden)       # token layer x_k: (hidden,)
+        self.tok_proj = nn.Linear(c.d_model, c.hidden)  # token layer x_k: (hidden,)
         self.fwd_layers = nn.ModuleList(nn.LSTM(c.hidden, c.hidden, batch_first=True) for _ in range(c.n_layers))
         self.bwd_layers = nn.ModuleList(nn.LSTM(c.hidden, c.hidden, batch_first=True) for _ in range(c.n_layers))
         self.drop = nn.Dropout(c.dropout)
-        self.out_proj = nn.Linear(c.hidden, c.d_model)       # softmax input, shared by both LMs
-        nn.init.normal_(self.tok_emb.weight, std=c.d_model ** -0.5)   # as in LSTMLM
+        self.out_proj = nn.Linear(c.hidden, c.d_model)  # softmax input, shared by both LMs
+        nn.init.normal_(self.tok_emb.weight, std=c.d_model**-0.5)  # as in LSTMLM
         if c.softmax == "full":
-            self.out_bias = nn.Parameter(torch.zeros(c.vocab_size))   # weight: tok_emb (tied)
+            self.out_bias = nn.Parameter(torch.zeros(c.vocab_size))  # weight: tok_emb (tied)
         else:
-            self.softmax = nn.AdaptiveLogSoftmaxWithLoss(c.d_model, c.vocab_size, list(c.cutoffs),
-                                                         div_value=4.0, head_bias=True)
+            self.softmax = nn.AdaptiveLogSoftmaxWithLoss(
+                c.d_model, c.vocab_size, list(c.cutoffs), div_value=4.0, head_bias=True
+            )
             # Start every word near probability 1/V: a cluster's head logit is log(its size).
             sizes = torch.tensor(list(c.cutoffs[1:]) + [c.vocab_size]) - torch.tensor(c.cutoffs)
             with torch.no_grad():
                 self.softmax.head.bias.zero_()
-                self.softmax.head.bias[c.cutoffs[0]:] = sizes.float().log()
+                self.softmax.head.bias[c.cutoffs[0] :] = sizes.float().log()
 
     # ----------------------------------------------------------------------------- internals
 
@@ -166,14 +188,14 @@ class BiLM(nn.Module):
         """Run one direction's LSTM layers over x (B, T, H); returns each layer's states (B, T, H)."""
         states, h = [], x
         for j, lstm in enumerate(lstms):
-            out, _ = lstm(self.drop(h))                       # (B, T, H)
-            h = out + h if j > 0 else out                     # residual around layers 2..L
+            out, _ = lstm(self.drop(h))  # (B, T, H)
+            h = out + h if j > 0 else out  # residual around layers 2..L
             states.append(h)
         return states
 
     def _run(self, ids: torch.Tensor, mask: torch.Tensor):
         """Token layer and both stacks: x (B, T, H) and two lists of L tensors (B, T, H)."""
-        x = self.tok_proj(self.tok_emb(ids))                                  # (B, T, H)
+        x = self.tok_proj(self.tok_emb(ids))  # (B, T, H)
         return (x, *self._directions(x, mask.sum(1)))
 
     def _directions(self, x: torch.Tensor, lengths: torch.Tensor):
@@ -186,7 +208,7 @@ class BiLM(nn.Module):
 
     def _log_probs(self, h: torch.Tensor) -> torch.Tensor:
         """Top states (..., H) → log-probabilities of the next (or previous) token (..., V)."""
-        z = self.out_proj(self.drop(h))                                       # (..., D)
+        z = self.out_proj(self.drop(h))  # (..., D)
         if self.config.softmax == "full":
             return F.log_softmax(z @ self.tok_emb.weight.T + self.out_bias, dim=-1)
         return self.softmax.log_prob(z.reshape(-1, z.shape[-1])).view(*z.shape[:-1], -1)
@@ -195,14 +217,14 @@ class BiLM(nn.Module):
         """Summed negative log-likelihood of targets (N,) given top states (N, H)."""
         if targets.numel() == 0:
             return h.sum() * 0.0
-        z = self.out_proj(self.drop(h))                                       # (N, D)
+        z = self.out_proj(self.drop(h))  # (N, D)
         if self.config.softmax == "full":
             return F.cross_entropy(z @ self.tok_emb.weight.T + self.out_bias, targets, reduction="sum")
-        return -self.softmax(z, targets).output.sum()     # output: log p(target), computed per cluster
+        return -self.softmax(z, targets).output.sum()  # output: log p(target), computed per cluster
 
     def _layers(self, x, fwd, bwd, mask) -> torch.Tensor:
         layers = [torch.cat([x, x], -1)] + [torch.cat([f, b], -1) for f, b in zip(fwd, bwd)]
-        return torch.stack(layers, dim=2) * mask[:, :, None, None]           # (B, T, L+1, 2H)
+        return torch.stack(layers, dim=2) * mask[:, :, None, None]  # (B, T, L+1, 2H)
 
     # ----------------------------------------------------------------------------- public
 
@@ -217,16 +239,18 @@ class BiLM(nn.Module):
         """
         ids, mask = _check_inputs(ids, mask, self.config.vocab_size)
         x, fwd, bwd = self._run(ids, mask)
-        return {"fwd_logits": self._log_probs(fwd[-1]), "bwd_logits": self._log_probs(bwd[-1]),
-                "layers": self._layers(x, fwd, bwd, mask)}
+        return {
+            "fwd_logits": self._log_probs(fwd[-1]),
+            "bwd_logits": self._log_probs(bwd[-1]),
+            "layers": self._layers(x, fwd, bwd, mask),
+        }
 
     def representations(self, ids: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """ids (B, T) → layers (B, T, L+1, 2H), without computing any softmax."""
         ids, mask = _check_inputs(ids, mask, self.config.vocab_size)
         return self._layers(*self._run(ids, mask), mask)
 
-    def nll(self, ids: torch.Tensor, mask: torch.Tensor | None = None
-            ) -> tuple[torch.Tensor, torch.Tensor, int]:
+    def nll(self, ids: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, int]:
         """Summed NLL of the forward LM, of the backward LM, and the number of tokens each predicted.
 
         Each row of length n gives n−1 predictions per direction: tokens 1..n−1 from the left,
@@ -234,7 +258,7 @@ class BiLM(nn.Module):
         """
         ids, mask = _check_inputs(ids, mask, self.config.vocab_size)
         _, fwd, bwd = self._run(ids, mask)
-        has_target = mask[:, 1:]                                              # (B, T-1)
+        has_target = mask[:, 1:]  # (B, T-1)
         fwd_sum = self._nll(fwd[-1][:, :-1][has_target], ids[:, 1:][has_target])
         bwd_sum = self._nll(bwd[-1][:, 1:][has_target], ids[:, :-1][has_target])
         return fwd_sum, bwd_sum, int(has_target.sum())
@@ -258,8 +282,10 @@ def _check_inputs(ids, mask, vocab_size: int) -> tuple[torch.Tensor, torch.Tenso
     mask = mask.bool()
     lengths = mask.sum(1, keepdim=True)
     if not torch.equal(mask, torch.arange(ids.shape[1], device=ids.device) < lengths):
-        raise ValueError("mask must be 1 for a row's real tokens and 0 for the padding after "
-                         "them (right padding); got a mask with holes or left padding")
+        raise ValueError(
+            "mask must be 1 for a row's real tokens and 0 for the padding after "
+            "them (right padding); got a mask with holes or left padding"
+        )
     return ids, mask
 
 
@@ -294,14 +320,14 @@ class ScalarMix(nn.Module):
             raise ValueError(f"expected layers of shape (..., {self.n_layers}, D), got {tuple(layers.shape)}")
         if self.layer_norm:
             layers = self._normalise(layers, mask)
-        w = F.softmax(self.s, dim=0)                                          # (n_layers,)
+        w = F.softmax(self.s, dim=0)  # (n_layers,)
         return self.gamma * (layers * w[:, None]).sum(-2)
 
     @staticmethod
     def _normalise(layers: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         m = torch.ones(layers.shape[:-2], device=layers.device) if mask is None else mask.float()
-        m = m[..., None, None]                                                # (..., 1, 1)
-        dims = tuple(range(layers.dim() - 2)) + (layers.dim() - 1,)           # all but the layer dim
+        m = m[..., None, None]  # (..., 1, 1)
+        dims = tuple(range(layers.dim() - 2)) + (layers.dim() - 1,)  # all but the layer dim
         n = (m.sum() * layers.shape[-1]).clamp_min(1.0)
         mean = (layers * m).sum(dims, keepdim=True) / n
         var = (((layers - mean) * m) ** 2).sum(dims, keepdim=True) / n
@@ -333,8 +359,10 @@ class ElmoFeatures:
 
     def __init__(self, bilm: BiLM, vocab: Vocab, lower: bool = True, batch_size: int = 64):
         if len(vocab) != bilm.config.vocab_size:
-            raise ValueError(f"the vocabulary has {len(vocab)} tokens but the biLM was built for "
-                             f"{bilm.config.vocab_size}: load both from the same checkpoint")
+            raise ValueError(
+                f"the vocabulary has {len(vocab)} tokens but the biLM was built for "
+                f"{bilm.config.vocab_size}: load both from the same checkpoint"
+            )
         self.bilm, self.vocab, self.lower, self.batch_size = bilm.eval(), vocab, lower, batch_size
 
     @property
@@ -356,15 +384,17 @@ class ElmoFeatures:
             if len(tokens) == 0:
                 raise ValueError(f"sentence {i} is empty: every sentence needs at least one token")
             if len(tokens) > limit:
-                raise ValueError(f"sentence {i} has {len(tokens)} tokens; this biLM encodes at most "
-                                 f"{limit} (max_len={self.bilm.config.max_len} with <bos> and <eos>). "
-                                 "Split it into shorter pieces")
+                raise ValueError(
+                    f"sentence {i} has {len(tokens)} tokens; this biLM encodes at most "
+                    f"{limit} (max_len={self.bilm.config.max_len} with <bos> and <eos>). "
+                    "Split it into shorter pieces"
+                )
             words = [t.lower() for t in tokens] if self.lower else list(tokens)
             rows.append([self.vocab[BOS]] + self.vocab.encode(words) + [self.vocab[EOS]])
         T = max(map(len, rows))
         ids = torch.full((len(rows), T), self.vocab.stoi.get(PAD, 0), dtype=torch.long)
         for b, row in enumerate(rows):
-            ids[b, :len(row)] = torch.tensor(row)
+            ids[b, : len(row)] = torch.tensor(row)
         return ids, torch.arange(T) < torch.tensor([len(r) for r in rows])[:, None]
 
     @torch.no_grad()
@@ -377,18 +407,18 @@ class ElmoFeatures:
         self.bilm.eval()
         device = next(self.bilm.parameters()).device
         lengths = mask.sum(1)
-        order = lengths.argsort(stable=True)                                  # similar lengths share a batch
+        order = lengths.argsort(stable=True)  # similar lengths share a batch
         layers = None
         for i in range(0, len(ids), self.batch_size):
-            rows = order[i:i + self.batch_size]
+            rows = order[i : i + self.batch_size]
             n = int(lengths[rows].max())
             part = self.bilm.representations(ids[rows, :n].to(device), mask[rows, :n].to(device)).cpu()
             if layers is None:
                 layers = part.new_zeros(len(ids), ids.shape[1], *part.shape[2:])
             layers[rows, :n] = part
-        layers = layers[:, 1:-1]                                              # drop <bos>, last <eos>
+        layers = layers[:, 1:-1]  # drop <bos>, last <eos>
         # Row b has its <eos> at position len_b (after dropping <bos>): mask it out.
-        real = mask[:, 2:]                                                    # (B, T)
+        real = mask[:, 2:]  # (B, T)
         return layers * real[:, :, None, None], real
 
     __call__ = encode
@@ -397,14 +427,21 @@ class ElmoFeatures:
 # --------------------------------------------------------------------------------- save / load
 
 
-def save_bilm(bilm: BiLM, vocab: Vocab, directory: str | Path, *, half: bool = True,
-              info: dict | None = None) -> Path:
+def save_bilm(bilm: BiLM, vocab: Vocab, directory: str | Path, *, half: bool = True, info: dict | None = None) -> Path:
     """Write a checkpoint folder (:mod:`onehot2gpt.checkpoints`): ``weights.safetensors`` (float16
     if `half`), ``vocab.json``, and ``config.json`` with the config, `info` and the files' sha256."""
     if len(vocab) != bilm.config.vocab_size:
         raise ValueError(f"vocabulary size {len(vocab)} != config.vocab_size {bilm.config.vocab_size}")
-    return save_checkpoint(directory, "bilm", "BiLM", asdict(bilm.config), dict(bilm.named_parameters()),
-                           tokenizer=vocab, info=info, dtype=torch.float16 if half else torch.float32)
+    return save_checkpoint(
+        directory,
+        "bilm",
+        "BiLM",
+        asdict(bilm.config),
+        dict(bilm.named_parameters()),
+        tokenizer=vocab,
+        info=info,
+        dtype=torch.float16 if half else torch.float32,
+    )
 
 
 def bilm_info(directory: str | Path) -> dict:
@@ -448,15 +485,18 @@ def split_sentences(paragraph: Sequence[str]) -> list[list[str]]:
 def _sequences(sentences: Sequence[Sequence[str]], vocab: Vocab, max_len: int) -> list[list[int]]:
     """Sentences → id lists [<bos>, …, <eos>] of at most max_len (longer ones cut into pieces)."""
     bos, eos, step = vocab[BOS], vocab[EOS], max_len - 2
-    return [[bos] + ids[i:i + step] + [eos]
-            for ids in (vocab.encode(s) for s in sentences if s) for i in range(0, len(ids), step)]
+    return [
+        [bos] + ids[i : i + step] + [eos]
+        for ids in (vocab.encode(s) for s in sentences if s)
+        for i in range(0, len(ids), step)
+    ]
 
 
 def _pad(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     T = max(map(len, seqs))
     ids = torch.zeros(len(seqs), T, dtype=torch.long)
     for b, s in enumerate(seqs):
-        ids[b, :len(s)] = torch.tensor(s)
+        ids[b, : len(s)] = torch.tensor(s)
     return ids, torch.arange(T) < torch.tensor([len(s) for s in seqs])[:, None]
 
 
@@ -468,8 +508,8 @@ def _batches(seqs: list[list[int]], batch_size: int, rng: random.Random | None =
     pool = 50 * batch_size
     batches = []
     for p in range(0, len(order), pool):
-        chunk = sorted(order[p:p + pool], key=lambda i: len(seqs[i]))
-        batches += [[seqs[i] for i in chunk[j:j + batch_size]] for j in range(0, len(chunk), batch_size)]
+        chunk = sorted(order[p : p + pool], key=lambda i: len(seqs[i]))
+        batches += [[seqs[i] for i in chunk[j : j + batch_size]] for j in range(0, len(chunk), batch_size)]
     if rng is not None:
         rng.shuffle(batches)
     return batches
@@ -491,9 +531,19 @@ def bilm_perplexity(bilm: BiLM, seqs: list[list[int]], batch_size: int = 64) -> 
     return math.exp(fwd / n), math.exp(bwd / n)
 
 
-def train_bilm(bilm: BiLM, seqs: list[list[int]], *, epochs: int = 2, batch_size: int = 64,
-               lr: float = 3e-3, warmup: int = 200, clip: float = 1.0, minutes: float | None = None,
-               seed: int = 0, progress: bool = True) -> list[float]:
+def train_bilm(
+    bilm: BiLM,
+    seqs: list[list[int]],
+    *,
+    epochs: int = 2,
+    batch_size: int = 64,
+    lr: float = 3e-3,
+    warmup: int = 200,
+    clip: float = 1.0,
+    minutes: float | None = None,
+    seed: int = 0,
+    progress: bool = True,
+) -> list[float]:
     """Adam with warm-up and cosine decay (to 10 % of lr) on lm_loss; returns each step's loss.
 
     Stops early once `minutes` of wall time have passed.
@@ -539,11 +589,15 @@ def _train_command(args: argparse.Namespace) -> None:
     paragraphs = {split: wikitext_sentences(split) for split in ("train", "valid")}
     sentences = {split: [s for p in ps for s in split_sentences(p)] for split, ps in paragraphs.items()}
     vocab = Vocab.build(sentences["train"], min_freq=args.min_freq, max_size=args.max_words)
-    config = BiLMConfig(vocab_size=len(vocab), d_model=args.d_model, hidden=args.hidden,
-                        n_layers=args.n_layers, dropout=args.dropout)
+    config = BiLMConfig(
+        vocab_size=len(vocab), d_model=args.d_model, hidden=args.hidden, n_layers=args.n_layers, dropout=args.dropout
+    )
     seqs = {split: _sequences(s, vocab, config.max_len) for split, s in sentences.items()}
-    print(f"vocabulary {len(vocab):,}; train {len(seqs['train']):,} sentences, "
-          f"{sum(map(len, seqs['train'])):,} ids; threads {threads}", flush=True)
+    print(
+        f"vocabulary {len(vocab):,}; train {len(seqs['train']):,} sentences, "
+        f"{sum(map(len, seqs['train'])):,} ids; threads {threads}",
+        flush=True,
+    )
 
     # Count-based baseline with the same vocabulary, sentences and predicted tokens.
     ngram = {}
@@ -551,15 +605,25 @@ def _train_command(args: argparse.Namespace) -> None:
         flip = (lambda s: s[::-1]) if direction == "bwd" else (lambda s: s)
         lm = NGramLM(args.ngram, vocab).fit([flip(s) for s in sentences["train"]])
         ngram[f"valid_ppl_{direction}"] = round(lm.perplexity([flip(s) for s in sentences["valid"] if s]), 2)
-    print(f"{args.ngram}-gram Kneser-Ney: valid perplexity fwd {ngram['valid_ppl_fwd']:.1f}, "
-          f"bwd {ngram['valid_ppl_bwd']:.1f}", flush=True)
+    print(
+        f"{args.ngram}-gram Kneser-Ney: valid perplexity fwd {ngram['valid_ppl_fwd']:.1f}, "
+        f"bwd {ngram['valid_ppl_bwd']:.1f}",
+        flush=True,
+    )
 
     bilm = BiLM(config)
     n_params = sum(p.numel() for p in bilm.parameters())
     print(f"biLM: {n_params:,} parameters", flush=True)
     train_start = time.perf_counter()
-    history = train_bilm(bilm, seqs["train"], epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                         minutes=args.minutes, seed=args.seed)
+    history = train_bilm(
+        bilm,
+        seqs["train"],
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        minutes=args.minutes,
+        seed=args.seed,
+    )
     train_minutes = (time.perf_counter() - train_start) / 60
     sample = random.Random(args.seed).sample(seqs["train"], len(seqs["train"]) // 10)
     train_ppl = bilm_perplexity(bilm, sample)
@@ -569,22 +633,34 @@ def _train_command(args: argparse.Namespace) -> None:
         "command": "python -m onehot2gpt.elmo " + " ".join(sys.argv[1:]),
         "data": "WikiText-2 (lower-cased), sentences cut after '.'",
         "vocab": {"min_freq": args.min_freq, "max_words": args.max_words, "size": len(vocab)},
-        "epochs": args.epochs, "steps": len(history), "batch_size": args.batch_size, "lr": args.lr,
-        "seed": args.seed, "threads": threads, "parameters": n_params,
-        "train_ppl_fwd": round(train_ppl[0], 2), "train_ppl_bwd": round(train_ppl[1], 2),
+        "epochs": args.epochs,
+        "steps": len(history),
+        "batch_size": args.batch_size,
+        "lr": args.lr,
+        "seed": args.seed,
+        "threads": threads,
+        "parameters": n_params,
+        "train_ppl_fwd": round(train_ppl[0], 2),
+        "train_ppl_bwd": round(train_ppl[1], 2),
         "train_ppl_note": "on a fixed 10% sample of the training sentences, dropout off",
-        "valid_ppl_fwd": round(valid_ppl[0], 2), "valid_ppl_bwd": round(valid_ppl[1], 2),
+        "valid_ppl_fwd": round(valid_ppl[0], 2),
+        "valid_ppl_bwd": round(valid_ppl[1], 2),
         "ngram": {"n": args.ngram, "smoothing": "interpolated Kneser-Ney, D=0.75", **ngram},
-        "train_minutes": round(train_minutes, 2), "wall_time_s": round(wall, 1),
+        "train_minutes": round(train_minutes, 2),
+        "wall_time_s": round(wall, 1),
         "machine": f"{platform.machine()}, {threads} threads, torch {torch.__version__}",
     }
     save_bilm(bilm, vocab, args.out, info=info)
     size_mb = (Path(args.out) / _WEIGHTS).stat().st_size / 1e6
-    print(f"biLM train perplexity fwd {train_ppl[0]:.1f} bwd {train_ppl[1]:.1f} (10% sample); "
-          f"valid perplexity fwd {valid_ppl[0]:.1f} bwd {valid_ppl[1]:.1f}")
+    print(
+        f"biLM train perplexity fwd {train_ppl[0]:.1f} bwd {train_ppl[1]:.1f} (10% sample); "
+        f"valid perplexity fwd {valid_ppl[0]:.1f} bwd {valid_ppl[1]:.1f}"
+    )
     print(f"{args.ngram}-gram valid perplexity fwd {ngram['valid_ppl_fwd']:.1f} bwd {ngram['valid_ppl_bwd']:.1f}")
-    print(f"wall time {wall / 60:.1f} min (training {train_minutes:.1f} min); "
-          f"saved {args.out} ({size_mb:.1f} MB of weights)")
+    print(
+        f"wall time {wall / 60:.1f} min (training {train_minutes:.1f} min); "
+        f"saved {args.out} ({size_mb:.1f} MB of weights)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -58,7 +58,7 @@ def char_ngrams(word: str, min_n: int = 3, max_n: int = 6) -> list[str]:
     if not (isinstance(min_n, int) and isinstance(max_n, int) and 1 <= min_n <= max_n):
         raise ValueError(f"need 1 ≤ min_n ≤ max_n, got {min_n}, {max_n}")
     marked = BOW + word + EOW
-    return [marked[i:i + n] for n in range(min_n, max_n + 1) for i in range(len(marked) - n + 1)]
+    return [marked[i : i + n] for n in range(min_n, max_n + 1) for i in range(len(marked) - n + 1)]
 
 
 def ngram_bucket(ngram: str, buckets: int) -> int:
@@ -86,12 +86,25 @@ class FastTextVectors:
     """Trained fastText input vectors: the vocabulary's own rows (V, D), the n-gram rows
     (buckets, D), and the n-gram settings. ``ft[word]`` works for any word with an n-gram."""
 
-    def __init__(self, word_rows: Tensor, ngram_rows: Tensor, vocab: Vocab, min_n: int = 3, max_n: int = 6,
-                 config: dict | None = None):
-        if word_rows.dim() != 2 or word_rows.shape[0] != len(vocab) or ngram_rows.dim() != 2 \
-                or ngram_rows.shape[1] != word_rows.shape[1]:
-            raise ValueError(f"expected word rows ({len(vocab)}, D) and n-gram rows (buckets, D), got "
-                             f"{tuple(word_rows.shape)} and {tuple(ngram_rows.shape)}")
+    def __init__(
+        self,
+        word_rows: Tensor,
+        ngram_rows: Tensor,
+        vocab: Vocab,
+        min_n: int = 3,
+        max_n: int = 6,
+        config: dict | None = None,
+    ):
+        if (
+            word_rows.dim() != 2
+            or word_rows.shape[0] != len(vocab)
+            or ngram_rows.dim() != 2
+            or ngram_rows.shape[1] != word_rows.shape[1]
+        ):
+            raise ValueError(
+                f"expected word rows ({len(vocab)}, D) and n-gram rows (buckets, D), got "
+                f"{tuple(word_rows.shape)} and {tuple(ngram_rows.shape)}"
+            )
         self.word_rows, self.ngram_rows, self.vocab = word_rows.float(), ngram_rows.float(), vocab
         self.min_n, self.max_n, self.config = min_n, max_n, dict(config or {})
         self._word_vectors: WordVectors | None = None
@@ -111,8 +124,10 @@ class FastTextVectors:
         if word in self.vocab.stoi:
             vecs.insert(0, self.word_rows[self.vocab.stoi[word]])
         if not vecs:
-            raise KeyError(f"{word!r} is shorter than {self.min_n - 2} characters and not in the vocabulary: "
-                           f"it has no n-gram of length {self.min_n}, so no vector")
+            raise KeyError(
+                f"{word!r} is shorter than {self.min_n - 2} characters and not in the vocabulary: "
+                f"it has no n-gram of length {self.min_n}, so no vector"
+            )
         return torch.stack(vecs).mean(0)
 
     def word_vectors(self) -> WordVectors:
@@ -121,8 +136,9 @@ class FastTextVectors:
         if self._word_vectors is None:
             rows, offsets = subword_table(self.vocab.itos, self.buckets, self.min_n, self.max_n)
             table = torch.cat([self.word_rows, self.ngram_rows])
-            self._word_vectors = WordVectors(F.embedding_bag(rows, table, offsets, mode="mean"), self.vocab,
-                                             self.config)
+            self._word_vectors = WordVectors(
+                F.embedding_bag(rows, table, offsets, mode="mean"), self.vocab, self.config
+            )
         return self._word_vectors
 
     def most_similar(self, word: str, topn: int = 5) -> list[tuple[str, float]]:
@@ -130,8 +146,16 @@ class FastTextVectors:
         return self.word_vectors().most_similar(self[word], k=topn, exclude=[word])
 
 
-def train_step(table: Tensor, out_w: Tensor, sub_rows: Tensor, sub_offsets: Tensor, words: Tensor,
-               targets: Tensor, noise: Tensor, lr: float) -> float:
+def train_step(
+    table: Tensor,
+    out_w: Tensor,
+    sub_rows: Tensor,
+    sub_offsets: Tensor,
+    words: Tensor,
+    targets: Tensor,
+    noise: Tensor,
+    lr: float,
+) -> float:
     """One SGD step of skip-gram with negative sampling on subword rows, in place; returns the summed loss.
 
     `table` (V + buckets, D) holds the words' own rows and the n-gram rows, `out_w` (V, D) the output
@@ -145,40 +169,71 @@ def train_step(table: Tensor, out_w: Tensor, sub_rows: Tensor, sub_offsets: Tens
 
     for name, t in (("table", table), ("out_w", out_w)):
         if not isinstance(t, Tensor) or t.dim() != 2 or not t.is_floating_point():
-            raise TypeError(f"{name} must be a 2-D float tensor, got "
-                            f"{tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__}"
-                            + (f" of {t.dtype}" if isinstance(t, Tensor) else ""))
-    for name, t in (("sub_rows", sub_rows), ("sub_offsets", sub_offsets), ("words", words),
-                    ("targets", targets), ("noise", noise)):
+            raise TypeError(
+                f"{name} must be a 2-D float tensor, got "
+                f"{tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__}"
+                + (f" of {t.dtype}" if isinstance(t, Tensor) else "")
+            )
+    for name, t in (
+        ("sub_rows", sub_rows),
+        ("sub_offsets", sub_offsets),
+        ("words", words),
+        ("targets", targets),
+        ("noise", noise),
+    ):
         if not isinstance(t, Tensor) or t.dtype != torch.long:
-            raise TypeError(f"{name} must be a tensor of int64 ids, got "
-                            f"{t.dtype if isinstance(t, Tensor) else type(t).__name__}")
-    if out_w.shape[1] != table.shape[1] or words.shape != targets.shape or words.dim() != 1 \
-            or noise.dim() != 2 or noise.shape[0] != len(words):
-        raise ValueError(f"expected table (N, D), out_w (V, D), words and targets (P,), noise (P, K); got "
-                         f"{tuple(table.shape)}, {tuple(out_w.shape)}, {tuple(words.shape)}, "
-                         f"{tuple(targets.shape)}, {tuple(noise.shape)}")
+            raise TypeError(
+                f"{name} must be a tensor of int64 ids, got {t.dtype if isinstance(t, Tensor) else type(t).__name__}"
+            )
+    if (
+        out_w.shape[1] != table.shape[1]
+        or words.shape != targets.shape
+        or words.dim() != 1
+        or noise.dim() != 2
+        or noise.shape[0] != len(words)
+    ):
+        raise ValueError(
+            f"expected table (N, D), out_w (V, D), words and targets (P,), noise (P, K); got "
+            f"{tuple(table.shape)}, {tuple(out_w.shape)}, {tuple(words.shape)}, "
+            f"{tuple(targets.shape)}, {tuple(noise.shape)}"
+        )
     D = table.shape[1]
-    unique, inverse = torch.unique(words, return_inverse=True)               # (U,), (P,)
+    unique, inverse = torch.unique(words, return_inverse=True)  # (U,), (P,)
     lengths = torch.diff(sub_offsets, append=sub_offsets.new_tensor([len(sub_rows)]))[unique]
-    first = torch.cumsum(lengths, 0) - lengths                               # each word's first row in `flat`
+    first = torch.cumsum(lengths, 0) - lengths  # each word's first row in `flat`
     flat = sub_rows[torch.repeat_interleave(sub_offsets[unique] - first, lengths) + torch.arange(int(lengths.sum()))]
-    bags = F.embedding_bag(flat, table, first, mode="mean")                  # (U, D) each word's mean
-    ids = torch.cat([targets[:, None], noise], 1)                            # (P, 1+K): the word, then noise
-    loss, input_step, output_step = negative_sampling_grads(bags[inverse, None], out_w[ids],
-                                                            input_scale=-lr, output_scale=-lr)
-    word_step = torch.zeros_like(bags).index_add_(0, inverse, input_step[:, 0])        # (U, D) summed per word
-    table.index_add_(0, flat, word_step.repeat_interleave(lengths, 0))      # the whole step to every row
+    bags = F.embedding_bag(flat, table, first, mode="mean")  # (U, D) each word's mean
+    ids = torch.cat([targets[:, None], noise], 1)  # (P, 1+K): the word, then noise
+    loss, input_step, output_step = negative_sampling_grads(
+        bags[inverse, None], out_w[ids], input_scale=-lr, output_scale=-lr
+    )
+    word_step = torch.zeros_like(bags).index_add_(0, inverse, input_step[:, 0])  # (U, D) summed per word
+    table.index_add_(0, flat, word_step.repeat_interleave(lengths, 0))  # the whole step to every row
     out_w.index_add_(0, ids.reshape(-1), output_step.reshape(-1, D))
     return float(loss)
 
 
-def train_fasttext(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = None, dim: int = 100,
-                   window: int = 5, negative: int = 5, min_count: int = 5, sample: float = 1e-3,
-                   min_n: int = 3, max_n: int = 6, buckets: int = 200_000, epochs: int = 5,
-                   lr: float = 0.05, min_lr: float = 1e-4, batch_size: int = 4096, seed: int = 0,
-                   threads: int | None = 1, progress: bool = True,
-                   corpus_name: str | None = None) -> FastTextVectors:
+def train_fasttext(
+    sentences: Sequence[Sequence[str]],
+    *,
+    vocab: Vocab | None = None,
+    dim: int = 100,
+    window: int = 5,
+    negative: int = 5,
+    min_count: int = 5,
+    sample: float = 1e-3,
+    min_n: int = 3,
+    max_n: int = 6,
+    buckets: int = 200_000,
+    epochs: int = 5,
+    lr: float = 0.05,
+    min_lr: float = 1e-4,
+    batch_size: int = 4096,
+    seed: int = 0,
+    threads: int | None = 1,
+    progress: bool = True,
+    corpus_name: str | None = None,
+) -> FastTextVectors:
     """Skip-gram with negative sampling where each input word is the mean of its subword rows.
 
     The examples are word2vec's (:func:`onehot2gpt.word2vec.epoch_batches`: sub-sampled, reduced
@@ -186,11 +241,16 @@ def train_fasttext(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = 
     word's subword rows and predicts the centre against `negative` noise words. Plain SGD with
     hand-derived gradients (:func:`train_step`), the learning rate falling linearly from `lr` to
     `min_lr`. With `threads` = 1 (the default) a run is bit-reproducible; None keeps torch's setting."""
-    from onehot2gpt.word2vec import (NoiseSampler, encode_corpus, epoch_batches, keep_probabilities,
-                                     noise_distribution)
+    from onehot2gpt.word2vec import NoiseSampler, encode_corpus, epoch_batches, keep_probabilities, noise_distribution
 
-    for name, value in (("dim", dim), ("window", window), ("negative", negative), ("epochs", epochs),
-                        ("buckets", buckets), ("batch_size", batch_size)):
+    for name, value in (
+        ("dim", dim),
+        ("window", window),
+        ("negative", negative),
+        ("epochs", epochs),
+        ("buckets", buckets),
+        ("batch_size", batch_size),
+    ):
         check_positive_int(value, name)
     check_positive_number(lr, "lr")
     start = time.perf_counter()
@@ -208,16 +268,21 @@ def train_fasttext(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = 
     old_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(check_positive_int(threads, "threads"))
-    bar = tqdm(total=epochs, disable=not progress, desc="fastText", unit="epoch",
-               bar_format="{l_bar}{bar}| {n:.2f}/{total} [{elapsed}<{remaining}{postfix}]")
+    bar = tqdm(
+        total=epochs,
+        disable=not progress,
+        desc="fastText",
+        unit="epoch",
+        bar_format="{l_bar}{bar}| {n:.2f}/{total} [{elapsed}<{remaining}{postfix}]",
+    )
     try:
         for epoch in range(epochs):
             batches = epoch_batches(ids, sentence_ids, keep, window, batch_size, generator)
             total, n_total = 0.0, 0
             for i, (contexts, centres) in enumerate(batches):
                 found = contexts >= 0
-                words = contexts[found]                                       # (P,) input words
-                targets = centres[:, None].expand_as(contexts)[found]         # (P,) words to predict
+                words = contexts[found]  # (P,) input words
+                targets = centres[:, None].expand_as(contexts)[found]  # (P,) words to predict
                 noise = draw_noise((len(words), negative), generator)
                 step_lr = lr - (lr - min_lr) * (epoch + i / len(batches)) / epochs
                 loss = train_step(inputs, outputs, sub_rows, sub_offsets, words, targets, noise, step_lr)
@@ -233,10 +298,25 @@ def train_fasttext(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = 
     finally:
         bar.close()
         torch.set_num_threads(old_threads)
-    config = {"model": "fasttext-skipgram", "dim": dim, "window": window, "negative": negative,
-              "min_count": min_count, "sample": sample, "min_n": min_n, "max_n": max_n, "buckets": buckets,
-              "epochs": epochs, "lr": lr, "min_lr": min_lr, "batch_size": batch_size, "seed": seed,
-              "corpus": corpus_name, "n_tokens": len(ids), "threads": used_threads,
-              "train_seconds": round(time.perf_counter() - start, 1),
-              "loss_per_epoch": [round(x, 4) for x in history]}
+    config = {
+        "model": "fasttext-skipgram",
+        "dim": dim,
+        "window": window,
+        "negative": negative,
+        "min_count": min_count,
+        "sample": sample,
+        "min_n": min_n,
+        "max_n": max_n,
+        "buckets": buckets,
+        "epochs": epochs,
+        "lr": lr,
+        "min_lr": min_lr,
+        "batch_size": batch_size,
+        "seed": seed,
+        "corpus": corpus_name,
+        "n_tokens": len(ids),
+        "threads": used_threads,
+        "train_seconds": round(time.perf_counter() - start, 1),
+        "loss_per_epoch": [round(x, 4) for x in history],
+    }
     return FastTextVectors(inputs[:V].clone(), inputs[V:].clone(), vocab, min_n, max_n, config)

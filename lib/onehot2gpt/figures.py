@@ -34,14 +34,14 @@ import shutil
 import struct
 import subprocess
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "notebooks" / "figures"
 FONT = "Helvetica, Arial, 'DejaVu Sans', 'Liberation Sans', sans-serif"
-INK = "#1f2937"       # text and arrows
-MUTED = "#6b7280"     # notes, shapes, captions inside figures
+INK = "#1f2937"  # text and arrows
+MUTED = "#6b7280"  # notes, shapes, captions inside figures
 # kind -> (fill, stroke)
 COLOURS = {
     "token": ("#f3f4f6", "#9ca3af"),
@@ -59,6 +59,7 @@ FIGURE_METADATA_KEY = "onehot2gpt"
 
 
 # --------------------------------------------------------------------------- drawing helpers
+
 
 def _num(v: float) -> str:
     """Coordinates printed the same on every run and platform."""
@@ -83,7 +84,7 @@ def _parse(label: str, shift: float, size: float, level: int) -> list[tuple[str,
                     if depth == 0:
                         break
                     j += 1
-                body, i = label[i + 2:j], j + 1
+                body, i = label[i + 2 : j], j + 1
             else:
                 body, i = label[i + 1], i + 2
             runs.append((plain, shift, size))
@@ -117,13 +118,17 @@ def _rich(label: str, size: float) -> str:
 
 def text_width(label: str, size: float) -> float:
     """Rough rendered width of `label` in a sans-serif font (for sizing boxes around text)."""
-    return sum(fs * (0.3 if c in "il.,:;|[]()'ftjI1 " else 0.8 if c in "mwMW" else 0.58)
-               for text, _, fs in _parse(label, 0.0, size, 0) for c in text)
+    return sum(
+        fs * (0.3 if c in "il.,:;|[]()'ftjI1 " else 0.8 if c in "mwMW" else 0.58)
+        for text, _, fs in _parse(label, 0.0, size, 0)
+        for c in text
+    )
 
 
 @dataclass(frozen=True)
 class Box:
     """A drawn box: centre (cx, cy), width w, height h; its sides' midpoints for arrows."""
+
     cx: float
     cy: float
     w: float
@@ -172,22 +177,56 @@ class Canvas:
     def _add(self, element: str) -> None:
         self.parts.append(element)
 
-    def text(self, x: float, y: float, label: str, size: float = 14, anchor: str = "middle",
-             colour: str = INK, weight: str = "normal", italic: bool = False) -> None:
+    def text(
+        self,
+        x: float,
+        y: float,
+        label: str,
+        size: float = 14,
+        anchor: str = "middle",
+        colour: str = INK,
+        weight: str = "normal",
+        italic: bool = False,
+    ) -> None:
         """Text whose line is vertically centred on y."""
         style = ' font-style="italic"' if italic else ""
         bold = f' font-weight="{weight}"' if weight != "normal" else ""
-        self._add(f'<text x="{_num(x)}" y="{_num(y + size * 0.35)}" font-size="{_num(size)}" '
-                  f'text-anchor="{anchor}" fill="{colour}"{bold}{style} xml:space="preserve">{_rich(label, size)}</text>')
+        self._add(
+            f'<text x="{_num(x)}" y="{_num(y + size * 0.35)}" font-size="{_num(size)}" '
+            f'text-anchor="{anchor}" fill="{colour}"{bold}{style} xml:space="preserve">{_rich(label, size)}</text>'
+        )
 
-    def rect(self, x: float, y: float, w: float, h: float, fill: str, stroke: str,
-             rx: float = 6, dash: bool = False, width: float = 1.4) -> None:
+    def rect(
+        self,
+        x: float,
+        y: float,
+        w: float,
+        h: float,
+        fill: str,
+        stroke: str,
+        rx: float = 6,
+        dash: bool = False,
+        width: float = 1.4,
+    ) -> None:
         d = ' stroke-dasharray="5 4"' if dash else ""
-        self._add(f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(w)}" height="{_num(h)}" '
-                  f'rx="{_num(rx)}" fill="{fill}" stroke="{stroke}" stroke-width="{_num(width)}"{d}/>')
+        self._add(
+            f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(w)}" height="{_num(h)}" '
+            f'rx="{_num(rx)}" fill="{fill}" stroke="{stroke}" stroke-width="{_num(width)}"{d}/>'
+        )
 
-    def box(self, cx: float, cy: float, w: float, h: float, label: str = "", kind: str = "plain",
-            size: float = 14, sub: str = "", weight: str = "normal", dash: bool = False) -> Box:
+    def box(
+        self,
+        cx: float,
+        cy: float,
+        w: float,
+        h: float,
+        label: str = "",
+        kind: str = "plain",
+        size: float = 14,
+        sub: str = "",
+        weight: str = "normal",
+        dash: bool = False,
+    ) -> Box:
         """A rounded box of colour `kind` centred on (cx, cy) with a label and optional second line."""
         fill, stroke = COLOURS[kind]
         self.rect(cx - w / 2, cy - h / 2, w, h, fill, stroke, dash=dash)
@@ -198,38 +237,42 @@ class Canvas:
             self.text(cx, cy, label, size, weight=weight)
         return Box(cx, cy, w, h)
 
-    def stack(self, cx: float, cy: float, w: float, h: float, label: str, kind: str,
-              size: float = 14, copies: int = 2) -> Box:
+    def stack(
+        self, cx: float, cy: float, w: float, h: float, label: str, kind: str, size: float = 14, copies: int = 2
+    ) -> Box:
         """A box with `copies` shadows behind it: one per head or per layer."""
         fill, stroke = COLOURS[kind]
         for k in range(copies, 0, -1):
             self.rect(cx - w / 2 + 5 * k, cy - h / 2 - 5 * k, w, h, fill, stroke)
         return self.box(cx, cy, w, h, label, kind, size)
 
-    def frame(self, x: float, y: float, w: float, h: float, label: str = "",
-              label_side: str = "left", size: float = 15) -> None:
+    def frame(
+        self, x: float, y: float, w: float, h: float, label: str = "", label_side: str = "left", size: float = 15
+    ) -> None:
         """A light dashed frame around a repeated block, with e.g. "N×" beside it."""
         self.rect(x, y, w, h, "#f9fafb", "#9ca3af", rx=10, dash=True, width=1.2)
         if label:
             lx = x - 10 if label_side == "left" else x + w + 10
-            self.text(lx, y + h / 2, label, size, anchor="end" if label_side == "left" else "start",
-                      weight="bold")
+            self.text(lx, y + h / 2, label, size, anchor="end" if label_side == "left" else "start", weight="bold")
 
-    def line(self, *points: tuple[float, float], arrow: bool = True, dash: bool = False,
-             colour: str = INK, width: float = 1.5) -> None:
+    def line(
+        self,
+        *points: tuple[float, float],
+        arrow: bool = True,
+        dash: bool = False,
+        colour: str = INK,
+        width: float = 1.5,
+    ) -> None:
         """A polyline through `points`, with an arrowhead at the last point."""
-        d = " ".join(("M" if i == 0 else "L") + f"{_num(x)},{_num(y)}"
-                     for i, (x, y) in enumerate(points))
+        d = " ".join(("M" if i == 0 else "L") + f"{_num(x)},{_num(y)}" for i, (x, y) in enumerate(points))
         head = f' marker-end="url(#{"arrow" if colour == INK else "arrow-muted"})"' if arrow else ""
         dashes = ' stroke-dasharray="5 4"' if dash else ""
-        self._add(f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="{_num(width)}"'
-                  f'{dashes}{head}/>')
+        self._add(f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="{_num(width)}"{dashes}{head}/>')
 
     def arrow(self, start: tuple[float, float], end: tuple[float, float], **kw) -> None:
         self.line(start, end, **kw)
 
-    def elbow(self, start: tuple[float, float], end: tuple[float, float], first: str = "v",
-              **kw) -> None:
+    def elbow(self, start: tuple[float, float], end: tuple[float, float], first: str = "v", **kw) -> None:
         """A right-angled arrow: vertical then horizontal (`first` "v") or the other way ("h")."""
         corner = (start[0], end[1]) if first == "v" else (end[0], start[1])
         self.line(start, corner, end, **kw)
@@ -237,8 +280,9 @@ class Canvas:
     def op(self, cx: float, cy: float, symbol: str = "+", r: float = 10) -> Box:
         """A small circle holding ``+`` or ``×`` (drawn as strokes, so it is centred in any font)
         or any other short symbol as text."""
-        self._add(f'<circle cx="{_num(cx)}" cy="{_num(cy)}" r="{_num(r)}" fill="#ffffff" '
-                  f'stroke="{INK}" stroke-width="1.4"/>')
+        self._add(
+            f'<circle cx="{_num(cx)}" cy="{_num(cy)}" r="{_num(r)}" fill="#ffffff" stroke="{INK}" stroke-width="1.4"/>'
+        )
         a = r * 0.55
         if symbol == "+":
             self.line((cx - a, cy), (cx + a, cy), arrow=False)
@@ -251,8 +295,9 @@ class Canvas:
             self.text(cx, cy, symbol, r * 1.2)
         return Box(cx, cy, 2 * r, 2 * r)
 
-    def table(self, x: float, y: float, w: float, h: float, rows: int, hot: int, label: str,
-              kind: str = "embed") -> tuple[float, float]:
+    def table(
+        self, x: float, y: float, w: float, h: float, rows: int, hot: int, label: str, kind: str = "embed"
+    ) -> tuple[float, float]:
         """An embedding table as a striped matrix with one highlighted row; returns the
         midpoint of that row's right edge."""
         fill, stroke = COLOURS[kind]
@@ -260,29 +305,32 @@ class Canvas:
         step = h / rows
         self.rect(x, y + hot * step, w, step, fill, stroke, rx=0)
         for r in range(1, rows):
-            self._add(f'<path d="M{_num(x)},{_num(y + r * step)} h{_num(w)}" stroke="{stroke}" '
-                      f'stroke-opacity="0.35" stroke-width="1"/>')
+            self._add(
+                f'<path d="M{_num(x)},{_num(y + r * step)} h{_num(w)}" stroke="{stroke}" '
+                f'stroke-opacity="0.35" stroke-width="1"/>'
+            )
         self.text(x + w / 2, y - 12, label, 13, weight="bold")
         return (x + w, y + (hot + 0.5) * step)
 
     def svg(self) -> str:
-        head = (f'<?xml version="1.0" encoding="UTF-8"?>\n'
-                f'<svg xmlns="http://www.w3.org/2000/svg" width="{_num(self.width)}" '
-                f'height="{_num(self.height)}" viewBox="0 0 {_num(self.width)} {_num(self.height)}" '
-                f'font-family="{FONT}" role="img">\n'
-                f'<title>{_esc(self.title)}</title>\n<defs>\n')
+        head = (
+            f'<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{_num(self.width)}" '
+            f'height="{_num(self.height)}" viewBox="0 0 {_num(self.width)} {_num(self.height)}" '
+            f'font-family="{FONT}" role="img">\n'
+            f"<title>{_esc(self.title)}</title>\n<defs>\n"
+        )
         markers = "".join(
             f'<marker id="{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" '
             f'markerHeight="9" markerUnits="userSpaceOnUse" orient="auto">'
             f'<path d="M0,1 L9,5 L0,9 z" fill="{colour}"/></marker>\n'
-            for name, colour in (("arrow", INK), ("arrow-muted", MUTED)))
-        background = (f'</defs>\n<rect width="{_num(self.width)}" height="{_num(self.height)}" '
-                      f'fill="#ffffff"/>\n')
+            for name, colour in (("arrow", INK), ("arrow-muted", MUTED))
+        )
+        background = f'</defs>\n<rect width="{_num(self.width)}" height="{_num(self.height)}" fill="#ffffff"/>\n'
         return head + markers + background + "\n".join(self.parts) + "\n</svg>\n"
 
 
-def _sequence(c: Canvas, x: float, y: float, parts: list[tuple[str, str]], h: float = 34,
-              size: float = 13) -> Box:
+def _sequence(c: Canvas, x: float, y: float, parts: list[tuple[str, str]], h: float = 34, size: float = 13) -> Box:
     """Adjacent boxes sized to their text, as one token sequence; returns its bounding box."""
     x0 = x
     for label, kind in parts:
@@ -294,13 +342,20 @@ def _sequence(c: Canvas, x: float, y: float, parts: list[tuple[str, str]], h: fl
 
 # --------------------------------------------------------------------------- the figures
 
+
 def _score_row(c: Canvas, x: float, y: float, score: str, target: str, positive: bool) -> Box:
     """A negative-sampling question: score box -> target word, labelled 1 (real) or 0 (noise)."""
     s = c.box(x, y, 116, 32, score, "out", 13)
     t = c.box(x + 118, y, 62, 32, target, "token", 13)
     c.arrow(s.right, t.left)
-    c.text((s.x1 + t.x0) / 2, y - 12, "1" if positive else "0", 12, weight="bold",
-           colour="#15803d" if positive else "#b91c1c")
+    c.text(
+        (s.x1 + t.x0) / 2,
+        y - 12,
+        "1" if positive else "0",
+        12,
+        weight="bold",
+        colour="#15803d" if positive else "#b91c1c",
+    )
     return s
 
 
@@ -333,8 +388,9 @@ def word2vec_skipgram_cbow() -> str:
         t = c.box(545, y, 60, 32, word, "token", 13)
         v = c.box(630, y, 72, 32, "v_{" + word + "}", "embed", 13)
         c.arrow(t.right, v.left)
-        c.line(v.right, (686, y), (686, 225), (706, 225)) if y in (ys[0], ys[-1]) else \
-            c.line(v.right, (686, y), arrow=False)
+        c.line(v.right, (686, y), (686, 225), (706, 225)) if y in (ys[0], ys[-1]) else c.line(
+            v.right, (686, y), arrow=False
+        )
     c.text(630, 122, "rows of input v", 12, colour=MUTED)
     avg = c.box(738, 225, 64, 46, "v̄", "embed", 16, sub="average")
     c.text(686, 345, "v̄ = ¼ Σ_j v_{w_{t+j}}", 12, colour=MUTED)
@@ -346,10 +402,20 @@ def word2vec_skipgram_cbow() -> str:
     c.table(782, 76, 116, 20, 1, 0, "output u", kind="out")
     c.line((840, 96), (840, 157), dash=True, colour=MUTED)
 
-    c.text(500, 425, "loss per example:  ℓ = −log σ(u_o^{T} v_c) − Σ_{k=1..K} log σ(−u_{w_k}^{T} v_c)"
-           "    (CBOW: v̄ for v_c, the centre w_t for o)", 13)
-    c.text(500, 450, "each word has an input vector v_w (kept as its word vector) and an output "
-           "vector u_w", 12, colour=MUTED)
+    c.text(
+        500,
+        425,
+        "loss per example:  ℓ = −log σ(u_o^{T} v_c) − Σ_{k=1..K} log σ(−u_{w_k}^{T} v_c)"
+        "    (CBOW: v̄ for v_c, the centre w_t for o)",
+        13,
+    )
+    c.text(
+        500,
+        450,
+        "each word has an input vector v_w (kept as its word vector) and an output vector u_w",
+        12,
+        colour=MUTED,
+    )
     return c.svg()
 
 
@@ -421,10 +487,19 @@ def lstm_lm() -> str:
     for dy in (-16, 16):
         c.arrow((prev.x1 + 5, y_cell + dy), (prev.x1 + 40, y_cell + dy))
     c.text(prev.x1 + 50, y_cell, "…", 16, anchor="start")
-    c.text(500, 598, "x_t = P E w_t,   h_t = LSTM(h_{t−1}, x_t),   log P(w_{t+1} | w_{≤t}) = "
-           "adaptive log-softmax(Q h_t)", 12.5)
-    c.text(500, 620, "two LSTM layers, the second adding its input to its output (a residual); "
-           "the same weights at every step", 12, colour=MUTED)
+    c.text(
+        500,
+        598,
+        "x_t = P E w_t,   h_t = LSTM(h_{t−1}, x_t),   log P(w_{t+1} | w_{≤t}) = adaptive log-softmax(Q h_t)",
+        12.5,
+    )
+    c.text(
+        500,
+        620,
+        "two LSTM layers, the second adding its input to its output (a residual); the same weights at every step",
+        12,
+        colour=MUTED,
+    )
     _lstm_inset(c, 680, 60)
     return c.svg()
 
@@ -451,19 +526,33 @@ def elmo_bilm() -> str:
                 c.arrow((xs[k - 2] + 42, y), b.left)
             if k > 1 and direction == "b":
                 c.arrow(b.left, (xs[k - 2] + 42, y))
-    for key, label in (("f2", "forward LSTM layer 2"), ("f1", "forward LSTM layer 1"),
-                       ("x", "token layer (j = 0)"), ("b1", "backward LSTM layer 1"),
-                       ("b2", "backward LSTM layer 2")):
+    for key, label in (
+        ("f2", "forward LSTM layer 2"),
+        ("f1", "forward LSTM layer 1"),
+        ("x", "token layer (j = 0)"),
+        ("b1", "backward LSTM layer 1"),
+        ("b2", "backward LSTM layer 2"),
+    ):
         c.text(632, rows[key], label, 12, anchor="start", colour=MUTED)
-    c.text(420, 28, "token k has 2L + 1 = 5 vectors:  h_{k,0} = [x_k; x_k],  "
-           "h_{k,j} = [→h_{k,j}; ←h_{k,j}]", 14, weight="bold")
-    c.text(420, 54, "forward LM: left → right, predicts the next word;   "
-           "backward LM: right → left, predicts the previous word", 12, colour=MUTED)
-    c.text(330, 500, "ELMo_k^{task} = γ^{task} Σ_j s_j^{task} h_{k,j},   s^{task} = softmax(w^{task})",
-           13.5)
+    c.text(
+        420,
+        28,
+        "token k has 2L + 1 = 5 vectors:  h_{k,0} = [x_k; x_k],  h_{k,j} = [→h_{k,j}; ←h_{k,j}]",
+        14,
+        weight="bold",
+    )
+    c.text(
+        420,
+        54,
+        "forward LM: left → right, predicts the next word;   backward LM: right → left, predicts the previous word",
+        12,
+        colour=MUTED,
+    )
+    c.text(330, 500, "ELMo_k^{task} = γ^{task} Σ_j s_j^{task} h_{k,j},   s^{task} = softmax(w^{task})", 13.5)
     # Token k = 5 ("bank"): its column feeds the scalar mix.
-    c.rect(xs[4] - 50, rows["f2"] - 26, 100, rows["b2"] - rows["f2"] + 52, "none", "#0d9488",
-           rx=10, dash=True, width=1.4)
+    c.rect(
+        xs[4] - 50, rows["f2"] - 26, 100, rows["b2"] - rows["f2"] + 52, "none", "#0d9488", rx=10, dash=True, width=1.4
+    )
     c.rect(790, 95, 195, 370, "#f9fafb", "#0d9488", rx=10, dash=True, width=1.4)
     c.text(800, 115, "scalar mix, column 5", 12.5, weight="bold", anchor="start")
     ys = {0: 400, 1: 330, 2: 260}
@@ -501,8 +590,7 @@ def _scaled_dot_product(c: Canvas, cx: float, base: float) -> Box:
         c.arrow(a.top, b.bottom)
     c.arrow(sm.top, (sm.cx, out.y1))
     c.arrow(v.top, (v.cx, out.y1))
-    for box, note in ((mm, "scores (T, T)"), (mk, "−∞ where a key is hidden"),
-                      (sm, "weights: rows sum to 1")):
+    for box, note in ((mm, "scores (T, T)"), (mk, "−∞ where a key is hidden"), (sm, "weights: rows sum to 1")):
         c.text(box.x0 - 12, box.cy, note, 11, anchor="end", colour=MUTED)
     return out
 
@@ -532,24 +620,30 @@ def attention() -> str:
     c.arrow(cat.top, wo.bottom)
     mres = c.box(720, 80, 100, 30, "output", "plain", 13)
     c.arrow(wo.top, mres.bottom)
-    for y, note in ((440, "(B, T, D)"), (330, "per head (B, H, T, hs), hs = D / H"), (200, "(B, T, H·hs)"),
-                    (80, "(B, T, D)")):
+    for y, note in (
+        (440, "(B, T, D)"),
+        (330, "per head (B, H, T, hs), hs = D / H"),
+        (200, "(B, T, H·hs)"),
+        (80, "(B, T, D)"),
+    ):
         c.text(990, y, note, 11, anchor="end", colour=MUTED)
-    c.text(720, 500, "head_i = Attention(Q W^{Q}_i, K W^{K}_i, V W^{V}_i),   "
-           "MultiHead = concat(head_1..head_h) W^{O}", 12.5)
+    c.text(
+        720,
+        500,
+        "head_i = Attention(Q W^{Q}_i, K W^{K}_i, V W^{V}_i),   MultiHead = concat(head_1..head_h) W^{O}",
+        12.5,
+    )
     return c.svg()
 
 
-def _sublayer(c: Canvas, cx: float, y: float, w: float, label: str, kind: str, side: float,
-              size: float = 13) -> float:
+def _sublayer(c: Canvas, cx: float, y: float, w: float, label: str, kind: str, side: float, size: float = 13) -> float:
     """A post-norm sublayer whose input line starts at height `y`: the sublayer box, add & norm
     above it, the residual path on the `side` x; returns the y where its output leaves."""
     sub = c.box(cx, y - 40, w, 36, label, kind, size)
     norm = c.box(cx, y - 92, w, 26, "add & norm", "norm", 12)
     c.arrow((cx, y), sub.bottom)
     c.arrow(sub.top, norm.bottom)
-    c.line((cx, y - 8), (side, y - 8), (side, norm.cy),
-           norm.left if side < cx else norm.right)
+    c.line((cx, y - 8), (side, y - 8), (side, norm.cy), norm.left if side < cx else norm.right)
     return norm.y0
 
 
@@ -559,8 +653,10 @@ def transformer_encoder_decoder() -> str:
     ex, dx, w = 270, 630, 200
     c.text(ex, 24, "Encoder", 16, weight="bold")
     c.text(dx, 24, "Decoder", 16, weight="bold")
-    for x, tok, emb, sign in ((ex, "source tokens", "input embedding", -1),
-                              (dx, "target tokens (shifted right)", "output embedding", 1)):
+    for x, tok, emb, sign in (
+        (ex, "source tokens", "input embedding", -1),
+        (dx, "target tokens (shifted right)", "output embedding", 1),
+    ):
         t = c.box(x, 760, w + 40, 30, tok, "token", 13)
         e = c.box(x, 700, w, 34, emb, "embed", 13)
         c.arrow(t.top, e.bottom)
@@ -568,8 +664,7 @@ def transformer_encoder_decoder() -> str:
         c.arrow(e.top, p.bottom)
         pe = c.op(x + sign * 42, 648, "∿", 11)
         c.arrow(pe.left if sign > 0 else pe.right, p.right if sign > 0 else p.left)
-        c.text(pe.cx + sign * 18, 648, "positional encoding", 12, colour=MUTED,
-               anchor="start" if sign > 0 else "end")
+        c.text(pe.cx + sign * 18, 648, "positional encoding", 12, colour=MUTED, anchor="start" if sign > 0 else "end")
 
     # Encoder block: self-attention, feed-forward; residuals on the left.
     c.frame(ex - 135, 405, 270, 227, "N×")
@@ -607,8 +702,7 @@ def bert_input() -> str:
     tokens = ["[CLS]", "my", "dog", "is", "cute", "[SEP]", "he", "likes", "play", "##ing", "[SEP]"]
     c = Canvas(1060, 330, "BERT's input representation: token + segment + position embeddings")
     x0, step, w = 215, 76, 68
-    rows = [("Input", 40), ("Token embeddings", 105), ("Segment embeddings", 185),
-            ("Position embeddings", 265)]
+    rows = [("Input", 40), ("Token embeddings", 105), ("Segment embeddings", 185), ("Position embeddings", 265)]
     for label, y in rows:
         c.text(x0 - 50, y, label, 13, anchor="end", weight="bold" if label != "Input" else "normal")
     for i, tok in enumerate(tokens):
@@ -622,13 +716,18 @@ def bert_input() -> str:
         c.op(x, 225, "+", 9)
     c.text(x0 - 50, 145, "+", 16, anchor="end", weight="bold")
     c.text(x0 - 50, 225, "+", 16, anchor="end", weight="bold")
-    c.text(530, 312, "each token's input vector is the sum of its three embeddings (then LayerNorm "
-           "and dropout); sentence A gets E_A, sentence B gets E_B", 12, colour=MUTED)
+    c.text(
+        530,
+        312,
+        "each token's input vector is the sum of its three embeddings (then LayerNorm "
+        "and dropout); sentence A gets E_A, sentence B gets E_B",
+        12,
+        colour=MUTED,
+    )
     return c.svg()
 
 
-def _bert_panel(c: Canvas, x: float, y: float, title: str, tokens: list[str],
-                heads: dict[int, str], note: str) -> None:
+def _bert_panel(c: Canvas, x: float, y: float, title: str, tokens: list[str], heads: dict[int, str], note: str) -> None:
     """One fine-tuning shape: tokens -> BERT -> last vectors -> the task's head on the positions
     in `heads` (position -> head label), with a one-line `note` under the title."""
     c.frame(x, y, 500, 300)
@@ -636,8 +735,7 @@ def _bert_panel(c: Canvas, x: float, y: float, title: str, tokens: list[str],
     c.text(x + 250, y + 42, note, 11.5, colour=MUTED)
     n, step = len(tokens), 470 / len(tokens)
     xs = [x + 15 + step * (i + 0.5) for i in range(n)]
-    bert = c.box(x + 250, y + 185, 470, 46, "BERT (pre-trained, fine-tuned with the head)",
-                 "attn", 14)
+    bert = c.box(x + 250, y + 185, 470, 46, "BERT (pre-trained, fine-tuned with the head)", "attn", 14)
     for px, tok in zip(xs, tokens):
         t = c.box(px, y + 268, step - 6, 28, tok, "special" if tok.startswith("[") else "token", 11)
         c.arrow(t.top, (px, bert.y1))
@@ -656,18 +754,42 @@ def bert_finetuning() -> str:
     """BERT's four fine-tuning shapes (Devlin et al., 2019, figure 4) with the course's heads."""
     c = Canvas(1040, 650, "BERT fine-tuning: four task shapes")
     pooled = "class = argmax(W p + b),  p = tanh(W_p h_{[CLS]} + b_p)"
-    _bert_panel(c, 15, 15, "(a) sentence pair → class (entailment)",
-                ["[CLS]", "A_1", "…", "A_n", "[SEP]", "B_1", "…", "B_m", "[SEP]"],
-                {0: "class"}, pooled)
-    _bert_panel(c, 525, 15, "(b) one sentence → class (sentiment)",
-                ["[CLS]", "Tok 1", "Tok 2", "…", "Tok n", "[SEP]"], {0: "class"}, pooled)
-    _bert_panel(c, 15, 335, "(c) question answering: a span of the document",
-                ["[CLS]", "Q_1", "…", "[SEP]", "D_1", "D_2", "…", "D_m", "[SEP]"],
-                {4: "s, e", 5: "s, e", 6: "…", 7: "s, e"},
-                "start score S·h_t, end score E·h_t; answer: the best span s ≤ e")
-    _bert_panel(c, 525, 335, "(d) one sentence → a tag per token (POS)",
-                ["[CLS]", "Tok 1", "Tok 2", "…", "Tok n", "[SEP]"],
-                {1: "tag", 2: "tag", 3: "…", 4: "tag"}, "logits_t = W h_t + b for every token")
+    _bert_panel(
+        c,
+        15,
+        15,
+        "(a) sentence pair → class (entailment)",
+        ["[CLS]", "A_1", "…", "A_n", "[SEP]", "B_1", "…", "B_m", "[SEP]"],
+        {0: "class"},
+        pooled,
+    )
+    _bert_panel(
+        c,
+        525,
+        15,
+        "(b) one sentence → class (sentiment)",
+        ["[CLS]", "Tok 1", "Tok 2", "…", "Tok n", "[SEP]"],
+        {0: "class"},
+        pooled,
+    )
+    _bert_panel(
+        c,
+        15,
+        335,
+        "(c) question answering: a span of the document",
+        ["[CLS]", "Q_1", "…", "[SEP]", "D_1", "D_2", "…", "D_m", "[SEP]"],
+        {4: "s, e", 5: "s, e", 6: "…", 7: "s, e"},
+        "start score S·h_t, end score E·h_t; answer: the best span s ≤ e",
+    )
+    _bert_panel(
+        c,
+        525,
+        335,
+        "(d) one sentence → a tag per token (POS)",
+        ["[CLS]", "Tok 1", "Tok 2", "…", "Tok n", "[SEP]"],
+        {1: "tag", 2: "tag", 3: "…", 4: "tag"},
+        "logits_t = W h_t + b for every token",
+    )
     return c.svg()
 
 
@@ -688,8 +810,7 @@ def gpt_decoder() -> str:
     c.frame(cx - 150, 325, 300, 285, "N×")
     c.text(cx + 160, 470, "decoder block", 12, anchor="start", colour=MUTED)
     y, side = s.y0, cx - w / 2 - 20
-    for label, kind, top in (("masked multi-head self-attention", "attn", 600),
-                             ("MLP (GELU)", "ffn", 470)):
+    for label, kind, top in (("masked multi-head self-attention", "attn", 600), ("MLP (GELU)", "ffn", 470)):
         ln = c.box(cx, top - 15, w, 26, "LayerNorm", "norm", 12)
         sub = c.box(cx, top - 62, w, 36, label, kind, 13)
         add = c.op(cx, top - 108, "+", 10)
@@ -724,11 +845,20 @@ def gpt1_input_transformations() -> str:
     rows = [
         ("Classification", [[S, ("text", "token"), E]], "sum"),
         ("Entailment", [[S, ("premise", "token"), D, ("hypothesis", "token"), E]], "sum"),
-        ("Similarity", [[S, ("text 1", "token"), D, ("text 2", "token"), E],
-                        [S, ("text 2", "token"), D, ("text 1", "token"), E]], "add"),
-        ("Multiple choice", [[S, ("context", "token"), D, ("answer 1", "token"), E],
-                             [S, ("context", "token"), D, ("answer 2", "token"), E],
-                             [S, ("context", "token"), D, ("answer N", "token"), E]], "softmax"),
+        (
+            "Similarity",
+            [[S, ("text 1", "token"), D, ("text 2", "token"), E], [S, ("text 2", "token"), D, ("text 1", "token"), E]],
+            "add",
+        ),
+        (
+            "Multiple choice",
+            [
+                [S, ("context", "token"), D, ("answer 1", "token"), E],
+                [S, ("context", "token"), D, ("answer 2", "token"), E],
+                [S, ("context", "token"), D, ("answer N", "token"), E],
+            ],
+            "softmax",
+        ),
     ]
     y = 40
     for name, seqs, how in rows:
@@ -762,10 +892,14 @@ def gpt1_input_transformations() -> str:
                 c.line(e, (815, yy), (815, y + 44), sm.left) if yy != y + 44 else c.arrow(e, sm.left)
             c.text(880, y + 78, "over the answers", 11, colour=MUTED)
         y += 44 * len(seqs) + 50
-    c.text(500, 520, "the pre-trained Transformer is the same in every row; its state at <extract>, "
-           "h_l^{m}, feeds the new linear layer W_y:  P(y | x) = softmax(h_l^{m} W_y)", 12.5)
-    c.text(500, 544, "objective while fine-tuning: L_3 = L_2 + λ·L_1 (task loss plus the LM loss)",
-           12, colour=MUTED)
+    c.text(
+        500,
+        520,
+        "the pre-trained Transformer is the same in every row; its state at <extract>, "
+        "h_l^{m}, feeds the new linear layer W_y:  P(y | x) = softmax(h_l^{m} W_y)",
+        12.5,
+    )
+    c.text(500, 544, "objective while fine-tuning: L_3 = L_2 + λ·L_1 (task loss plus the LM loss)", 12, colour=MUTED)
     return c.svg()
 
 
@@ -794,7 +928,7 @@ def render(name: str) -> bytes:
     return FIGURES[_check_name(name)]().encode("utf-8")
 
 
-PNG_SCALE = 2          # PNG pixels per SVG unit: sharp on high-density screens
+PNG_SCALE = 2  # PNG pixels per SVG unit: sharp on high-density screens
 _PNG_KEY = b"svg-sha256"
 
 
@@ -807,8 +941,8 @@ def _png_chunks(png: bytes) -> list[tuple[bytes, bytes]]:
         raise ValueError("not a PNG file")
     chunks, at = [], 8
     while at < len(png):
-        (length,) = struct.unpack(">I", png[at:at + 4])
-        chunks.append((png[at + 4:at + 8], png[at + 8:at + 8 + length]))
+        (length,) = struct.unpack(">I", png[at : at + 4])
+        chunks.append((png[at + 4 : at + 8], png[at + 8 : at + 8 + length]))
         at += 12 + length
     return chunks
 
@@ -817,7 +951,7 @@ def png_source_sha256(png: bytes) -> str | None:
     """The sha256 of the SVG a PNG written by this module was drawn from (None if unrecorded)."""
     for kind, data in _png_chunks(png):
         if kind == b"tEXt" and data.startswith(_PNG_KEY + b"\0"):
-            return data[len(_PNG_KEY) + 1:].decode("ascii")
+            return data[len(_PNG_KEY) + 1 :].decode("ascii")
     return None
 
 
@@ -832,14 +966,17 @@ def _with_text(png: bytes, key: bytes, value: str) -> bytes:
 def rasterize(svg: bytes, scale: float = PNG_SCALE) -> bytes:
     """PNG bytes of an SVG drawn at `scale`, recording the SVG's sha256 inside the PNG."""
     if shutil.which("rsvg-convert"):
-        png = subprocess.run(["rsvg-convert", "-z", str(scale), "-f", "png"], input=svg,
-                             capture_output=True, check=True).stdout
+        png = subprocess.run(
+            ["rsvg-convert", "-z", str(scale), "-f", "png"], input=svg, capture_output=True, check=True
+        ).stdout
     else:
         try:
             import cairosvg
         except ImportError:
-            raise RuntimeError("drawing the PNG copies needs a rasteriser: apt-get install "
-                               "librsvg2-bin (rsvg-convert), or pip install cairosvg") from None
+            raise RuntimeError(
+                "drawing the PNG copies needs a rasteriser: apt-get install "
+                "librsvg2-bin (rsvg-convert), or pip install cairosvg"
+            ) from None
         png = cairosvg.svg2png(bytestring=svg, scale=scale)
     return _with_text(_palette(png), _PNG_KEY, _sha256(svg))
 
@@ -883,6 +1020,7 @@ def write_all(out: Path = DEFAULT_OUT, png: bool = True) -> list[Path]:
 
 # --------------------------------------------------------------------------- notebook embedding
 
+
 def data_uri(image: bytes, mime: str = "image/png") -> str:
     """``data:<mime>;base64,...`` for the image bytes (base64: '#' and Unicode stay safe)."""
     return f"data:{mime};base64," + base64.b64encode(image).decode("ascii")
@@ -895,22 +1033,28 @@ def _svg_width(svg: bytes) -> int:
     return round(float(m.group(1)))
 
 
-def figure_markdown(name: str, alt: str, caption: str = "", width: int | None = None,
-                    figures_dir: Path = DEFAULT_OUT) -> dict:
+def figure_markdown(
+    name: str, alt: str, caption: str = "", width: int | None = None, figures_dir: Path = DEFAULT_OUT
+) -> dict:
     """A markdown cell (nbformat 4.5 JSON) showing figure `name` from `figures_dir` (its PNG),
     `width` pixels wide (the SVG's own width if None), with an optional italic caption below."""
     name = _check_name(name)
     folder = Path(figures_dir)
     svg, png = (folder / name).read_bytes(), (folder / png_name(name)).read_bytes()
     if png_source_sha256(png) != _sha256(svg):
-        raise ValueError(f"{folder / png_name(name)} was drawn from another version of {name}: "
-                         f"run python -m onehot2gpt.figures first")
+        raise ValueError(
+            f"{folder / png_name(name)} was drawn from another version of {name}: "
+            f"run python -m onehot2gpt.figures first"
+        )
     source = f'<img src="{data_uri(png)}" alt="{_esc(alt)}" width="{width or _svg_width(svg)}"/>'
     if caption:
         source += f"\n\n*{caption}*"
-    return {"cell_type": "markdown", "id": "figure-" + name[:-4].replace("_", "-"),
-            "metadata": {"slideshow": {"slide_type": "-"}, FIGURE_METADATA_KEY: {"figure": name}},
-            "source": source}
+    return {
+        "cell_type": "markdown",
+        "id": "figure-" + name[:-4].replace("_", "-"),
+        "metadata": {"slideshow": {"slide_type": "-"}, FIGURE_METADATA_KEY: {"figure": name}},
+        "source": source,
+    }
 
 
 _IMG_SRC = re.compile(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
@@ -925,8 +1069,7 @@ def embedded_figures(notebook: dict) -> dict[str, bytes]:
             source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
             m = _IMG_SRC.search(source)
             if m is None:
-                raise ValueError(f"cell {cell.get('id')!r} is marked as figure {name!r} but holds "
-                                 "no PNG data URI")
+                raise ValueError(f"cell {cell.get('id')!r} is marked as figure {name!r} but holds no PNG data URI")
             found[name] = base64.b64decode(m.group(1))
     return found
 
@@ -937,14 +1080,25 @@ def stale_figures(notebook: dict, figures_dir: Path = DEFAULT_OUT) -> list[str]:
     folder, stale = Path(figures_dir), []
     for name, png in embedded_figures(notebook).items():
         svg_path, png_path = folder / name, folder / png_name(name)
-        if (not svg_path.exists() or not png_path.exists() or png_path.read_bytes() != png
-                or png_source_sha256(png) != _sha256(svg_path.read_bytes())):
+        if (
+            not svg_path.exists()
+            or not png_path.exists()
+            or png_path.read_bytes() != png
+            or png_source_sha256(png) != _sha256(svg_path.read_bytes())
+        ):
             stale.append(name)
     return stale
 
 
-def embed_figure(notebook: dict, after_cell_id: str, name: str, caption: str, alt: str = "",
-                 width: int | None = None, figures_dir: Path = DEFAULT_OUT) -> dict:
+def embed_figure(
+    notebook: dict,
+    after_cell_id: str,
+    name: str,
+    caption: str,
+    alt: str = "",
+    width: int | None = None,
+    figures_dir: Path = DEFAULT_OUT,
+) -> dict:
     """Insert (or refresh, if already there) the markdown cell of figure `name` right after the
     cell whose id is `after_cell_id`, in place; returns the new cell.
 

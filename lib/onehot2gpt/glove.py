@@ -59,8 +59,9 @@ def _check_ids(ids, vocab_size: int, sentence_ids) -> tuple[Tensor, Tensor]:
     return ids, sentence_ids.long()
 
 
-def cooccurrence(ids: Tensor, vocab_size: int, window: int = 10,
-                 sentence_ids: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+def cooccurrence(
+    ids: Tensor, vocab_size: int, window: int = 10, sentence_ids: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
     """Word ids (N,) → the non-zero co-occurrence counts as (rows, cols, counts), each (P,).
 
     For every pair of positions at distance d ≤ `window` in the same sentence, X[i, j] and
@@ -73,7 +74,7 @@ def cooccurrence(ids: Tensor, vocab_size: int, window: int = 10,
     for d in range(1, min(window, len(ids) - 1) + 1):
         same = sentence_ids[:-d] == sentence_ids[d:]
         left, right = ids[:-d][same], ids[d:][same]
-        for a, b in ((left, right), (right, left)):            # symmetric
+        for a, b in ((left, right), (right, left)):  # symmetric
             keys.append(a * vocab_size + b)
             weights.append(torch.full((len(a),), 1.0 / d))
     if not keys or sum(len(k) for k in keys) == 0:
@@ -93,8 +94,9 @@ def glove_weight(x: Tensor, x_max: float = 100.0, alpha: float = 0.75) -> Tensor
     return (x / x_max).pow(alpha).clamp(max=1.0)
 
 
-def glove_loss(w: Tensor, w_ctx: Tensor, b: Tensor, b_ctx: Tensor, counts: Tensor,
-               x_max: float = 100.0, alpha: float = 0.75) -> Tensor:
+def glove_loss(
+    w: Tensor, w_ctx: Tensor, b: Tensor, b_ctx: Tensor, counts: Tensor, x_max: float = 100.0, alpha: float = 0.75
+) -> Tensor:
     """The summed GloVe objective over a batch of pairs: f(X) (w · w̃ + b + b̃ − log X)².
 
     w, w_ctx (P, D): the two words' vectors; b, b_ctx (P,): their biases; counts (P,) > 0."""
@@ -121,22 +123,40 @@ class GloVe(nn.Module):
         self.w, self.w_ctx = uniform(vocab_size, dim), uniform(vocab_size, dim)
         self.b, self.b_ctx = uniform(vocab_size, 1), uniform(vocab_size, 1)
 
-    def forward(self, rows: Tensor, cols: Tensor, counts: Tensor, x_max: float = 100.0,
-                alpha: float = 0.75) -> Tensor:
+    def forward(self, rows: Tensor, cols: Tensor, counts: Tensor, x_max: float = 100.0, alpha: float = 0.75) -> Tensor:
         """The summed weighted squared error of the pairs (rows, cols, counts)."""
         look = lambda table, ids: F.embedding(ids, table, sparse=True)
-        return glove_loss(look(self.w, rows), look(self.w_ctx, cols), look(self.b, rows)[:, 0],
-                          look(self.b_ctx, cols)[:, 0], counts, x_max, alpha)
+        return glove_loss(
+            look(self.w, rows),
+            look(self.w_ctx, cols),
+            look(self.b, rows)[:, 0],
+            look(self.b_ctx, cols)[:, 0],
+            counts,
+            x_max,
+            alpha,
+        )
 
     def vectors(self) -> Tensor:
         """w + w̃, the word vectors the paper uses (V, D)."""
         return (self.w + self.w_ctx).detach().clone()
 
 
-def train_glove(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = None, dim: int = 100,
-                window: int = 10, min_count: int = 5, x_max: float = 100.0, alpha: float = 0.75,
-                epochs: int = 15, lr: float = 0.05, batch_size: int = 8192, seed: int = 0,
-                progress: bool = True, corpus_name: str | None = None) -> WordVectors:
+def train_glove(
+    sentences: Sequence[Sequence[str]],
+    *,
+    vocab: Vocab | None = None,
+    dim: int = 100,
+    window: int = 10,
+    min_count: int = 5,
+    x_max: float = 100.0,
+    alpha: float = 0.75,
+    epochs: int = 15,
+    lr: float = 0.05,
+    batch_size: int = 8192,
+    seed: int = 0,
+    progress: bool = True,
+    corpus_name: str | None = None,
+) -> WordVectors:
     """Count co-occurrences in `sentences` (token lists), fit GloVe with AdaGrad, return w + w̃.
 
     The vocabulary is word2vec's (:func:`onehot2gpt.word2vec.encode_corpus`: words seen
@@ -167,18 +187,31 @@ def train_glove(sentences: Sequence[Sequence[str]], *, vocab: Vocab | None = Non
             total += check_finite_loss(loss, step, lr=lr, what=f"GloVe (epoch {epoch + 1})")
             step += 1
             optimizer.zero_grad()
-            (0.5 * loss).backward()         # the reference code's step: the gradient of ½ f·error² per pair
+            (0.5 * loss).backward()  # the reference code's step: the gradient of ½ f·error² per pair
             optimizer.step()
             bar.update()
         losses.append(total / len(counts))
         bar.set_postfix(loss=f"{losses[-1]:.4f}")
     bar.close()
-    config = {"model": "glove", "dim": dim, "window": window, "min_count": min_count, "x_max": x_max,
-              "alpha": alpha, "epochs": epochs, "lr": lr, "batch_size": batch_size, "seed": seed,
-              "pairs": int(len(counts)), "tokens": int(len(ids)), "epoch_losses": [round(x, 5) for x in losses],
-              "count_seconds": round(count_seconds, 1),
-              "train_seconds": round(time.perf_counter() - start, 1), "corpus": corpus_name,
-              "threads": torch.get_num_threads()}
+    config = {
+        "model": "glove",
+        "dim": dim,
+        "window": window,
+        "min_count": min_count,
+        "x_max": x_max,
+        "alpha": alpha,
+        "epochs": epochs,
+        "lr": lr,
+        "batch_size": batch_size,
+        "seed": seed,
+        "pairs": int(len(counts)),
+        "tokens": int(len(ids)),
+        "epoch_losses": [round(x, 5) for x in losses],
+        "count_seconds": round(count_seconds, 1),
+        "train_seconds": round(time.perf_counter() - start, 1),
+        "corpus": corpus_name,
+        "threads": torch.get_num_threads(),
+    }
     return WordVectors(model.vectors(), vocab, config)
 
 
@@ -208,17 +241,28 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     set_threads(args.threads)
     start = time.perf_counter()
-    wv = train_glove(data.wikitext_sentences("train", lower=True), dim=args.dim, window=args.window,
-                     min_count=args.min_count, x_max=args.x_max, epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
-                     seed=args.seed, corpus_name="wikitext-2 train, lower-cased")
+    wv = train_glove(
+        data.wikitext_sentences("train", lower=True),
+        dim=args.dim,
+        window=args.window,
+        min_count=args.min_count,
+        x_max=args.x_max,
+        epochs=args.epochs,
+        lr=args.lr,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        corpus_name="wikitext-2 train, lower-cased",
+    )
     wv.config["wall_seconds"] = round(time.perf_counter() - start, 1)
     wv.config["command"] = shlex.join(["python", "-m", "onehot2gpt.glove", *(sys.argv[1:] if argv is None else argv)])
     analogies = wv.evaluate_analogies(data.read_analogies())
     wordsim = wv.evaluate_wordsim(data.read_wordsim353())
     wv.config.update(analogy_accuracy=round(analogies["accuracy"], 4), wordsim_spearman=round(wordsim["spearman"], 4))
     wv.save(args.out)
-    print(f"trained {wv} in {wv.config['wall_seconds']:.1f} s; Google analogies {analogies['accuracy']:.3f}, "
-          f"WordSim-353 {wordsim['spearman']:.3f}; saved to {args.out}")
+    print(
+        f"trained {wv} in {wv.config['wall_seconds']:.1f} s; Google analogies {analogies['accuracy']:.3f}, "
+        f"WordSim-353 {wordsim['spearman']:.3f}; saved to {args.out}"
+    )
 
 
 if __name__ == "__main__":

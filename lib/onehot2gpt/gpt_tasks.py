@@ -41,9 +41,9 @@ from tqdm.auto import tqdm
 
 from .attention import causal_mask
 from .gpt import GPT
-from .training import epoch_batches, fine_tuning_optimizer, optimizer_step
 from .subword import longest_first
-from .utils import IGNORE_INDEX, as_ids, check_finite_loss
+from .training import epoch_batches, fine_tuning_optimizer, optimizer_step
+from .utils import as_ids, check_finite_loss
 
 GPT1_SPECIALS = ("<start>", "<delim>", "<extract>")
 START, DELIM, EXTRACT = GPT1_SPECIALS
@@ -69,15 +69,19 @@ def _tokens(seq, specials: Sequence, what: str) -> list:
     wrong = [t for t in seq if not (_is_id(t) if ids else isinstance(t, str))]
     if wrong:
         kind = "ids" if ids else "strings"
-        raise TypeError(f"{what} holds {wrong[0]!r} but the special tokens {list(specials)} are {kind}: "
-                        f"give tokens and specials of one kind (for ids pass the specials' ids, "
-                        f"e.g. start=vocab['<start>'])")
+        raise TypeError(
+            f"{what} holds {wrong[0]!r} but the special tokens {list(specials)} are {kind}: "
+            f"give tokens and specials of one kind (for ids pass the specials' ids, "
+            f"e.g. start=vocab['<start>'])"
+        )
     if len(set(specials)) != len(specials):
         raise ValueError(f"the special tokens {list(specials)} must be distinct")
     inside = sorted({repr(t) for t in seq if t in set(specials)})
     if inside:
-        raise ValueError(f"{what} already holds the special token(s) {', '.join(inside)}: pass the "
-                         f"bare text (or the special's id collides with an ordinary token)")
+        raise ValueError(
+            f"{what} already holds the special token(s) {', '.join(inside)}: pass the "
+            f"bare text (or the special's id collides with an ordinary token)"
+        )
     return seq
 
 
@@ -101,8 +105,7 @@ def entailment_input(premise, hypothesis, start=START, delim=DELIM, extract=EXTR
         ['<start>', 'it', 'rains', '<delim>', 'it', 'is', 'wet', '<extract>']
     """
     specials = (start, delim, extract)
-    return [start, *_tokens(premise, specials, "premise"), delim,
-            *_tokens(hypothesis, specials, "hypothesis"), extract]
+    return [start, *_tokens(premise, specials, "premise"), delim, *_tokens(hypothesis, specials, "hypothesis"), extract]
 
 
 def similarity_inputs(a, b, start=START, delim=DELIM, extract=EXTRACT) -> tuple[list, list]:
@@ -143,14 +146,16 @@ def gpt_hidden_states(gpt: GPT, ids) -> torch.Tensor:
     ids = as_ids(ids, c.vocab_size, dims=2)
     T = ids.size(1)
     if T > c.max_len:
-        raise ValueError(f"the rows have {T} positions but the model has learned positions for "
-                         f"max_len={c.max_len} only; encode with max_len ≤ {c.max_len}")
-    positions = torch.arange(T, device=ids.device)                            # (T,)
-    x = gpt.dropout(gpt.tok_emb(ids) + gpt.pos_emb(positions))               # (B, T, D)
-    mask = causal_mask(T, T, device=ids.device)                               # (T, T)
+        raise ValueError(
+            f"the rows have {T} positions but the model has learned positions for "
+            f"max_len={c.max_len} only; encode with max_len ≤ {c.max_len}"
+        )
+    positions = torch.arange(T, device=ids.device)  # (T,)
+    x = gpt.dropout(gpt.tok_emb(ids) + gpt.pos_emb(positions))  # (B, T, D)
+    mask = causal_mask(T, T, device=ids.device)  # (T, T)
     for block in gpt.blocks:
         x, _, _ = block(x, mask)
-    return gpt.final_norm(x)                                                  # (B, T, D)
+    return gpt.final_norm(x)  # (B, T, D)
 
 
 def last_positions(ids, lengths=None, attention_mask=None) -> torch.Tensor:
@@ -167,13 +172,16 @@ def last_positions(ids, lengths=None, attention_mask=None) -> torch.Tensor:
         raise ValueError("give lengths or attention_mask, not both")
     if attention_mask is not None:
         if tuple(attention_mask.shape) != (B, T):
-            raise ValueError(f"attention_mask must have the shape of the ids {(B, T)}; "
-                             f"got {tuple(attention_mask.shape)}")
+            raise ValueError(
+                f"attention_mask must have the shape of the ids {(B, T)}; got {tuple(attention_mask.shape)}"
+            )
         lengths = (attention_mask != 0).sum(1)
-        right_padded = torch.arange(T, device=ids.device) < lengths[:, None]          # (B, T)
+        right_padded = torch.arange(T, device=ids.device) < lengths[:, None]  # (B, T)
         if not torch.equal(right_padded, attention_mask != 0):
-            raise ValueError("attention_mask must be right-padded (1 … 1 0 … 0 in every row): the "
-                             "head reads the last real token, the extract token")
+            raise ValueError(
+                "attention_mask must be right-padded (1 … 1 0 … 0 in every row): the "
+                "head reads the last real token, the extract token"
+            )
     if lengths is None:
         return torch.full((B,), T - 1, dtype=torch.long, device=ids.device)
     lengths = torch.as_tensor(lengths, device=ids.device)
@@ -187,8 +195,8 @@ def last_positions(ids, lengths=None, attention_mask=None) -> torch.Tensor:
 class GPTClassifierOutput(NamedTuple):
     """What :class:`GPTForSequenceClassification` returns."""
 
-    logits: torch.Tensor       # (B, n_labels): W_y on the extract token's final hidden state
-    lm_logits: torch.Tensor    # (B, T, V): the tied output layer on every position, for L1
+    logits: torch.Tensor  # (B, n_labels): W_y on the extract token's final hidden state
+    lm_logits: torch.Tensor  # (B, T, V): the tied output layer on every position, for L1
 
 
 class GPTForSequenceClassification(nn.Module):
@@ -215,8 +223,8 @@ class GPTForSequenceClassification(nn.Module):
 
     def extract_states(self, input_ids, lengths=None, attention_mask=None):
         """→ (the extract token's final hidden state (B, D), all final hidden states (B, T, D))."""
-        hidden = gpt_hidden_states(self.gpt, input_ids)                        # (B, T, D)
-        last = last_positions(input_ids, lengths, attention_mask)              # (B,)
+        hidden = gpt_hidden_states(self.gpt, input_ids)  # (B, T, D)
+        last = last_positions(input_ids, lengths, attention_mask)  # (B,)
         return hidden[torch.arange(hidden.size(0), device=hidden.device), last], hidden
 
     def logits_and_states(self, input_ids, lengths=None, attention_mask=None):
@@ -248,14 +256,18 @@ class GPTForMultipleChoice(GPTForSequenceClassification):
         """→ (scores (B, K), final hidden states (B·K, T, D), one row per answer)."""
         if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 3:
             shape = tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
-            raise ValueError(f"multiple choice reads input_ids shaped (B, K, T): K answers per question; "
-                             f"got {shape}. Encode with encode_choices_for_gpt")
+            raise ValueError(
+                f"multiple choice reads input_ids shaped (B, K, T): K answers per question; "
+                f"got {shape}. Encode with encode_choices_for_gpt"
+            )
         B, K, T = input_ids.shape
-        flat = (lambda x: None if x is None else torch.as_tensor(x).flatten(0, 1))     # (B·K, …)
+        flat = lambda x: None if x is None else torch.as_tensor(x).flatten(0, 1)  # (B·K, …)
         for name, x, shape in (("lengths", lengths, (B, K)), ("attention_mask", attention_mask, (B, K, T))):
             if x is not None and tuple(torch.as_tensor(x).shape) != shape:
-                raise ValueError(f"{name} must be shaped {shape} like the questions and answers; "
-                                 f"got {tuple(torch.as_tensor(x).shape)}")
+                raise ValueError(
+                    f"{name} must be shaped {shape} like the questions and answers; "
+                    f"got {tuple(torch.as_tensor(x).shape)}"
+                )
         scores, hidden = super().logits_and_states(input_ids.flatten(0, 1), flat(lengths), flat(attention_mask))
         return scores.view(B, K), hidden
 
@@ -270,16 +282,17 @@ class GPTForMultipleChoice(GPTForSequenceClassification):
 class GPT1Loss(NamedTuple):
     """L3 = L2 + λ·L1 and its two parts (scalars)."""
 
-    total: torch.Tensor   # L3
-    clf: torch.Tensor     # L2: cross-entropy of the labels
-    lm: torch.Tensor      # L1: next-token cross-entropy over the real positions
+    total: torch.Tensor  # L3
+    clf: torch.Tensor  # L2: cross-entropy of the labels
+    lm: torch.Tensor  # L1: next-token cross-entropy over the real positions
 
 
 def _check_labels(labels, n_labels: int, choices: bool = False) -> None:
     if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= n_labels):
         has = f"each question has {n_labels} answers" if choices else f"the head has n_labels={n_labels}"
-        raise ValueError(f"labels range from {int(labels.min())} to {int(labels.max())} but {has} "
-                         f"(labels 0 … {n_labels - 1})")
+        raise ValueError(
+            f"labels range from {int(labels.min())} to {int(labels.max())} but {has} (labels 0 … {n_labels - 1})"
+        )
 
 
 def _lm_sum(gpt, hidden, ids, lengths) -> tuple[torch.Tensor, int]:
@@ -288,8 +301,8 @@ def _lm_sum(gpt, hidden, ids, lengths) -> tuple[torch.Tensor, int]:
     t + 1 < length, so ``<start>`` is never predicted and ``<extract>`` is. The LM logits are
     computed at those positions only: with a vocabulary of 30,000 pieces and a small model, the
     output layer costs several times the blocks, and padding would pay for it too."""
-    keep = torch.arange(1, ids.size(1), device=ids.device) < lengths[:, None]   # (R, T − 1)
-    logits = gpt.lm_head(hidden[:, :-1][keep])                                  # (n, V)
+    keep = torch.arange(1, ids.size(1), device=ids.device) < lengths[:, None]  # (R, T − 1)
+    logits = gpt.lm_head(hidden[:, :-1][keep])  # (n, V)
     loss = F.cross_entropy(logits.float(), ids[:, 1:][keep], reduction="sum")
     return loss, int(keep.sum())
 
@@ -298,9 +311,14 @@ def _n_classes(model, ids) -> int:
     """How many classes the labels choose from: the head's labels, or the K answers of a question."""
     choices = isinstance(model, GPTForMultipleChoice)
     if choices != (ids.dim() == 3):
-        raise ValueError(f"{type(model).__name__} cannot read input_ids shaped {tuple(ids.shape)}: "
-                         + ("multiple choice needs (N, K, T), from encode_choices_for_gpt" if choices else
-                            "(N, K, T) rows are multiple-choice data: use GPTForMultipleChoice"))
+        raise ValueError(
+            f"{type(model).__name__} cannot read input_ids shaped {tuple(ids.shape)}: "
+            + (
+                "multiple choice needs (N, K, T), from encode_choices_for_gpt"
+                if choices
+                else "(N, K, T) rows are multiple-choice data: use GPTForMultipleChoice"
+            )
+        )
     return ids.size(1) if choices else model.n_labels
 
 
@@ -322,11 +340,11 @@ def gpt1_loss(model: GPTForSequenceClassification, batch: dict, lm_weight: float
     ids, labels = batch["input_ids"], batch["labels"]
     n_classes = _n_classes(model, ids)
     rows, row_lengths = _rows(ids, batch.get("lengths"))
-    row_lengths = last_positions(rows, row_lengths) + 1                        # (R,)
+    row_lengths = last_positions(rows, row_lengths) + 1  # (R,)
     _check_labels(labels, n_classes, choices=ids.dim() == 3)
     logits, hidden = model.logits_and_states(ids, row_lengths.view(ids.shape[:-1]))
     clf = F.cross_entropy(logits, labels)
-    with torch.set_grad_enabled(torch.is_grad_enabled() and lm_weight != 0):   # λ = 0: L1 only reported
+    with torch.set_grad_enabled(torch.is_grad_enabled() and lm_weight != 0):  # λ = 0: L1 only reported
         lm_sum, count = _lm_sum(model.gpt, hidden, rows, row_lengths)
     lm = lm_sum / max(count, 1)
     return GPT1Loss(clf if lm_weight == 0 else clf + lm_weight * lm, clf, lm)
@@ -340,13 +358,17 @@ def _special_ids(special_ids, needed: Sequence[str]) -> dict[str, int]:
     :data:`GPT1_SPECIALS` order."""
     if isinstance(special_ids, (list, tuple)):
         if len(special_ids) != 3:
-            raise ValueError(f"special_ids as a sequence holds the ids of {GPT1_SPECIALS} in this "
-                             f"order; got {len(special_ids)} values")
+            raise ValueError(
+                f"special_ids as a sequence holds the ids of {GPT1_SPECIALS} in this "
+                f"order; got {len(special_ids)} values"
+            )
         special_ids = dict(zip(GPT1_SPECIALS, special_ids))
     missing = [name for name in needed if name not in special_ids]
     if missing:
-        raise ValueError(f"special_ids lacks {', '.join(missing)}: GPT-1's inputs need the ids of "
-                         f"{', '.join(needed)}; add them to the vocabulary (and the model's embedding)")
+        raise ValueError(
+            f"special_ids lacks {', '.join(missing)}: GPT-1's inputs need the ids of "
+            f"{', '.join(needed)}; add them to the vocabulary (and the model's embedding)"
+        )
     out = {name: special_ids[name] for name in needed}
     bad = {k: v for k, v in out.items() if not _is_id(v) or v < 0}
     if bad:
@@ -373,9 +395,17 @@ def _label_ids(labels, label_names, n: int) -> torch.Tensor:
     return out
 
 
-def encode_for_gpt(encode: Callable[[str], Sequence[int]], texts: Sequence, labels=None,
-                   special_ids=None, max_len: int = 128, *, truncation: bool = True, pad_id: int = 0,
-                   label_names: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
+def encode_for_gpt(
+    encode: Callable[[str], Sequence[int]],
+    texts: Sequence,
+    labels=None,
+    special_ids=None,
+    max_len: int = 128,
+    *,
+    truncation: bool = True,
+    pad_id: int = 0,
+    label_names: Sequence[str] | None = None,
+) -> dict[str, torch.Tensor]:
     """Texts → GPT-1 inputs: input_ids (B, T) right-padded with `pad_id`, lengths (B,), labels (B,).
 
     A text is a string (classification: ``<start> text <extract>``) or a pair (premise, hypothesis)
@@ -408,11 +438,13 @@ def encode_for_gpt(encode: Callable[[str], Sequence[int]], texts: Sequence, labe
     rows = []
     for i, (text, pair) in enumerate(zip(texts, pairs)):
         parts = [_encoded(encode, s) for s in (text if pair else [text])]
-        budget = max_len - len(parts) - 1                                 # minus start, delim, extract
+        budget = max_len - len(parts) - 1  # minus start, delim, extract
         if sum(map(len, parts)) > budget:
             if not truncation:
-                raise ValueError(f"text {i} needs {sum(map(len, parts)) + len(parts) + 1} tokens with its "
-                                 f"specials but max_len={max_len}; raise max_len or pass truncation=True")
+                raise ValueError(
+                    f"text {i} needs {sum(map(len, parts)) + len(parts) + 1} tokens with its "
+                    f"specials but max_len={max_len}; raise max_len or pass truncation=True"
+                )
             keep = longest_first(len(parts[0]), len(parts[1]), budget) if pair else (budget,)
             parts = [p[:k] for p, k in zip(parts, keep)]
         if pair:
@@ -420,8 +452,10 @@ def encode_for_gpt(encode: Callable[[str], Sequence[int]], texts: Sequence, labe
         else:
             rows.append(classification_input(parts[0], specials[START], specials[EXTRACT]))
     T = max(map(len, rows))
-    out = {"input_ids": torch.tensor([r + [pad_id] * (T - len(r)) for r in rows], dtype=torch.long),
-           "lengths": torch.tensor([len(r) for r in rows], dtype=torch.long)}
+    out = {
+        "input_ids": torch.tensor([r + [pad_id] * (T - len(r)) for r in rows], dtype=torch.long),
+        "lengths": torch.tensor([len(r) for r in rows], dtype=torch.long),
+    }
     if labels is not None:
         out["labels"] = _label_ids(labels, label_names, len(texts))
     return out
@@ -435,10 +469,17 @@ def _encoded(encode, text: str) -> list[int]:
     return [int(i) for i in ids]
 
 
-def encode_choices_for_gpt(encode: Callable[[str], Sequence[int]], contexts: Sequence[str],
-                           answers: Sequence[Sequence[str]], labels=None, special_ids=None,
-                           max_len: int = 128, *, truncation: bool = True,
-                           pad_id: int = 0) -> dict[str, torch.Tensor]:
+def encode_choices_for_gpt(
+    encode: Callable[[str], Sequence[int]],
+    contexts: Sequence[str],
+    answers: Sequence[Sequence[str]],
+    labels=None,
+    special_ids=None,
+    max_len: int = 128,
+    *,
+    truncation: bool = True,
+    pad_id: int = 0,
+) -> dict[str, torch.Tensor]:
     """Multiple-choice questions → GPT-1 inputs: input_ids (N, K, T), one right-padded row
     ``<start> context <delim> answer_k <extract>`` per answer (:func:`multiple_choice_inputs`),
     lengths (N, K), and labels (N,), the index of each question's right answer.
@@ -453,11 +494,13 @@ def encode_choices_for_gpt(encode: Callable[[str], Sequence[int]], contexts: Seq
         ([[[1, 4, 5, 2, 6, 3, 0], [1, 4, 5, 2, 7, 7, 3]]], [[6, 7]], [1])
     """
     if isinstance(contexts, str) or isinstance(answers, str):
-        raise TypeError("contexts and answers must be lists (one context, and one list of answers, per "
-                        "question), not strings")
+        raise TypeError(
+            "contexts and answers must be lists (one context, and one list of answers, per question), not strings"
+        )
     if len(contexts) != len(answers):
-        raise ValueError(f"got {len(contexts)} contexts but {len(answers)} answer lists; give one list of "
-                         f"answers per context")
+        raise ValueError(
+            f"got {len(contexts)} contexts but {len(answers)} answer lists; give one list of answers per context"
+        )
     if len(contexts) == 0:
         raise ValueError("no questions to encode")
     for i, options in enumerate(answers):
@@ -465,13 +508,17 @@ def encode_choices_for_gpt(encode: Callable[[str], Sequence[int]], contexts: Seq
             raise TypeError(f"answers[{i}] must be a list of answer strings; got {options!r}")
     counts = sorted({len(options) for options in answers})
     if len(counts) > 1 or counts[0] < 2:
-        raise ValueError(f"every question needs the same number of answers, at least 2; got {counts}: "
-                         f"the answers are scored against each other by one softmax")
+        raise ValueError(
+            f"every question needs the same number of answers, at least 2; got {counts}: "
+            f"the answers are scored against each other by one softmax"
+        )
     K = counts[0]
     if labels is not None:
         if len(labels) != len(contexts):
-            raise ValueError(f"got {len(contexts)} questions but {len(labels)} labels; give one label "
-                             f"(the index of the right answer) per question")
+            raise ValueError(
+                f"got {len(contexts)} questions but {len(labels)} labels; give one label "
+                f"(the index of the right answer) per question"
+            )
         labels = _label_ids(labels, None, len(contexts))
         _check_labels(labels, K, choices=True)
     pairs = [(context, answer) for context, options in zip(contexts, answers) for answer in options]
@@ -483,9 +530,9 @@ def encode_choices_for_gpt(encode: Callable[[str], Sequence[int]], contexts: Seq
     return out
 
 
-def shuffled_ending_choices(sentences: Sequence[str], n: int | None = None, *, seed: int = 0,
-                            min_words: int = 8, max_words: int = 30
-                            ) -> tuple[list[str], list[list[str]], list[int]]:
+def shuffled_ending_choices(
+    sentences: Sequence[str], n: int | None = None, *, seed: int = 0, min_words: int = 8, max_words: int = 30
+) -> tuple[list[str], list[list[str]], list[int]]:
     """A multiple-choice task that only word order can solve, made from plain sentences →
     (contexts, answers, labels) for :func:`encode_choices_for_gpt`.
 
@@ -510,8 +557,10 @@ def shuffled_ending_choices(sentences: Sequence[str], n: int | None = None, *, s
         bad = next(s for s in sentences if not isinstance(s, str))
         raise TypeError(f"each sentence must be a string (words separated by spaces); got {bad!r}")
     if not _is_id(min_words) or not _is_id(max_words) or min_words < 5 or max_words < min_words:
-        raise ValueError(f"need 5 ≤ min_words ≤ max_words (an ending of at least three words, two of them "
-                         f"to reorder); got min_words={min_words!r}, max_words={max_words!r}")
+        raise ValueError(
+            f"need 5 ≤ min_words ≤ max_words (an ending of at least three words, two of them "
+            f"to reorder); got min_words={min_words!r}, max_words={max_words!r}"
+        )
     if n is not None and (not _is_id(n) or n < 1):
         raise ValueError(f"n must be a positive number of questions or None (all); got {n!r}")
     rng = random.Random(seed)
@@ -527,7 +576,7 @@ def shuffled_ending_choices(sentences: Sequence[str], n: int | None = None, *, s
         cut = len(words) // 2
         ending, last = words[cut:-1], words[-1:]
         if len(set(ending)) < 2:
-            continue                                        # every order of it is the same
+            continue  # every order of it is the same
         shuffled = ending[:]
         while shuffled == ending:
             rng.shuffle(shuffled)
@@ -539,9 +588,11 @@ def shuffled_ending_choices(sentences: Sequence[str], n: int | None = None, *, s
         if len(contexts) == n:
             break
     if not contexts or (n is not None and len(contexts) < n):
-        raise ValueError(f"only {len(contexts)} of the {len(sentences)} sentences have {min_words} to "
-                         f"{max_words} words and an ending that can be reordered; asked for "
-                         f"{n if n is not None else 'at least one'}. Give more sentences or widen the range")
+        raise ValueError(
+            f"only {len(contexts)} of the {len(sentences)} sentences have {min_words} to "
+            f"{max_words} words and an ending that can be reordered; asked for "
+            f"{n if n is not None else 'at least one'}. Give more sentences or widen the range"
+        )
     return contexts, answers, labels
 
 
@@ -552,10 +603,12 @@ def _check_data(model, data: dict, training: bool) -> None:
     need = ["input_ids", "lengths"] + (["labels"] if training else [])
     missing = [k for k in need if k not in data]
     if missing:
-        raise KeyError(f"the data lacks {', '.join(missing)}: build it with encode_for_gpt"
-                       f"{' and pass the labels' if 'labels' in missing else ''}")
+        raise KeyError(
+            f"the data lacks {', '.join(missing)}: build it with encode_for_gpt"
+            f"{' and pass the labels' if 'labels' in missing else ''}"
+        )
     n_classes = _n_classes(model, data["input_ids"])
-    last_positions(*_rows(data["input_ids"], data["lengths"]))           # lengths fit the rows
+    last_positions(*_rows(data["input_ids"], data["lengths"]))  # lengths fit the rows
     if "labels" in data:
         _check_labels(data["labels"], n_classes, choices=data["input_ids"].dim() == 3)
 
@@ -563,8 +616,11 @@ def _check_data(model, data: dict, training: bool) -> None:
 def _batch(data: dict, index: torch.Tensor, device) -> dict[str, torch.Tensor]:
     """Rows `index`, cut to the batch's longest row (padding costs time)."""
     T = int(data["lengths"][index].max())
-    return {k: (v[index][..., :T] if k == "input_ids" else v[index]).to(device)
-            for k, v in data.items() if k in ("input_ids", "lengths", "labels")}
+    return {
+        k: (v[index][..., :T] if k == "input_ids" else v[index]).to(device)
+        for k, v in data.items()
+        if k in ("input_ids", "lengths", "labels")
+    }
 
 
 def _longest(lengths) -> torch.Tensor:
@@ -573,11 +629,23 @@ def _longest(lengths) -> torch.Tensor:
     return lengths.amax(-1) if lengths.dim() == 2 else lengths
 
 
-def finetune_gpt(model: GPTForSequenceClassification, data: dict, *, lm_weight: float = 0.5,
-                 epochs: int = 3, batch_size: int = 32, lr: float = 6.25e-5, warmup: float = 0.002,
-                 weight_decay: float = 0.01, clip: float = 1.0, max_steps: int | None = None,
-                 seed: int = 0, progress: bool = True, desc: str = "fine-tune",
-                 group_by_length: bool = False) -> dict[str, list[float]]:
+def finetune_gpt(
+    model: GPTForSequenceClassification,
+    data: dict,
+    *,
+    lm_weight: float = 0.5,
+    epochs: int = 3,
+    batch_size: int = 32,
+    lr: float = 6.25e-5,
+    warmup: float = 0.002,
+    weight_decay: float = 0.01,
+    clip: float = 1.0,
+    max_steps: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    desc: str = "fine-tune",
+    group_by_length: bool = False,
+) -> dict[str, list[float]]:
     """Fine-tune on `data` (:func:`encode_for_gpt` with labels; for a :class:`GPTForMultipleChoice`,
     :func:`encode_choices_for_gpt`) by GPT-1's recipe → the losses per step: {"total": L3, "clf": L2,
     "lm": L1}. A batch holds `batch_size` rows of `data`: texts, or questions with all their answers.
@@ -591,10 +659,17 @@ def finetune_gpt(model: GPTForSequenceClassification, data: dict, *, lm_weight: 
     """
     _check_data(model, data, training=True)
     n = data["input_ids"].size(0)
-    opt, sched, steps = fine_tuning_optimizer(model, n, epochs=epochs, batch_size=batch_size,
-                                              max_steps=max_steps, lr=lr, warmup=warmup,
-                                              weight_decay=weight_decay)
-    params = [q for group in opt.param_groups for q in group["params"]]       # the trainable ones
+    opt, sched, steps = fine_tuning_optimizer(
+        model,
+        n,
+        epochs=epochs,
+        batch_size=batch_size,
+        max_steps=max_steps,
+        lr=lr,
+        warmup=warmup,
+        weight_decay=weight_decay,
+    )
+    params = [q for group in opt.param_groups for q in group["params"]]  # the trainable ones
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     lengths = _longest(data["lengths"])

@@ -39,8 +39,10 @@ def char_dataset(text: str, vocab: Vocab | None = None) -> tuple[torch.Tensor, V
         vocab = Vocab(sorted(set(chars)), specials=())
     unknown = sorted(set(chars) - set(vocab.stoi))
     if unknown and vocab.unk_id is None:
-        raise ValueError(f"{len(unknown)} characters are not in the vocabulary, e.g. {unknown[:10]}; "
-                         f"build the vocabulary from this text (char_dataset(text)) or one that covers it")
+        raise ValueError(
+            f"{len(unknown)} characters are not in the vocabulary, e.g. {unknown[:10]}; "
+            f"build the vocabulary from this text (char_dataset(text)) or one that covers it"
+        )
     unk, stoi = vocab.unk_id, vocab.stoi
     return torch.tensor([stoi.get(c, unk) for c in chars], dtype=torch.long), vocab
 
@@ -54,14 +56,16 @@ def train_val_split(ids: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch
         [[0, 1, 2, 3, 4, 5, 6, 7], [8, 9]]
     """
     if not 0.0 < val_fraction < 1.0:
-        raise ValueError(f"val_fraction is the share of the stream kept for validation, between 0 and 1; "
-                         f"got {val_fraction}")
+        raise ValueError(
+            f"val_fraction is the share of the stream kept for validation, between 0 and 1; got {val_fraction}"
+        )
     n = int(len(ids) * (1 - val_fraction))
     return ids[:n], ids[n:]
 
 
-def lm_batch(data: torch.Tensor, batch_size: int, block_size: int,
-             generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def lm_batch(
+    data: torch.Tensor, batch_size: int, block_size: int, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Random windows of a stream: data (N,) → x (B, T), y (B, T) with T = block_size and
     y[b, t] = the token after x[b, t], i.e. the same window shifted by one (nanoGPT's get_batch).
 
@@ -73,22 +77,25 @@ def lm_batch(data: torch.Tensor, batch_size: int, block_size: int,
     if not isinstance(data, torch.Tensor) or data.dim() != 1:
         raise ValueError("data must be one 1-D tensor of token ids, the whole text as one stream")
     if len(data) <= block_size:
-        raise ValueError(f"the stream has {len(data)} tokens; a window of block_size={block_size} plus "
-                         f"its next token needs at least {block_size + 1}")
-    starts = torch.randint(len(data) - block_size, (batch_size,), generator=generator)   # (B,)
-    window = data[starts[:, None] + torch.arange(block_size + 1)]                        # (B, T + 1)
+        raise ValueError(
+            f"the stream has {len(data)} tokens; a window of block_size={block_size} plus "
+            f"its next token needs at least {block_size + 1}"
+        )
+    starts = torch.randint(len(data) - block_size, (batch_size,), generator=generator)  # (B,)
+    window = data[starts[:, None] + torch.arange(block_size + 1)]  # (B, T + 1)
     return window[:, :-1], window[:, 1:]
 
 
 def _next_token_loss(model, x, y):
     """Mean cross-entropy of the model's predictions on x (B, T) against the next tokens y (B, T)."""
-    logits = model(x).logits                                                              # (B, T, V)
+    logits = model(x).logits  # (B, T, V)
     return F.cross_entropy(logits.flatten(0, 1), y.flatten())
 
 
 @torch.no_grad()
-def estimate_loss(model, data: torch.Tensor, *, batches: int = 200, batch_size: int = 12,
-                  block_size: int = 64, seed: int = 1234) -> float:
+def estimate_loss(
+    model, data: torch.Tensor, *, batches: int = 200, batch_size: int = 12, block_size: int = 64, seed: int = 1234
+) -> float:
     """Mean next-token loss (nats) of `model` on `batches` random windows of `data` (N,), in eval
     mode. The windows depend only on `seed`, so every call scores the same text, and losses taken
     at different moments of training differ only because the model changed."""
@@ -106,13 +113,29 @@ def estimate_loss(model, data: torch.Tensor, *, batches: int = 200, batch_size: 
     return total / batches
 
 
-
-def train_gpt(model, train_data: torch.Tensor, val_data: torch.Tensor | None = None, *, iters: int,
-              batch_size: int = 12, block_size: int = 64, lr: float = 1e-3, min_lr: float = 1e-4,
-              warmup: int = 100, weight_decay: float = 0.1, betas: tuple[float, float] = (0.9, 0.99),
-              clip: float = 1.0, eval_every: int = 100, eval_batches: int = 200,
-              eval_batch_size: int | None = None, stop_at_val: float | None = None, seed: int = 0,
-              bf16: bool = False, progress: bool = True, desc: str = "GPT") -> dict:
+def train_gpt(
+    model,
+    train_data: torch.Tensor,
+    val_data: torch.Tensor | None = None,
+    *,
+    iters: int,
+    batch_size: int = 12,
+    block_size: int = 64,
+    lr: float = 1e-3,
+    min_lr: float = 1e-4,
+    warmup: int = 100,
+    weight_decay: float = 0.1,
+    betas: tuple[float, float] = (0.9, 0.99),
+    clip: float = 1.0,
+    eval_every: int = 100,
+    eval_batches: int = 200,
+    eval_batch_size: int | None = None,
+    stop_at_val: float | None = None,
+    seed: int = 0,
+    bf16: bool = False,
+    progress: bool = True,
+    desc: str = "GPT",
+) -> dict:
     """Train a language model on random windows of `train_data` (N,) (nanoGPT's loop).
 
     AdamW (weight decay on matrices and embeddings only, not on biases and LayerNorms), the
@@ -130,17 +153,18 @@ def train_gpt(model, train_data: torch.Tensor, val_data: torch.Tensor | None = N
     evaluation, or None). The model is left in eval mode.
     """
     if block_size > model.config.max_len:
-        raise ValueError(f"block_size={block_size} is longer than the model's context "
-                         f"max_len={model.config.max_len}")
+        raise ValueError(f"block_size={block_size} is longer than the model's context max_len={model.config.max_len}")
     if iters < 1 or lr <= 0 or eval_every < 1:
-        raise ValueError(f"need iters ≥ 1, lr > 0 and eval_every ≥ 1; got iters={iters}, lr={lr}, "
-                         f"eval_every={eval_every}")
+        raise ValueError(
+            f"need iters ≥ 1, lr > 0 and eval_every ≥ 1; got iters={iters}, lr={lr}, eval_every={eval_every}"
+        )
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     opt = adamw(model.parameters(), lr=lr, weight_decay=weight_decay, betas=betas)
     # LambdaLR scales the base lr; cosine_lr gives absolute values, hence the division.
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: cosine_lr(s, lr=lr, min_lr=min_lr, warmup=warmup, iters=iters) / lr)
+        opt, lambda s: cosine_lr(s, lr=lr, min_lr=min_lr, warmup=warmup, iters=iters) / lr
+    )
     history = {"loss": [], "lr": [], "evals": []}
     train_seconds = eval_seconds = 0.0
 
@@ -148,8 +172,9 @@ def train_gpt(model, train_data: torch.Tensor, val_data: torch.Tensor | None = N
         """Score val_data; True when training should stop."""
         nonlocal eval_seconds
         start = time.perf_counter()
-        val = estimate_loss(model, val_data, batches=eval_batches,
-                            batch_size=eval_batch_size or batch_size, block_size=block_size)
+        val = estimate_loss(
+            model, val_data, batches=eval_batches, batch_size=eval_batch_size or batch_size, block_size=block_size
+        )
         eval_seconds += time.perf_counter() - start
         history["evals"].append((done, train_seconds, val))
         return stop_at_val is not None and val <= stop_at_val
@@ -173,23 +198,35 @@ def train_gpt(model, train_data: torch.Tensor, val_data: torch.Tensor | None = N
             done = step + 1
             if val_data is not None and (done % eval_every == 0 or done == iters):
                 stop = evaluate(done)
-                bar.set_postfix(loss=f"{history['loss'][-1]:.3f}", val=f"{history['evals'][-1][2]:.3f}",
-                                refresh=False)
+                bar.set_postfix(loss=f"{history['loss'][-1]:.3f}", val=f"{history['evals'][-1][2]:.3f}", refresh=False)
             elif done % 50 == 0:
                 bar.set_postfix(loss=f"{history['loss'][-1]:.3f}", refresh=False)
     model.eval()
     done = len(history["loss"])
-    history.update(iters=done, train_seconds=train_seconds, eval_seconds=eval_seconds,
-                   ms_per_iter=1000 * train_seconds / done if done else None,
-                   val_loss=history["evals"][-1][2] if history["evals"] else None)
+    history.update(
+        iters=done,
+        train_seconds=train_seconds,
+        eval_seconds=eval_seconds,
+        ms_per_iter=1000 * train_seconds / done if done else None,
+        val_loss=history["evals"][-1][2] if history["evals"] else None,
+    )
     return history
 
 
 # The two recipes for GPTConfig.char on Tiny Shakespeare that bench/gpt_char.py compares.
 # nanoGPT's CPU run (its README, config/train_shakespeare_char.py with --batch_size=12
 # --block_size=64 --n_layer=4 --n_head=4 --n_embd=128 --max_iters=2000 --dropout=0.0).
-NANOGPT_CHAR_RECIPE = dict(iters=2000, batch_size=12, block_size=64, lr=1e-3, min_lr=1e-4, warmup=100,
-                           weight_decay=0.1, betas=(0.9, 0.99), clip=1.0)
+NANOGPT_CHAR_RECIPE = dict(
+    iters=2000,
+    batch_size=12,
+    block_size=64,
+    lr=1e-3,
+    min_lr=1e-4,
+    warmup=100,
+    weight_decay=0.1,
+    betas=(0.9, 0.99),
+    clip=1.0,
+)
 # The course's recipe, chosen by bench/gpt_char.py runs on 2 cores: a shallower, wider model (2
 # layers × 192 instead of 4 × 128, about the same parameters) costs fewer kernel launches per
 # update, so more updates fit in a second; with 3× nanoGPT's learning rate (and floor), half the
@@ -205,10 +242,34 @@ CHECKPOINT_CHAR_RECIPE = dict(COURSE_CHAR_RECIPE, iters=1500)
 # 4 layers × 256, 128 characters of context, batch 16, 3,000 updates under bfloat16 autocast on one
 # thread. The arguments of ``gpt_training char`` that built it (``onehot2gpt.recipes`` runs them;
 # bench/gpt_char_writes.py scores the result and can retrain it).
-LARGE_CHAR_ARGS = ["--n-layers", "4", "--d-model", "256", "--n-heads", "4", "--block-size", "128",
-                   "--batch-size", "16", "--iters", "3000", "--lr", "2e-3", "--min-lr", "2e-4",
-                   "--warmup", "100", "--eval-every", "500", "--eval-batches", "100", "--threads", "1",
-                   "--precision", "bf16"]
+LARGE_CHAR_ARGS = [
+    "--n-layers",
+    "4",
+    "--d-model",
+    "256",
+    "--n-heads",
+    "4",
+    "--block-size",
+    "128",
+    "--batch-size",
+    "16",
+    "--iters",
+    "3000",
+    "--lr",
+    "2e-3",
+    "--min-lr",
+    "2e-4",
+    "--warmup",
+    "100",
+    "--eval-every",
+    "500",
+    "--eval-batches",
+    "100",
+    "--threads",
+    "1",
+    "--precision",
+    "bf16",
+]
 
 
 def wikitext_stream(tokenizer, split: str = "train") -> torch.Tensor:
@@ -237,33 +298,65 @@ def _train_gpt_char_command(args, argv):
     bf16 = args.precision == "bf16"
     if bf16:
         from .bert_pretraining import native_bf16
+
         if not native_bf16(args.device):
-            raise SystemExit(f"--precision bf16: this {args.device} has no native bfloat16 (on a CPU: AVX512-BF16 "
-                             f"or AMX), where autocast makes each update slower; use --precision float32")
+            raise SystemExit(
+                f"--precision bf16: this {args.device} has no native bfloat16 (on a CPU: AVX512-BF16 "
+                f"or AMX), where autocast makes each update slower; use --precision float32"
+            )
     start, cpu_start = time.time(), time.process_time()
     ids, vocab = char_dataset(read_tinyshakespeare())
     train, val = train_val_split(ids, 0.1)
-    recipe = dict(iters=args.iters, batch_size=args.batch_size, block_size=args.block_size, lr=args.lr,
-                  min_lr=args.min_lr, warmup=args.warmup, weight_decay=args.weight_decay,
-                  betas=(0.9, 0.99), clip=1.0)
+    recipe = dict(
+        iters=args.iters,
+        batch_size=args.batch_size,
+        block_size=args.block_size,
+        lr=args.lr,
+        min_lr=args.min_lr,
+        warmup=args.warmup,
+        weight_decay=args.weight_decay,
+        betas=(0.9, 0.99),
+        clip=1.0,
+    )
     torch.manual_seed(args.seed)
-    config = GPTConfig.char(vocab_size=len(vocab), max_len=args.block_size, d_model=args.d_model,
-                            n_layers=args.n_layers, n_heads=args.n_heads)
+    config = GPTConfig.char(
+        vocab_size=len(vocab),
+        max_len=args.block_size,
+        d_model=args.d_model,
+        n_layers=args.n_layers,
+        n_heads=args.n_heads,
+    )
     model = GPT(config).to(args.device)
-    history = train_gpt(model, train, val, **recipe, eval_every=args.eval_every,
-                        eval_batches=args.eval_batches, eval_batch_size=12, seed=args.seed,
-                        bf16=bf16, desc="GPT char")
-    info = {"data": "Tiny Shakespeare, first 90% (read_tinyshakespeare, train_val_split)",
-            "command": "python -m onehot2gpt.gpt_training " + " ".join(sys.argv[1:] if argv is None else argv),
-            "recipe": {**recipe, "betas": list(recipe["betas"])}, "iters": history["iters"],
-            "seconds": round(history["train_seconds"], 1), "ms_per_iter": round(history["ms_per_iter"], 1),
-            "total_seconds": round(time.time() - start, 1),
-            "process_cpu_seconds": round(time.process_time() - cpu_start, 1),
-            "val_loss": round(history["val_loss"], 4),
-            "val_loss_is": f"mean of {args.eval_batches} fixed windows (12 x {args.block_size} characters) "
-                           f"of the last 10% (estimate_loss, seed 1234)",
-            "evals": [[i, round(s, 1), round(v, 4)] for i, s, v in history["evals"]],
-            "threads": args.threads, "device": args.device, "seed": args.seed, "precision": args.precision}
+    history = train_gpt(
+        model,
+        train,
+        val,
+        **recipe,
+        eval_every=args.eval_every,
+        eval_batches=args.eval_batches,
+        eval_batch_size=12,
+        seed=args.seed,
+        bf16=bf16,
+        desc="GPT char",
+    )
+    info = {
+        "data": "Tiny Shakespeare, first 90% (read_tinyshakespeare, train_val_split)",
+        "command": "python -m onehot2gpt.gpt_training " + " ".join(sys.argv[1:] if argv is None else argv),
+        "recipe": {**recipe, "betas": list(recipe["betas"])},
+        "iters": history["iters"],
+        "seconds": round(history["train_seconds"], 1),
+        "ms_per_iter": round(history["ms_per_iter"], 1),
+        "total_seconds": round(time.time() - start, 1),
+        "process_cpu_seconds": round(time.process_time() - cpu_start, 1),
+        "val_loss": round(history["val_loss"], 4),
+        "val_loss_is": f"mean of {args.eval_batches} fixed windows (12 x {args.block_size} characters) "
+        f"of the last 10% (estimate_loss, seed 1234)",
+        "evals": [[i, round(s, 1), round(v, 4)] for i, s, v in history["evals"]],
+        "threads": args.threads,
+        "device": args.device,
+        "seed": args.seed,
+        "precision": args.precision,
+    }
     save_gpt(model.cpu(), args.out, info=info, tokenizer=vocab)
     print(json.dumps({k: v for k, v in info.items() if k != "evals"}))
 
@@ -283,21 +376,47 @@ def _train_gpt_wikitext_command(args, argv):
     vocab_file = checkpoint_path("bert-wikitext2") / "vocab.txt"
     tokenizer = WordPieceTokenizer.load(vocab_file)
     train, val = wikitext_stream(tokenizer, "train"), wikitext_stream(tokenizer, "valid")
-    recipe = dict(iters=args.iters, batch_size=args.batch_size, block_size=args.block_size, lr=args.lr,
-                  min_lr=args.lr / 10, warmup=args.warmup, weight_decay=0.1, betas=(0.9, 0.99), clip=1.0)
+    recipe = dict(
+        iters=args.iters,
+        batch_size=args.batch_size,
+        block_size=args.block_size,
+        lr=args.lr,
+        min_lr=args.lr / 10,
+        warmup=args.warmup,
+        weight_decay=0.1,
+        betas=(0.9, 0.99),
+        clip=1.0,
+    )
     torch.manual_seed(args.seed)
     config = GPTConfig.small(vocab_size=len(tokenizer), max_len=args.block_size, dropout=args.dropout)
     model = GPT(config).to(args.device)
-    history = train_gpt(model, train, val, **recipe, eval_every=args.eval_every, eval_batches=args.eval_batches,
-                        eval_batch_size=32, seed=args.seed, desc="GPT WikiText-2")
-    info = {"data": "WikiText-2 train as one WordPiece stream (wikitext_stream), the course BERT's vocabulary",
-            "command": "python -m onehot2gpt.gpt_training " + " ".join(sys.argv[1:] if argv is None else argv),
-            "recipe": {**recipe, "betas": list(recipe["betas"])}, "iters": history["iters"],
-            "seconds": round(history["train_seconds"], 1), "ms_per_iter": round(history["ms_per_iter"], 1),
-            "total_seconds": round(time.time() - start, 1), "val_loss": round(history["val_loss"], 4),
-            "val_perplexity": round(math.exp(history["val_loss"]), 1),
-            "val_loss_is": f"mean of {args.eval_batches} fixed windows (32 x {args.block_size} pieces) of WikiText-2 valid",
-            "dropout": args.dropout, "threads": args.threads, "device": args.device, "seed": args.seed}
+    history = train_gpt(
+        model,
+        train,
+        val,
+        **recipe,
+        eval_every=args.eval_every,
+        eval_batches=args.eval_batches,
+        eval_batch_size=32,
+        seed=args.seed,
+        desc="GPT WikiText-2",
+    )
+    info = {
+        "data": "WikiText-2 train as one WordPiece stream (wikitext_stream), the course BERT's vocabulary",
+        "command": "python -m onehot2gpt.gpt_training " + " ".join(sys.argv[1:] if argv is None else argv),
+        "recipe": {**recipe, "betas": list(recipe["betas"])},
+        "iters": history["iters"],
+        "seconds": round(history["train_seconds"], 1),
+        "ms_per_iter": round(history["ms_per_iter"], 1),
+        "total_seconds": round(time.time() - start, 1),
+        "val_loss": round(history["val_loss"], 4),
+        "val_perplexity": round(math.exp(history["val_loss"]), 1),
+        "val_loss_is": f"mean of {args.eval_batches} fixed windows (32 x {args.block_size} pieces) of WikiText-2 valid",
+        "dropout": args.dropout,
+        "threads": args.threads,
+        "device": args.device,
+        "seed": args.seed,
+    }
     save_gpt(model.cpu(), args.out, info=info, tokenizer=tokenizer)
     print(json.dumps(info))
 
@@ -312,20 +431,22 @@ def build_parser():
 
     from .gpt import GPTConfig
 
-    p = argparse.ArgumentParser(prog="python -m onehot2gpt.gpt_training",
-                                description="Train a course GPT and save it with its vocabulary.")
+    p = argparse.ArgumentParser(
+        prog="python -m onehot2gpt.gpt_training", description="Train a course GPT and save it with its vocabulary."
+    )
     sub = p.add_subparsers(dest="what", required=True)
     r, c = CHECKPOINT_CHAR_RECIPE, GPTConfig.char()
-    gpt = sub.add_parser("char", help="train a character GPT on Tiny Shakespeare",
-                         description="Train a character GPT on the first 90%% of Tiny Shakespeare; by "
-                                     "default the committed checkpoint's recipe (GPTConfig.char, "
-                                     "CHECKPOINT_CHAR_RECIPE). The validation loss is taken on the last 10%%.")
+    gpt = sub.add_parser(
+        "char",
+        help="train a character GPT on Tiny Shakespeare",
+        description="Train a character GPT on the first 90%% of Tiny Shakespeare; by "
+        "default the committed checkpoint's recipe (GPTConfig.char, "
+        "CHECKPOINT_CHAR_RECIPE). The validation loss is taken on the last 10%%.",
+    )
     gpt.add_argument("--out", required=True, type=Path)
-    gpt.add_argument("--iters", type=int, default=r["iters"],
-                     help="updates; the cosine decay ends at the last")
+    gpt.add_argument("--iters", type=int, default=r["iters"], help="updates; the cosine decay ends at the last")
     gpt.add_argument("--batch-size", type=int, default=r["batch_size"])
-    gpt.add_argument("--block-size", type=int, default=r["block_size"],
-                     help="context (= the model's max_len)")
+    gpt.add_argument("--block-size", type=int, default=r["block_size"], help="context (= the model's max_len)")
     gpt.add_argument("--lr", type=float, default=r["lr"])
     gpt.add_argument("--min-lr", type=float, default=r["min_lr"])
     gpt.add_argument("--warmup", type=int, default=r["warmup"])
@@ -337,12 +458,19 @@ def build_parser():
     gpt.add_argument("--eval-batches", type=int, default=200)
     gpt.add_argument("--threads", type=int, default=2)
     gpt.add_argument("--seed", type=int, default=0)
-    gpt.add_argument("--precision", choices=["float32", "bf16"], default="float32",
-                     help="bf16: forward passes under bfloat16 autocast, faster on a CPU with native "
-                          "bfloat16 (AVX512-BF16 or AMX); refused on one without")
+    gpt.add_argument(
+        "--precision",
+        choices=["float32", "bf16"],
+        default="float32",
+        help="bf16: forward passes under bfloat16 autocast, faster on a CPU with native "
+        "bfloat16 (AVX512-BF16 or AMX); refused on one without",
+    )
     gpt.add_argument("--device", default="cpu", help="cpu (the documented run) or cuda")
-    wiki = sub.add_parser("wikitext", help="train the course subword GPT on WikiText-2",
-                          description="GPTConfig.small on WikiText-2 with the course BERT's vocabulary.")
+    wiki = sub.add_parser(
+        "wikitext",
+        help="train the course subword GPT on WikiText-2",
+        description="GPTConfig.small on WikiText-2 with the course BERT's vocabulary.",
+    )
     wiki.add_argument("--out", required=True, type=Path)
     # 3,500 updates without dropout: the laptop recipe (issue 20), about 14 minutes on 2 cores, which
     # beat the earlier 4,000 with dropout 0.1 (validation loss 4.780 against 4.816)
@@ -353,8 +481,12 @@ def build_parser():
     wiki.add_argument("--warmup", type=int, default=100)
     wiki.add_argument("--dropout", type=float, default=0.0)
     wiki.add_argument("--eval-every", type=int, default=500)
-    wiki.add_argument("--eval-batches", type=int, default=50,
-                      help="fixed validation windows of 32 x block size scored at each evaluation")
+    wiki.add_argument(
+        "--eval-batches",
+        type=int,
+        default=50,
+        help="fixed validation windows of 32 x block size scored at each evaluation",
+    )
     wiki.add_argument("--threads", type=int, default=2)
     wiki.add_argument("--seed", type=int, default=0)
     wiki.add_argument("--device", default="cpu", help="cpu (the documented run) or cuda")

@@ -84,14 +84,12 @@ try:
     from nbclient.util import run_sync
     from traitlets import default
 except ImportError as exc:  # these come with the test extra, not with the library itself
-    raise ImportError(f"grading needs nbclient, nbformat and ipykernel ({exc}): "
-                      "pip install -e '.[test]'") from exc
+    raise ImportError(f"grading needs nbclient, nbformat and ipykernel ({exc}): pip install -e '.[test]'") from exc
 
-CSV_COLUMNS = ("student", "notebook", "file", "exercise", "result", "check_cell", "message", "points",
-               "max_points")
+CSV_COLUMNS = ("student", "notebook", "file", "exercise", "result", "check_cell", "message", "points", "max_points")
 RESULTS = ("pass", "fail", "timeout", "crash", "not run", "error")
-MAX_RESTARTS = 2         # kernel restarts per submission before the remaining checks are given up
-PROBE_SECONDS = 2        # after interrupting a cell: how long the kernel may take to answer again
+MAX_RESTARTS = 2  # kernel restarts per submission before the remaining checks are given up
+PROBE_SECONDS = 2  # after interrupting a cell: how long the kernel may take to answer again
 MESSAGE_CHARS = 300
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -102,29 +100,34 @@ _CHECK_CALL = re.compile(r"\bcheck_\w+")
 # Results
 # --------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ExerciseResult:
     """One row of the grade table: how one exercise of one submission went."""
+
     student: str
-    notebook: str      # the course notebook's file name (or the submitted name if unknown)
-    file: str          # the submission's path relative to the submissions folder
-    exercise: str      # e.g. "qa_prompt"; "" for a row about the whole file
-    result: str        # one of RESULTS
-    check_cell: str    # "ok", "modified", "missing" or "" when unknown
-    message: str       # one line; "" for a pass
-    points: float = 0.0       # earned: the exercise's points for a pass, else 0
-    max_points: float = 0.0   # the exercise's points (the check cell's metadata; 1 by default)
+    notebook: str  # the course notebook's file name (or the submitted name if unknown)
+    file: str  # the submission's path relative to the submissions folder
+    exercise: str  # e.g. "qa_prompt"; "" for a row about the whole file
+    result: str  # one of RESULTS
+    check_cell: str  # "ok", "modified", "missing" or "" when unknown
+    message: str  # one line; "" for a pass
+    points: float = 0.0  # earned: the exercise's points for a pass, else 0
+    max_points: float = 0.0  # the exercise's points (the check cell's metadata; 1 by default)
 
     def row(self) -> dict[str, str]:
         """The result as a dict keyed by CSV_COLUMNS."""
-        return {name: _number(v) if isinstance(v := getattr(self, name), float) else v
-                for name in CSV_COLUMNS}
+        return {name: _number(v) if isinstance(v := getattr(self, name), float) else v for name in CSV_COLUMNS}
 
     @classmethod
-    def from_row(cls, row: dict) -> "ExerciseResult":
+    def from_row(cls, row: dict) -> ExerciseResult:
         """The inverse of :meth:`row` (reading grades.csv or the journal)."""
-        return cls(**{name: float(row.get(name) or 0) if name in ("points", "max_points") else
-                      str(row.get(name, "")) for name in CSV_COLUMNS})
+        return cls(
+            **{
+                name: float(row.get(name) or 0) if name in ("points", "max_points") else str(row.get(name, ""))
+                for name in CSV_COLUMNS
+            }
+        )
 
 
 def _number(x: float) -> str:
@@ -135,19 +138,21 @@ def _number(x: float) -> str:
 @dataclass(frozen=True)
 class ReferenceCheck:
     """One check cell of a course notebook: the exercise it grades."""
-    name: str                        # exercise name, e.g. "one_hot"
-    source: str                      # the reference check cell's code
+
+    name: str  # exercise name, e.g. "one_hot"
+    source: str  # the reference check cell's code
     cell_id: str | None
     anchors: tuple[tuple[str | None, str], ...]  # (id, first line) of the code cells before it,
-                                                  # nearest first: where to put it if deleted
-    points: float = 1.0              # the cell's metadata {"onehot2gpt": {"points": …}}, else 1
+    # nearest first: where to put it if deleted
+    points: float = 1.0  # the cell's metadata {"onehot2gpt": {"points": …}}, else 1
 
 
 @dataclass(frozen=True)
 class Submission:
     """A submitted notebook, its student, and the course notebook it answers (None if unknown)."""
+
     path: Path
-    file: str                  # relative to the submissions folder, with '/' separators
+    file: str  # relative to the submissions folder, with '/' separators
     student: str
     reference: Path | None
 
@@ -155,6 +160,7 @@ class Submission:
 # --------------------------------------------------------------------------------------------
 # Finding submissions and reading check cells
 # --------------------------------------------------------------------------------------------
+
 
 def _source(cell) -> str:
     src = cell.get("source", "")
@@ -182,9 +188,11 @@ def exercise_name(check_source: str) -> str:
     "check_one_hot(my_one_hot)") == "one_hot"``
     """
     try:
-        calls = [node.func.id for node in ast.walk(ast.parse(check_source))
-                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                 and node.func.id.startswith("check_")]
+        calls = [
+            node.func.id
+            for node in ast.walk(ast.parse(check_source))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.startswith("check_")
+        ]
         calls.sort(key=lambda name: check_source.find(name + "("))
     except SyntaxError:
         calls = re.findall(r"\b(check_\w+)\s*\(", check_source)
@@ -205,8 +213,9 @@ def reference_checks(notebook) -> list[ReferenceCheck]:
             seen[name] = seen.get(name, 0) + 1
             if seen[name] > 1:
                 name = f"{name} ({seen[name]})"
-            checks.append(ReferenceCheck(name, source, cell.get("id"), tuple(reversed(earlier)),
-                                         check_points(cell, number)))
+            checks.append(
+                ReferenceCheck(name, source, cell.get("id"), tuple(reversed(earlier)), check_points(cell, number))
+            )
         earlier.append((cell.get("id"), _first_line(source)))
     return checks
 
@@ -229,8 +238,7 @@ def match_reference(file_name: str, reference_names: list[str]) -> str | None:
     """
     if file_name in reference_names:
         return file_name
-    endings = [name for name in reference_names
-               if any(file_name.endswith(sep + name) for sep in "_-. ")]
+    endings = [name for name in reference_names if any(file_name.endswith(sep + name) for sep in "_-. ")]
     return max(endings, key=len) if endings else None
 
 
@@ -240,15 +248,21 @@ def find_submissions(submissions_dir: str | Path, reference_dir: str | Path) -> 
     FileNotFoundError for a missing folder and ValueError when there is nothing to grade."""
     root, reference_dir = Path(submissions_dir), Path(reference_dir)
     if not root.is_dir():
-        raise FileNotFoundError(f"submissions folder {root} not found: pass the folder that holds "
-                                "the submitted .ipynb files (one subfolder per student is fine)")
+        raise FileNotFoundError(
+            f"submissions folder {root} not found: pass the folder that holds "
+            "the submitted .ipynb files (one subfolder per student is fine)"
+        )
     if not reference_dir.is_dir():
-        raise FileNotFoundError(f"reference folder {reference_dir} not found: run from the "
-                                "repository root or pass --reference path/to/notebooks")
+        raise FileNotFoundError(
+            f"reference folder {reference_dir} not found: run from the "
+            "repository root or pass --reference path/to/notebooks"
+        )
     reference_names = sorted(p.name for p in reference_dir.glob("*.ipynb"))
     if not reference_names:
-        raise ValueError(f"no course notebooks (*.ipynb) in {reference_dir}: pass the folder of "
-                         "the solved course notebooks with --reference")
+        raise ValueError(
+            f"no course notebooks (*.ipynb) in {reference_dir}: pass the folder of "
+            "the solved course notebooks with --reference"
+        )
     submissions = []
     for path in sorted(root.rglob("*.ipynb")):
         relative = path.relative_to(root)
@@ -260,11 +274,14 @@ def find_submissions(submissions_dir: str | Path, reference_dir: str | Path) -> 
         else:
             prefix = path.name[: -len(reference)] if reference else ""
             student = prefix.rstrip("_-. ") or path.stem
-        submissions.append(Submission(path, relative.as_posix(), student,
-                                      reference_dir / reference if reference else None))
+        submissions.append(
+            Submission(path, relative.as_posix(), student, reference_dir / reference if reference else None)
+        )
     if not submissions:
-        raise ValueError(f"no .ipynb files found under {root}: put the submitted notebooks there "
-                         "(e.g. submissions/alice/10_zero_shot.ipynb)")
+        raise ValueError(
+            f"no .ipynb files found under {root}: put the submitted notebooks there "
+            "(e.g. submissions/alice/10_zero_shot.ipynb)"
+        )
     return submissions
 
 
@@ -272,11 +289,12 @@ def find_submissions(submissions_dir: str | Path, reference_dir: str | Path) -> 
 # The execution plan: the submission's cells with the reference checks in place
 # --------------------------------------------------------------------------------------------
 
+
 @dataclass
 class _Step:
     source: str
-    label: str                 # "cell 7" (1-based position in the submission) or "check"
-    check: int | None = None   # index into the reference checks
+    label: str  # "cell 7" (1-based position in the submission) or "check"
+    check: int | None = None  # index into the reference checks
 
 
 def plan_cells(notebook, checks: list[ReferenceCheck]) -> tuple[list[_Step], list[str]]:
@@ -287,19 +305,25 @@ def plan_cells(notebook, checks: list[ReferenceCheck]) -> tuple[list[_Step], lis
     no reference check are not run."""
     cells = list(notebook.cells)
     by_id = {cell.get("id"): i for i, cell in enumerate(cells) if cell.get("id")}
-    matched: dict[int, int] = {}          # submission cell index → reference check index
+    matched: dict[int, int] = {}  # submission cell index → reference check index
     status = []
     for k, check in enumerate(checks):
         i = by_id.get(check.cell_id) if check.cell_id else None
         if i is not None and i not in matched:
-            same = (cells[i].get("cell_type") == "code"
-                    and _normalise(_source(cells[i])) == _normalise(check.source))
+            same = cells[i].get("cell_type") == "code" and _normalise(_source(cells[i])) == _normalise(check.source)
             matched[i] = k
             status.append("ok" if same else "modified")
             continue
-        twin = next((i for i, cell in enumerate(cells) if i not in matched
-                     and cell.get("cell_type") == "code"
-                     and _normalise(_source(cell)) == _normalise(check.source)), None)
+        twin = next(
+            (
+                i
+                for i, cell in enumerate(cells)
+                if i not in matched
+                and cell.get("cell_type") == "code"
+                and _normalise(_source(cell)) == _normalise(check.source)
+            ),
+            None,
+        )
         if twin is not None:
             matched[twin] = k
             status.append("ok")
@@ -314,13 +338,19 @@ def plan_cells(notebook, checks: list[ReferenceCheck]) -> tuple[list[_Step], lis
         for cell_id, first in check.anchors:
             hit = by_id.get(cell_id) if cell_id else None
             if hit is None and first:
-                hit = next((i for i, cell in enumerate(cells) if cell.get("cell_type") == "code"
-                            and _first_line(_source(cell)) == first), None)
+                hit = next(
+                    (
+                        i
+                        for i, cell in enumerate(cells)
+                        if cell.get("cell_type") == "code" and _first_line(_source(cell)) == first
+                    ),
+                    None,
+                )
             if hit is not None:
                 anchor = hit
                 break
         inserted_after.setdefault(anchor, []).append(k)
-    for k in inserted_after.pop(-1, []):               # an empty notebook: checks only
+    for k in inserted_after.pop(-1, []):  # an empty notebook: checks only
         steps.append(_Step(checks[k].source, "check", k))
     for i, cell in enumerate(cells):
         if i in matched:
@@ -338,36 +368,45 @@ def _check_prelude(check_source: str, answers: str | Path | None = None, hidden_
     `answers`, make the checks record the student's answers to that file (and for the inputs of
     `hidden_seeds` too) instead of judging them in the kernel."""
     from . import exercises
+
     names = sorted(n for n in set(_CHECK_CALL.findall(check_source)) if hasattr(exercises, n))
     # The checks live in submodules (checking, nb01 … nb11): reload those first, in name order so
     # that `checking` comes back before the modules that import from it, then the package.
-    lines = ["import importlib as _grading_importlib, sys as _grading_sys",
-             "_grading_importlib.import_module('onehot2gpt.exercises')",
-             "for _grading_name in sorted(m for m in list(_grading_sys.modules) "
-             "if m.startswith('onehot2gpt.exercises.')):",
-             "    _grading_importlib.reload(_grading_sys.modules[_grading_name])",
-             "_grading_exercises = _grading_importlib.reload(_grading_sys.modules['onehot2gpt.exercises'])"]
+    lines = [
+        "import importlib as _grading_importlib, sys as _grading_sys",
+        "_grading_importlib.import_module('onehot2gpt.exercises')",
+        "for _grading_name in sorted(m for m in list(_grading_sys.modules) if m.startswith('onehot2gpt.exercises.')):",
+        "    _grading_importlib.reload(_grading_sys.modules[_grading_name])",
+        "_grading_exercises = _grading_importlib.reload(_grading_sys.modules['onehot2gpt.exercises'])",
+    ]
     lines += [f"{name} = _grading_exercises.{name}" for name in names]
     lines.append("del _grading_importlib, _grading_sys, _grading_exercises, _grading_name")
-    if answers is not None:   # the checks record the student's answers; the grader judges them
-        lines += ["import onehot2gpt.exercises.checking as _grading_checking",
-                  f"_grading_checking.start_recording({str(answers)!r}, {[int(s) for s in hidden_seeds]!r})",
-                  "del _grading_checking"]
+    if answers is not None:  # the checks record the student's answers; the grader judges them
+        lines += [
+            "import onehot2gpt.exercises.checking as _grading_checking",
+            f"_grading_checking.start_recording({str(answers)!r}, {[int(s) for s in hidden_seeds]!r})",
+            "del _grading_checking",
+        ]
     return "\n".join(lines) + "\n"
 
 
-_STOP_RECORDING = ("import onehot2gpt.exercises.checking as _grading_checking\n"
-                   "_grading_checking.stop_recording()\ndel _grading_checking\n")
+_STOP_RECORDING = (
+    "import onehot2gpt.exercises.checking as _grading_checking\n"
+    "_grading_checking.stop_recording()\ndel _grading_checking\n"
+)
 
 
 def check_calls(check_source: str) -> list[str]:
     """The ``check_*`` functions a check cell calls, in order (``check_one_hot(my_one_hot)`` →
     ``["check_one_hot"]``); only names that :mod:`onehot2gpt.exercises` defines."""
     from . import exercises
+
     try:
-        calls = [node for node in ast.walk(ast.parse(check_source))
-                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                 and node.func.id.startswith("check_")]
+        calls = [
+            node
+            for node in ast.walk(ast.parse(check_source))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.startswith("check_")
+        ]
         names = [node.func.id for node in sorted(calls, key=lambda n: (n.lineno, n.col_offset))]
     except SyntaxError:
         names = re.findall(r"\b(check_\w+)\s*\(", check_source)
@@ -424,6 +463,7 @@ def network_isolation_available() -> bool:
     """Whether kernels can be started without network here: Linux user and network namespaces
     (``unshare --user --map-root-user --net``, as an ordinary user)."""
     import shutil
+
     if shutil.which("unshare") is None:
         return False
     try:
@@ -437,8 +477,10 @@ class _CurrentEnvSpecs(KernelSpecManager):
 
     def get_kernel_spec(self, kernel_name):
         import ipykernel.kernelspec
-        spec = self.kernel_spec_class(resource_dir=ipykernel.kernelspec.RESOURCES,
-                                      **ipykernel.kernelspec.get_kernel_dict())
+
+        spec = self.kernel_spec_class(
+            resource_dir=ipykernel.kernelspec.RESOURCES, **ipykernel.kernelspec.get_kernel_dict()
+        )
         spec.argv = [*_KERNEL["prefix"], *spec.argv]
         return spec
 
@@ -460,7 +502,7 @@ class _Client(NotebookClient):
 
 @dataclass
 class _Outcome:
-    status: str               # "ok", "error", "timeout" or "dead"
+    status: str  # "ok", "error", "timeout" or "dead"
     message: str = ""
 
 
@@ -485,15 +527,23 @@ def one_line(ename: str, evalue: str, limit: int = MESSAGE_CHARS) -> str:
 class _Run:
     """One submission's steps in one kernel, restarting it when it hangs or dies."""
 
-    def __init__(self, steps: list[_Step], n_checks: int, workdir: str, cell_timeout: float,
-                 timeout: float, answers_dir: str | None = None, hidden_seeds=()):
+    def __init__(
+        self,
+        steps: list[_Step],
+        n_checks: int,
+        workdir: str,
+        cell_timeout: float,
+        timeout: float,
+        answers_dir: str | None = None,
+        hidden_seeds=(),
+    ):
         self.steps, self.workdir = steps, workdir
         self.answers_dir, self.hidden_seeds = answers_dir or workdir, tuple(hidden_seeds)
         self.cell_timeout, self.timeout = cell_timeout, timeout
         self.results: list[tuple[str, str] | None] = [None] * n_checks
         self.deadline = time.monotonic() + timeout
         self.timeout_name = f"GradingTimeout_{secrets.token_hex(4)}"  # no student cell raises it
-        self.replay: list[_Step] = []      # cells that ran cleanly: re-run after a restart
+        self.replay: list[_Step] = []  # cells that ran cleanly: re-run after a restart
         self.problems: list[tuple[int, str, str]] = []  # (step position, status, "cell 5 …")
         self.restarts = 0
         self.client: _Client | None = None
@@ -503,19 +553,23 @@ class _Run:
         self.results = [(result, message) if r is None else r for r in self.results]
 
     async def _start(self) -> _Client:
-        client = _Client(nbformat.v4.new_notebook(), kernel_manager_class=_CurrentEnvKernelManager,
-                         kernel_name="python3", interrupt_on_timeout=True, force_raise_errors=True,
-                         error_on_timeout={"ename": self.timeout_name, "evalue": "",
-                                           "traceback": []},
-                         shutdown_kernel="immediate", startup_timeout=120)
+        client = _Client(
+            nbformat.v4.new_notebook(),
+            kernel_manager_class=_CurrentEnvKernelManager,
+            kernel_name="python3",
+            interrupt_on_timeout=True,
+            force_raise_errors=True,
+            error_on_timeout={"ename": self.timeout_name, "evalue": "", "traceback": []},
+            shutdown_kernel="immediate",
+            startup_timeout=120,
+        )
         self.client = client
         client.km = client.create_kernel_manager()
-        if _KERNEL["ipc"]:       # Unix sockets in our private folder: they cross network namespaces
+        if _KERNEL["ipc"]:  # Unix sockets in our private folder: they cross network namespaces
             client.km.transport = "ipc"
             client.km.ip = str(Path(self.answers_dir) / f"kernel-{secrets.token_hex(3)}")
         # the kernel's own stdout/stderr (C-level prints, ipykernel warnings) are not wanted
-        await client.async_start_new_kernel(cwd=self.workdir, stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL)
+        await client.async_start_new_kernel(cwd=self.workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         await client.async_start_new_kernel_client()
         return client
 
@@ -560,8 +614,11 @@ class _Run:
                     break
                 self.restarts += 1
                 if self.restarts > MAX_RESTARTS:
-                    self.finish("not run", f"the kernel was restarted {MAX_RESTARTS} times, the "
-                                f"last time after {self.steps[position - 1].label}; gave up")
+                    self.finish(
+                        "not run",
+                        f"the kernel was restarted {MAX_RESTARTS} times, the "
+                        f"last time after {self.steps[position - 1].label}; gave up",
+                    )
                     return
         finally:
             await self.stop()
@@ -574,8 +631,11 @@ class _Run:
                 return False
             outcome = await self._execute(client, step.source, min(self.cell_timeout, self._left()))
             if outcome.status in ("timeout", "dead"):
-                self.finish("not run", f"{step.label} did not run again after a kernel restart "
-                            f"({'timed out' if outcome.status == 'timeout' else 'kernel died'})")
+                self.finish(
+                    "not run",
+                    f"{step.label} did not run again after a kernel restart "
+                    f"({'timed out' if outcome.status == 'timeout' else 'kernel died'})",
+                )
                 return False
         return True
 
@@ -599,14 +659,17 @@ class _Run:
             if outcome.status == "dead":
                 return position, True
             if outcome.status == "timeout":
-                if limit < self.cell_timeout:      # the whole notebook ran out of time
+                if limit < self.cell_timeout:  # the whole notebook ran out of time
                     self._out_of_time(f"in {step.label}")
                     return len(self.steps), False
                 if not await self._answers(client):  # the interrupt was ignored: start afresh
                     if self.problems and self.problems[-1][0] == position - 1:
                         at, status, text = self.problems[-1]
-                        self.problems[-1] = (at, status, text.replace(
-                            "and was interrupted", "and ignored the interrupt; kernel restarted"))
+                        self.problems[-1] = (
+                            at,
+                            status,
+                            text.replace("and was interrupted", "and ignored the interrupt; kernel restarted"),
+                        )
                     return position, True
         return position, False
 
@@ -623,25 +686,24 @@ class _Run:
         """The (status, text) of the problem before a check that most likely explains its
         failure: the last one since the previous check, else, when the check met an undefined
         name, the first one in the notebook (a failed import cell, say)."""
-        previous = max((p for p, s in enumerate(self.steps[:position]) if s.check is not None),
-                       default=-1)
+        previous = max((p for p, s in enumerate(self.steps[:position]) if s.check is not None), default=-1)
         section = [(status, text) for p, status, text in self.problems if previous < p < position]
         earlier = [(status, text) for p, status, text in self.problems if p < position]
         if section:
             return section[-1]
         return earlier[0] if earlier and undefined else ("", "")
 
-    def _record(self, position: int, step: _Step, outcome: _Outcome, limit: float,
-                answers: Path | None = None) -> None:
+    def _record(self, position: int, step: _Step, outcome: _Outcome, limit: float, answers: Path | None = None) -> None:
         what = step.label if step.check is None else "the check"
         if limit >= self.cell_timeout:
             timed_out = f"{what} timed out after {limit:g} s and was interrupted"
         else:
-            timed_out = (f"{what} was stopped when the notebook's time limit of "
-                         f"{self.timeout:g} s ran out")
-        texts = {"timeout": timed_out, "dead": f"the kernel died in {what} (os._exit, a crash or "
-                 "running out of memory?) and was restarted",
-                 "error": f"{step.label} raised {outcome.message}"}
+            timed_out = f"{what} was stopped when the notebook's time limit of {self.timeout:g} s ran out"
+        texts = {
+            "timeout": timed_out,
+            "dead": f"the kernel died in {what} (os._exit, a crash or running out of memory?) and was restarted",
+            "error": f"{step.label} raised {outcome.message}",
+        }
         if step.check is None:
             if outcome.status == "ok":
                 self.replay.append(step)
@@ -664,7 +726,7 @@ class _Run:
         self.results[step.check] = (_RESULT_OF.get(status, "fail"), message)
 
 
-_RESULT_OF = {"timeout": "timeout", "dead": "crash"}   # a check's result after such a problem
+_RESULT_OF = {"timeout": "timeout", "dead": "crash"}  # a check's result after such a problem
 
 
 def _read_notebook(path: Path):
@@ -675,14 +737,16 @@ def _read_notebook(path: Path):
         raise ValueError(f"not a valid notebook: {one_line(type(exc).__name__, str(exc))}") from exc
     cells = notebook.get("cells")
     if not isinstance(cells, list) or not all(
-            isinstance(c, dict) and isinstance(c.get("cell_type"), str)
-            and isinstance(c.get("source", ""), (str, list)) for c in cells):
+        isinstance(c, dict) and isinstance(c.get("cell_type"), str) and isinstance(c.get("source", ""), (str, list))
+        for c in cells
+    ):
         raise ValueError("not a valid notebook: it has no list of cells with a type and a source")
     return notebook
 
 
-def grade_submission(submission: Submission, *, cell_timeout: float = 300,
-                     timeout: float = 1800, hidden_seeds=()) -> list[ExerciseResult]:
+def grade_submission(
+    submission: Submission, *, cell_timeout: float = 300, timeout: float = 1800, hidden_seeds=()
+) -> list[ExerciseResult]:
     """Run one submission in a fresh kernel and grade it: one ExerciseResult per check cell of
     its course notebook (one row with result ``error`` when there is no course notebook or it
     cannot be read). The checks also run on the inputs of `hidden_seeds`. Never raises for a
@@ -692,45 +756,84 @@ def grade_submission(submission: Submission, *, cell_timeout: float = 300,
         return _grade_submission(submission, cell_timeout, timeout, tuple(hidden_seeds))
     except Exception as exc:  # a grader bug must not end the run for everyone else
         message = f"grader error: {one_line(type(exc).__name__, str(exc))}"
-        return [ExerciseResult(submission.student, submission.path.name, submission.file, "",
-                               "error", "", message)]
+        return [ExerciseResult(submission.student, submission.path.name, submission.file, "", "error", "", message)]
 
 
-def _grade_submission(submission: Submission, cell_timeout: float, timeout: float,
-                      hidden_seeds: tuple[int, ...] = ()) -> list[ExerciseResult]:
+def _grade_submission(
+    submission: Submission, cell_timeout: float, timeout: float, hidden_seeds: tuple[int, ...] = ()
+) -> list[ExerciseResult]:
     def rows(results, status=None):
-        return [ExerciseResult(submission.student, notebook_name, submission.file, check.name,
-                               result, status[k] if status else "", message,
-                               check.points if result == "pass" else 0.0, check.points)
-                for k, (check, (result, message)) in enumerate(zip(checks, results))]
+        return [
+            ExerciseResult(
+                submission.student,
+                notebook_name,
+                submission.file,
+                check.name,
+                result,
+                status[k] if status else "",
+                message,
+                check.points if result == "pass" else 0.0,
+                check.points,
+            )
+            for k, (check, (result, message)) in enumerate(zip(checks, results))
+        ]
 
     notebook_name = submission.reference.name if submission.reference else submission.path.name
     if submission.reference is None:
-        return [ExerciseResult(submission.student, notebook_name, submission.file, "", "error", "",
-                               f"unknown notebook {submission.path.name!r}: no course notebook "
-                               "of that name; rename it like the course notebook it answers")]
+        return [
+            ExerciseResult(
+                submission.student,
+                notebook_name,
+                submission.file,
+                "",
+                "error",
+                "",
+                f"unknown notebook {submission.path.name!r}: no course notebook "
+                "of that name; rename it like the course notebook it answers",
+            )
+        ]
     try:
         checks = reference_checks(_read_notebook(submission.reference))
     except ValueError as exc:
-        return [ExerciseResult(submission.student, notebook_name, submission.file, "", "error", "",
-                               f"reference {submission.reference}: {exc}")]
+        return [
+            ExerciseResult(
+                submission.student,
+                notebook_name,
+                submission.file,
+                "",
+                "error",
+                "",
+                f"reference {submission.reference}: {exc}",
+            )
+        ]
     if not checks:
-        return [ExerciseResult(submission.student, notebook_name, submission.file, "", "error", "",
-                               f"reference {submission.reference} has no cell tagged 'check'")]
+        return [
+            ExerciseResult(
+                submission.student,
+                notebook_name,
+                submission.file,
+                "",
+                "error",
+                "",
+                f"reference {submission.reference} has no cell tagged 'check'",
+            )
+        ]
     try:
         notebook = _read_notebook(submission.path)
     except ValueError as exc:
         return rows([("error", str(exc))] * len(checks))
     steps, status = plan_cells(notebook, checks)
-    with tempfile.TemporaryDirectory(prefix="onehot2gpt-grading-") as workdir, \
-            tempfile.TemporaryDirectory(prefix="onehot2gpt-answers-") as answers_dir:
+    with (
+        tempfile.TemporaryDirectory(prefix="onehot2gpt-grading-") as workdir,
+        tempfile.TemporaryDirectory(prefix="onehot2gpt-answers-") as answers_dir,
+    ):
         run = _Run(steps, len(checks), workdir, cell_timeout, timeout, answers_dir, hidden_seeds)
         try:
             run_sync(run.run)()
         except Exception as exc:  # the kernel would not start, or a grader bug: report, go on
             run.finish("error", f"grader error: {one_line(type(exc).__name__, str(exc))}")
         finally:
-            if run.client is not None:     # interrupted (Ctrl-C) or failed mid-way
+            if run.client is not None:  # interrupted (Ctrl-C) or failed mid-way
                 try:
                     run_sync(run.stop)()
                 except Exception:
@@ -748,13 +851,14 @@ def _grade_submission(submission: Submission, cell_timeout: float, timeout: floa
 # A class: one process per submission, several at a time, a journal to resume from
 # --------------------------------------------------------------------------------------------
 
-WORKER_GRACE = 120        # seconds a submission's process may take beyond --timeout (start-up, replays)
-MEMORY_GB = 8.0           # address space for a submission's process and its kernel (RLIMIT_AS)
+WORKER_GRACE = 120  # seconds a submission's process may take beyond --timeout (start-up, replays)
+MEMORY_GB = 8.0  # address space for a submission's process and its kernel (RLIMIT_AS)
 JOURNAL = "results.jsonl"
 
 
 def _sha256(path: Path) -> str:
     import hashlib
+
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -767,8 +871,10 @@ def _file_rows(submission: Submission, result: str, message: str) -> list[Exerci
         checks = []
     if not checks:
         return [ExerciseResult(submission.student, notebook, submission.file, "", result, "", message)]
-    return [ExerciseResult(submission.student, notebook, submission.file, c.name, result, "", message,
-                           0.0, c.points) for c in checks]
+    return [
+        ExerciseResult(submission.student, notebook, submission.file, c.name, result, "", message, 0.0, c.points)
+        for c in checks
+    ]
 
 
 def _limit_resources(memory_gb: float | None) -> list[str]:
@@ -777,12 +883,13 @@ def _limit_resources(memory_gb: float | None) -> list[str]:
     done = []
     try:
         import resource
+
         if memory_gb:
             limit = int(memory_gb * 2**30)
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             done.append(f"{memory_gb:g} GB of memory")
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (ImportError, ValueError, OSError):   # not POSIX, or the limit is above the hard one
+    except (ImportError, ValueError, OSError):  # not POSIX, or the limit is above the hard one
         pass
     return done
 
@@ -798,15 +905,21 @@ def _worker(spec_path: str) -> int:
     _limit_resources(spec.get("memory_gb"))
     if not spec.get("network", True) and network_isolation_available():
         _KERNEL.update(prefix=list(_UNSHARE), ipc=True)
-    home = tempfile.mkdtemp(prefix="onehot2gpt-home-")       # a private HOME for the kernel
-    os.environ.update(HOME=home, IPYTHONDIR=str(Path(home) / ".ipython"),
-                      MPLCONFIGDIR=str(Path(home) / ".matplotlib"), **spec.get("env", {}))
+    home = tempfile.mkdtemp(prefix="onehot2gpt-home-")  # a private HOME for the kernel
+    os.environ.update(
+        HOME=home,
+        IPYTHONDIR=str(Path(home) / ".ipython"),
+        MPLCONFIGDIR=str(Path(home) / ".matplotlib"),
+        **spec.get("env", {}),
+    )
     try:
         sub = spec["submission"]
-        submission = Submission(Path(sub["path"]), sub["file"], sub["student"],
-                                Path(sub["reference"]) if sub["reference"] else None)
-        rows = grade_submission(submission, cell_timeout=spec["cell_timeout"], timeout=spec["timeout"],
-                                hidden_seeds=spec["hidden_seeds"])
+        submission = Submission(
+            Path(sub["path"]), sub["file"], sub["student"], Path(sub["reference"]) if sub["reference"] else None
+        )
+        rows = grade_submission(
+            submission, cell_timeout=spec["cell_timeout"], timeout=spec["timeout"], hidden_seeds=spec["hidden_seeds"]
+        )
         out = Path(spec["result"])
         tmp = out.with_suffix(".tmp")
         tmp.write_text(json.dumps([r.row() for r in rows]), encoding="utf-8")
@@ -822,13 +935,22 @@ class _Workers:
 
     def __init__(self):
         import threading
+
         self.running: set = set()
         self.lock = threading.Lock()
 
-    def run(self, submission: Submission, *, cell_timeout: float, timeout: float, hidden_seeds,
-            memory_gb: float | None, threads: int | None, network: bool = True) -> list[ExerciseResult]:
+    def run(
+        self,
+        submission: Submission,
+        *,
+        cell_timeout: float,
+        timeout: float,
+        hidden_seeds,
+        memory_gb: float | None,
+        threads: int | None,
+        network: bool = True,
+    ) -> list[ExerciseResult]:
         import json
-        import os
         import signal
 
         from .data import cache_dir
@@ -838,16 +960,30 @@ class _Workers:
             env = {"ONEHOT2GPT_CACHE": str(cache_dir())}
             if threads:
                 env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-            spec = {"submission": {"path": str(submission.path), "file": submission.file,
-                                   "student": submission.student,
-                                   "reference": str(submission.reference) if submission.reference else ""},
-                    "cell_timeout": cell_timeout, "timeout": timeout, "hidden_seeds": list(hidden_seeds),
-                    "memory_gb": memory_gb, "result": str(result), "env": env, "network": network}
+            spec = {
+                "submission": {
+                    "path": str(submission.path),
+                    "file": submission.file,
+                    "student": submission.student,
+                    "reference": str(submission.reference) if submission.reference else "",
+                },
+                "cell_timeout": cell_timeout,
+                "timeout": timeout,
+                "hidden_seeds": list(hidden_seeds),
+                "memory_gb": memory_gb,
+                "result": str(result),
+                "env": env,
+                "network": network,
+            }
             spec_path = Path(tmp) / "spec.json"
             spec_path.write_text(json.dumps(spec), encoding="utf-8")
-            proc = subprocess.Popen([sys.executable, "-m", "onehot2gpt.grading", "--worker", str(spec_path)],
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "onehot2gpt.grading", "--worker", str(spec_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             with self.lock:
                 self.running.add(proc)
             timed_out = False
@@ -864,18 +1000,30 @@ class _Workers:
             except (OSError, ValueError, TypeError):
                 pass
         if timed_out:
-            return _file_rows(submission, "timeout", f"grading this submission took longer than "
-                              f"{timeout + WORKER_GRACE:g} s (--timeout plus {WORKER_GRACE} s) and was stopped")
+            return _file_rows(
+                submission,
+                "timeout",
+                f"grading this submission took longer than "
+                f"{timeout + WORKER_GRACE:g} s (--timeout plus {WORKER_GRACE} s) and was stopped",
+            )
         code = proc.returncode
-        how = (f"was killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
-               else f"ended with exit code {code}")
-        return _file_rows(submission, "crash", f"the process grading this submission {how} before it "
-                          "finished (did the submission kill its kernel's parent, or run out of memory?)")
+        how = (
+            f"was killed by signal {signal.Signals(-code).name}"
+            if code is not None and code < 0
+            else f"ended with exit code {code}"
+        )
+        return _file_rows(
+            submission,
+            "crash",
+            f"the process grading this submission {how} before it "
+            "finished (did the submission kill its kernel's parent, or run out of memory?)",
+        )
 
     def _kill(self, proc) -> None:
         """Kill the process's whole session: the grading process and its kernel."""
         import os
         import signal
+
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError, OSError):
@@ -896,6 +1044,7 @@ def read_journal(path: str | Path) -> tuple[tuple[int, ...] | None, dict[tuple[s
     """A journal written by :func:`grade` → (its hidden seeds, {(file, sha256): rows}). Lines that
     cannot be read (a run killed mid-write) are skipped: those submissions are graded again."""
     import json
+
     seeds, done = None, {}
     path = Path(path)
     if not path.exists():
@@ -915,9 +1064,10 @@ def read_journal(path: str | Path) -> tuple[tuple[int, ...] | None, dict[tuple[s
 def _append(path: Path, entry: dict) -> None:
     import json
     import os
+
     with path.open("a+", encoding="utf-8") as f:
         f.seek(0, 2)
-        if f.tell():                     # a run killed mid-line left no line break: start a new line
+        if f.tell():  # a run killed mid-line left no line break: start a new line
             f.seek(f.tell() - 1)
             if f.read(1) != "\n":
                 f.write("\n")
@@ -926,10 +1076,20 @@ def _append(path: Path, entry: dict) -> None:
         os.fsync(f.fileno())
 
 
-def grade(submissions_dir: str | Path, reference_dir: str | Path = "notebooks", *,
-          cell_timeout: float = 300, timeout: float = 1800, log=None, jobs: int = 1,
-          hidden_seeds=None, journal: str | Path | None = None, memory_gb: float | None = MEMORY_GB,
-          network: bool = False, on_result=None) -> list[ExerciseResult]:
+def grade(
+    submissions_dir: str | Path,
+    reference_dir: str | Path = "notebooks",
+    *,
+    cell_timeout: float = 300,
+    timeout: float = 1800,
+    log=None,
+    jobs: int = 1,
+    hidden_seeds=None,
+    journal: str | Path | None = None,
+    memory_gb: float | None = MEMORY_GB,
+    network: bool = False,
+    on_result=None,
+) -> list[ExerciseResult]:
     """Grade every notebook under `submissions_dir` against the course notebooks in
     `reference_dir` → all ExerciseResults, in submission order.
 
@@ -956,8 +1116,10 @@ def grade(submissions_dir: str | Path, reference_dir: str | Path = "notebooks", 
         if hidden_seeds is None:
             hidden_seeds = recorded
         elif recorded is not None and done and tuple(hidden_seeds) != recorded:
-            raise ValueError(f"{journal} holds grades made with other hidden seeds {list(recorded)}: "
-                             f"grade with the same --hidden-seed, or delete the file to start afresh")
+            raise ValueError(
+                f"{journal} holds grades made with other hidden seeds {list(recorded)}: "
+                f"grade with the same --hidden-seed, or delete the file to start afresh"
+            )
     if hidden_seeds is None:
         hidden_seeds = (secrets.randbelow(2**31 - 2) + 1,)
     hidden_seeds = tuple(int(x) for x in hidden_seeds)
@@ -977,13 +1139,21 @@ def grade(submissions_dir: str | Path, reference_dir: str | Path = "notebooks", 
             todo.append((i, submission, key))
     workers = _Workers()
     import threading
+
     lock = threading.Lock()
 
     def one(item):
         i, submission, key = item
         start = time.monotonic()
-        rows = workers.run(submission, cell_timeout=cell_timeout, timeout=timeout,
-                           hidden_seeds=hidden_seeds, memory_gb=memory_gb, threads=threads, network=network)
+        rows = workers.run(
+            submission,
+            cell_timeout=cell_timeout,
+            timeout=timeout,
+            hidden_seeds=hidden_seeds,
+            memory_gb=memory_gb,
+            threads=threads,
+            network=network,
+        )
         with lock:
             results[i] = rows
             if journal is not None:
@@ -1000,7 +1170,7 @@ def grade(submissions_dir: str | Path, reference_dir: str | Path = "notebooks", 
     try:
         for future in [pool.submit(one, item) for item in todo]:
             future.result()
-    except BaseException:           # Ctrl-C: stop every grading process, keep the journal
+    except BaseException:  # Ctrl-C: stop every grading process, keep the journal
         workers.kill_all()
         pool.shutdown(wait=False, cancel_futures=True)
         raise
@@ -1011,6 +1181,7 @@ def grade(submissions_dir: str | Path, reference_dir: str | Path = "notebooks", 
 # --------------------------------------------------------------------------------------------
 # Reports
 # --------------------------------------------------------------------------------------------
+
 
 def _cell(text: str) -> str:
     """Text safe inside a Markdown table cell."""
@@ -1036,8 +1207,7 @@ def duplicates(results: list[ExerciseResult]) -> dict[tuple[str, str], list[str]
         if r.exercise:
             score = files.setdefault((r.student, r.notebook), {})
             score[r.file] = score.get(r.file, 0.0) + r.points
-    return {key: sorted(scores, key=lambda f: (-scores[f], f)) for key, scores in files.items()
-            if len(scores) > 1}
+    return {key: sorted(scores, key=lambda f: (-scores[f], f)) for key, scores in files.items() if len(scores) > 1}
 
 
 def _counted(results: list[ExerciseResult]) -> list[ExerciseResult]:
@@ -1059,36 +1229,61 @@ def markdown_report(results: list[ExerciseResult], settings: str = "") -> str:
     for file, rows in by_file.items():
         exercises = [r for r in rows if r.exercise]
         passed = sum(r.result == "pass" for r in exercises)
-        problems = [f"{sum(r.check_cell == s for r in exercises)} check cell(s) {s}"
-                    for s in ("modified", "missing") if any(r.check_cell == s for r in exercises)]
-        problems += [f"{sum(r.result == s for r in exercises)} {s}"
-                     for s in ("timeout", "crash", "not run")
-                     if any(r.result == s for r in exercises)]
-        if any(r.result in ("error", "crash", "timeout") for r in rows if not r.exercise) or \
-                any(r.result == "error" for r in rows):
+        problems = [
+            f"{sum(r.check_cell == s for r in exercises)} check cell(s) {s}"
+            for s in ("modified", "missing")
+            if any(r.check_cell == s for r in exercises)
+        ]
+        problems += [
+            f"{sum(r.result == s for r in exercises)} {s}"
+            for s in ("timeout", "crash", "not run")
+            if any(r.result == s for r in exercises)
+        ]
+        if any(r.result in ("error", "crash", "timeout") for r in rows if not r.exercise) or any(
+            r.result == "error" for r in rows
+        ):
             problems.insert(0, next(r.message for r in rows if r.result in ("error", "crash", "timeout")))
         if file in not_counted:
             problems.insert(0, f"duplicate: not counted, {not_counted[file]} counts")
         score = f"{passed}/{len(exercises)}" if exercises else "–"
-        points = (f"{_number(sum(r.points for r in exercises))}/{_number(sum(r.max_points for r in exercises))}"
-                  if exercises else "–")
-        lines.append(f"| {_cell(rows[0].student)} | {_cell(rows[0].notebook)} | {score} | {points} | "
-                     f"{_cell('; '.join(problems))} |")
+        points = (
+            f"{_number(sum(r.points for r in exercises))}/{_number(sum(r.max_points for r in exercises))}"
+            if exercises
+            else "–"
+        )
+        lines.append(
+            f"| {_cell(rows[0].student)} | {_cell(rows[0].notebook)} | {score} | {points} | "
+            f"{_cell('; '.join(problems))} |"
+        )
     if twins:
-        lines += ["", "## Duplicates", "",
-                  "These students handed in more than one file for a notebook; the best-graded one "
-                  "counts in grades_wide.csv and the feedback, and the others are listed here:", ""]
+        lines += [
+            "",
+            "## Duplicates",
+            "",
+            "These students handed in more than one file for a notebook; the best-graded one "
+            "counts in grades_wide.csv and the feedback, and the others are listed here:",
+            "",
+        ]
         for (student, notebook), files in twins.items():
-            lines.append(f"* {_cell(student)}, {_cell(notebook)}: {_cell(files[0])} counts; "
-                         f"not counted: {_cell(', '.join(files[1:]))}")
+            lines.append(
+                f"* {_cell(student)}, {_cell(notebook)}: {_cell(files[0])} counts; "
+                f"not counted: {_cell(', '.join(files[1:]))}"
+            )
     mark = {"pass": "✓ pass", "fail": "✗ fail"}
     for file, rows in by_file.items():
-        lines += ["", f"## {rows[0].student}: {file}", "",
-                  "| exercise | result | points | check cell | message |", "|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## {rows[0].student}: {file}",
+            "",
+            "| exercise | result | points | check cell | message |",
+            "|---|---|---|---|---|",
+        ]
         for r in rows:
             pts = f"{_number(r.points)}/{_number(r.max_points)}" if r.exercise else ""
-            lines.append(f"| {_cell(r.exercise or '(file)')} | {mark.get(r.result, r.result)} | {pts} | "
-                         f"{r.check_cell} | {_cell(r.message)} |")
+            lines.append(
+                f"| {_cell(r.exercise or '(file)')} | {mark.get(r.result, r.result)} | {pts} | "
+                f"{r.check_cell} | {_cell(r.message)} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -1109,12 +1304,19 @@ def write_wide_csv(results: list[ExerciseResult], path: str | Path) -> Path:
         writer = csv.writer(f)
         writer.writerow(["student", "total", "max_total", *columns, "files", "duplicates"])
         for student in students:
-            earned = {f"{r.notebook}: {r.exercise}": r.points for r in counted
-                      if r.student == student and r.exercise}
+            earned = {f"{r.notebook}: {r.exercise}": r.points for r in counted if r.student == student and r.exercise}
             files = sorted({r.file for r in counted if r.student == student})
             extra = sorted(f for (s, _), fs in twins.items() if s == student for f in fs[1:])
-            writer.writerow([student, _number(sum(earned.values())), _number(sum(columns.values())),
-                             *(_number(earned.get(c, 0.0)) for c in columns), "; ".join(files), "; ".join(extra)])
+            writer.writerow(
+                [
+                    student,
+                    _number(sum(earned.values())),
+                    _number(sum(columns.values())),
+                    *(_number(earned.get(c, 0.0)) for c in columns),
+                    "; ".join(files),
+                    "; ".join(extra),
+                ]
+            )
     return path
 
 
@@ -1144,8 +1346,11 @@ def write_feedback(results: list[ExerciseResult], folder: str | Path) -> Path:
             lines += [f"## {notebook} ({mine[0].file})", ""]
             for (s, nb), files in twins.items():
                 if s == student and nb == notebook:
-                    lines += [f"You handed in {len(files)} files for this notebook; {files[0]} is graded "
-                              f"(not: {', '.join(files[1:])}).", ""]
+                    lines += [
+                        f"You handed in {len(files)} files for this notebook; {files[0]} is graded "
+                        f"(not: {', '.join(files[1:])}).",
+                        "",
+                    ]
             lines += ["| exercise | result | points | what to look at |", "|---|---|---|---|"]
             for r in mine:
                 pts = f"{_number(r.points)}/{_number(r.max_points)}" if r.exercise else ""
@@ -1155,8 +1360,9 @@ def write_feedback(results: list[ExerciseResult], folder: str | Path) -> Path:
     return folder
 
 
-def write_reports(results: list[ExerciseResult], out_dir: str | Path,
-                  settings: str = "") -> tuple[Path, Path, Path, Path]:
+def write_reports(
+    results: list[ExerciseResult], out_dir: str | Path, settings: str = ""
+) -> tuple[Path, Path, Path, Path]:
     """Write ``grades.csv`` (one row per exercise), ``grades.md`` (the lecturer's summary),
     ``grades_wide.csv`` (one row per student, for the LMS) and ``feedback/`` (one file per
     student) into `out_dir` (created if needed)."""
@@ -1164,8 +1370,12 @@ def write_reports(results: list[ExerciseResult], out_dir: str | Path,
     out_dir.mkdir(parents=True, exist_ok=True)
     md = out_dir / "grades.md"
     md.write_text(markdown_report(results, settings), encoding="utf-8")
-    return (write_csv(results, out_dir / "grades.csv"), md, write_wide_csv(results, out_dir / "grades_wide.csv"),
-            write_feedback(results, out_dir / "feedback"))
+    return (
+        write_csv(results, out_dir / "grades.csv"),
+        md,
+        write_wide_csv(results, out_dir / "grades_wide.csv"),
+        write_feedback(results, out_dir / "feedback"),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1176,32 +1386,51 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m onehot2gpt.grading",
         description="Run submitted student notebooks in fresh kernels, one process each, and grade "
-                    "their checked exercises (grades.csv, grades.md, grades_wide.csv, feedback/).")
-    parser.add_argument("submissions", help="folder of submitted .ipynb files, searched "
-                        "recursively; the first subfolder names the student")
-    parser.add_argument("--reference", default="notebooks",
-                        help="folder of the solved course notebooks (default: notebooks)")
-    parser.add_argument("--out", help="where to write the reports and the journal "
-                        "(default: the submissions folder)")
-    parser.add_argument("--timeout", type=float, default=1800,
-                        help="seconds for a whole notebook (default: 1800)")
-    parser.add_argument("--cell-timeout", type=float, default=300,
-                        help="seconds for one cell before it is interrupted (default: 300)")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="submissions graded at the same time (default: 1); each gets the "
-                             "machine's cores divided by this")
-    parser.add_argument("--hidden-seed", type=int, action="append",
-                        help="seed of hidden test inputs, never in the student notebooks (repeat for "
-                             "more; default: one random seed, kept in the journal so a resumed run "
-                             "uses it again)")
-    parser.add_argument("--memory-gb", type=float, default=MEMORY_GB,
-                        help=f"memory for each submission's process and kernel (default: {MEMORY_GB:g}; "
-                             "0 for no limit)")
-    parser.add_argument("--network", action="store_true",
-                        help="let submissions reach the network (by default their kernels get none "
-                             "where the OS allows: Linux user namespaces)")
-    parser.add_argument("--fresh", action="store_true",
-                        help=f"grade everything again, ignoring the journal ({JOURNAL}) of an earlier run")
+        "their checked exercises (grades.csv, grades.md, grades_wide.csv, feedback/).",
+    )
+    parser.add_argument(
+        "submissions",
+        help="folder of submitted .ipynb files, searched recursively; the first subfolder names the student",
+    )
+    parser.add_argument(
+        "--reference", default="notebooks", help="folder of the solved course notebooks (default: notebooks)"
+    )
+    parser.add_argument("--out", help="where to write the reports and the journal (default: the submissions folder)")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds for a whole notebook (default: 1800)")
+    parser.add_argument(
+        "--cell-timeout", type=float, default=300, help="seconds for one cell before it is interrupted (default: 300)"
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="submissions graded at the same time (default: 1); each gets the machine's cores divided by this",
+    )
+    parser.add_argument(
+        "--hidden-seed",
+        type=int,
+        action="append",
+        help="seed of hidden test inputs, never in the student notebooks (repeat for "
+        "more; default: one random seed, kept in the journal so a resumed run "
+        "uses it again)",
+    )
+    parser.add_argument(
+        "--memory-gb",
+        type=float,
+        default=MEMORY_GB,
+        help=f"memory for each submission's process and kernel (default: {MEMORY_GB:g}; 0 for no limit)",
+    )
+    parser.add_argument(
+        "--network",
+        action="store_true",
+        help="let submissions reach the network (by default their kernels get none "
+        "where the OS allows: Linux user namespaces)",
+    )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help=f"grade everything again, ignoring the journal ({JOURNAL}) of an earlier run",
+    )
     args = parser.parse_args(argv)
     if args.timeout <= 0 or args.cell_timeout <= 0:
         parser.error("--timeout and --cell-timeout must be positive numbers of seconds")
@@ -1214,20 +1443,34 @@ def main(argv: list[str] | None = None) -> int:
     if args.fresh and journal.exists():
         journal.unlink()
     log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
-    settings = (f"Graded against `{args.reference}`; limits: {args.cell_timeout:g} s a cell, "
-                f"{args.timeout:g} s a notebook, {args.memory_gb:g} GB a submission "
-                f"({'no limit' if not args.memory_gb else 'address space'}); {args.jobs} at a time; network: "
-                f"{'allowed' if args.network else 'cut' if network_isolation_available() else 'not isolated (no user namespaces here)'}.")
+    settings = (
+        f"Graded against `{args.reference}`; limits: {args.cell_timeout:g} s a cell, "
+        f"{args.timeout:g} s a notebook, {args.memory_gb:g} GB a submission "
+        f"({'no limit' if not args.memory_gb else 'address space'}); {args.jobs} at a time; network: "
+        f"{'allowed' if args.network else 'cut' if network_isolation_available() else 'not isolated (no user namespaces here)'}."
+    )
     try:
-        results = grade(args.submissions, args.reference, cell_timeout=args.cell_timeout,
-                        timeout=args.timeout, log=log, jobs=args.jobs, hidden_seeds=args.hidden_seed,
-                        journal=journal, memory_gb=args.memory_gb or None, network=args.network,
-                        on_result=lambda so_far: write_reports(so_far, out, settings + " (in progress)"))
+        results = grade(
+            args.submissions,
+            args.reference,
+            cell_timeout=args.cell_timeout,
+            timeout=args.timeout,
+            log=log,
+            jobs=args.jobs,
+            hidden_seeds=args.hidden_seed,
+            journal=journal,
+            memory_gb=args.memory_gb or None,
+            network=args.network,
+            on_result=lambda so_far: write_reports(so_far, out, settings + " (in progress)"),
+        )
     except (FileNotFoundError, ValueError) as exc:
         parser.error(str(exc))
-    except KeyboardInterrupt:                 # every grading process was stopped on the way out
-        print(f"interrupted: the submissions graded so far are in {journal}; run the same command "
-              "again to grade the rest", file=sys.stderr)
+    except KeyboardInterrupt:  # every grading process was stopped on the way out
+        print(
+            f"interrupted: the submissions graded so far are in {journal}; run the same command "
+            "again to grade the rest",
+            file=sys.stderr,
+        )
         return 130
     for path in write_reports(results, out, settings):
         print(path)

@@ -23,9 +23,30 @@ import torch.nn.functional as F
 
 from .utils import as_ids
 
-__all__ = ["read_out", "Trace", "BertTrace", "trace_bert", "trace_model", "Stage", "trace_gpt", "check_trace", "stages", "logit_lens", "LensRow",
-           "intervene", "Intervention", "next_token_loss", "repeated_random_tokens", "induction_scores",
-           "per_position_loss", "previous_token_scores", "check_gpt", "is_course_bert", "random_trigram_table", "text_with_repeats"]
+__all__ = [
+    "read_out",
+    "Trace",
+    "BertTrace",
+    "trace_bert",
+    "trace_model",
+    "Stage",
+    "trace_gpt",
+    "check_trace",
+    "stages",
+    "logit_lens",
+    "LensRow",
+    "intervene",
+    "Intervention",
+    "next_token_loss",
+    "repeated_random_tokens",
+    "induction_scores",
+    "per_position_loss",
+    "previous_token_scores",
+    "check_gpt",
+    "is_course_bert",
+    "random_trigram_table",
+    "text_with_repeats",
+]
 
 
 @dataclass
@@ -33,16 +54,16 @@ class Trace:
     """Every tensor of one forward pass (see :func:`trace_gpt`). ``layers[l]`` maps a stage key
     (``"ln1"``, ``"q"``, ``"scores"``, …) to its tensor; the rest are the stages outside the blocks."""
 
-    ids: torch.Tensor                   # (T,)
-    tok_emb: torch.Tensor               # (T, D)
-    pos_emb: torch.Tensor               # (T, D)
-    x0: torch.Tensor                    # (T, D) the residual stream entering layer 0
+    ids: torch.Tensor  # (T,)
+    tok_emb: torch.Tensor  # (T, D)
+    pos_emb: torch.Tensor  # (T, D)
+    x0: torch.Tensor  # (T, D) the residual stream entering layer 0
     layers: list[dict[str, torch.Tensor]]
-    final_ln: torch.Tensor              # (T, D)
-    logits: torch.Tensor                # (T, V)
+    final_ln: torch.Tensor  # (T, D)
+    logits: torch.Tensor  # (T, V)
     temperature: float
-    scaled_logits: torch.Tensor         # (T, V) logits / temperature
-    probs: torch.Tensor                 # (T, V)
+    scaled_logits: torch.Tensor  # (T, V) logits / temperature
+    probs: torch.Tensor  # (T, V)
     switched_off: dict = field(default_factory=dict)
 
     @property
@@ -61,8 +82,10 @@ def check_gpt(model) -> None:
     needed = ("tok_emb", "pos_emb", "blocks", "final_norm", "lm_head", "config")
     missing = [n for n in needed if not hasattr(model, n)]
     if missing:
-        raise TypeError(f"expected a course GPT (onehot2gpt.gpt.GPT); {type(model).__name__} has no "
-                        f"{', '.join(missing)}. Load one with onehot2gpt.checkpoints.load or build GPT(config)")
+        raise TypeError(
+            f"expected a course GPT (onehot2gpt.gpt.GPT); {type(model).__name__} has no "
+            f"{', '.join(missing)}. Load one with onehot2gpt.checkpoints.load or build GPT(config)"
+        )
 
 
 def _check_positions(name: str, values, limit: int) -> set[int]:
@@ -94,8 +117,10 @@ def _one_sequence(ids, config, what: str = "the model") -> torch.Tensor:
             raise ValueError(f"trace one sequence at a time: ids has batch size {ids.size(0)}; pass ids[0]")
         ids = ids[0]
     if ids.numel() > config.max_len:
-        raise ValueError(f"the sequence has {ids.numel()} tokens but {what} knows positions 0…{config.max_len - 1} "
-                         f"only; keep its last {config.max_len} tokens (ids[-{config.max_len}:])")
+        raise ValueError(
+            f"the sequence has {ids.numel()} tokens but {what} knows positions 0…{config.max_len - 1} "
+            f"only; keep its last {config.max_len} tokens (ids[-{config.max_len}:])"
+        )
     return ids
 
 
@@ -112,8 +137,12 @@ def _check_count(name: str, k) -> None:
 
 
 def _check_temperature(temperature) -> None:
-    if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
-            and math.isfinite(temperature) and temperature > 0):
+    if not (
+        isinstance(temperature, (int, float))
+        and not isinstance(temperature, bool)
+        and math.isfinite(temperature)
+        and temperature > 0
+    ):
         raise ValueError(f"temperature must be a number > 0 (1 leaves the logits as they are); got {temperature!r}")
 
 
@@ -122,18 +151,18 @@ def _attend(s: dict, x, attn, allowed, n_heads: int, heads_off=()) -> None:
     scaled, masked, weights, heads (the heads in `heads_off` zeroed) and attn_out."""
     T, D = x.shape
     hs = D // n_heads
-    qkv = F.linear(x, attn.in_proj.weight, attn.in_proj.bias)                       # (T, 3D)
+    qkv = F.linear(x, attn.in_proj.weight, attn.in_proj.bias)  # (T, 3D)
     q, k, v = (t.view(T, n_heads, hs).transpose(0, 1) for t in qkv.split(D, dim=-1))  # 3 × (H, T, hs)
     s["q"], s["k"], s["v"] = q, k, v
-    s["scores"] = q @ k.transpose(-2, -1)                                           # (H, T, T)
+    s["scores"] = q @ k.transpose(-2, -1)  # (H, T, T)
     s["scaled"] = s["scores"] / math.sqrt(hs)
     s["masked"] = s["scaled"].masked_fill(~allowed, float("-inf"))
     s["weights"] = torch.softmax(s["masked"], dim=-1)
-    heads = s["weights"] @ v                                                        # (H, T, hs)
+    heads = s["weights"] @ v  # (H, T, hs)
     for h in heads_off:
         heads[h] = 0.0
     s["heads"] = heads
-    merged = heads.transpose(0, 1).reshape(T, D)                                    # heads side by side
+    merged = heads.transpose(0, 1).reshape(T, D)  # heads side by side
     s["attn_out"] = F.linear(merged, attn.out_proj.weight, attn.out_proj.bias)
 
 
@@ -167,8 +196,8 @@ def trace_gpt(model, ids, *, temperature: float = 1.0, heads_off=(), mlps_off=()
     device = model.tok_emb.weight.device
     ids = ids.to(device)
     H, D = c.n_heads, c.d_model
-    tok = model.tok_emb.weight[ids]                                   # (T, D): row ids[t] of the table
-    pos = model.pos_emb.weight[:T]                                    # (T, D): row t
+    tok = model.tok_emb.weight[ids]  # (T, D): row ids[t] of the table
+    pos = model.pos_emb.weight[:T]  # (T, D): row t
     x = tok + pos
     x0 = x
     allowed = torch.ones(T, T, dtype=torch.bool, device=device).tril()  # query i sees keys 0…i
@@ -183,8 +212,7 @@ def trace_gpt(model, ids, *, temperature: float = 1.0, heads_off=(), mlps_off=()
         _attend(s, s["ln1"], block.attn, allowed, H, [h for (ll, h) in heads_off if ll == l])
         s["resid_mid"] = x + s["attn_out"]
         s["ln2"] = F.layer_norm(s["resid_mid"], (D,), block.norm2.weight, block.norm2.bias, block.norm2.eps)
-        s["mlp_hidden"] = F.gelu(F.linear(s["ln2"], block.ff.linear1.weight, block.ff.linear1.bias),
-                                 approximate="tanh")
+        s["mlp_hidden"] = F.gelu(F.linear(s["ln2"], block.ff.linear1.weight, block.ff.linear1.bias), approximate="tanh")
         s["mlp_out"] = F.linear(s["mlp_hidden"], block.ff.linear2.weight, block.ff.linear2.bias)
         if l in mlps_off:
             s["mlp_out"] = torch.zeros_like(s["mlp_out"])
@@ -193,13 +221,23 @@ def trace_gpt(model, ids, *, temperature: float = 1.0, heads_off=(), mlps_off=()
         layers.append(s)
     n = model.final_norm
     final = F.layer_norm(x, (D,), n.weight, n.bias, n.eps)
-    logits = final @ model.lm_head.weight.T                           # (T, V): tied to tok_emb
+    logits = final @ model.lm_head.weight.T  # (T, V): tied to tok_emb
     if model.lm_head.bias is not None:
         logits = logits + model.lm_head.bias
     scaled = logits / temperature
-    return Trace(ids.cpu(), tok, pos, x0, layers, final, logits, float(temperature), scaled,
-                 torch.softmax(scaled, dim=-1),
-                 {"heads": sorted(heads_off), "mlps": sorted(mlps_off), "tokens": sorted(tokens_off)})
+    return Trace(
+        ids.cpu(),
+        tok,
+        pos,
+        x0,
+        layers,
+        final,
+        logits,
+        float(temperature),
+        scaled,
+        torch.softmax(scaled, dim=-1),
+        {"heads": sorted(heads_off), "mlps": sorted(mlps_off), "tokens": sorted(tokens_off)},
+    )
 
 
 @torch.no_grad()
@@ -214,8 +252,10 @@ def check_trace(model, trace: Trace, atol: float = 1e-4) -> dict[str, float]:
     if isinstance(trace, BertTrace):
         return _require_close(_check_bert_trace(model, trace), atol)
     if any(trace.switched_off.values()):
-        raise ValueError(f"a trace with parts switched off ({trace.switched_off}) is not the model's own "
-                         f"forward; check the trace made without heads_off, mlps_off or tokens_off")
+        raise ValueError(
+            f"a trace with parts switched off ({trace.switched_off}) is not the model's own "
+            f"forward; check the trace made without heads_off, mlps_off or tokens_off"
+        )
     was_training = model.training
     model.eval()
     try:
@@ -239,36 +279,40 @@ def check_trace(model, trace: Trace, atol: float = 1e-4) -> dict[str, float]:
 def _require_close(diffs: dict[str, float], atol: float) -> dict[str, float]:
     for part, d in diffs.items():
         if not d <= atol:
-            raise AssertionError(f"the step-by-step forward differs from the library's at {part}: "
-                                 f"max |difference| {d:.3g} > {atol:g}")
+            raise AssertionError(
+                f"the step-by-step forward differs from the library's at {part}: max |difference| {d:.3g} > {atol:g}"
+            )
     return diffs
 
 
 # -- the stages, for the stepper ----------------------------------------------------------------
 
+
 @dataclass
 class Stage:
     """One step of the forward pass at one position: what it computes and the numbers it gives."""
 
-    key: str            # e.g. "layer 0 · scores"
+    key: str  # e.g. "layer 0 · scores"
     formula: str
     value: torch.Tensor  # what the position sees at this stage: (D,), (H, T), (V,), …
-    shape: str           # the full tensor's shape, e.g. "(H=4, T=9, T=9)"
+    shape: str  # the full tensor's shape, e.g. "(H=4, T=9, T=9)"
     layer: int | None
 
 
 def _attention_rows(s: dict, p: int, T: int, D: int, mask_note: str) -> list[tuple[str, str, torch.Tensor, str]]:
     H, _, hs = s["q"].shape
     hth, htt = f"(H={H}, T={T}, hs={hs})", f"(H={H}, T={T}, T={T})"
-    return [("query Q", "x W_Q, split into heads", s["q"][:, p], hth),
-            ("key K", "x W_K, split into heads", s["k"][:, p], hth),
-            ("value V", "x W_V, split into heads", s["v"][:, p], hth),
-            ("scores", "Q Kᵀ: this query against every key", s["scores"][:, p], htt),
-            ("scaled", f"Q Kᵀ / √hs = / {math.sqrt(hs):.3g}", s["scaled"][:, p], htt),
-            ("masked", mask_note, s["masked"][:, p], htt),
-            ("softmax", "weights = softmax over keys (each row sums to 1)", s["weights"][:, p], htt),
-            ("weighted sum", "weights V: one vector per head", s["heads"][:, p], hth),
-            ("output projection", "concat(heads) W_O", s["attn_out"][p], f"(T={T}, D={D})")]
+    return [
+        ("query Q", "x W_Q, split into heads", s["q"][:, p], hth),
+        ("key K", "x W_K, split into heads", s["k"][:, p], hth),
+        ("value V", "x W_V, split into heads", s["v"][:, p], hth),
+        ("scores", "Q Kᵀ: this query against every key", s["scores"][:, p], htt),
+        ("scaled", f"Q Kᵀ / √hs = / {math.sqrt(hs):.3g}", s["scaled"][:, p], htt),
+        ("masked", mask_note, s["masked"][:, p], htt),
+        ("softmax", "weights = softmax over keys (each row sums to 1)", s["weights"][:, p], htt),
+        ("weighted sum", "weights V: one vector per head", s["heads"][:, p], hth),
+        ("output projection", "concat(heads) W_O", s["attn_out"][p], f"(T={T}, D={D})"),
+    ]
 
 
 def stages(trace, position: int = -1) -> list[Stage]:
@@ -281,30 +325,47 @@ def stages(trace, position: int = -1) -> list[Stage]:
         return _bert_stages(trace, p)
     D = trace.x0.size(-1)
     V = trace.logits.size(-1)
-    out = [Stage("token embedding", "E[id]: the token's row of the embedding table", trace.tok_emb[p],
-                 f"(T={T}, D={D})", None),
-           Stage("position embedding", "P[t]: the position's row", trace.pos_emb[p], f"(T={T}, D={D})", None),
-           Stage("input x", "x = E[id] + P[t]", trace.x0[p], f"(T={T}, D={D})", None)]
+    out = [
+        Stage(
+            "token embedding",
+            "E[id]: the token's row of the embedding table",
+            trace.tok_emb[p],
+            f"(T={T}, D={D})",
+            None,
+        ),
+        Stage("position embedding", "P[t]: the position's row", trace.pos_emb[p], f"(T={T}, D={D})", None),
+        Stage("input x", "x = E[id] + P[t]", trace.x0[p], f"(T={T}, D={D})", None),
+    ]
     for l, s in enumerate(trace.layers):
         d_ff = s["mlp_hidden"].size(-1)
         td = f"(T={T}, D={D})"
         rows = [("LayerNorm 1", "(x − mean) / std · γ + β", s["ln1"][p], td)]
         rows += _attention_rows(s, p, T, D, "−inf for keys after the query (and switched-off tokens)")
-        rows += [("residual 1", "x + attention", s["resid_mid"][p], td),
-                ("LayerNorm 2", "(x − mean) / std · γ + β", s["ln2"][p], td),
-                ("MLP hidden", "GELU(LN(x) W_1 + b_1)", s["mlp_hidden"][p], f"(T={T}, d_ff={d_ff})"),
-                ("MLP out", "hidden W_2 + b_2", s["mlp_out"][p], td),
-                ("residual 2", "x + MLP", s["resid_post"][p], td)]
+        rows += [
+            ("residual 1", "x + attention", s["resid_mid"][p], td),
+            ("LayerNorm 2", "(x − mean) / std · γ + β", s["ln2"][p], td),
+            ("MLP hidden", "GELU(LN(x) W_1 + b_1)", s["mlp_hidden"][p], f"(T={T}, d_ff={d_ff})"),
+            ("MLP out", "hidden W_2 + b_2", s["mlp_out"][p], td),
+            ("residual 2", "x + MLP", s["resid_post"][p], td),
+        ]
         out += [Stage(f"layer {l} · {name}", formula, value, shape, l) for name, formula, value, shape in rows]
-    out += [Stage("final LayerNorm", "LN_f(x)", trace.final_ln[p], f"(T={T}, D={D})", None),
-            Stage("logits", "LN_f(x) Eᵀ: a score per vocabulary entry (tied embedding)", trace.logits[p],
-                  f"(T={T}, V={V})", None),
-            Stage("temperature", f"logits / {trace.temperature:g}", trace.scaled_logits[p], f"(T={T}, V={V})", None),
-            Stage("probabilities", "softmax: the next-token distribution", trace.probs[p], f"(T={T}, V={V})", None)]
+    out += [
+        Stage("final LayerNorm", "LN_f(x)", trace.final_ln[p], f"(T={T}, D={D})", None),
+        Stage(
+            "logits",
+            "LN_f(x) Eᵀ: a score per vocabulary entry (tied embedding)",
+            trace.logits[p],
+            f"(T={T}, V={V})",
+            None,
+        ),
+        Stage("temperature", f"logits / {trace.temperature:g}", trace.scaled_logits[p], f"(T={T}, V={V})", None),
+        Stage("probabilities", "softmax: the next-token distribution", trace.probs[p], f"(T={T}, V={V})", None),
+    ]
     return out
 
 
 # -- the logit lens ---------------------------------------------------------------------------------
+
 
 def read_out(x, gain, bias, embedding, eps: float = 1e-5) -> torch.Tensor:
     """Read residual vectors the way the course GPT reads its last one: the final LayerNorm (its
@@ -318,15 +379,16 @@ def read_out(x, gain, bias, embedding, eps: float = 1e-5) -> torch.Tensor:
 class LensRow:
     """What the residual stream after one layer predicts, read through the final LN and output layer."""
 
-    layer: str                          # "embedding", "layer 0", …
-    top: list[tuple[int, float]]        # [(token id, probability)], most likely first
-    target_prob: float | None           # the probability of the given next token, if any
-    target_rank: int | None             # its rank (0 = top)
+    layer: str  # "embedding", "layer 0", …
+    top: list[tuple[int, float]]  # [(token id, probability)], most likely first
+    target_prob: float | None  # the probability of the given next token, if any
+    target_rank: int | None  # its rank (0 = top)
 
 
 @torch.no_grad()
-def logit_lens(model, ids, position: int = -1, k: int = 5, target: int | None = None,
-               trace: Trace | None = None) -> list[LensRow]:
+def logit_lens(
+    model, ids, position: int = -1, k: int = 5, target: int | None = None, trace: Trace | None = None
+) -> list[LensRow]:
     """nostalgebraist's logit lens: apply the final LayerNorm and the output layer to the residual
     stream after the embedding and after every layer, at `position`, and keep the top `k` next
     tokens (and the probability and rank of `target`, e.g. the token that really comes next). The
@@ -348,12 +410,16 @@ def logit_lens(model, ids, position: int = -1, k: int = 5, target: int | None = 
         if target is not None:
             t_prob = float(probs[target])
             t_rank = int((probs > probs[target]).sum())
-        rows.append(LensRow("embedding" if i == 0 else f"layer {i - 1}",
-                            list(zip(order.tolist(), values.tolist())), t_prob, t_rank))
+        rows.append(
+            LensRow(
+                "embedding" if i == 0 else f"layer {i - 1}", list(zip(order.tolist(), values.tolist())), t_prob, t_rank
+            )
+        )
     return rows
 
 
 # -- interventions ------------------------------------------------------------------------------------
+
 
 @dataclass
 class Intervention:
@@ -379,8 +445,7 @@ def next_token_loss(trace: Trace) -> float:
     return F.cross_entropy(trace.logits[:-1].float(), trace.ids[1:].to(trace.logits.device)).item()
 
 
-def intervene(model, ids, position: int = -1, k: int = 5, *, heads_off=(), mlps_off=(), tokens_off=()
-              ) -> Intervention:
+def intervene(model, ids, position: int = -1, k: int = 5, *, heads_off=(), mlps_off=(), tokens_off=()) -> Intervention:
     """Switch parts off (see :func:`trace_gpt`) and compare with the model as it is: mean
     next-token cross-entropy over the sequence (nats) and the top-k predictions at `position`."""
     _check_count("k", k)
@@ -392,14 +457,17 @@ def intervene(model, ids, position: int = -1, k: int = 5, *, heads_off=(), mlps_
         values, order = trace.probs[position].float().cpu().topk(min(k, trace.probs.size(-1)))
         return list(zip(order.tolist(), values.tolist()))
 
-    return Intervention(next_token_loss(before), next_token_loss(after), top(before), top(after),
-                        after.switched_off, position)
+    return Intervention(
+        next_token_loss(before), next_token_loss(after), top(before), top(after), after.switched_off, position
+    )
 
 
 # -- induction heads ----------------------------------------------------------------------------------
 
-def repeated_random_tokens(n: int, length: int, vocab_size: int, generator: torch.Generator | None = None,
-                           prefix: int = 0) -> torch.Tensor:
+
+def repeated_random_tokens(
+    n: int, length: int, vocab_size: int, generator: torch.Generator | None = None, prefix: int = 0
+) -> torch.Tensor:
     """(n, prefix + 2·length) token ids: `prefix` random tokens, then `length` random tokens twice.
 
     On the second copy a model that has learned induction (find the earlier occurrence of the
@@ -433,7 +501,7 @@ def induction_scores(weights, length: int, prefix: int = 0) -> torch.Tensor:
     T = w.size(-1)
     if T != prefix + 2 * length:
         raise ValueError(f"the maps cover {T} positions but prefix + 2·length = {prefix + 2 * length}")
-    queries = torch.arange(prefix + length, T)                       # the second copy
+    queries = torch.arange(prefix + length, T)  # the second copy
     return w[:, :, queries, queries - length + 1].mean(dim=(0, 2))
 
 
@@ -467,8 +535,14 @@ def random_trigram_table(vocab_size: int, choices: int = 2, generator: torch.Gen
     return torch.randint(0, vocab_size, (vocab_size, vocab_size, choices), generator=generator)
 
 
-def text_with_repeats(n: int, length: int, table: torch.Tensor, generator: torch.Generator | None = None,
-                      repeat: tuple[int, int] = (6, 12), noise: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
+def text_with_repeats(
+    n: int,
+    length: int,
+    table: torch.Tensor,
+    generator: torch.Generator | None = None,
+    repeat: tuple[int, int] = (6, 12),
+    noise: float = 0.1,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Toy "text" for growing induction heads: (n, length) sequences drawn from the second-order
     chain `table` (see :func:`random_trigram_table`), a fraction `noise` of tokens replaced at random,
     and in each sequence one stretch of r tokens (r drawn from `repeat`, both ends included) copied
@@ -484,8 +558,10 @@ def text_with_repeats(n: int, length: int, table: torch.Tensor, generator: torch
         raise ValueError("table must be a (V, V, choices) tensor from random_trigram_table")
     lo, hi = repeat
     if not (isinstance(length, int) and 1 <= lo <= hi and 2 * hi <= length):
-        raise ValueError(f"a repeated stretch of up to {hi} tokens, twice, must fit in length={length}; "
-                         f"give repeat=(low, high) with 1 ≤ low ≤ high ≤ length / 2")
+        raise ValueError(
+            f"a repeated stretch of up to {hi} tokens, twice, must fit in length={length}; "
+            f"give repeat=(low, high) with 1 ≤ low ≤ high ≤ length / 2"
+        )
     if not 0 <= noise <= 1:
         raise ValueError(f"noise is a fraction in [0, 1]; got {noise!r}")
     V, _, choices = table.shape
@@ -505,23 +581,24 @@ def text_with_repeats(n: int, length: int, table: torch.Tensor, generator: torch
 
 # -- BERT: the same walk through a post-norm encoder and its MLM head ---------------------------------
 
+
 @dataclass
 class BertTrace:
     """Every tensor of one forward pass of a :class:`~onehot2gpt.bert.BertForPreTraining` (see
     :func:`trace_bert`)."""
 
-    ids: torch.Tensor                   # (T,)
-    token_type_ids: torch.Tensor        # (T,)
-    tok_emb: torch.Tensor               # (T, D)
-    seg_emb: torch.Tensor               # (T, D)
-    pos_emb: torch.Tensor               # (T, D)
-    summed: torch.Tensor                # (T, D)
-    x0: torch.Tensor                    # (T, D) LayerNorm of the sum: the input to layer 0
+    ids: torch.Tensor  # (T,)
+    token_type_ids: torch.Tensor  # (T,)
+    tok_emb: torch.Tensor  # (T, D)
+    seg_emb: torch.Tensor  # (T, D)
+    pos_emb: torch.Tensor  # (T, D)
+    summed: torch.Tensor  # (T, D)
+    x0: torch.Tensor  # (T, D) LayerNorm of the sum: the input to layer 0
     layers: list[dict[str, torch.Tensor]]
-    mlm_dense: torch.Tensor             # (T, D)
-    mlm_act: torch.Tensor               # (T, D)
-    mlm_norm: torch.Tensor              # (T, D)
-    logits: torch.Tensor                # (T, V)
+    mlm_dense: torch.Tensor  # (T, D)
+    mlm_act: torch.Tensor  # (T, D)
+    mlm_norm: torch.Tensor  # (T, D)
+    logits: torch.Tensor  # (T, V)
     temperature: float
     scaled_logits: torch.Tensor
     probs: torch.Tensor
@@ -546,14 +623,19 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
     as in the paper) → MLM head: dense → GELU → LayerNorm → logits (tied embedding + bias) →
     temperature → probabilities."""
     if not is_course_bert(model):
-        raise TypeError(f"expected a course BERT with its MLM head (onehot2gpt.bert.BertForPreTraining); got "
-                        f"{type(model).__name__}. Load one with onehot2gpt.bert.load_bert")
+        raise TypeError(
+            f"expected a course BERT with its MLM head (onehot2gpt.bert.BertForPreTraining); got "
+            f"{type(model).__name__}. Load one with onehot2gpt.bert.load_bert"
+        )
     c = model.config
     ids = _one_sequence(ids, c, "this BERT")
     T = ids.numel()
     _check_temperature(temperature)
-    types = torch.zeros_like(ids) if token_type_ids is None else as_ids(token_type_ids, c.type_vocab_size,
-                                                                         dims=1, name="token_type_ids")
+    types = (
+        torch.zeros_like(ids)
+        if token_type_ids is None
+        else as_ids(token_type_ids, c.type_vocab_size, dims=1, name="token_type_ids")
+    )
     if types.shape != ids.shape:
         raise ValueError(f"token_type_ids must have the shape of ids {tuple(ids.shape)}; got {tuple(types.shape)}")
     emb = model.bert.embeddings
@@ -564,7 +646,7 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
     summed = tok + seg + pos
     x = F.layer_norm(summed, (D,), emb.norm.weight, emb.norm.bias, emb.norm.eps)
     x0 = x
-    allowed = (ids != c.pad_id)[None, :].expand(T, T)                  # every real key, both sides
+    allowed = (ids != c.pad_id)[None, :].expand(T, T)  # every real key, both sides
     layers = []
     for layer in model.bert.encoder.layers:
         if layer.norm_first:
@@ -585,8 +667,23 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
     normed = F.layer_norm(act, (D,), head.norm.weight, head.norm.bias, head.norm.eps)
     logits = F.linear(normed, head.decoder.weight, head.decoder.bias)
     scaled = logits / temperature
-    return BertTrace(ids.cpu(), types.cpu(), tok, seg, pos, summed, x0, layers, dense, act, normed, logits,
-                     float(temperature), scaled, torch.softmax(scaled, -1))
+    return BertTrace(
+        ids.cpu(),
+        types.cpu(),
+        tok,
+        seg,
+        pos,
+        summed,
+        x0,
+        layers,
+        dense,
+        act,
+        normed,
+        logits,
+        float(temperature),
+        scaled,
+        torch.softmax(scaled, -1),
+    )
 
 
 @torch.no_grad()
@@ -612,34 +709,48 @@ def _check_bert_trace(model, trace: BertTrace) -> dict[str, float]:
 
 def trace_model(model, ids, *, temperature: float = 1.0):
     """:func:`trace_gpt` for a course GPT, :func:`trace_bert` for a course BERT with its MLM head."""
-    return trace_bert(model, ids, temperature=temperature) if is_course_bert(model) else \
-        trace_gpt(model, ids, temperature=temperature)
+    return (
+        trace_bert(model, ids, temperature=temperature)
+        if is_course_bert(model)
+        else trace_gpt(model, ids, temperature=temperature)
+    )
 
 
 def _bert_stages(trace: BertTrace, p: int) -> list[Stage]:
     T, D = trace.ids.numel(), trace.x0.size(-1)
     V = trace.logits.size(-1)
     td = f"(T={T}, D={D})"
-    out = [Stage("token embedding", "E[id]: the token's row", trace.tok_emb[p], td, None),
-           Stage("segment embedding", "S[segment]: sentence A or B", trace.seg_emb[p], td, None),
-           Stage("position embedding", "P[t]: the position's row", trace.pos_emb[p], td, None),
-           Stage("sum", "E[id] + S[segment] + P[t]", trace.summed[p], td, None),
-           Stage("input x", "LayerNorm(sum)", trace.x0[p], td, None)]
+    out = [
+        Stage("token embedding", "E[id]: the token's row", trace.tok_emb[p], td, None),
+        Stage("segment embedding", "S[segment]: sentence A or B", trace.seg_emb[p], td, None),
+        Stage("position embedding", "P[t]: the position's row", trace.pos_emb[p], td, None),
+        Stage("sum", "E[id] + S[segment] + P[t]", trace.summed[p], td, None),
+        Stage("input x", "LayerNorm(sum)", trace.x0[p], td, None),
+    ]
     for l, s in enumerate(trace.layers):
         d_ff = s["mlp_hidden"].size(-1)
         rows = _attention_rows(s, p, T, D, "−inf for padding keys only: BERT sees both sides")
-        rows += [("residual 1", "x + attention", s["resid_mid"][p], td),
-                 ("LayerNorm 1", "LN(x + attention): post-norm", s["ln1"][p], td),
-                 ("MLP hidden", "GELU(x W_1 + b_1)", s["mlp_hidden"][p], f"(T={T}, d_ff={d_ff})"),
-                 ("MLP out", "hidden W_2 + b_2", s["mlp_out"][p], td),
-                 ("residual 2", "x + MLP", s["resid_post"][p], td),
-                 ("LayerNorm 2", "LN(x + MLP): the layer's output", s["ln2"][p], td)]
+        rows += [
+            ("residual 1", "x + attention", s["resid_mid"][p], td),
+            ("LayerNorm 1", "LN(x + attention): post-norm", s["ln1"][p], td),
+            ("MLP hidden", "GELU(x W_1 + b_1)", s["mlp_hidden"][p], f"(T={T}, d_ff={d_ff})"),
+            ("MLP out", "hidden W_2 + b_2", s["mlp_out"][p], td),
+            ("residual 2", "x + MLP", s["resid_post"][p], td),
+            ("LayerNorm 2", "LN(x + MLP): the layer's output", s["ln2"][p], td),
+        ]
         out += [Stage(f"layer {l} · {name}", formula, value, shape, l) for name, formula, value, shape in rows]
-    out += [Stage("MLM dense", "x W + b", trace.mlm_dense[p], td, None),
-            Stage("MLM GELU", "GELU", trace.mlm_act[p], td, None),
-            Stage("MLM LayerNorm", "LN", trace.mlm_norm[p], td, None),
-            Stage("logits", "LN(…) Eᵀ + b: a score per vocabulary entry (tied embedding)", trace.logits[p],
-                  f"(T={T}, V={V})", None),
-            Stage("temperature", f"logits / {trace.temperature:g}", trace.scaled_logits[p], f"(T={T}, V={V})", None),
-            Stage("probabilities", "softmax: what the MLM head fills in here", trace.probs[p], f"(T={T}, V={V})", None)]
+    out += [
+        Stage("MLM dense", "x W + b", trace.mlm_dense[p], td, None),
+        Stage("MLM GELU", "GELU", trace.mlm_act[p], td, None),
+        Stage("MLM LayerNorm", "LN", trace.mlm_norm[p], td, None),
+        Stage(
+            "logits",
+            "LN(…) Eᵀ + b: a score per vocabulary entry (tied embedding)",
+            trace.logits[p],
+            f"(T={T}, V={V})",
+            None,
+        ),
+        Stage("temperature", f"logits / {trace.temperature:g}", trace.scaled_logits[p], f"(T={T}, V={V})", None),
+        Stage("probabilities", "softmax: what the MLM head fills in here", trace.probs[p], f"(T={T}, V={V})", None),
+    ]
     return out

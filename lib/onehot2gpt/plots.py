@@ -19,9 +19,20 @@ def _axes(ax, figsize):
     return ax
 
 
-def plot_matrix(matrix, row_labels: Sequence[str] = (), col_labels: Sequence[str] = (), *,
-                ax=None, cmap: str = "Blues", annotate: bool | None = None, fmt: str = "{:.2f}",
-                title: str = "", vmin=None, vmax=None, colorbar: bool = False):
+def plot_matrix(
+    matrix,
+    row_labels: Sequence[str] = (),
+    col_labels: Sequence[str] = (),
+    *,
+    ax=None,
+    cmap: str = "Blues",
+    annotate: bool | None = None,
+    fmt: str = "{:.2f}",
+    title: str = "",
+    vmin=None,
+    vmax=None,
+    colorbar: bool = False,
+):
     """Heat map of a (R, C) matrix with optional row/column labels and cell values."""
     m = torch.as_tensor(matrix, dtype=torch.float32).detach().cpu()
     if m.dim() != 2:
@@ -42,8 +53,7 @@ def plot_matrix(matrix, row_labels: Sequence[str] = (), col_labels: Sequence[str
             for j in range(cols):
                 v = float(m[i, j])
                 dark = (v - lo) > 0.6 * (hi - lo) if hi > lo else False
-                ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=8,
-                        color="white" if dark else "black")
+                ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=8, color="white" if dark else "black")
     if colorbar:
         ax.figure.colorbar(image, ax=ax)
     if title:
@@ -53,8 +63,15 @@ def plot_matrix(matrix, row_labels: Sequence[str] = (), col_labels: Sequence[str
 
 def plot_one_hot(matrix, tokens: Sequence[str], vocab_tokens: Sequence[str], *, ax=None, title=""):
     """One-hot rows (T, V) for `tokens`, columns labelled with the vocabulary."""
-    return plot_matrix(matrix, tokens, vocab_tokens, ax=ax, annotate=True, fmt="{:.0f}",
-                       title=title or "one-hot vectors: one row per token")
+    return plot_matrix(
+        matrix,
+        tokens,
+        vocab_tokens,
+        ax=ax,
+        annotate=True,
+        fmt="{:.0f}",
+        title=title or "one-hot vectors: one row per token",
+    )
 
 
 def plot_similarity(vectors, labels: Sequence[str], *, ax=None, title: str = "cosine similarity"):
@@ -77,8 +94,9 @@ def pca_2d(vectors) -> torch.Tensor:
     return proj * torch.where(signs == 0, torch.ones_like(signs), signs)
 
 
-def plot_projection(vectors, labels: Sequence[str], *, groups: Sequence[int] | None = None,
-                    ax=None, title: str = "PCA projection"):
+def plot_projection(
+    vectors, labels: Sequence[str], *, groups: Sequence[int] | None = None, ax=None, title: str = "PCA projection"
+):
     """Scatter the 2-D PCA projection of (N, D) vectors with a text label on each point."""
     xy = pca_2d(vectors)
     ax = _axes(ax, (6, 5))
@@ -92,8 +110,13 @@ def plot_projection(vectors, labels: Sequence[str], *, groups: Sequence[int] | N
     return ax
 
 
-def plot_layer_weights(weights: dict[str, Sequence[float]], layer_names: Sequence[str] | None = None,
-                       *, ax=None, title: str = "learned layer weights softmax(s)"):
+def plot_layer_weights(
+    weights: dict[str, Sequence[float]],
+    layer_names: Sequence[str] | None = None,
+    *,
+    ax=None,
+    title: str = "learned layer weights softmax(s)",
+):
     """Grouped bars: one group per layer, one bar per task (as in the ELMo paper's figure)."""
     if not weights:
         raise ValueError("give at least one task's weights, e.g. {'POS': result.weights}")
@@ -118,9 +141,18 @@ def plot_layer_weights(weights: dict[str, Sequence[float]], layer_names: Sequenc
     return ax
 
 
-def plot_attention(weights, query_tokens: Sequence[str], key_tokens: Sequence[str] | None = None, *,
-                   ax=None, title: str = "", annotate: bool | None = None, vmax: float | None = 1.0,
-                   highlight: int | None = None, colorbar: bool = False):
+def plot_attention(
+    weights,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str] | None = None,
+    *,
+    ax=None,
+    title: str = "",
+    annotate: bool | None = None,
+    vmax: float | None = 1.0,
+    highlight: int | None = None,
+    colorbar: bool = False,
+):
     """Heat map of one head's (T_q, T_k) attention: row i shows how query i spreads its weight.
 
     Rows are the attending tokens (queries), columns the attended-to tokens (keys); colours run
@@ -130,25 +162,38 @@ def plot_attention(weights, query_tokens: Sequence[str], key_tokens: Sequence[st
     """
     w = torch.as_tensor(weights, dtype=torch.float32).detach().cpu()
     if w.dim() != 2:
-        raise ValueError(f"plot_attention shows one head: give a (T_q, T_k) matrix, got shape "
-                         f"{tuple(w.shape)} (pick one, e.g. attentions[layer][0, head])")
+        raise ValueError(
+            f"plot_attention shows one head: give a (T_q, T_k) matrix, got shape "
+            f"{tuple(w.shape)} (pick one, e.g. attentions[layer][0, head])"
+        )
     if w.numel() == 0:
         raise ValueError(f"there is no attention to show: weights have shape {tuple(w.shape)}")
     key_tokens = query_tokens if key_tokens is None else key_tokens
     if (len(query_tokens), len(key_tokens)) != tuple(w.shape):
-        raise ValueError(f"weights of shape {tuple(w.shape)} need {w.shape[0]} query and {w.shape[1]} "
-                         f"key labels, got {len(query_tokens)} and {len(key_tokens)}")
+        raise ValueError(
+            f"weights of shape {tuple(w.shape)} need {w.shape[0]} query and {w.shape[1]} "
+            f"key labels, got {len(query_tokens)} and {len(key_tokens)}"
+        )
     rows, cols = w.shape
     ax = _axes(ax, (min(12, 0.4 * cols + 2), min(10, 0.35 * rows + 1.5)))
-    plot_matrix(w, query_tokens, key_tokens, ax=ax, cmap="Blues", annotate=annotate, title=title,
-                vmin=0.0, vmax=float(w.max()) if vmax is None else vmax, colorbar=colorbar)
+    plot_matrix(
+        w,
+        query_tokens,
+        key_tokens,
+        ax=ax,
+        cmap="Blues",
+        annotate=annotate,
+        title=title,
+        vmin=0.0,
+        vmax=float(w.max()) if vmax is None else vmax,
+        colorbar=colorbar,
+    )
     ax.set_xlabel("attended to (key)")
     ax.set_ylabel("attending (query)")
     if highlight is not None:
         if not 0 <= highlight < rows:
             raise ValueError(f"highlight must be a query row in 0..{rows - 1}, got {highlight}")
-        ax.add_patch(plt.Rectangle((-0.5, highlight - 0.5), cols, 1, fill=False,
-                                   edgecolor="#e66100", linewidth=2.5))
+        ax.add_patch(plt.Rectangle((-0.5, highlight - 0.5), cols, 1, fill=False, edgecolor="#e66100", linewidth=2.5))
         ax.get_yticklabels()[highlight].set_fontweight("bold")
         ax.get_yticklabels()[highlight].set_color("#e66100")
     return ax

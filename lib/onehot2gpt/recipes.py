@@ -40,24 +40,46 @@ import torch
 from .checkpoints import checkpoints_dir
 from .gpt_training import LARGE_CHAR_ARGS
 
-__all__ = ["RECIPES", "COMMANDS", "LAPTOP", "LAPTOP_BUDGET_MINUTES", "command", "recipe_for", "minilm_qa_recipe", "qa_split", "main"]
+__all__ = [
+    "RECIPES",
+    "COMMANDS",
+    "LAPTOP",
+    "LAPTOP_BUDGET_MINUTES",
+    "command",
+    "recipe_for",
+    "minilm_qa_recipe",
+    "qa_split",
+    "main",
+]
 
 
 def qa_split(test_fraction: float = 0.3, seed: int = 0):
     """SQuAD 1.1 dev split by article → (train questions, held-out questions): the split every
     QA number in the course uses (the checkpoint trains on the first, is scored on the second)."""
-    from .data import read_squad
     from .bert_tasks import split_by_article
+    from .data import read_squad
 
     return split_by_article(read_squad(), test_fraction, seed)
 
 
-def minilm_qa_recipe(out: str | Path | None = None, *, top_layers: int = 4, epochs: int = 2,
-                     batch_size: int = 16, lr: float = 8e-5, max_len: int = 256,
-                     test_fraction: float = 0.3, seed: int = 0, null_steps: int = 100,
-                     null_share: float = 0.33, null_lr: float = 5e-5, null_sample: int = 150,
-                     evaluate_on: int | None = None, resume: str | Path | None = None,
-                     progress: bool = True) -> dict:
+def minilm_qa_recipe(
+    out: str | Path | None = None,
+    *,
+    top_layers: int = 4,
+    epochs: int = 2,
+    batch_size: int = 16,
+    lr: float = 8e-5,
+    max_len: int = 256,
+    test_fraction: float = 0.3,
+    seed: int = 0,
+    null_steps: int = 100,
+    null_share: float = 0.33,
+    null_lr: float = 5e-5,
+    null_sample: int = 150,
+    evaluate_on: int | None = None,
+    resume: str | Path | None = None,
+    progress: bool = True,
+) -> dict:
     """Fine-tune all-MiniLM-L6-v2 for extractive QA, teach it to say "no answer", and save it → the
     held-out scores.
 
@@ -77,12 +99,13 @@ def minilm_qa_recipe(out: str | Path | None = None, *, top_layers: int = 4, epoc
     `null_sample` questions of each half, paired with paragraphs of other articles of that half,
     the threshold on the null margin (:func:`~onehot2gpt.bert_tasks.null_margins`) is chosen on
     the first half ("tune") and reported on the second ("report")."""
-    from .pretrained import QA_CHECKPOINT, minilm_bert, minilm_path, minilm_qa, qa_trainable, save_minilm_qa
-    from .bert import BertForQuestionAnswering
-    from .subword import WordPieceTokenizer
-    from .bert_tasks import encode_squad, evaluate, finetune, select, unanswerable_pairs
-    from .utils import seeded
     import random
+
+    from .bert import BertForQuestionAnswering
+    from .bert_tasks import encode_squad, evaluate, finetune, select, unanswerable_pairs
+    from .pretrained import QA_CHECKPOINT, minilm_bert, minilm_path, minilm_qa, qa_trainable, save_minilm_qa
+    from .subword import WordPieceTokenizer
+    from .utils import seeded
 
     out = Path(out) if out is not None else checkpoints_dir() / QA_CHECKPOINT
     started = time.time()
@@ -93,13 +116,26 @@ def minilm_qa_recipe(out: str | Path | None = None, *, top_layers: int = 4, epoc
     if resume is None:
         with seeded(seed):
             bert, _ = minilm_bert()
-            model = BertForQuestionAnswering(bert)         # the start/end head starts random
+            model = BertForQuestionAnswering(bert)  # the start/end head starts random
             qa_trainable(model, top_layers)
-            losses = finetune(model, features, task="qa", epochs=epochs, batch_size=batch_size, lr=lr,
-                              seed=seed, progress=progress, desc="MiniLM on SQuAD")
-        phase1 = {"steps": len(losses), "final_loss": round(sum(losses[-50:]) / len(losses[-50:]), 4),
-                  "train_seconds": round(time.time() - started), "threads": torch.get_num_threads()}
-        with torch.no_grad():                               # phase 2 starts from what phase 1 stores
+            losses = finetune(
+                model,
+                features,
+                task="qa",
+                epochs=epochs,
+                batch_size=batch_size,
+                lr=lr,
+                seed=seed,
+                progress=progress,
+                desc="MiniLM on SQuAD",
+            )
+        phase1 = {
+            "steps": len(losses),
+            "final_loss": round(sum(losses[-50:]) / len(losses[-50:]), 4),
+            "train_seconds": round(time.time() - started),
+            "threads": torch.get_num_threads(),
+        }
+        with torch.no_grad():  # phase 2 starts from what phase 1 stores
             for p in model.parameters():
                 p.copy_(p.half().float())
     else:
@@ -108,8 +144,10 @@ def minilm_qa_recipe(out: str | Path | None = None, *, top_layers: int = 4, epoc
         model, _ = minilm_qa(resume)
         phase1 = checkpoint_config(resume)["info"]
         if "phase2" in phase1:
-            raise ValueError(f"{resume} has been through phase 2 already: resume from a phase-1 checkpoint "
-                             f"(one trained on answerable questions only)")
+            raise ValueError(
+                f"{resume} has been through phase 2 already: resume from a phase-1 checkpoint "
+                f"(one trained on answerable questions only)"
+            )
     # Phase 2: answerable rows and rows whose passage comes from another article ([CLS] targets).
     started2 = time.time()
     rng = random.Random(seed)
@@ -120,29 +158,68 @@ def minilm_qa_recipe(out: str | Path | None = None, *, top_layers: int = 4, epoc
     mixed = _concat_rows(select(features, answerable), nulls, tokenizer.pad_id)
     with seeded(seed):
         qa_trainable(model, top_layers)
-        null_losses = finetune(model, mixed, task="qa", epochs=1, batch_size=batch_size, lr=null_lr,
-                               seed=seed, progress=progress, desc="MiniLM: answer or null")
+        null_losses = finetune(
+            model,
+            mixed,
+            task="qa",
+            epochs=1,
+            batch_size=batch_size,
+            lr=null_lr,
+            seed=seed,
+            progress=progress,
+            desc="MiniLM: answer or null",
+        )
     trained_s = time.time() - started2
     # Scores: SQuAD on the held-out articles, then the null threshold (tune half → report half).
-    held_out = test if evaluate_on is None else test[::max(1, -(-len(test) // evaluate_on))]
+    held_out = test if evaluate_on is None else test[:: max(1, -(-len(test) // evaluate_on))]
     scored = evaluate(model, encode_squad(tokenizer, held_out, max_len=max_len), "qa")
-    result = {"exact_match": round(scored["exact_match"], 2), "f1": round(scored["f1"], 2),
-              "held_out_questions": len(held_out), "held_out_articles": len({e["title"] for e in held_out}),
-              "train_questions": int(features["input_ids"].size(0)),
-              "train_articles": len({e["title"] for e in train}), "steps": phase1["steps"] + len(null_losses),
-              "final_loss": round(sum(null_losses[-50:]) / len(null_losses[-50:]), 4),
-              "train_seconds": round(phase1["train_seconds"] + trained_s), "threads": torch.get_num_threads(),
-              "null": null_threshold_report(model, tokenizer, test, max_len, null_sample, seed),
-              "phase1": {**phase1, "source": "this run" if resume is None else f"resumed from {resume}"},
-              "phase2": {"steps": len(null_losses), "rows": n_rows, "null_rows": n_null,
-                                           "train_seconds": round(trained_s),
-                                           "threads": torch.get_num_threads()}}
-    args = {"top_layers": top_layers, "epochs": epochs, "batch_size": batch_size, "lr": lr,
-            "max_len": max_len, "test_fraction": test_fraction, "seed": seed, "null_steps": null_steps,
-            "null_share": null_share, "null_lr": null_lr, "null_sample": null_sample}
-    save_minilm_qa(model, out, top_layers, tokenizer, info={
-        "recipe": "minilm-qa", "command": "python -m onehot2gpt.recipes minilm-qa", "arguments": args,
-        "data": "SQuAD 1.1 dev, split by article (onehot2gpt.recipes.qa_split)", **result})
+    result = {
+        "exact_match": round(scored["exact_match"], 2),
+        "f1": round(scored["f1"], 2),
+        "held_out_questions": len(held_out),
+        "held_out_articles": len({e["title"] for e in held_out}),
+        "train_questions": int(features["input_ids"].size(0)),
+        "train_articles": len({e["title"] for e in train}),
+        "steps": phase1["steps"] + len(null_losses),
+        "final_loss": round(sum(null_losses[-50:]) / len(null_losses[-50:]), 4),
+        "train_seconds": round(phase1["train_seconds"] + trained_s),
+        "threads": torch.get_num_threads(),
+        "null": null_threshold_report(model, tokenizer, test, max_len, null_sample, seed),
+        "phase1": {**phase1, "source": "this run" if resume is None else f"resumed from {resume}"},
+        "phase2": {
+            "steps": len(null_losses),
+            "rows": n_rows,
+            "null_rows": n_null,
+            "train_seconds": round(trained_s),
+            "threads": torch.get_num_threads(),
+        },
+    }
+    args = {
+        "top_layers": top_layers,
+        "epochs": epochs,
+        "batch_size": batch_size,
+        "lr": lr,
+        "max_len": max_len,
+        "test_fraction": test_fraction,
+        "seed": seed,
+        "null_steps": null_steps,
+        "null_share": null_share,
+        "null_lr": null_lr,
+        "null_sample": null_sample,
+    }
+    save_minilm_qa(
+        model,
+        out,
+        top_layers,
+        tokenizer,
+        info={
+            "recipe": "minilm-qa",
+            "command": "python -m onehot2gpt.recipes minilm-qa",
+            "arguments": args,
+            "data": "SQuAD 1.1 dev, split by article (onehot2gpt.recipes.qa_split)",
+            **result,
+        },
+    )
     return {**result, "checkpoint": str(out)}
 
 
@@ -169,13 +246,23 @@ def null_threshold_report(model, tokenizer, held_out, max_len: int, sample: int,
     those whose answer fits the window), the share of unanswerable ones (paired with a paragraph of
     another article of the same half) declined, and SQuAD's EM / F1 on the answerable questions
     when declining counts as a wrong answer. Up to `sample` questions per half, evenly spread."""
-    from .bert_tasks import (abstains, choose_null_threshold, encode_squad, evaluate, null_accuracy,
-                             null_margins, select, split_by_article, squad_evaluate, unanswerable_pairs)
+    from .bert_tasks import (
+        abstains,
+        choose_null_threshold,
+        encode_squad,
+        evaluate,
+        null_accuracy,
+        null_margins,
+        select,
+        split_by_article,
+        squad_evaluate,
+        unanswerable_pairs,
+    )
 
     halves = dict(zip(("tune", "report"), split_by_article(held_out, 0.5, seed)))
     margins, report = {}, {}
     for name, rows in halves.items():
-        rows = rows[::max(1, -(-len(rows) // sample))]
+        rows = rows[:: max(1, -(-len(rows) // sample))]
         for kind, examples in (("answerable", rows), ("unanswerable", unanswerable_pairs(rows, seed=seed))):
             f = encode_squad(tokenizer, examples, max_len=max_len)
             if kind == "answerable":
@@ -189,47 +276,87 @@ def null_threshold_report(model, tokenizer, held_out, max_len: int, sample: int,
     threshold = choose_null_threshold(margins["tune", "answerable"], margins["tune", "unanswerable"])
     declined = abstains(report["margins"], threshold)
     given = [("" if d else p) for p, d in zip(report["predictions"], declined.tolist())]
-    always, with_null = (squad_evaluate(report["predictions"], report["answers"]),
-                         squad_evaluate(given, report["answers"]))
-    return {"threshold": round(threshold, 3),
-            "tune_articles": sorted({e["title"] for e in halves["tune"]}),
-            "report_articles": sorted({e["title"] for e in halves["report"]}),
-            "tune": {k: round(v, 4) for k, v in null_accuracy(margins["tune", "answerable"],
-                                                              margins["tune", "unanswerable"], threshold).items()},
-            "report": {**{k: round(v, 4) for k, v in null_accuracy(margins["report", "answerable"],
-                                                                   margins["report", "unanswerable"],
-                                                                   threshold).items()},
-                       "answerable_questions": len(report["answers"]),
-                       "unanswerable_questions": len(margins["report", "unanswerable"]),
-                       "f1_always_answer": round(always["f1"], 2), "f1_with_null": round(with_null["f1"], 2),
-                       "exact_match_with_null": round(with_null["exact_match"], 2)}}
+    always, with_null = (
+        squad_evaluate(report["predictions"], report["answers"]),
+        squad_evaluate(given, report["answers"]),
+    )
+    return {
+        "threshold": round(threshold, 3),
+        "tune_articles": sorted({e["title"] for e in halves["tune"]}),
+        "report_articles": sorted({e["title"] for e in halves["report"]}),
+        "tune": {
+            k: round(v, 4)
+            for k, v in null_accuracy(margins["tune", "answerable"], margins["tune", "unanswerable"], threshold).items()
+        },
+        "report": {
+            **{
+                k: round(v, 4)
+                for k, v in null_accuracy(
+                    margins["report", "answerable"], margins["report", "unanswerable"], threshold
+                ).items()
+            },
+            "answerable_questions": len(report["answers"]),
+            "unanswerable_questions": len(margins["report", "unanswerable"]),
+            "f1_always_answer": round(always["f1"], 2),
+            "f1_with_null": round(with_null["f1"], 2),
+            "exact_match_with_null": round(with_null["exact_match"], 2),
+        },
+    }
 
 
-RECIPES = {
-    "minilm-qa": (minilm_qa_recipe, "MiniLM fine-tuned for extractive QA on SQuAD (notebook 08)"),
-}
+RECIPES = {"minilm-qa": (minilm_qa_recipe, "MiniLM fine-tuned for extractive QA on SQuAD (notebook 08)")}
 
 # name → (the module whose command trains it, its arguments before --out, the checkpoints it writes,
 # what it is). "{out}" is the folder: the checkpoint's own, or the checkpoints folder for zero-shot.
 COMMANDS = {
-    "word2vec-wikitext2": ("onehot2gpt.word2vec", ["train"], ["word2vec-wikitext2"],
-                           "skip-gram word vectors on WikiText-2 (notebook 02)"),
-    "glove-wikitext2": ("onehot2gpt.glove", ["train"], ["glove-wikitext2"],
-                        "GloVe word vectors on WikiText-2 (notebook 02)"),
-    "bilm-wikitext2": ("onehot2gpt.elmo", ["train"], ["bilm-wikitext2"],
-                       "the ELMo biLM on WikiText-2 (notebooks 03-04)"),
-    "bert-wikitext2": ("onehot2gpt.bert_pretraining", ["train"], ["bert-wikitext2"],
-                       "the course BERT pre-trained on WikiText-2 (notebooks 07-08)"),
-    "gpt-char-shakespeare": ("onehot2gpt.gpt_training", ["char"], ["gpt-char-shakespeare"],
-                             "the character GPT on Tiny Shakespeare (notebook 09)"),
-    "gpt-char-shakespeare-large": ("onehot2gpt.gpt_training", ["char", *LARGE_CHAR_ARGS],
-                                   ["gpt-char-shakespeare-large"],
-                                   "the larger character GPT that writes in notebook 09"),
-    "gpt-wikitext2": ("onehot2gpt.gpt_training", ["wikitext"], ["gpt-wikitext2"],
-                      "the subword GPT on WikiText-2 (notebook 09)"),
-    "zero-shot": ("onehot2gpt.zero_shot", ["--threads", "1"], ["zero-shot-qa000", "zero-shot-qa005", "zero-shot-qa020",
-                                               "zero-shot-qa100"],
-                  "the four GPTs of the zero-shot experiment (notebook 10)"),
+    "word2vec-wikitext2": (
+        "onehot2gpt.word2vec",
+        ["train"],
+        ["word2vec-wikitext2"],
+        "skip-gram word vectors on WikiText-2 (notebook 02)",
+    ),
+    "glove-wikitext2": (
+        "onehot2gpt.glove",
+        ["train"],
+        ["glove-wikitext2"],
+        "GloVe word vectors on WikiText-2 (notebook 02)",
+    ),
+    "bilm-wikitext2": (
+        "onehot2gpt.elmo",
+        ["train"],
+        ["bilm-wikitext2"],
+        "the ELMo biLM on WikiText-2 (notebooks 03-04)",
+    ),
+    "bert-wikitext2": (
+        "onehot2gpt.bert_pretraining",
+        ["train"],
+        ["bert-wikitext2"],
+        "the course BERT pre-trained on WikiText-2 (notebooks 07-08)",
+    ),
+    "gpt-char-shakespeare": (
+        "onehot2gpt.gpt_training",
+        ["char"],
+        ["gpt-char-shakespeare"],
+        "the character GPT on Tiny Shakespeare (notebook 09)",
+    ),
+    "gpt-char-shakespeare-large": (
+        "onehot2gpt.gpt_training",
+        ["char", *LARGE_CHAR_ARGS],
+        ["gpt-char-shakespeare-large"],
+        "the larger character GPT that writes in notebook 09",
+    ),
+    "gpt-wikitext2": (
+        "onehot2gpt.gpt_training",
+        ["wikitext"],
+        ["gpt-wikitext2"],
+        "the subword GPT on WikiText-2 (notebook 09)",
+    ),
+    "zero-shot": (
+        "onehot2gpt.zero_shot",
+        ["--threads", "1"],
+        ["zero-shot-qa000", "zero-shot-qa005", "zero-shot-qa020", "zero-shot-qa100"],
+        "the four GPTs of the zero-shot experiment (notebook 10)",
+    ),
 }
 
 
@@ -258,8 +385,20 @@ LAPTOP = {
     # sentence classifier reads). This BERT fine-tunes worse than the committed one on notebook
     # 08's POS runs (bench/recipes.py --only notebook08), SNLI and SQuAD, so it does not replace it
     # (README, "Recipes on a laptop").
-    "bert-wikitext2": ["--steps", "14000", "--mask-prob", "0.25", "--dropout", "0", "--warmup", "200",
-                       "--bf16", "--explicit-attention", "--chunked-loss", "--sparse-top"],
+    "bert-wikitext2": [
+        "--steps",
+        "14000",
+        "--mask-prob",
+        "0.25",
+        "--dropout",
+        "0",
+        "--warmup",
+        "200",
+        "--bf16",
+        "--explicit-attention",
+        "--chunked-loss",
+        "--sparse-top",
+    ],
     # The subword GPT (3,500 updates, no dropout) and the biLM (no dropout): their laptop recipes
     # met the targets, so they became the commands' defaults and built the committed checkpoints;
     # nothing is added (the issue-20 run passed "--iters 3500 --dropout 0" and "--dropout 0").
@@ -269,8 +408,7 @@ LAPTOP = {
 LAPTOP_BUDGET_MINUTES = {"bert-wikitext2": 30, "gpt-wikitext2": 15, "bilm-wikitext2": 10}
 
 
-def command(name: str, out: str | Path | None = None, device: str | None = None,
-            laptop: bool = False) -> list[str]:
+def command(name: str, out: str | Path | None = None, device: str | None = None, laptop: bool = False) -> list[str]:
     """The command line (argv, from ``python``) that rebuilds the checkpoints of recipe `name`;
     with `laptop`, the recipe's :data:`LAPTOP` arguments are added."""
     if name not in COMMANDS:
@@ -280,8 +418,15 @@ def command(name: str, out: str | Path | None = None, device: str | None = None,
     module, args, written, _ = COMMANDS[name]
     if out is None:
         out = Path("data/checkpoints") if name == "zero-shot" else Path("data/checkpoints") / written[0]
-    return ["-m", module, *args, "--out", str(out), *(LAPTOP[name] if laptop else []),
-            *(["--device", device] if device else [])]
+    return [
+        "-m",
+        module,
+        *args,
+        "--out",
+        str(out),
+        *(LAPTOP[name] if laptop else []),
+        *(["--device", device] if device else []),
+    ]
 
 
 def recipe_for(checkpoint: str) -> str:
@@ -306,11 +451,13 @@ def main(argv=None) -> None:
         cmd.add_argument("--device", help="cpu (default) or cuda")
         cmd.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
         if name in LAPTOP:
-            cmd.add_argument("--laptop", action="store_true",
-                             help=f"the 2-core recipe (budget {LAPTOP_BUDGET_MINUTES[name]} minutes; "
-                                  f"bench/recipes.py times it): "
-                                  + (" ".join(LAPTOP[name]) if LAPTOP[name] else
-                                     "the defaults already are, so this adds nothing"))
+            cmd.add_argument(
+                "--laptop",
+                action="store_true",
+                help=f"the 2-core recipe (budget {LAPTOP_BUDGET_MINUTES[name]} minutes; "
+                f"bench/recipes.py times it): "
+                + (" ".join(LAPTOP[name]) if LAPTOP[name] else "the defaults already are, so this adds nothing"),
+            )
     qa = sub.add_parser("minilm-qa", help=RECIPES["minilm-qa"][1])
     qa.add_argument("--out", help="folder to write (default data/checkpoints/minilm-qa-squad)")
     qa.add_argument("--top-layers", type=int, default=4)
@@ -321,11 +468,14 @@ def main(argv=None) -> None:
     qa.add_argument("--null-steps", type=int, default=100, help="phase 2: steps with unanswerable rows")
     qa.add_argument("--null-share", type=float, default=0.33, help="phase 2: share of unanswerable rows")
     qa.add_argument("--null-lr", type=float, default=5e-5)
-    qa.add_argument("--null-sample", type=int, default=150,
-                    help="questions per half of the held-out articles for the null threshold")
+    qa.add_argument(
+        "--null-sample",
+        type=int,
+        default=150,
+        help="questions per half of the held-out articles for the null threshold",
+    )
     qa.add_argument("--resume", help="a checkpoint folder holding phase 1's result: run phase 2 only")
-    qa.add_argument("--evaluate-on", type=int, default=None,
-                    help="score only N held-out questions, evenly spread")
+    qa.add_argument("--evaluate-on", type=int, default=None, help="score only N held-out questions, evenly spread")
     args = parser.parse_args(argv)
     if args.recipe == "list":
         for name, (_, what) in RECIPES.items():
@@ -335,26 +485,43 @@ def main(argv=None) -> None:
         return
     if args.recipe in COMMANDS:
         import runpy
+
         argv_ = command(args.recipe, args.out, args.device, laptop=getattr(args, "laptop", False))
         if "--bf16" in argv_:
             from .bert_pretraining import native_bf16
 
             if not native_bf16(args.device or "cpu"):
                 argv_.remove("--bf16")
-                print(f"note: this {args.device or 'CPU'} has no native bfloat16 (AVX512-BF16 or AMX), so the "
-                      "laptop recipe runs in float32 without --bf16: the same steps, about 1.4 times as "
-                      "long (over its budget)", file=sys.stderr, flush=True)
+                print(
+                    f"note: this {args.device or 'CPU'} has no native bfloat16 (AVX512-BF16 or AMX), so the "
+                    "laptop recipe runs in float32 without --bf16: the same steps, about 1.4 times as "
+                    "long (over its budget)",
+                    file=sys.stderr,
+                    flush=True,
+                )
         print("$ python " + " ".join(map(shlex.quote, argv_)), flush=True)
         if not args.dry_run:
             sys.argv = [argv_[1], *argv_[2:]]
             runpy.run_module(argv_[1], run_name="__main__", alter_sys=True)
         return
-    print("$ python -m onehot2gpt.recipes " + " ".join(map(shlex.quote, argv if argv is not None else sys.argv[1:])),
-          flush=True)
-    result = minilm_qa_recipe(args.out, top_layers=args.top_layers, epochs=args.epochs,
-                              batch_size=args.batch_size, lr=args.lr, max_len=args.max_len,
-                              null_steps=args.null_steps, null_share=args.null_share, null_lr=args.null_lr,
-                              null_sample=args.null_sample, resume=args.resume, evaluate_on=args.evaluate_on)
+    print(
+        "$ python -m onehot2gpt.recipes " + " ".join(map(shlex.quote, argv if argv is not None else sys.argv[1:])),
+        flush=True,
+    )
+    result = minilm_qa_recipe(
+        args.out,
+        top_layers=args.top_layers,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        max_len=args.max_len,
+        null_steps=args.null_steps,
+        null_share=args.null_share,
+        null_lr=args.null_lr,
+        null_sample=args.null_sample,
+        resume=args.resume,
+        evaluate_on=args.evaluate_on,
+    )
     print(json.dumps(result))
 
 

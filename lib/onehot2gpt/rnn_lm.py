@@ -44,14 +44,18 @@ __all__ = ["NGramLM", "LSTMLM", "encode_corpus", "lm_batches", "perplexity", "tr
 def _check_token_lists(token_lists, what: str = "token_lists") -> None:
     """Raise a helpful error unless `token_lists` is a non-empty list of token lists."""
     if isinstance(token_lists, str) or not isinstance(token_lists, Sequence):
-        raise TypeError(f"{what} must be a list of token lists, e.g. [['the', 'cat'], ['a', 'dog']], "
-                        f"got {type(token_lists).__name__}")
+        raise TypeError(
+            f"{what} must be a list of token lists, e.g. [['the', 'cat'], ['a', 'dog']], "
+            f"got {type(token_lists).__name__}"
+        )
     if len(token_lists) == 0:
         raise ValueError(f"{what} is empty: give at least one sentence")
     for tokens in token_lists:
         if isinstance(tokens, str):
-            raise TypeError(f"each item of {what} must be a list of tokens, not a string; "
-                            "tokenize it first, e.g. tokenize_words(text)")
+            raise TypeError(
+                f"each item of {what} must be a list of tokens, not a string; "
+                "tokenize it first, e.g. tokenize_words(text)"
+            )
 
 
 # --------------------------------------------------------------------------------- n-grams
@@ -90,7 +94,7 @@ class NGramLM:
         """<bos>·(n−1) + ids + <eos>: every real token and <eos> gets a full-length context."""
         return [self.bos] * (self.n - 1) + self.vocab.encode(tokens) + [self.eos]
 
-    def fit(self, token_lists: Sequence[Sequence[str]]) -> "NGramLM":
+    def fit(self, token_lists: Sequence[Sequence[str]]) -> NGramLM:
         """Count the n-grams of sentences (lists of tokens); each is wrapped in <bos> … <eos>.
 
         Refitting replaces the counts. Returns self.
@@ -100,12 +104,12 @@ class NGramLM:
         for tokens in token_lists:
             ids = self._padded_ids(tokens)
             for i in range(self.n - 1, len(ids)):
-                top[tuple(ids[i - self.n + 1:i])][ids[i]] += 1
+                top[tuple(ids[i - self.n + 1 : i])][ids[i]] += 1
         counts = [dict(top)]
-        for _ in range(self.n - 1):                 # order k from order k+1
+        for _ in range(self.n - 1):  # order k from order k+1
             lower: dict[tuple[int, ...], Counter] = defaultdict(Counter)
             for ctx, followers in counts[0].items():
-                for w, c in followers.items():      # Kneser–Ney: one per distinct left extension
+                for w, c in followers.items():  # Kneser–Ney: one per distinct left extension
                     lower[ctx[1:]][w] += 1 if self.kneser_ney else c
             counts.insert(0, dict(lower))
         self.counts = [{ctx: dict(f) for ctx, f in level.items()} for level in counts]
@@ -121,15 +125,15 @@ class NGramLM:
         if isinstance(context, str):
             raise TypeError("context must be a list of tokens, e.g. ['the', 'cat'], not a string")
         ids = [self.bos] * (self.n - 1) + self.vocab.encode(context)
-        return tuple(ids[len(ids) - (self.n - 1):]) if self.n > 1 else ()
+        return tuple(ids[len(ids) - (self.n - 1) :]) if self.n > 1 else ()
 
     def _prob_id(self, ctx: tuple[int, ...], w: int) -> float:
         """P(w | ctx) by interpolation from the uniform distribution up to order n."""
         p = 1.0 / len(self.vocab)
-        for k in range(self.n):                     # k = context length
-            sub = ctx[len(ctx) - k:] if k else ()
+        for k in range(self.n):  # k = context length
+            sub = ctx[len(ctx) - k :] if k else ()
             followers = self.counts[k].get(sub)
-            if followers is None:                   # unseen context: keep the shorter estimate
+            if followers is None:  # unseen context: keep the shorter estimate
                 continue
             total = self.totals[k][sub]
             p = (max(followers.get(w, 0) - self.discount, 0.0) + self.discount * len(followers) * p) / total
@@ -149,7 +153,7 @@ class NGramLM:
         ctx = self._context_ids(context)
         p = torch.full((len(self.vocab),), 1.0 / len(self.vocab), dtype=torch.float64)
         for k in range(self.n):
-            sub = ctx[len(ctx) - k:] if k else ()
+            sub = ctx[len(ctx) - k :] if k else ()
             followers = self.counts[k].get(sub)
             if followers is None:
                 continue
@@ -166,7 +170,7 @@ class NGramLM:
         ids = self._padded_ids(tokens)
         total = 0.0
         for i in range(self.n - 1, len(ids)):
-            p = self._prob_id(tuple(ids[i - self.n + 1:i]), ids[i])
+            p = self._prob_id(tuple(ids[i - self.n + 1 : i]), ids[i])
             if p <= 0.0:
                 return -math.inf
             total += math.log(p)
@@ -191,13 +195,14 @@ class NGramLM:
         for tokens in token_lists:
             ids = self._padded_ids(tokens)
             for i in range(self.n - 1, len(ids)):
-                followers = self.counts[order - 1].get(tuple(ids[i - order + 1:i]), {})
+                followers = self.counts[order - 1].get(tuple(ids[i - order + 1 : i]), {})
                 seen += ids[i] in followers
                 total += 1
         return seen / total
 
-    def generate(self, context: Sequence[str] = (), max_tokens: int = 30,
-                 generator: torch.Generator | None = None) -> list[str]:
+    def generate(
+        self, context: Sequence[str] = (), max_tokens: int = 30, generator: torch.Generator | None = None
+    ) -> list[str]:
         """Sample tokens one at a time after `context` until <eos> or `max_tokens`.
 
         <pad> and <bos> are never sampled. Returns the new tokens (without <eos>).
@@ -224,45 +229,50 @@ class LSTMLM(nn.Module):
     parameter count for a large vocabulary.
     """
 
-    def __init__(self, vocab_size: int, d_model: int = 128, n_layers: int = 2, dropout: float = 0.2,
-                 tie_weights: bool = True):
+    def __init__(
+        self, vocab_size: int, d_model: int = 128, n_layers: int = 2, dropout: float = 0.2, tie_weights: bool = True
+    ):
         super().__init__()
         if vocab_size < 2 or d_model < 1 or n_layers < 1:
-            raise ValueError(f"need vocab_size ≥ 2, d_model ≥ 1, n_layers ≥ 1; got {vocab_size}, "
-                             f"{d_model}, {n_layers}")
+            raise ValueError(f"need vocab_size ≥ 2, d_model ≥ 1, n_layers ≥ 1; got {vocab_size}, {d_model}, {n_layers}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must lie in [0, 1), got {dropout}")
         self.vocab_size, self.d_model, self.n_layers = vocab_size, d_model, n_layers
         self.tok_emb = nn.Embedding(vocab_size, d_model)
         self.drop = nn.Dropout(dropout)
-        self.lstm = nn.LSTM(d_model, d_model, n_layers, batch_first=True,
-                            dropout=dropout if n_layers > 1 else 0.0)
+        self.lstm = nn.LSTM(d_model, d_model, n_layers, batch_first=True, dropout=dropout if n_layers > 1 else 0.0)
         self.lm_head = nn.Linear(d_model, vocab_size)
         # Word vectors of length about 1 (std d_model^-1/2): big enough for the LSTM to tell
         # words apart from the first step, small enough that the logits start near 0 and the
         # loss near ln(vocab_size).
-        nn.init.normal_(self.tok_emb.weight, std=d_model ** -0.5)
+        nn.init.normal_(self.tok_emb.weight, std=d_model**-0.5)
         nn.init.zeros_(self.lm_head.bias)
         if tie_weights:
             self.lm_head.weight = self.tok_emb.weight
         else:
-            nn.init.normal_(self.lm_head.weight, std=d_model ** -0.5)
+            nn.init.normal_(self.lm_head.weight, std=d_model**-0.5)
 
-    def forward(self, ids: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None = None
-                ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    def forward(
+        self, ids: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """ids (B, T) → logits (B, T, vocab_size) and the final state (h, c), each (n_layers, B, d_model).
 
         logits[:, t] scores token t+1 given tokens 0..t (and whatever `state` summarises).
         """
         ids = as_ids(ids, self.vocab_size, dims=2)
-        x = self.drop(self.tok_emb(ids))            # (B, T, D)
-        h, state = self.lstm(x, state)              # (B, T, D)
+        x = self.drop(self.tok_emb(ids))  # (B, T, D)
+        h, state = self.lstm(x, state)  # (B, T, D)
         return self.lm_head(self.drop(h)), state
 
     @torch.no_grad()
-    def generate(self, prompt_ids: Sequence[int] | torch.Tensor, max_new_tokens: int = 30,
-                 temperature: float = 1.0, eos_id: int | None = None,
-                 generator: torch.Generator | None = None) -> list[int]:
+    def generate(
+        self,
+        prompt_ids: Sequence[int] | torch.Tensor,
+        max_new_tokens: int = 30,
+        temperature: float = 1.0,
+        eos_id: int | None = None,
+        generator: torch.Generator | None = None,
+    ) -> list[int]:
         """Sample one token at a time, feeding each back in with the carried state.
 
         prompt_ids: a non-empty list or 1-D tensor of ids (e.g. starting with <bos>). Returns the
@@ -320,12 +330,12 @@ def lm_batches(ids: torch.Tensor, batch_size: int, seq_len: int) -> list[tuple[t
         raise ValueError(f"batch_size and seq_len must be positive, got {batch_size}, {seq_len}")
     n_cols = len(ids) // batch_size
     if n_cols < 2:
-        raise ValueError(f"a stream of {len(ids)} tokens is too short for {batch_size} rows: "
-                         f"need at least {2 * batch_size} tokens")
-    rows = ids[: n_cols * batch_size].long().view(batch_size, n_cols)   # (B, N)
+        raise ValueError(
+            f"a stream of {len(ids)} tokens is too short for {batch_size} rows: need at least {2 * batch_size} tokens"
+        )
+    rows = ids[: n_cols * batch_size].long().view(batch_size, n_cols)  # (B, N)
     starts = range(0, n_cols - 1, seq_len)
-    return [(rows[:, i:min(i + seq_len, n_cols - 1)], rows[:, i + 1:min(i + 1 + seq_len, n_cols)])
-            for i in starts]
+    return [(rows[:, i : min(i + seq_len, n_cols - 1)], rows[:, i + 1 : min(i + 1 + seq_len, n_cols)]) for i in starts]
 
 
 def _detach(state):
@@ -348,9 +358,19 @@ def perplexity(model: LSTMLM, ids: torch.Tensor, batch_size: int = 16, seq_len: 
     return math.exp(total / count)
 
 
-def train_lm(model: LSTMLM, train_ids: torch.Tensor, *, epochs: int = 1, batch_size: int = 32,
-             seq_len: int = 64, lr: float = 2e-3, clip: float = 1.0, max_steps: int | None = None,
-             minutes: float | None = None, progress: bool = True) -> list[float]:
+def train_lm(
+    model: LSTMLM,
+    train_ids: torch.Tensor,
+    *,
+    epochs: int = 1,
+    batch_size: int = 32,
+    seq_len: int = 64,
+    lr: float = 2e-3,
+    clip: float = 1.0,
+    max_steps: int | None = None,
+    minutes: float | None = None,
+    progress: bool = True,
+) -> list[float]:
     """Train with Adam and truncated backpropagation through time; returns the loss of every step.
 
     The state flows from batch to batch (detached, so gradients stop at the batch edge). Stops

@@ -24,34 +24,39 @@ import torch
 
 from .utils import as_ids, check_finite_logits
 
-
 # ---------------------------------------------------------------------------------------------
 # Filters on logits
 
+
 def _check_logits(logits):
     if not isinstance(logits, torch.Tensor) or logits.dim() == 0 or not logits.is_floating_point():
-        raise ValueError("logits must be a float tensor with the vocabulary in the last dimension, "
-                         "(V,) or (B, V)")
+        raise ValueError("logits must be a float tensor with the vocabulary in the last dimension, (V,) or (B, V)")
 
 
 def _check_temperature(temperature, allow_zero: bool):
     ok = isinstance(temperature, numbers.Real) and math.isfinite(temperature)
     if not ok or temperature < 0 or (temperature == 0 and not allow_zero):
-        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}; its limit "
-                         f"temperature → 0 is greedy decoding: generate(…, temperature=0) or greedy=True")
+        raise ValueError(
+            f"temperature must be a finite number > 0, got {temperature!r}; its limit "
+            f"temperature → 0 is greedy decoding: generate(…, temperature=0) or greedy=True"
+        )
 
 
 def _check_top_k(k):
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"top_k must be a whole number ≥ 1 (how many of the most likely tokens to "
-                         f"keep), got {k!r}; use top_k=None to keep them all")
+        raise ValueError(
+            f"top_k must be a whole number ≥ 1 (how many of the most likely tokens to "
+            f"keep), got {k!r}; use top_k=None to keep them all"
+        )
 
 
 def _check_top_p(p):
     ok = isinstance(p, numbers.Real) and not isinstance(p, bool) and math.isfinite(p)
     if not ok or not 0 < p <= 1:
-        raise ValueError(f"top_p must be a probability mass in (0, 1], got {p!r}; top_p=1 (or None) "
-                         f"keeps every token, smaller values keep only the most likely ones")
+        raise ValueError(
+            f"top_p must be a probability mass in (0, 1], got {p!r}; top_p=1 (or None) "
+            f"keeps every token, smaller values keep only the most likely ones"
+        )
 
 
 def apply_temperature(logits, temperature: float):
@@ -79,7 +84,7 @@ def filter_top_k(logits, k: int):
     if k >= logits.size(-1):
         return logits.clone()
     # A stable sort keeps equal logits in id order, so ties are broken the same way every time.
-    order = torch.sort(logits, dim=-1, descending=True, stable=True).indices          # (…, V)
+    order = torch.sort(logits, dim=-1, descending=True, stable=True).indices  # (…, V)
     keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, order[..., :k], True)
     return logits.masked_fill(~keep, float("-inf"))
 
@@ -96,11 +101,10 @@ def filter_top_p(logits, p: float):
     _check_top_p(p)
     if p == 1:
         return logits.clone()
-    probs, order = torch.sort(torch.softmax(logits.float(), dim=-1), dim=-1, descending=True,
-                              stable=True)                                           # (…, V)
-    before = probs.cumsum(-1).roll(1, dims=-1)   # mass of the tokens more likely than each one…
-    before[..., 0] = 0.0                         # …(the first has none)
-    keep_sorted = before < p                     # still short of p: this token is needed
+    probs, order = torch.sort(torch.softmax(logits.float(), dim=-1), dim=-1, descending=True, stable=True)  # (…, V)
+    before = probs.cumsum(-1).roll(1, dims=-1)  # mass of the tokens more likely than each one…
+    before[..., 0] = 0.0  # …(the first has none)
+    keep_sorted = before < p  # still short of p: this token is needed
     keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
     return logits.masked_fill(~keep, float("-inf"))
 
@@ -125,12 +129,15 @@ def _distribution(logits, temperature: float, top_k: int | None, top_p: float | 
 # ---------------------------------------------------------------------------------------------
 # Running the model
 
+
 def _as_batch(ids, vocab_size: int | None = None):
     """A prompt (T,) or (B, T) → ((B, T) long tensor, whether it was 1-D)."""
     ids = as_ids(ids, vocab_size, dims=(1, 2), name="the prompt", allow_empty=True)
     if ids.numel() == 0:
-        raise ValueError("the prompt is empty: give at least one token to continue from (e.g. the id "
-                         "of a newline, or of <bos>); a GPT has no start state of its own")
+        raise ValueError(
+            "the prompt is empty: give at least one token to continue from (e.g. the id "
+            "of a newline, or of <bos>); a GPT has no start state of its own"
+        )
     return (ids[None], True) if ids.dim() == 1 else (ids, False)
 
 
@@ -148,24 +155,29 @@ def _eval_mode(model):
 def _crop_notice(T: int, max_new_tokens: int, max_len: int, on_crop: str):
     """Warn (or raise, on_crop="error") when the model would have to read more than max_len tokens."""
     if on_crop not in ("crop", "error"):
-        raise ValueError(f"on_crop must be 'crop' (slide a window of max_len tokens) or 'error'; "
-                         f"got {on_crop!r}")
-    longest = T + max_new_tokens - 1   # the last sampled token is never fed back to the model
+        raise ValueError(f"on_crop must be 'crop' (slide a window of max_len tokens) or 'error'; got {on_crop!r}")
+    longest = T + max_new_tokens - 1  # the last sampled token is never fed back to the model
     if longest <= max_len:
         return
-    message = (f"the prompt ({T} tokens) plus {max_new_tokens} new tokens exceed the model's context "
-               f"of max_len={max_len} tokens")
+    message = (
+        f"the prompt ({T} tokens) plus {max_new_tokens} new tokens exceed the model's context "
+        f"of max_len={max_len} tokens"
+    )
     if on_crop == "error":
         keep = max(max_len - max_new_tokens + 1, 1)
-        raise ValueError(f"{message}; shorten the prompt to ids[:, -{keep}:], ask for fewer tokens, "
-                         f"or pass on_crop='crop' to slide a window over the text")
-    warnings.warn(f"{message}: the model reads only the last {max_len} tokens at each step, and "
-                  f"forgets the earlier ones (pass on_crop='error' to stop instead)", stacklevel=3)
+        raise ValueError(
+            f"{message}; shorten the prompt to ids[:, -{keep}:], ask for fewer tokens, "
+            f"or pass on_crop='crop' to slide a window over the text"
+        )
+    warnings.warn(
+        f"{message}: the model reads only the last {max_len} tokens at each step, and "
+        f"forgets the earlier ones (pass on_crop='error' to stop instead)",
+        stacklevel=3,
+    )
 
 
 @torch.no_grad()
-def next_token_distribution(model, ids, temperature: float = 1.0, top_k: int | None = None,
-                            top_p: float | None = None):
+def next_token_distribution(model, ids, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None):
     """Prompt ids (T,) → the probabilities (V,) of the next token after temperature, top-k and
     top-p, the distribution :func:`generate` samples from ((B, T) → (B, V)). Temperature 0 puts all
     the mass on the most likely token. A prompt longer than max_len is cropped (with a warning)."""
@@ -177,15 +189,24 @@ def next_token_distribution(model, ids, temperature: float = 1.0, top_k: int | N
     max_len = model.config.max_len
     _crop_notice(batch.size(1), 1, max_len, "crop")
     with _eval_mode(model):
-        logits = model(batch[:, -max_len:]).logits[:, -1]                           # (B, V)
+        logits = model(batch[:, -max_len:]).logits[:, -1]  # (B, V)
     probs = _distribution(logits, temperature, top_k, top_p)
     return probs[0] if squeeze else probs
 
 
 @torch.no_grad()
-def generate(model, ids, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
-             top_p: float | None = None, greedy: bool = False, use_cache: bool = True,
-             generator: torch.Generator | None = None, on_crop: str = "crop"):
+def generate(
+    model,
+    ids,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    greedy: bool = False,
+    use_cache: bool = True,
+    generator: torch.Generator | None = None,
+    on_crop: str = "crop",
+):
     """Prompt ids (B, T) → (B, T + max_new_tokens): the prompt followed by its continuation ((T,) → 1-D).
 
     Each step feeds the text so far, takes the last position's logits and picks a token: the
@@ -207,8 +228,7 @@ def generate(model, ids, max_new_tokens: int, temperature: float = 1.0, top_k: i
     for value, check in ((top_k, _check_top_k), (top_p, _check_top_p)):
         if value is not None:
             check(value)
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral) \
-            or max_new_tokens < 0:
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral) or max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be a whole number ≥ 0, got {max_new_tokens!r}")
     out, squeeze = _as_batch(ids, getattr(model.config, "vocab_size", None))
     max_len = model.config.max_len
@@ -224,20 +244,21 @@ def generate(model, ids, max_new_tokens: int, temperature: float = 1.0, top_k: i
             else:
                 step = model(out[:, -max_len:], use_cache=use_cache)
             past = step.past_key_values
-            logits = step.logits[:, -1]                                              # (B, V)
-            check_finite_logits(logits)   # a diverged model: say so, rather than token 0 forever
+            logits = step.logits[:, -1]  # (B, V)
+            check_finite_logits(logits)  # a diverged model: say so, rather than token 0 forever
             # 2. Pick: the argmax, or a sample from the filtered distribution.
             if greedy:
-                nxt = logits.argmax(-1)                                              # (B,)
+                nxt = logits.argmax(-1)  # (B,)
             else:
                 probs = torch.softmax(_filtered_logits(logits, temperature, top_k, top_p), dim=-1)
                 nxt = torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (B,)
-            out = torch.cat([out, nxt[:, None]], dim=1)                             # (B, T + 1)
+            out = torch.cat([out, nxt[:, None]], dim=1)  # (B, T + 1)
     return out[0] if squeeze else out
 
 
 # ---------------------------------------------------------------------------------------------
 # One generator per prompt
+
 
 def prompt_generator(prompt, seed: int = 0) -> torch.Generator:
     """A random-number generator of its own for one prompt: seeded from `seed` and the prompt.
@@ -261,8 +282,9 @@ def prompt_generator(prompt, seed: int = 0) -> torch.Generator:
         prompt = prompt.flatten().tolist()
     if isinstance(prompt, str):
         key = prompt.encode("utf-8")
-    elif isinstance(prompt, (list, tuple)) and all(isinstance(i, numbers.Integral) and not isinstance(i, bool)
-                                                   for i in prompt):
+    elif isinstance(prompt, (list, tuple)) and all(
+        isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in prompt
+    ):
         key = ",".join(str(int(i)) for i in prompt).encode()
     else:
         raise ValueError(f"prompt must be text or a sequence of token ids, got {type(prompt).__name__}")
@@ -304,8 +326,10 @@ def real_word_share(text: str, known_words) -> float:
         0.8
     """
     if isinstance(known_words, str) or not hasattr(known_words, "__contains__"):
-        raise ValueError("known_words must be a set of words (e.g. set(text_words(training_text))), "
-                         f"got {type(known_words).__name__}")
+        raise ValueError(
+            "known_words must be a set of words (e.g. set(text_words(training_text))), "
+            f"got {type(known_words).__name__}"
+        )
     if not known_words:
         raise ValueError("known_words is empty: build it from a text, set(text_words(training_text))")
     words = text_words(text)
@@ -329,7 +353,7 @@ def repeated_ngram_share(seq, n: int) -> float:
         seq = seq.flatten().tolist()
     if not isinstance(seq, (str, list, tuple)):
         raise ValueError(f"seq must be a string, a list of words or of ids, got {type(seq).__name__}")
-    grams = [tuple(seq[i:i + n]) for i in range(len(seq) - n + 1)]
+    grams = [tuple(seq[i : i + n]) for i in range(len(seq) - n + 1)]
     if not grams:
         return 0.0
     seen, repeats = set(), 0
@@ -363,7 +387,7 @@ def repeating_tail(seq, max_period: int | None = None) -> tuple[int, int]:
         i = n - 1
         while i - p >= 0 and seq[i] == seq[i - p]:
             i -= 1
-        span = n - 1 - i + p          # seq[i + 1 - p:] repeats with period p
+        span = n - 1 - i + p  # seq[i + 1 - p:] repeats with period p
         if span >= 2 * p and span > best[1]:
             best = (p, span)
     return best

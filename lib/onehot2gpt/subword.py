@@ -65,9 +65,16 @@ def _is_cjk(ch: str) -> bool:
     """A CJK ideograph (the Unicode blocks BERT's ``_is_chinese_char`` lists). Hiragana, Katakana
     and Hangul are not: those scripts put spaces between words."""
     cp = ord(ch)
-    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
-            or 0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF
-            or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+    return (
+        0x4E00 <= cp <= 0x9FFF
+        or 0x3400 <= cp <= 0x4DBF
+        or 0x20000 <= cp <= 0x2A6DF
+        or 0x2A700 <= cp <= 0x2B73F
+        or 0x2B740 <= cp <= 0x2B81F
+        or 0x2B820 <= cp <= 0x2CEAF
+        or 0xF900 <= cp <= 0xFAFF
+        or 0x2F800 <= cp <= 0x2FA1F
+    )
 
 
 def is_punctuation(ch: str) -> bool:
@@ -100,8 +107,17 @@ class _CharMap:
 
 
 # 1. drop NUL, U+FFFD and control characters; every whitespace → " "; spaces around CJK ideographs
-_clean = _CharMap(lambda ch: "" if ord(ch) in (0, 0xFFFD) or _is_control(ch)
-                  else " " if _is_whitespace(ch) else f" {ch} " if _is_cjk(ch) else ch)
+_clean = _CharMap(
+    lambda ch: (
+        ""
+        if ord(ch) in (0, 0xFFFD) or _is_control(ch)
+        else " "
+        if _is_whitespace(ch)
+        else f" {ch} "
+        if _is_cjk(ch)
+        else ch
+    )
+)
 # 2. after NFD ("é" → "e" + U+0301): drop the combining marks (category Mn)
 _drop_marks = _CharMap(lambda ch: "" if unicodedata.category(ch) == "Mn" else ch)
 # 3. spaces around every punctuation mark, so that str.split() splits there too
@@ -132,8 +148,10 @@ def pretokenize(text: str, lower: bool = True, strip_accents: bool | None = None
 
 def _check_text(text, what: str = "text") -> None:
     if not isinstance(text, str):
-        raise TypeError(f"expected {what} as a string, got {type(text).__name__}; "
-                        "for several texts use encode_batch, for a list of words encode_words")
+        raise TypeError(
+            f"expected {what} as a string, got {type(text).__name__}; "
+            "for several texts use encode_batch, for a list of words encode_words"
+        )
 
 
 # -------------------------------------------------------------------------------- training
@@ -141,16 +159,21 @@ def _check_text(text, what: str = "text") -> None:
 
 def _merge_name(a: str, b: str) -> str:
     """("un", "##aff") → "unaff"; ("##g", "##s") → "##gs"."""
-    return a + b[len(PREFIX):]
+    return a + b[len(PREFIX) :]
 
 
 def _pairs(pieces: Sequence[str]) -> list[tuple[str, str]]:
     return list(zip(pieces, pieces[1:]))
 
 
-def train_wordpiece(texts: Iterable[str], vocab_size: int, min_frequency: int = 2,
-                    lower: bool = True, specials: Sequence[str] = SPECIALS,
-                    score: str = "wordpiece") -> list[str]:
+def train_wordpiece(
+    texts: Iterable[str],
+    vocab_size: int,
+    min_frequency: int = 2,
+    lower: bool = True,
+    specials: Sequence[str] = SPECIALS,
+    score: str = "wordpiece",
+) -> list[str]:
     """Learn a WordPiece vocabulary of at most `vocab_size` tokens from an iterable of texts.
 
     Every word (from :func:`pretokenize`) starts as characters, "hugs" → ``h ##u ##g ##s``. Each
@@ -172,8 +195,9 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int, min_frequency: int = 
         ['b', 'h', 'p', '##g', '##n', '##s', '##u', '##gs']
     """
     if isinstance(texts, str):
-        raise TypeError("train_wordpiece takes an iterable of texts, e.g. a list of lines, "
-                        "not one string; wrap it as [text]")
+        raise TypeError(
+            "train_wordpiece takes an iterable of texts, e.g. a list of lines, not one string; wrap it as [text]"
+        )
     if score not in ("wordpiece", "frequency"):
         raise ValueError(f"score must be 'wordpiece' or 'frequency', got {score!r}")
     if min_frequency < 1:
@@ -187,20 +211,23 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int, min_frequency: int = 
     # Work on distinct words: each is a list of pieces with a frequency.
     words = [[w[0]] + [PREFIX + ch for ch in w[1:]] for w in word_counts]
     freqs = list(word_counts.values())
-    alphabet = sorted({p for pieces in words for p in pieces} - set(specials),
-                      key=lambda p: (p.startswith(PREFIX), p))  # "b", "h", ..., "##g", "##n", ...
+    alphabet = sorted(
+        {p for pieces in words for p in pieces} - set(specials), key=lambda p: (p.startswith(PREFIX), p)
+    )  # "b", "h", ..., "##g", "##n", ...
     vocab = list(specials) + alphabet
     if vocab_size < len(vocab):
-        raise ValueError(f"vocab_size={vocab_size} is smaller than the {len(specials)} specials "
-                         f"plus the {len(alphabet)} characters of the corpus; ask for at least "
-                         f"{len(vocab)}")
+        raise ValueError(
+            f"vocab_size={vocab_size} is smaller than the {len(specials)} specials "
+            f"plus the {len(alphabet)} characters of the corpus; ask for at least "
+            f"{len(vocab)}"
+        )
     known = set(vocab)
 
     # Counts, and indexes so that a merge only revisits the words and pairs it changes.
     piece_count: Counter[str] = Counter()
     pair_count: Counter[tuple[str, str]] = Counter()
-    words_with: dict[tuple[str, str], set[int]] = {}   # pair → ids of words that contain it
-    pairs_with: dict[str, set[tuple[str, str]]] = {}   # piece → pairs it is part of
+    words_with: dict[tuple[str, str], set[int]] = {}  # pair → ids of words that contain it
+    pairs_with: dict[str, set[tuple[str, str]]] = {}  # piece → pairs it is part of
     for i, (pieces, f) in enumerate(zip(words, freqs)):
         for p in pieces:
             piece_count[p] += f
@@ -284,19 +311,22 @@ class WordPieceTokenizer:
     text ("the [MASK] sat"), like Hugging Face does, and are skipped by ``decode``.
     """
 
-    def __init__(self, vocab: Sequence[str], lower: bool = True, unk_token: str = UNK,
-                 max_chars_per_word: int = 100):
+    def __init__(self, vocab: Sequence[str], lower: bool = True, unk_token: str = UNK, max_chars_per_word: int = 100):
         if isinstance(vocab, str) or not all(isinstance(t, str) and t for t in vocab):
-            raise TypeError("vocab must be a list of non-empty token strings in id order; "
-                            "to read a vocab.txt use WordPieceTokenizer.load(path)")
+            raise TypeError(
+                "vocab must be a list of non-empty token strings in id order; "
+                "to read a vocab.txt use WordPieceTokenizer.load(path)"
+            )
         self.itos: list[str] = list(vocab)
         self.stoi: dict[str, int] = {t: i for i, t in enumerate(self.itos)}
         if len(self.stoi) != len(self.itos):
             dups = sorted(t for t, c in Counter(self.itos).items() if c > 1)[:5]
             raise ValueError(f"vocab has repeated tokens {dups}; each token must appear once")
         if unk_token not in self.stoi:
-            raise ValueError(f"the unknown token {unk_token!r} is not in the vocabulary; add it "
-                             "(train_wordpiece puts [UNK] at id 1) or pass unk_token=...")
+            raise ValueError(
+                f"the unknown token {unk_token!r} is not in the vocabulary; add it "
+                "(train_wordpiece puts [UNK] at id 1) or pass unk_token=..."
+            )
         self.lower = lower
         self.unk_token = unk_token
         self.max_chars_per_word = max_chars_per_word
@@ -311,17 +341,25 @@ class WordPieceTokenizer:
     # ------------------------------------------------------------------ construction, files
 
     @classmethod
-    def train(cls, texts: Iterable[str], vocab_size: int, min_frequency: int = 2,
-              lower: bool = True, specials: Sequence[str] = SPECIALS, score: str = "wordpiece",
-              **kwargs) -> "WordPieceTokenizer":
+    def train(
+        cls,
+        texts: Iterable[str],
+        vocab_size: int,
+        min_frequency: int = 2,
+        lower: bool = True,
+        specials: Sequence[str] = SPECIALS,
+        score: str = "wordpiece",
+        **kwargs,
+    ) -> WordPieceTokenizer:
         """Learn a vocabulary with :func:`train_wordpiece` and make a tokenizer from it
         (`kwargs` go to the tokenizer, e.g. ``max_chars_per_word``)."""
-        vocab = train_wordpiece(texts, vocab_size, min_frequency=min_frequency, lower=lower,
-                                specials=specials, score=score)
+        vocab = train_wordpiece(
+            texts, vocab_size, min_frequency=min_frequency, lower=lower, specials=specials, score=score
+        )
         return cls(vocab, lower=lower, **kwargs)
 
     @classmethod
-    def load(cls, path: str | Path, **kwargs) -> "WordPieceTokenizer":
+    def load(cls, path: str | Path, **kwargs) -> WordPieceTokenizer:
         """Read a BERT ``vocab.txt``: one token per line, the id is the line number (from 0)."""
         path = Path(path)
         if path.is_dir():
@@ -354,8 +392,10 @@ class WordPieceTokenizer:
 
     def _special_id(self, token: str) -> int:
         if token not in self.stoi:
-            raise KeyError(f"this vocabulary has no {token} token; train with it in `specials` "
-                           f"or add it to vocab.txt (BERT's order: {', '.join(SPECIALS)})")
+            raise KeyError(
+                f"this vocabulary has no {token} token; train with it in `specials` "
+                f"or add it to vocab.txt (BERT's order: {', '.join(SPECIALS)})"
+            )
         return self.stoi[token]
 
     @property
@@ -448,14 +488,22 @@ class WordPieceTokenizer:
 
     def _token(self, i: int) -> str:
         if not 0 <= int(i) < len(self):
-            raise IndexError(f"id {int(i)} is outside the vocabulary (0..{len(self) - 1}); "
-                             "decode with the tokenizer that encoded the ids")
+            raise IndexError(
+                f"id {int(i)} is outside the vocabulary (0..{len(self) - 1}); "
+                "decode with the tokenizer that encoded the ids"
+            )
         return self.itos[int(i)]
 
     # ------------------------------------------------------------------------- encoding
 
-    def encode(self, text: str, text_pair: str | None = None, add_special_tokens: bool = True,
-               max_len: int | None = None, truncation: bool = False) -> dict[str, list[int]]:
+    def encode(
+        self,
+        text: str,
+        text_pair: str | None = None,
+        add_special_tokens: bool = True,
+        max_len: int | None = None,
+        truncation: bool = False,
+    ) -> dict[str, list[int]]:
         """Text (and optional second text) → ``input_ids``, ``token_type_ids``,
         ``attention_mask``, each a list of T ints.
 
@@ -480,8 +528,9 @@ class WordPieceTokenizer:
         ids_a, ids_b = self._fit(ids_a, ids_b, add_special_tokens, max_len, truncation)
         return self._assemble(ids_a, ids_b, add_special_tokens)
 
-    def _fit(self, ids_a: list[int], ids_b: list[int] | None, add_special_tokens: bool,
-             max_len: int | None, truncation: bool) -> tuple[list[int], list[int] | None]:
+    def _fit(
+        self, ids_a: list[int], ids_b: list[int] | None, add_special_tokens: bool, max_len: int | None, truncation: bool
+    ) -> tuple[list[int], list[int] | None]:
         """Check the length against `max_len`, truncating (Hugging Face's "longest_first")."""
         n_special = (2 if ids_b is None else 3) if add_special_tokens else 0
         total = len(ids_a) + (len(ids_b) if ids_b is not None else 0) + n_special
@@ -490,31 +539,34 @@ class WordPieceTokenizer:
         if max_len is None or total <= max_len:
             return ids_a, ids_b
         if not truncation:
-            raise ValueError(f"the encoding has {total} tokens but max_len is {max_len}; "
-                             "pass truncation=True to cut it to fit, or split the text")
+            raise ValueError(
+                f"the encoding has {total} tokens but max_len is {max_len}; "
+                "pass truncation=True to cut it to fit, or split the text"
+            )
         budget = max_len - n_special
         if budget < 0:
-            raise ValueError(f"max_len={max_len} leaves no room: the special tokens alone "
-                             f"take {n_special}")
+            raise ValueError(f"max_len={max_len} leaves no room: the special tokens alone take {n_special}")
         if ids_b is None:
             return ids_a[:budget], None
         n_a, n_b = longest_first(len(ids_a), len(ids_b), budget)
         return ids_a[:n_a], ids_b[:n_b]
 
-    def _assemble(self, ids_a: list[int], ids_b: list[int] | None,
-                  add_special_tokens: bool) -> dict[str, list[int]]:
+    def _assemble(self, ids_a: list[int], ids_b: list[int] | None, add_special_tokens: bool) -> dict[str, list[int]]:
         if add_special_tokens:
             ids_a = [self.cls_id] + ids_a + [self.sep_id]
             if ids_b is not None:
                 ids_b = ids_b + [self.sep_id]
         ids_b = ids_b or []
         input_ids = ids_a + ids_b
-        return {"input_ids": input_ids,
-                "token_type_ids": [0] * len(ids_a) + [1] * len(ids_b),
-                "attention_mask": [1] * len(input_ids)}
+        return {
+            "input_ids": input_ids,
+            "token_type_ids": [0] * len(ids_a) + [1] * len(ids_b),
+            "attention_mask": [1] * len(input_ids),
+        }
 
-    def encode_words(self, words: Sequence[str], max_len: int | None = None,
-                     truncation: bool = False) -> dict[str, list]:
+    def encode_words(
+        self, words: Sequence[str], max_len: int | None = None, truncation: bool = False
+    ) -> dict[str, list]:
         """A list of words (e.g. one sentence of a tagging data set) → ``encode``'s lists plus
         ``word_index``: for each token the index of the word it came from, None for specials.
 
@@ -525,8 +577,9 @@ class WordPieceTokenizer:
             [None, 0, 0, 0, 1, None]
         """
         if isinstance(words, str) or not all(isinstance(w, str) for w in words):
-            raise TypeError("encode_words takes a list of words (strings), e.g. text.split(); "
-                            "for a whole string use encode")
+            raise TypeError(
+                "encode_words takes a list of words (strings), e.g. text.split(); for a whole string use encode"
+            )
         ids, word_index = [], []
         for k, word in enumerate(words):
             pieces = self.convert_tokens_to_ids(self.tokenize(word))
@@ -534,11 +587,16 @@ class WordPieceTokenizer:
             word_index += [k] * len(pieces)
         ids, _ = self._fit(ids, None, True, max_len, truncation)
         out = self._assemble(ids, None, True)
-        out["word_index"] = [None] + word_index[:len(ids)] + [None]
+        out["word_index"] = [None] + word_index[: len(ids)] + [None]
         return out
 
-    def encode_batch(self, texts: Sequence[str], text_pairs: Sequence[str] | None = None,
-                     max_len: int | None = None, truncation: bool = False) -> dict:
+    def encode_batch(
+        self,
+        texts: Sequence[str],
+        text_pairs: Sequence[str] | None = None,
+        max_len: int | None = None,
+        truncation: bool = False,
+    ) -> dict:
         """B texts (and optional B second texts) → LongTensors of shape (B, T), padded on the
         right with ``pad_id`` to the longest; ``attention_mask`` is 0 at padding."""
         import torch
@@ -548,16 +606,15 @@ class WordPieceTokenizer:
         if not texts:
             raise ValueError("encode_batch needs at least one text")
         if text_pairs is not None and len(text_pairs) != len(texts):
-            raise ValueError(f"got {len(texts)} texts but {len(text_pairs)} text_pairs; "
-                             "pass one pair per text")
+            raise ValueError(f"got {len(texts)} texts but {len(text_pairs)} text_pairs; pass one pair per text")
         pairs = text_pairs if text_pairs is not None else [None] * len(texts)
-        rows = [self.encode(a, b, max_len=max_len, truncation=truncation)
-                for a, b in zip(texts, pairs)]
+        rows = [self.encode(a, b, max_len=max_len, truncation=truncation) for a, b in zip(texts, pairs)]
         T = max(len(r["input_ids"]) for r in rows)
         pad = {"input_ids": self.pad_id, "token_type_ids": 0, "attention_mask": 0}
-        return {key: torch.tensor([r[key] + [value] * (T - len(r[key])) for r in rows],
-                                  dtype=torch.long)  # (B, T)
-                for key, value in pad.items()}
+        return {
+            key: torch.tensor([r[key] + [value] * (T - len(r[key])) for r in rows], dtype=torch.long)  # (B, T)
+            for key, value in pad.items()
+        }
 
     # ------------------------------------------------------------------------- decoding
 
@@ -571,14 +628,18 @@ class WordPieceTokenizer:
             >>> tok.decode(tok.encode("Unaffable!")["input_ids"])   # doctest: +SKIP
             'unaffable!'
         """
-        ids = as_ids(list(ids) if not isinstance(ids, (torch.Tensor, list, tuple)) else ids,
-                     len(self.itos), dims=1, allow_empty=True).tolist()
+        ids = as_ids(
+            list(ids) if not isinstance(ids, (torch.Tensor, list, tuple)) else ids,
+            len(self.itos),
+            dims=1,
+            allow_empty=True,
+        ).tolist()
         if skip_special_tokens:
             ids = [i for i in ids if i not in self._special_ids]
         out = []
         for k, token in enumerate(self.convert_ids_to_tokens(ids)):
             if k > 0:  # the first token keeps a "##", as in Hugging Face
-                token = token[len(PREFIX):] if token.startswith(PREFIX) else " " + token
+                token = token[len(PREFIX) :] if token.startswith(PREFIX) else " " + token
             out.append(_clean_up_spaces(token) if clean_up_spaces else token)
         return "".join(out)
 
@@ -603,9 +664,19 @@ def longest_first(n_a: int, n_b: int, budget: int) -> tuple[int, int]:
     return (short, long) if first_is_short else (long, short)
 
 
-_CLEAN_UPS = [(" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
-              (" 'm", "'m"), (" do not", " don't"), (" 's", "'s"), (" 've", "'ve"),
-              (" 're", "'re")]
+_CLEAN_UPS = [
+    (" .", "."),
+    (" ?", "?"),
+    (" !", "!"),
+    (" ,", ","),
+    (" ' ", "'"),
+    (" n't", "n't"),
+    (" 'm", "'m"),
+    (" do not", " don't"),
+    (" 's", "'s"),
+    (" 've", "'ve"),
+    (" 're", "'re"),
+]
 
 
 def _clean_up_spaces(token: str) -> str:

@@ -21,12 +21,24 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-__all__ = ["adamw", "fine_tuning_optimizer", "optimizer_step", "cosine_lr", "inverse_sqrt_schedule",
-           "pad_batch", "epoch_batches"]
+__all__ = [
+    "adamw",
+    "fine_tuning_optimizer",
+    "optimizer_step",
+    "cosine_lr",
+    "inverse_sqrt_schedule",
+    "pad_batch",
+    "epoch_batches",
+]
 
 
-def adamw(parameters: Iterable[torch.nn.Parameter], *, lr: float, weight_decay: float,
-          betas: tuple[float, float] = (0.9, 0.999)) -> torch.optim.AdamW:
+def adamw(
+    parameters: Iterable[torch.nn.Parameter],
+    *,
+    lr: float,
+    weight_decay: float,
+    betas: tuple[float, float] = (0.9, 0.999),
+) -> torch.optim.AdamW:
     """AdamW with two parameter groups: tensors of 2 or more dimensions (weight matrices,
     embeddings) decayed by `weight_decay`, the others (biases, LayerNorms) not at all.
 
@@ -36,13 +48,27 @@ def adamw(parameters: Iterable[torch.nn.Parameter], *, lr: float, weight_decay: 
         [(1, 0.1), (1, 0.0)]
     """
     params = list(parameters)
-    return torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-                              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
-                             lr=lr, betas=betas)
+    return torch.optim.AdamW(
+        [
+            {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+        ],
+        lr=lr,
+        betas=betas,
+    )
 
 
-def fine_tuning_optimizer(model, n_rows: int, *, epochs: int, batch_size: int, max_steps: int | None,
-                          lr: float, warmup: float, weight_decay: float):
+def fine_tuning_optimizer(
+    model,
+    n_rows: int,
+    *,
+    epochs: int,
+    batch_size: int,
+    max_steps: int | None,
+    lr: float,
+    warmup: float,
+    weight_decay: float,
+):
     """The fine-tuning recipe shared by BERT (:func:`onehot2gpt.bert_tasks.finetune`) and GPT-1
     (:func:`onehot2gpt.gpt_tasks.finetune_gpt`) → (optimizer, scheduler, steps).
 
@@ -57,7 +83,8 @@ def fine_tuning_optimizer(model, n_rows: int, *, epochs: int, batch_size: int, m
     opt = adamw((p for p in model.parameters() if p.requires_grad), lr=lr, weight_decay=weight_decay)
     n_warm = max(1, int(warmup * steps))
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: (s + 1) / n_warm if s < n_warm else max(0.0, (steps - s) / max(1, steps - n_warm)))
+        opt, lambda s: (s + 1) / n_warm if s < n_warm else max(0.0, (steps - s) / max(1, steps - n_warm))
+    )
     return opt, sched, steps
 
 
@@ -82,7 +109,7 @@ def cosine_lr(step: int, *, lr: float, min_lr: float, warmup: int, iters: int) -
         return lr * (step + 1) / (warmup + 1)
     if step >= iters - 1:
         return min_lr
-    progress = (step - warmup) / (iters - 1 - warmup)                 # 0 → 1 over the decay
+    progress = (step - warmup) / (iters - 1 - warmup)  # 0 → 1 over the decay
     return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (lr - min_lr)
 
 
@@ -97,15 +124,16 @@ def pad_batch(rows: Sequence[Sequence[int]], pad_id: int = 0) -> torch.Tensor:
         raise ValueError("nothing to pad: give at least one sequence")
     out = torch.full((len(rows), max(len(r) for r in rows)), pad_id, dtype=torch.long)
     for i, r in enumerate(rows):
-        out[i, :len(r)] = torch.as_tensor(list(r), dtype=torch.long)
+        out[i, : len(r)] = torch.as_tensor(list(r), dtype=torch.long)
     return out
 
 
-GROUP_BATCHES = 50        # group_by_length: rows are sorted by length within 50 batches' worth
+GROUP_BATCHES = 50  # group_by_length: rows are sorted by length within 50 batches' worth
 
 
-def epoch_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Generator,
-                  group_by_length: bool = False) -> list[torch.Tensor]:
+def epoch_batches(
+    lengths: torch.Tensor, batch_size: int, generator: torch.Generator, group_by_length: bool = False
+) -> list[torch.Tensor]:
     """One epoch's batches of row ids: every row once, in ``ceil(n / batch_size)`` batches.
 
     By default a random permutation cut into batches. With `group_by_length`, rows of about the
@@ -120,9 +148,11 @@ def epoch_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Gener
     """
     lengths = torch.as_tensor(lengths)
     if lengths.dim() != 1 or lengths.is_floating_point() or lengths.is_complex():
-        raise TypeError(f"lengths must be a 1-d integer tensor (one length per row); got "
-                        f"{lengths.dtype} of shape {tuple(lengths.shape)}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int):   # (utils' check: this module imports none)
+        raise TypeError(
+            f"lengths must be a 1-d integer tensor (one length per row); got "
+            f"{lengths.dtype} of shape {tuple(lengths.shape)}"
+        )
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int):  # (utils' check: this module imports none)
         raise TypeError(f"batch_size must be a positive int, got {type(batch_size).__name__} {batch_size!r}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be a positive int (at least 1), got {batch_size}")

@@ -24,26 +24,26 @@ from torch import nn
 from .attention import TORCH_MHA_KEYS, MultiHeadAttention, causal_mask, padding_mask
 from .utils import as_ids
 
-
 # ---------------------------------------------------------------------------------------------
 # Config
+
 
 @dataclass(frozen=True)
 class TransformerConfig:
     """Sizes of a small Transformer. Teaching-sized defaults; presets below."""
 
-    vocab_size: int = 64          # source vocabulary (and target, unless tgt_vocab_size is set)
+    vocab_size: int = 64  # source vocabulary (and target, unless tgt_vocab_size is set)
     tgt_vocab_size: int | None = None
     d_model: int = 64
-    n_heads: int = 4              # d_model / n_heads = 16 features per head
+    n_heads: int = 4  # d_model / n_heads = 16 features per head
     n_layers: int = 2
-    d_ff: int = 256               # the paper's 4 × d_model
+    d_ff: int = 256  # the paper's 4 × d_model
     max_len: int = 64
     dropout: float = 0.1
-    norm_first: bool = False      # post-norm as in the paper; True = pre-norm as in GPT-2
+    norm_first: bool = False  # post-norm as in the paper; True = pre-norm as in GPT-2
     positions: str = "sinusoidal"  # or "learned"
     activation: str = "relu"
-    pad_id: int = 0               # the course's Vocab puts <pad> at 0
+    pad_id: int = 0  # the course's Vocab puts <pad> at 0
 
     def __post_init__(self):
         if self.d_model % self.n_heads:
@@ -52,15 +52,16 @@ class TransformerConfig:
             raise ValueError(f"positions must be 'sinusoidal' or 'learned', got {self.positions!r}")
 
     @classmethod
-    def tiny(cls, **overrides) -> "TransformerConfig":
+    def tiny(cls, **overrides) -> TransformerConfig:
         """Tests and toy tasks: 2 layers, 32 wide, 2 heads."""
         return cls(**{**dict(d_model=32, n_heads=2, n_layers=2, d_ff=64, max_len=32), **overrides})
 
     @classmethod
-    def base(cls, **overrides) -> "TransformerConfig":
+    def base(cls, **overrides) -> TransformerConfig:
         """The paper's Transformer-base sizes (for scale; too big to train here)."""
-        return cls(**{**dict(vocab_size=37000, d_model=512, n_heads=8, n_layers=6, d_ff=2048,
-                             max_len=512), **overrides})
+        return cls(
+            **{**dict(vocab_size=37000, d_model=512, n_heads=8, n_layers=6, d_ff=2048, max_len=512), **overrides}
+        )
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -68,6 +69,7 @@ class TransformerConfig:
 
 # ---------------------------------------------------------------------------------------------
 # Positions
+
 
 def sinusoidal_positions(max_len: int, d_model: int):
     """(max_len, d_model) table: PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(…).
@@ -78,7 +80,7 @@ def sinusoidal_positions(max_len: int, d_model: int):
     """
     if d_model % 2:
         raise ValueError(f"sinusoidal positions pair sin and cos: d_model must be even, got {d_model}")
-    pos = torch.arange(max_len, dtype=torch.float32)[:, None]                    # (T, 1)
+    pos = torch.arange(max_len, dtype=torch.float32)[:, None]  # (T, 1)
     freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2) / d_model)  # (D/2,) = 1/10000^(2i/d)
     table = torch.zeros(max_len, d_model)
     table[:, 0::2] = torch.sin(pos * freq)
@@ -88,8 +90,10 @@ def sinusoidal_positions(max_len: int, d_model: int):
 
 def _check_length(T: int, max_len: int):
     if T > max_len:
-        raise ValueError(f"the sequence has {T} positions but the model was built for at most "
-                         f"max_len={max_len}; shorten the input or build the model with a larger max_len")
+        raise ValueError(
+            f"the sequence has {T} positions but the model was built for at most "
+            f"max_len={max_len}; shorten the input or build the model with a larger max_len"
+        )
 
 
 class SinusoidalPositions(nn.Module):
@@ -102,7 +106,7 @@ class SinusoidalPositions(nn.Module):
 
     def forward(self, x, start: int = 0):
         _check_length(start + x.size(1), self.max_len)
-        return x + self.table[start:start + x.size(1)]
+        return x + self.table[start : start + x.size(1)]
 
 
 class LearnedPositions(nn.Module):
@@ -115,7 +119,7 @@ class LearnedPositions(nn.Module):
 
     def forward(self, x, start: int = 0):
         _check_length(start + x.size(1), self.max_len)
-        return x + self.embedding.weight[start:start + x.size(1)]
+        return x + self.embedding.weight[start : start + x.size(1)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -150,8 +154,16 @@ class EncoderBlock(nn.Module):
     forward(x (B, T, D), mask=None, need_weights=False) → (x, weights (B, H, T, T) or None).
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
-                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+        eps: float = 1e-5,
+    ):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
@@ -178,8 +190,16 @@ class DecoderBlock(nn.Module):
     (x, self-attention weights (B, H, T, T), cross-attention weights (B, H, T, S)).
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
-                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+        eps: float = 1e-5,
+    ):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
@@ -213,11 +233,21 @@ class Encoder(nn.Module):
     forward(x, mask, need_weights) → (x, tuple of (B, H, T, T) per layer, or None).
     """
 
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
-                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5):
+    def __init__(
+        self,
+        n_layers: int,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+        eps: float = 1e-5,
+    ):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderBlock(d_model, n_heads, d_ff, dropout, norm_first, activation,
-                                                 eps) for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            EncoderBlock(d_model, n_heads, d_ff, dropout, norm_first, activation, eps) for _ in range(n_layers)
+        )
         self.norm = nn.LayerNorm(d_model, eps=eps) if norm_first else nn.Identity()
 
     def forward(self, x, mask=None, need_weights: bool = False):
@@ -232,11 +262,21 @@ class Decoder(nn.Module):
     """n_layers DecoderBlocks. forward(x, memory, self_mask, memory_mask, need_weights) →
     (x, self-attention maps, cross-attention maps) — each a tuple per layer, or None."""
 
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
-                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5):
+    def __init__(
+        self,
+        n_layers: int,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+        eps: float = 1e-5,
+    ):
         super().__init__()
-        self.layers = nn.ModuleList(DecoderBlock(d_model, n_heads, d_ff, dropout, norm_first, activation,
-                                                 eps) for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            DecoderBlock(d_model, n_heads, d_ff, dropout, norm_first, activation, eps) for _ in range(n_layers)
+        )
         self.norm = nn.LayerNorm(d_model, eps=eps) if norm_first else nn.Identity()
 
     def forward(self, x, memory, self_mask=None, memory_mask=None, need_weights: bool = False):
@@ -253,6 +293,7 @@ class Decoder(nn.Module):
 # ---------------------------------------------------------------------------------------------
 # Models
 
+
 def _positions(config: TransformerConfig) -> nn.Module:
     cls = SinusoidalPositions if config.positions == "sinusoidal" else LearnedPositions
     return cls(config.d_model, config.max_len)
@@ -263,7 +304,7 @@ def _embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
     and positions both have unit size (with PyTorch's default std 1 the scaled tokens would be √D
     times larger and drown the position signal)."""
     emb = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
-    nn.init.normal_(emb.weight, std=d_model ** -0.5)
+    nn.init.normal_(emb.weight, std=d_model**-0.5)
     with torch.no_grad():
         emb.weight[pad_id].zero_()
     return emb
@@ -280,8 +321,7 @@ class TransformerEncoderModel(nn.Module):
         self.tok_emb = _embedding(c.vocab_size, c.d_model, c.pad_id)
         self.pos = _positions(c)
         self.dropout = nn.Dropout(c.dropout)
-        self.encoder = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
-                               c.activation)
+        self.encoder = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
 
     def forward(self, ids, output_attentions: bool = False):
         ids = as_ids(ids, self.config.vocab_size, dims=2)
@@ -305,10 +345,8 @@ class Seq2SeqTransformer(nn.Module):
         self.tgt_emb = _embedding(self.tgt_vocab_size, c.d_model, c.pad_id)
         self.pos = _positions(c)
         self.dropout = nn.Dropout(c.dropout)
-        self.encoder = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
-                               c.activation)
-        self.decoder = Decoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
-                               c.activation)
+        self.encoder = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
+        self.decoder = Decoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
         self.lm_head = nn.Linear(c.d_model, self.tgt_vocab_size)
 
     def encode(self, src, output_attentions: bool = False):
@@ -359,6 +397,7 @@ class Seq2SeqTransformer(nn.Module):
 # ---------------------------------------------------------------------------------------------
 # torch.nn interop: key maps and loaders
 
+
 # Our EncoderBlock / DecoderBlock parameter names → torch.nn.TransformerEncoderLayer /
 # TransformerDecoderLayer's. The loaders below and the parity tests use these maps.
 def _prefixed(ours: str, theirs: str) -> dict[str, str]:
@@ -373,7 +412,8 @@ TORCH_ENCODER_LAYER_KEYS = {
 TORCH_DECODER_LAYER_KEYS = {
     **TORCH_ENCODER_LAYER_KEYS,
     **_prefixed("cross_attn", "multihead_attn"),
-    "norm3.weight": "norm3.weight", "norm3.bias": "norm3.bias",
+    "norm3.weight": "norm3.weight",
+    "norm3.bias": "norm3.bias",
 }
 
 
@@ -383,11 +423,11 @@ def load_torch_layer(ours: nn.Module, theirs: nn.Module) -> nn.Module:
     source = theirs.state_dict()
     missing = [v for v in keys.values() if v not in source]
     if missing:
-        raise ValueError(f"{type(theirs).__name__} lacks {missing}; pass the torch layer that "
-                         f"matches {type(ours).__name__}")
+        raise ValueError(
+            f"{type(theirs).__name__} lacks {missing}; pass the torch layer that matches {type(ours).__name__}"
+        )
     ours.load_state_dict({k: source[v] for k, v in keys.items()}, strict=True)
     return ours
-
 
 
 def attention_source(model, vocab, tokenize):
@@ -395,14 +435,17 @@ def attention_source(model, vocab, tokenize):
     encoder self-attention of `model` (a TransformerEncoderModel, or a Seq2SeqTransformer's
     encoder) as one (1, H, T, T) tensor per layer. Unknown tokens raise a ValueError that lists
     them (the model has no <unk> training to fall back on)."""
+
     def source(text: str):
         tokens = tokenize(text)
         if not tokens:
             raise ValueError("the text is empty: type a sentence")
         unknown = sorted({t for t in tokens if t not in vocab})
         if unknown:
-            raise ValueError(f"not in the model's vocabulary: {unknown}; this model knows "
-                             f"{len(vocab)} tokens, e.g. {vocab.itos[4:14]}")
+            raise ValueError(
+                f"not in the model's vocabulary: {unknown}; this model knows "
+                f"{len(vocab)} tokens, e.g. {vocab.itos[4:14]}"
+            )
         ids = torch.tensor([vocab.encode(tokens)])
         was_training = model.training
         model.eval()
@@ -413,4 +456,5 @@ def attention_source(model, vocab, tokenize):
                 maps = model(ids, output_attentions=True)[1]
         model.train(was_training)
         return list(tokens), maps
+
     return source

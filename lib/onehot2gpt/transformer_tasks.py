@@ -23,8 +23,12 @@ from .vocab import BOS, EOS, Vocab, tokenize_chars
 __all__ = ["encode_pairs", "train_seq2seq", "translate", "exact_match"]
 
 
-def encode_pairs(pairs: Sequence[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Vocab,
-                 tokenize: Callable[[str], list[str]] = tokenize_chars):
+def encode_pairs(
+    pairs: Sequence[tuple[str, str]],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    tokenize: Callable[[str], list[str]] = tokenize_chars,
+):
     """(source, target) strings → src (N, S) ids, tgt (N, T) ids as <bos> target <eos>, padded."""
     if not pairs:
         raise ValueError("no pairs to encode")
@@ -35,15 +39,27 @@ def encode_pairs(pairs: Sequence[tuple[str, str]], src_vocab: Vocab, tgt_vocab: 
     return pad_batch(src, src_vocab.pad_id), pad_batch(tgt, tgt_vocab.pad_id)
 
 
-def train_seq2seq(model, src, tgt, *, steps: int = 1000, batch_size: int = 64, lr: float = 2e-3,
-                  warmup: int = 100, label_smoothing: float = 0.1, clip: float = 1.0,
-                  seed: int = 0, progress: bool = True, desc: str = "train") -> list[float]:
+def train_seq2seq(
+    model,
+    src,
+    tgt,
+    *,
+    steps: int = 1000,
+    batch_size: int = 64,
+    lr: float = 2e-3,
+    warmup: int = 100,
+    label_smoothing: float = 0.1,
+    clip: float = 1.0,
+    seed: int = 0,
+    progress: bool = True,
+    desc: str = "train",
+) -> list[float]:
     """Teacher forcing on (src (N, S), tgt (N, T)) batches drawn at random; returns the loss per
     step. `tgt` rows are <bos> … <eos> <pad>…; padding is ignored by the loss."""
     if src.size(0) != tgt.size(0):
         raise ValueError(f"src has {src.size(0)} rows but tgt has {tgt.size(0)}; they must pair up")
     pad = model.config.pad_id
-    device = next(model.parameters()).device                      # batches follow the model
+    device = next(model.parameters()).device  # batches follow the model
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, inverse_sqrt_schedule(warmup))
@@ -54,8 +70,12 @@ def train_seq2seq(model, src, tgt, *, steps: int = 1000, batch_size: int = 64, l
             idx = torch.randint(0, src.size(0), (batch_size,), generator=g)
             s, t = src[idx].to(device), tgt[idx].to(device)
             logits, _ = model(s, t[:, :-1])
-            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), t[:, 1:].reshape(-1),
-                                   ignore_index=pad, label_smoothing=label_smoothing)
+            loss = F.cross_entropy(
+                logits.reshape(-1, logits.size(-1)),
+                t[:, 1:].reshape(-1),
+                ignore_index=pad,
+                label_smoothing=label_smoothing,
+            )
             optimizer_step(loss, opt, sched, model.parameters(), clip)
             losses.append(check_finite_loss(loss, step, lr=lr, what=desc))
             bar.update()
@@ -65,9 +85,14 @@ def train_seq2seq(model, src, tgt, *, steps: int = 1000, batch_size: int = 64, l
     return losses
 
 
-def translate(model, texts: Sequence[str], src_vocab: Vocab, tgt_vocab: Vocab,
-              tokenize: Callable[[str], list[str]] = tokenize_chars, max_new: int | None = None
-              ) -> list[str]:
+def translate(
+    model,
+    texts: Sequence[str],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    tokenize: Callable[[str], list[str]] = tokenize_chars,
+    max_new: int | None = None,
+) -> list[str]:
     """Greedy-decode each source text; returns the output strings (tokens joined, no specials)."""
     if isinstance(texts, str):
         raise TypeError("translate takes a list of strings; wrap one text as [text]")
@@ -75,14 +100,15 @@ def translate(model, texts: Sequence[str], src_vocab: Vocab, tgt_vocab: Vocab,
         raise ValueError("give at least one non-empty text to translate")
     unknown = sorted({c for t in texts for c in tokenize(t) if c not in src_vocab})
     if unknown:
-        raise ValueError(f"characters the model never saw: {unknown}; use only "
-                         f"{''.join(t for t in src_vocab.itos if len(t) == 1)!r}")
+        raise ValueError(
+            f"characters the model never saw: {unknown}; use only {''.join(t for t in src_vocab.itos if len(t) == 1)!r}"
+        )
     src = pad_batch([src_vocab.encode(tokenize(t)) for t in texts], src_vocab.pad_id)
     out = model.greedy_decode(src, tgt_vocab[BOS], tgt_vocab[EOS], max_new)
     results = []
     for row in out.tolist():
         tokens = tgt_vocab.decode(row)
-        results.append("".join(tokens[:tokens.index(EOS)] if EOS in tokens else tokens))
+        results.append("".join(tokens[: tokens.index(EOS)] if EOS in tokens else tokens))
     return results
 
 

@@ -35,8 +35,17 @@ from torch import nn
 from .elmo import BiLM
 from .utils import check_positive_int, check_positive_number, set_seed
 
-__all__ = ["slanted_triangular_lr", "discriminative_lrs", "trainable_groups", "LMClassifier", "finetune_classifier",
-           "classifier_accuracy", "ABLATION_SETTINGS", "ABLATION_FILE", "load_ablation"]
+__all__ = [
+    "slanted_triangular_lr",
+    "discriminative_lrs",
+    "trainable_groups",
+    "LMClassifier",
+    "finetune_classifier",
+    "classifier_accuracy",
+    "ABLATION_SETTINGS",
+    "ABLATION_FILE",
+    "load_ablation",
+]
 
 # The settings of notebook 04's ablation (and bench/ulmfit.py): the switches of finetune_classifier.
 ABLATION_SETTINGS: dict[str, dict[str, bool]] = {
@@ -52,8 +61,9 @@ ABLATION_SETTINGS: dict[str, dict[str, bool]] = {
 ABLATION_FILE = Path(__file__).resolve().parents[2] / "data" / "results" / "ulmfit-ablation.json"
 
 
-def slanted_triangular_lr(step: int, total_steps: int, lr_max: float, cut_frac: float = 0.1,
-                          ratio: float = 32) -> float:
+def slanted_triangular_lr(
+    step: int, total_steps: int, lr_max: float, cut_frac: float = 0.1, ratio: float = 32
+) -> float:
     """The STLR learning rate at `step` (0 … total_steps − 1) of a run of `total_steps` updates.
 
     With cut = ⌊total_steps · cut_frac⌋ (at least 1) and
@@ -76,7 +86,7 @@ def slanted_triangular_lr(step: int, total_steps: int, lr_max: float, cut_frac: 
     if ratio < 1:
         raise ValueError(f"ratio is how many times smaller the lowest rate is: at least 1, got {ratio}")
     cut = max(1, math.floor(total_steps * cut_frac))
-    if total_steps <= cut:                       # a run too short to fall: rise only
+    if total_steps <= cut:  # a run too short to fall: rise only
         p = step / cut
     elif step < cut:
         p = step / cut
@@ -128,21 +138,33 @@ class LMClassifier(nn.Module):
         self.tok_proj = copy.deepcopy(bilm.tok_proj)
         self.lstms = copy.deepcopy(bilm.fwd_layers)
         H = bilm.config.hidden
-        self.head = nn.Sequential(nn.BatchNorm1d(3 * H), nn.Dropout(dropout), nn.Linear(3 * H, hidden), nn.ReLU(),
-                                  nn.BatchNorm1d(hidden), nn.Dropout(dropout), nn.Linear(hidden, n_classes))
-        for p in self.parameters():                # a biLM loaded from float16 may be half precision
+        self.head = nn.Sequential(
+            nn.BatchNorm1d(3 * H),
+            nn.Dropout(dropout),
+            nn.Linear(3 * H, hidden),
+            nn.ReLU(),
+            nn.BatchNorm1d(hidden),
+            nn.Dropout(dropout),
+            nn.Linear(hidden, n_classes),
+        )
+        for p in self.parameters():  # a biLM loaded from float16 may be half precision
             p.data = p.data.float()
 
     def groups(self) -> list[list[nn.Parameter]]:
         """The layer groups, bottom to top: token layer, each LSTM layer, the head."""
-        return ([[*self.tok_emb.parameters(), *self.tok_proj.parameters()]]
-                + [list(lstm.parameters()) for lstm in self.lstms] + [list(self.head.parameters())])
+        return (
+            [[*self.tok_emb.parameters(), *self.tok_proj.parameters()]]
+            + [list(lstm.parameters()) for lstm in self.lstms]
+            + [list(self.head.parameters())]
+        )
 
     def top_states(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """ids (B, T), mask (B, T) bool (right padding) → the top LSTM layer's states (B, T, H)."""
         if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.dim() != 2:
-            raise TypeError(f"ids must be a (B, T) torch.long tensor, got "
-                            f"{getattr(ids, 'dtype', type(ids).__name__)} of shape {tuple(getattr(ids, 'shape', ()))}")
+            raise TypeError(
+                f"ids must be a (B, T) torch.long tensor, got "
+                f"{getattr(ids, 'dtype', type(ids).__name__)} of shape {tuple(getattr(ids, 'shape', ()))}"
+            )
         if not isinstance(mask, torch.Tensor) or mask.shape != ids.shape:
             raise ValueError(f"mask must be a tensor of the ids' shape {tuple(ids.shape)}")
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.vocab_size):
@@ -161,9 +183,9 @@ class LMClassifier(nn.Module):
         h = self.top_states(ids, mask)
         mask = mask.bool()
         lengths = mask.sum(1)
-        last = h[torch.arange(h.size(0)), lengths - 1]                              # (B, H)
-        biggest = h.masked_fill(~mask[:, :, None], float("-inf")).amax(1)           # (B, H)
-        mean = (h * mask[:, :, None]).sum(1) / lengths[:, None]                      # (B, H)
+        last = h[torch.arange(h.size(0)), lengths - 1]  # (B, H)
+        biggest = h.masked_fill(~mask[:, :, None], float("-inf")).amax(1)  # (B, H)
+        mean = (h * mask[:, :, None]).sum(1) / lengths[:, None]  # (B, H)
         return torch.cat([last, biggest, mean], dim=-1)
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -173,21 +195,38 @@ class LMClassifier(nn.Module):
 
 def _check_labelled(ids, mask, y, what: str) -> None:
     if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.dim() != 2:
-        raise TypeError(f"{what} ids must be a (N, T) torch.long tensor (ElmoFeatures.ids gives one), got "
-                        f"{getattr(ids, 'dtype', type(ids).__name__)}")
+        raise TypeError(
+            f"{what} ids must be a (N, T) torch.long tensor (ElmoFeatures.ids gives one), got "
+            f"{getattr(ids, 'dtype', type(ids).__name__)}"
+        )
     if not isinstance(mask, torch.Tensor) or mask.shape != ids.shape:
         raise ValueError(f"{what} mask must be a tensor of the ids' shape {tuple(ids.shape)}")
     if not isinstance(y, torch.Tensor) or y.dtype != torch.long or y.shape != ids.shape[:1]:
-        raise TypeError(f"{what} labels must be a torch.long tensor of shape ({ids.size(0)},), got "
-                        f"{getattr(y, 'dtype', type(y).__name__)} of shape {tuple(getattr(y, 'shape', ()))}")
+        raise TypeError(
+            f"{what} labels must be a torch.long tensor of shape ({ids.size(0)},), got "
+            f"{getattr(y, 'dtype', type(y).__name__)} of shape {tuple(getattr(y, 'shape', ()))}"
+        )
     if ids.size(0) == 0:
         raise ValueError(f"no {what} rows: pass at least one labelled sentence")
 
 
-def finetune_classifier(bilm: BiLM, ids: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor, *, seed: int = 0,
-                        discriminative: bool = True, slanted: bool = True, gradual: bool = True,
-                        frozen: bool = False, pretrained: bool = True, lr_top: float = 1e-2, epochs: int = 4,
-                        batch_size: int = 32, n_classes: int = 2) -> LMClassifier:
+def finetune_classifier(
+    bilm: BiLM,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    seed: int = 0,
+    discriminative: bool = True,
+    slanted: bool = True,
+    gradual: bool = True,
+    frozen: bool = False,
+    pretrained: bool = True,
+    lr_top: float = 1e-2,
+    epochs: int = 4,
+    batch_size: int = 32,
+    n_classes: int = 2,
+) -> LMClassifier:
     """ULMFiT's last stage, as notebook 04 writes it out: an :class:`LMClassifier` on `bilm`'s forward
     LM (or, with ``pretrained=False``, on a biLM of the same config with random weights), trained on
     (ids, mask, labels) → the trained classifier, in eval mode.
@@ -221,15 +260,16 @@ def finetune_classifier(bilm: BiLM, ids: torch.Tensor, mask: torch.Tensor, label
         model.train()
         shuffled = torch.randperm(len(labels), generator=order)
         for b in range(per_epoch):
-            batch = shuffled[b * batch_size:(b + 1) * batch_size]
+            batch = shuffled[b * batch_size : (b + 1) * batch_size]
             scale = slanted_triangular_lr(step, total, 1.0) if slanted else 1.0
             for param_group, rate in zip(optimizer.param_groups, rates):
                 param_group["lr"] = rate * scale
             width = int(mask[batch].sum(1).max())
             loss = F.cross_entropy(model(ids[batch, :width], mask[batch, :width]), labels[batch])
             if not torch.isfinite(loss):
-                raise FloatingPointError(f"the loss became {loss.item()} at update {step}: lower lr_top "
-                                         f"(now {lr_top}) and run again")
+                raise FloatingPointError(
+                    f"the loss became {loss.item()} at update {step}: lower lr_top (now {lr_top}) and run again"
+                )
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -255,8 +295,10 @@ def load_ablation(path: str | Path | None = None) -> dict:
     hold every setting of :data:`ABLATION_SETTINGS` with one accuracy in [0, 1] per seed."""
     path = Path(ABLATION_FILE if path is None else path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: run `python bench/ulmfit.py` from the repository root "
-                                "to make it (about 7 minutes on 2 cores)")
+        raise FileNotFoundError(
+            f"{path} is missing: run `python bench/ulmfit.py` from the repository root "
+            "to make it (about 7 minutes on 2 cores)"
+        )
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -269,7 +311,10 @@ def load_ablation(path: str | Path | None = None) -> dict:
     if missing:
         raise ValueError(f"{path} has no results for {', '.join(missing)}; run `python bench/ulmfit.py` again")
     for name, values in accuracy.items():
-        if (not isinstance(values, list) or len(values) != len(seeds)
-                or not all(isinstance(v, (int, float)) and 0 <= v <= 1 for v in values)):
+        if (
+            not isinstance(values, list)
+            or len(values) != len(seeds)
+            or not all(isinstance(v, (int, float)) and 0 <= v <= 1 for v in values)
+        ):
             raise ValueError(f"{path}: {name!r} needs one accuracy in [0, 1] per seed ({len(seeds)}), got {values!r}")
     return record

@@ -4,11 +4,11 @@ the whole library shares: token ids (:func:`as_ids`) and a finite training loss 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator
-from contextlib import contextmanager
 import math
 import os
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -58,8 +58,9 @@ def show_source(obj) -> None:
     try:
         print(inspect.getsource(obj))
     except (TypeError, OSError) as exc:
-        raise TypeError(f"cannot show the source of {obj!r}: pass a function or class "
-                        f"defined in Python ({exc})") from None
+        raise TypeError(
+            f"cannot show the source of {obj!r}: pass a function or class defined in Python ({exc})"
+        ) from None
 
 
 class InvalidIds(ValueError, TypeError, IndexError):
@@ -82,8 +83,14 @@ def _first_non_integer(values) -> tuple[tuple[int, ...], object] | None:
     return None
 
 
-def as_ids(ids, vocab_size: int | None = None, *, dims: int | tuple[int, ...] | None = None,
-           name: str = "ids", allow_empty: bool = False) -> torch.Tensor:
+def as_ids(
+    ids,
+    vocab_size: int | None = None,
+    *,
+    dims: int | tuple[int, ...] | None = None,
+    name: str = "ids",
+    allow_empty: bool = False,
+) -> torch.Tensor:
     """Token ids as a torch.long tensor, or a clear `InvalidIds` error saying what to do.
 
     Accepts a tensor or NumPy array of integers, or a (nested) list of Python ints. Refuses text
@@ -96,50 +103,61 @@ def as_ids(ids, vocab_size: int | None = None, *, dims: int | tuple[int, ...] | 
         tensor([[2, 5, 3]])
     """
     if isinstance(ids, str):
-        raise InvalidIds(f"{name} is a string ({ids[:30]!r}); models take token ids: encode the "
-                         f"text with the model's tokenizer first")
+        raise InvalidIds(
+            f"{name} is a string ({ids[:30]!r}); models take token ids: encode the "
+            f"text with the model's tokenizer first"
+        )
     if isinstance(ids, np.ndarray):
         ids = torch.from_numpy(ids)
     elif isinstance(ids, range):
         ids = list(ids)
     if isinstance(ids, torch.Tensor):
         if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
-            raise InvalidIds(f"{name} has dtype {ids.dtype}; token ids are whole numbers "
-                             f"(torch.long). Use the ids the tokenizer gave, not scores or a mask")
+            raise InvalidIds(
+                f"{name} has dtype {ids.dtype}; token ids are whole numbers "
+                f"(torch.long). Use the ids the tokenizer gave, not scores or a mask"
+            )
         tensor = ids.long()
     elif isinstance(ids, (list, tuple)):
         bad = _first_non_integer(ids)
         if bad is not None:
             where, value = bad
-            hint = (" (an id in a list must be an int; it is never rounded)"
-                    if isinstance(value, float) else "")
+            hint = " (an id in a list must be an int; it is never rounded)" if isinstance(value, float) else ""
             if isinstance(value, str):
                 hint = "; encode text with the model's tokenizer first"
-            raise InvalidIds(f"{name} holds {type(value).__name__} {value!r} at position "
-                             f"{list(where)}; token ids are whole numbers{hint}")
+            raise InvalidIds(
+                f"{name} holds {type(value).__name__} {value!r} at position "
+                f"{list(where)}; token ids are whole numbers{hint}"
+            )
         try:
             tensor = torch.tensor(ids, dtype=torch.long)
         except (ValueError, TypeError) as exc:
-            raise InvalidIds(f"{name} is a ragged list: every row must have the same length "
-                             f"(pad the shorter ones) ({exc})") from None
+            raise InvalidIds(
+                f"{name} is a ragged list: every row must have the same length (pad the shorter ones) ({exc})"
+            ) from None
     else:
-        raise InvalidIds(f"{name} must be a tensor or a list of token ids, got "
-                         f"{type(ids).__name__}")
+        raise InvalidIds(f"{name} must be a tensor or a list of token ids, got {type(ids).__name__}")
     if dims is not None:
         allowed = (dims,) if isinstance(dims, int) else tuple(dims)
         if tensor.dim() not in allowed:
             shapes = " or ".join({1: "(T,)", 2: "(B, T)"}.get(d, f"{d}-D") for d in allowed)
-            fix = ("; add a batch dimension: ids[None] or [ids]" if tensor.dim() == 1 and 2 in allowed
-                   else "; for one sequence use ids[0]" if tensor.dim() == 2 and 1 in allowed
-                   else "")
+            fix = (
+                "; add a batch dimension: ids[None] or [ids]"
+                if tensor.dim() == 1 and 2 in allowed
+                else "; for one sequence use ids[0]"
+                if tensor.dim() == 2 and 1 in allowed
+                else ""
+            )
             raise InvalidIds(f"{name} must have shape {shapes}, got {tuple(tensor.shape)}{fix}")
     if tensor.numel() == 0 and not allow_empty:
         raise InvalidIds(f"{name} is empty (shape {tuple(tensor.shape)}): give at least one token")
     if vocab_size is not None and tensor.numel():
         lo, hi = int(tensor.min()), int(tensor.max())
         if lo < 0 or hi >= vocab_size:
-            raise InvalidIds(f"{name} holds ids from {lo} to {hi}, outside 0…{vocab_size - 1}; "
-                             f"encode the text with the tokenizer the model was built for")
+            raise InvalidIds(
+                f"{name} holds ids from {lo} to {hi}, outside 0…{vocab_size - 1}; "
+                f"encode the text with the tokenizer the model was built for"
+            )
     return tensor
 
 
@@ -182,9 +200,11 @@ def check_finite_loss(loss, step: int, *, lr: float | None = None, what: str = "
     value = float(loss.detach()) if isinstance(loss, torch.Tensor) else float(loss)
     if not math.isfinite(value):
         now = f" (now {lr:g})" if lr is not None else ""
-        raise TrainingDiverged(f"{what} diverged at step {step}: the loss is {value}. Lower the "
-                               f"learning rate{now}, or check the data (a batch with nothing to "
-                               f"predict gives NaN) and that the starting weights are finite")
+        raise TrainingDiverged(
+            f"{what} diverged at step {step}: the loss is {value}. Lower the "
+            f"learning rate{now}, or check the data (a batch with nothing to "
+            f"predict gives NaN) and that the starting weights are finite"
+        )
     return value
 
 
@@ -192,12 +212,15 @@ def check_finite_logits(logits) -> None:
     """Raise a clear ValueError when a model's scores (…, V) hold NaN or +inf, or a row is all
     -inf: there is no distribution to sample from (and argmax would pick token 0 forever). -inf
     for single tokens is fine: that is how filters and banned tokens remove them."""
-    broken = bool(torch.isnan(logits).any() or torch.isposinf(logits).any()
-                  or not (logits > float("-inf")).any(-1).all())
+    broken = bool(
+        torch.isnan(logits).any() or torch.isposinf(logits).any() or not (logits > float("-inf")).any(-1).all()
+    )
     if broken:
-        raise ValueError("the model's next-token scores are NaN or infinite: its weights diverged "
-                         "during training (the loss became NaN) or were overwritten. Train it again "
-                         "with a lower learning rate, or load a checkpoint")
+        raise ValueError(
+            "the model's next-token scores are NaN or infinite: its weights diverged "
+            "during training (the loss became NaN) or were overwritten. Train it again "
+            "with a lower learning rate, or load a checkpoint"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,16 +235,21 @@ def check_device(device: str | torch.device) -> torch.device:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError):
-        raise ValueError(f"device={device!r} is not a torch device: use 'cpu' (or 'cuda' on a "
-                         f"machine with an NVIDIA GPU)") from None
+        raise ValueError(
+            f"device={device!r} is not a torch device: use 'cpu' (or 'cuda' on a machine with an NVIDIA GPU)"
+        ) from None
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"device={str(device)!r}, but this torch has no CUDA "
-                             f"(torch.cuda.is_available() is False): use device='cpu', or install "
-                             f"a CUDA build of torch on a machine with an NVIDIA GPU")
+            raise ValueError(
+                f"device={str(device)!r}, but this torch has no CUDA "
+                f"(torch.cuda.is_available() is False): use device='cpu', or install "
+                f"a CUDA build of torch on a machine with an NVIDIA GPU"
+            )
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"device={str(device)!r}, but this machine has "
-                             f"{torch.cuda.device_count()} GPU(s): use 'cuda:0' … or 'cpu'")
+            raise ValueError(
+                f"device={str(device)!r}, but this machine has "
+                f"{torch.cuda.device_count()} GPU(s): use 'cuda:0' … or 'cpu'"
+            )
     elif dev.type == "mps" and not torch.backends.mps.is_available():
         raise ValueError(f"device={str(device)!r}, but this torch has no Apple GPU (MPS): use device='cpu'")
     elif dev.type not in ("cpu", "cuda", "mps"):
@@ -244,4 +272,3 @@ def resolve_device(device=None) -> torch.device:
     """`device` checked (:func:`check_device`), or :func:`course_device` when it is None: what every
     loader and training cell of the course runs on."""
     return course_device() if device is None else check_device(device)
-

@@ -26,17 +26,19 @@ VENDOR_DIR = Path(__file__).resolve().parent / "static" / "vendor"
 MANIFEST = VENDOR_DIR / "MANIFEST.json"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def manifest() -> dict:
     """The libraries shipped in ``static/vendor``: name → version, file, licence, origin, sha256."""
     try:
         return json.loads(MANIFEST.read_text(encoding="utf-8"))["libraries"]
     except FileNotFoundError:
-        raise RuntimeError(f"{MANIFEST} is missing: the package was installed without its data files; "
-                           f"reinstall onehot2gpt (pip install -e .)") from None
+        raise RuntimeError(
+            f"{MANIFEST} is missing: the package was installed without its data files; "
+            f"reinstall onehot2gpt (pip install -e .)"
+        ) from None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def vendored_script(name: str) -> str:
     """The text of the shipped library `name` ("requirejs", "jquery" or "d3"), checked against the
     sha256 in the manifest."""
@@ -47,8 +49,10 @@ def vendored_script(name: str) -> str:
     data = (VENDOR_DIR / entry["file"]).read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != entry["sha256"]:
-        raise RuntimeError(f"{VENDOR_DIR / entry['file']} has sha256 {digest}, the manifest says "
-                           f"{entry['sha256']}: the shipped file was changed; restore it from git")
+        raise RuntimeError(
+            f"{VENDOR_DIR / entry['file']} has sha256 {digest}, the manifest says "
+            f"{entry['sha256']}: the shipped file was changed; restore it from git"
+        )
     text = data.decode("utf-8")
     # Inline in a <script>, these would end the script early or change how the HTML parser reads it.
     for marker in ("</script", "<!--"):
@@ -94,8 +98,10 @@ if (window.jQuery && window.jQuery.fn && window.jQuery.fn.jquery === "{jquery}")
 
 
 def _changed(what: str) -> RuntimeError:
-    return RuntimeError(f"bertviz's page has changed shape ({what}); onehot2gpt.vendor.offline_bertviz_page "
-                        f"must be updated for this bertviz version")
+    return RuntimeError(
+        f"bertviz's page has changed shape ({what}); onehot2gpt.vendor.offline_bertviz_page "
+        f"must be updated for this bertviz version"
+    )
 
 
 def offline_bertviz_page(page: str) -> str:
@@ -107,7 +113,7 @@ def offline_bertviz_page(page: str) -> str:
     if len(tags) != 1:
         raise _changed(f"{len(tags)} <script src> tags for require.js, expected 1")
     wanted = {"requirejs": tags[0]["version"]}
-    page = page[:tags[0].start()] + page[tags[0].end():]
+    page = page[: tags[0].start()] + page[tags[0].end() :]
     scripts = list(_INLINE_SCRIPT.finditer(page))
     if len(scripts) != 1:
         raise _changed(f"{len(scripts)} inline scripts, expected 1")
@@ -120,15 +126,22 @@ def offline_bertviz_page(page: str) -> str:
     wanted.update((m["name"], m["version"]) for m in _PATH.finditer(config[0]))
     shipped = {name: entry["version"] for name, entry in libraries.items()}
     if wanted != shipped:
-        raise RuntimeError(f"bertviz asks for {wanted}, onehot2gpt ships {shipped}: vendor the versions "
-                           f"bertviz asks for in {VENDOR_DIR} (see MANIFEST.json)")
+        raise RuntimeError(
+            f"bertviz asks for {wanted}, onehot2gpt ships {shipped}: vendor the versions "
+            f"bertviz asks for in {VENDOR_DIR} (see MANIFEST.json)"
+        )
     # The tokens sit in a JSON literal inside the script: a token such as "</script>" or "<!--"
     # must not end it, so every "<" there is written as the JSON escape \u003c (the same string).
     view_js, n = _PARAMS.subn(lambda m: m[0].replace("<", "\\u003c"), view_js[start:])
     if n != 1:
         raise _changed(f"{n} lines 'const params = ...', expected 1")
     loader = _LOADER.format(
-        requirejs=shipped["requirejs"], jquery=shipped["jquery"], d3=shipped["d3"],
-        requirejs_js=vendored_script("requirejs"), jquery_js=vendored_script("jquery"),
-        d3_js=vendored_script("d3"), view_js=view_js)
-    return page[:script.start()] + script[1] + loader + script[3] + page[script.end():]
+        requirejs=shipped["requirejs"],
+        jquery=shipped["jquery"],
+        d3=shipped["d3"],
+        requirejs_js=vendored_script("requirejs"),
+        jquery_js=vendored_script("jquery"),
+        d3_js=vendored_script("d3"),
+        view_js=view_js,
+    )
+    return page[: script.start()] + script[1] + loader + script[3] + page[script.end() :]

@@ -62,15 +62,15 @@ def tokenize_chars(text: str, keep_spaces: bool = True) -> list[str]:
 
 def _check_text(text) -> None:
     if not isinstance(text, str):
-        raise TypeError(f"expected a string of text, got {type(text).__name__}; "
-                        "join a list of tokens with ' '.join(tokens) first")
+        raise TypeError(
+            f"expected a string of text, got {type(text).__name__}; join a list of tokens with ' '.join(tokens) first"
+        )
 
 
 class Vocab:
     """A two-way map between tokens and ids. Specials come first: <pad>=0, <unk>=1, <bos>=2, <eos>=3."""
 
-    def __init__(self, tokens: Sequence[str], counts: dict[str, int] | None = None,
-                 specials: Sequence[str] = SPECIALS):
+    def __init__(self, tokens: Sequence[str], counts: dict[str, int] | None = None, specials: Sequence[str] = SPECIALS):
         self.specials = tuple(specials)
         self.itos: list[str] = list(self.specials) + [t for t in tokens if t not in self.specials]
         if len(set(self.itos)) != len(self.itos):
@@ -79,25 +79,34 @@ class Vocab:
         self.counts: dict[str, int] = dict(counts or {})
 
     @classmethod
-    def build(cls, token_lists: Iterable[Sequence[str]], min_freq: int = 1,
-              max_size: int | None = None, specials: Sequence[str] = SPECIALS) -> "Vocab":
+    def build(
+        cls,
+        token_lists: Iterable[Sequence[str]],
+        min_freq: int = 1,
+        max_size: int | None = None,
+        specials: Sequence[str] = SPECIALS,
+    ) -> Vocab:
         """Count tokens in an iterable of token lists; keep those seen at least `min_freq` times,
         most frequent first (ties alphabetical), at most `max_size` of them (specials not counted)."""
         if min_freq < 1:
             raise ValueError(f"min_freq must be at least 1, got {min_freq}")
         if isinstance(token_lists, str):
-            raise TypeError("Vocab.build takes a list of token lists, e.g. "
-                            "[tokenize_words(line) for line in lines], not a string")
+            raise TypeError(
+                "Vocab.build takes a list of token lists, e.g. [tokenize_words(line) for line in lines], not a string"
+            )
         counter: Counter[str] = Counter()
         for tokens in token_lists:
             if isinstance(tokens, str):
-                raise TypeError("each item must be a list of tokens, not a string; "
-                                "tokenize it first with tokenize_words or tokenize_chars")
+                raise TypeError(
+                    "each item must be a list of tokens, not a string; "
+                    "tokenize it first with tokenize_words or tokenize_chars"
+                )
             counter.update(tokens)
         if not counter:
             raise ValueError("cannot build a vocabulary from empty text: give at least one token")
-        kept = sorted((t for t, c in counter.items() if c >= min_freq and t not in specials),
-                      key=lambda t: (-counter[t], t))
+        kept = sorted(
+            (t for t, c in counter.items() if c >= min_freq and t not in specials), key=lambda t: (-counter[t], t)
+        )
         if max_size is not None:
             kept = kept[:max_size]
         return cls(kept, counts={t: counter[t] for t in kept}, specials=specials)
@@ -127,21 +136,25 @@ class Vocab:
         if token in self.stoi:
             return self.stoi[token]
         if strict or self.unk_id is None:
-            raise KeyError(f"{token!r} is not in the vocabulary ({len(self)} tokens); "
-                           "build the vocabulary with it, lower min_freq, or map it to <unk>")
+            raise KeyError(
+                f"{token!r} is not in the vocabulary ({len(self)} tokens); "
+                "build the vocabulary with it, lower min_freq, or map it to <unk>"
+            )
         return self.unk_id
 
     def encode(self, tokens: Sequence[str], strict: bool = False) -> list[int]:
         """Token list → id list (unseen tokens → <unk>)."""
         if isinstance(tokens, str):
-            raise TypeError("encode takes a list of tokens; tokenize the text first, "
-                            "e.g. vocab.encode(tokenize_words(text))")
+            raise TypeError(
+                "encode takes a list of tokens; tokenize the text first, e.g. vocab.encode(tokenize_words(text))"
+            )
         return [self.lookup(t, strict=strict) for t in tokens]
 
     def decode(self, ids: Iterable[int]) -> list[str]:
         """Id list (or 1-D tensor) → token list."""
-        ids = as_ids(list(ids) if not isinstance(ids, (torch.Tensor, list, tuple)) else ids,
-                     len(self), dims=1, allow_empty=True)
+        ids = as_ids(
+            list(ids) if not isinstance(ids, (torch.Tensor, list, tuple)) else ids, len(self), dims=1, allow_empty=True
+        )
         return [self.itos[i] for i in ids.tolist()]
 
     def save(self, path: str | Path) -> None:
@@ -150,10 +163,10 @@ class Vocab:
         Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
 
     @classmethod
-    def load(cls, path: str | Path) -> "Vocab":
+    def load(cls, path: str | Path) -> Vocab:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         specials = data["specials"]
-        return cls(data["itos"][len(specials):], counts=data.get("counts"), specials=specials)
+        return cls(data["itos"][len(specials) :], counts=data.get("counts"), specials=specials)
 
 
 def one_hot(ids, vocab_size: int) -> torch.Tensor:

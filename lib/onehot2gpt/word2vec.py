@@ -56,10 +56,28 @@ from onehot2gpt.utils import as_ids, check_finite_loss
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
 
-__all__ = ["MODELS", "MAX_ROW_STEP", "Word2VecConfig", "SkipGram", "CBOW", "negative_sampling_loss",
-           "keep_probabilities", "subsample", "noise_distribution", "context_windows", "skipgram_pairs",
-           "cbow_examples", "negative_sampling_grads", "NoiseSampler", "encode_corpus", "epoch_batches",
-           "train_step", "train_word2vec", "WordVectors", "main"]
+__all__ = [
+    "MODELS",
+    "MAX_ROW_STEP",
+    "Word2VecConfig",
+    "SkipGram",
+    "CBOW",
+    "negative_sampling_loss",
+    "keep_probabilities",
+    "subsample",
+    "noise_distribution",
+    "context_windows",
+    "skipgram_pairs",
+    "cbow_examples",
+    "negative_sampling_grads",
+    "NoiseSampler",
+    "encode_corpus",
+    "epoch_batches",
+    "train_step",
+    "train_word2vec",
+    "WordVectors",
+    "main",
+]
 
 MODELS = ("skipgram", "cbow")
 
@@ -71,24 +89,30 @@ MODELS = ("skipgram", "cbow")
 class Word2VecConfig:
     """Training settings; the defaults are the course checkpoint's (and gensim's, with sg=1)."""
 
-    model: str = "skipgram"     # "skipgram" or "cbow"
-    dim: int = 100              # vector size
-    window: int = 5             # max words on each side; each centre draws b in 1..window
-    negative: int = 5           # noise words per centre (shared by its context words)
-    min_count: int = 5          # rarer words are dropped from the corpus, like word2vec.c
-    sample: float = 1e-3        # sub-sampling threshold t (see keep_probabilities); 0 = off
+    model: str = "skipgram"  # "skipgram" or "cbow"
+    dim: int = 100  # vector size
+    window: int = 5  # max words on each side; each centre draws b in 1..window
+    negative: int = 5  # noise words per centre (shared by its context words)
+    min_count: int = 5  # rarer words are dropped from the corpus, like word2vec.c
+    sample: float = 1e-3  # sub-sampling threshold t (see keep_probabilities); 0 = off
     epochs: int = 5
-    lr: float = 0.025           # SGD step size, decayed linearly to min_lr
+    lr: float = 0.025  # SGD step size, decayed linearly to min_lr
     min_lr: float = 1e-4
-    batch_size: int = 4096      # (context, centre) pairs per update: big enough to amortise Python,
-                                # small enough that a frequent word's summed updates stay stable
+    batch_size: int = 4096  # (context, centre) pairs per update: big enough to amortise Python,
+    # small enough that a frequent word's summed updates stay stable
     seed: int = 0
 
     def __post_init__(self):
         if self.model not in MODELS:
             raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
-        _check_positive(dim=self.dim, window=self.window, negative=self.negative,
-                        min_count=self.min_count, epochs=self.epochs, batch_size=self.batch_size)
+        _check_positive(
+            dim=self.dim,
+            window=self.window,
+            negative=self.negative,
+            min_count=self.min_count,
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+        )
         if self.sample < 0:
             raise ValueError(f"sample must be >= 0 (0 turns sub-sampling off), got {self.sample}")
         if not 0 < self.min_lr <= self.lr:
@@ -119,8 +143,7 @@ class SkipGram(nn.Module):
 
     def forward(self, centers: Tensor, contexts: Tensor, negatives: Tensor) -> Tensor:
         """centers (B,), contexts (B,), negatives (B, K) ids → mean loss (scalar)."""
-        return negative_sampling_loss(self.in_embed(centers), self.out_embed(contexts),
-                                      self.out_embed(negatives))
+        return negative_sampling_loss(self.in_embed(centers), self.out_embed(contexts), self.out_embed(negatives))
 
 
 class CBOW(SkipGram):
@@ -128,8 +151,8 @@ class CBOW(SkipGram):
 
     def forward(self, contexts: Tensor, centers: Tensor, negatives: Tensor) -> Tensor:
         """contexts (B, C) ids padded with -1, centers (B,), negatives (B, K) → mean loss."""
-        found = (contexts >= 0).unsqueeze(-1)                                     # (B, C, 1)
-        summed = (self.in_embed(contexts.clamp_min(0)) * found).sum(1)            # (B, D)
+        found = (contexts >= 0).unsqueeze(-1)  # (B, C, 1)
+        summed = (self.in_embed(contexts.clamp_min(0)) * found).sum(1)  # (B, D)
         mean = summed / found.sum(1).clamp_min(1)
         return negative_sampling_loss(mean, self.out_embed(centers), self.out_embed(negatives))
 
@@ -144,10 +167,9 @@ def negative_sampling_loss(center_vecs: Tensor, context_vecs: Tensor, negative_v
         >>> v = torch.zeros(1, 2); negative_sampling_loss(v, v, torch.zeros(1, 3, 2))  # 4 · ln 2
         tensor(2.7726)
     """
-    positive = (context_vecs * center_vecs).sum(-1)                               # (B,)
-    negative = torch.bmm(negative_vecs, center_vecs.unsqueeze(2)).squeeze(2)      # (B, K)
+    positive = (context_vecs * center_vecs).sum(-1)  # (B,)
+    negative = torch.bmm(negative_vecs, center_vecs.unsqueeze(2)).squeeze(2)  # (B, K)
     return (-F.logsigmoid(positive) - F.logsigmoid(-negative).sum(-1)).mean()
-
 
 
 # --------------------------------------------------------------------------------- examples
@@ -174,7 +196,7 @@ def keep_probabilities(counts: Tensor, sample: float = 1e-3) -> Tensor:
         raise ValueError(f"sample must be >= 0 (0 turns sub-sampling off), got {sample}")
     if sample == 0:
         return torch.ones_like(counts, dtype=torch.float32)
-    threshold = sample * counts.sum()                   # t · N, in counts rather than frequencies
+    threshold = sample * counts.sum()  # t · N, in counts rather than frequencies
     keep = ((counts / threshold).sqrt() + 1) * threshold / counts.clamp_min(1e-12)
     return keep.clamp(max=1.0).float()
 
@@ -219,9 +241,9 @@ def _sentence_room(sentence_ids: Tensor | None, n: int) -> tuple[Tensor, Tensor]
         return position, n - 1 - position
     starts = torch.ones(n, dtype=torch.bool)
     starts[1:] = sentence_ids[1:] != sentence_ids[:-1]
-    first = starts.nonzero().squeeze(1)                                           # (S,) start of each run
-    run = starts.cumsum(0) - 1                                                    # (n,) run of each position
-    last = torch.cat([first[1:], torch.tensor([n])]) - 1                          # (S,) end of each run
+    first = starts.nonzero().squeeze(1)  # (S,) start of each run
+    run = starts.cumsum(0) - 1  # (n,) run of each position
+    last = torch.cat([first[1:], torch.tensor([n])]) - 1  # (S,) end of each run
     return position - first[run], last[run] - position
 
 
@@ -231,29 +253,33 @@ def _context_matrix(ids: Tensor, left: Tensor, right: Tensor, centres: Tensor, w
     ``left``/``right`` (N,) are the sentence room of every position (:func:`_sentence_room`);
     -1 marks offsets beyond it, i.e. outside the sequence or in another sentence.
     """
-    offsets = torch.cat([torch.arange(-width, 0), torch.arange(1, width + 1)])   # (2w,)
+    offsets = torch.cat([torch.arange(-width, 0), torch.arange(1, width + 1)])  # (2w,)
     inside = (offsets >= -left[centres, None]) & (offsets <= right[centres, None])  # (n, 2w)
-    pos = (centres[:, None] + offsets).clamp_(0, max(len(ids) - 1, 0))           # (n, 2w)
+    pos = (centres[:, None] + offsets).clamp_(0, max(len(ids) - 1, 0))  # (n, 2w)
     return torch.where(inside, ids[pos], -1)
 
 
 def _check_sequence(ids, window: int, sentence_ids) -> tuple[Tensor, Tensor | None]:
     ids = as_ids(ids, allow_empty=True)
     if ids.dim() != 1:
-        raise ValueError(f"ids must be 1-D (one token stream), got shape {tuple(ids.shape)}; "
-                         "concatenate sentences and pass sentence_ids to keep them apart")
+        raise ValueError(
+            f"ids must be 1-D (one token stream), got shape {tuple(ids.shape)}; "
+            "concatenate sentences and pass sentence_ids to keep them apart"
+        )
     if window < 1:
         raise ValueError(f"window must be at least 1 (words on each side), got {window}")
     if sentence_ids is not None:
         sentence_ids = torch.as_tensor(sentence_ids, dtype=torch.long)
         if sentence_ids.shape != ids.shape:
-            raise ValueError(f"sentence_ids must have one entry per id: shape {tuple(ids.shape)}, "
-                             f"got {tuple(sentence_ids.shape)}")
+            raise ValueError(
+                f"sentence_ids must have one entry per id: shape {tuple(ids.shape)}, got {tuple(sentence_ids.shape)}"
+            )
     return ids, sentence_ids
 
 
-def context_windows(ids, window: int, generator: torch.Generator | None = None, shrink: bool = True,
-                    sentence_ids=None) -> Tensor:
+def context_windows(
+    ids, window: int, generator: torch.Generator | None = None, shrink: bool = True, sentence_ids=None
+) -> Tensor:
     """Ids (N,) → the context ids of every position, (N, 2·window), -1 where there is none.
 
     Column j holds the word at offset ``j - window`` (j < window) or ``j - window + 1`` (j >= window),
@@ -271,7 +297,7 @@ def context_windows(ids, window: int, generator: torch.Generator | None = None, 
     """
     ids, sentence_ids = _check_sequence(ids, window, sentence_ids)
     left, right = _sentence_room(sentence_ids, len(ids))
-    ctx = _context_matrix(ids, left, right, torch.arange(len(ids)), window)      # (N, 2W)
+    ctx = _context_matrix(ids, left, right, torch.arange(len(ids)), window)  # (N, 2W)
     if shrink:
         reach = torch.randint(1, window + 1, (len(ids), 1), generator=generator)  # (N, 1)
         distance = torch.cat([torch.arange(window, 0, -1), torch.arange(1, window + 1)])
@@ -279,8 +305,9 @@ def context_windows(ids, window: int, generator: torch.Generator | None = None, 
     return ctx
 
 
-def skipgram_pairs(ids, window: int, generator: torch.Generator | None = None, shrink: bool = True,
-                   sentence_ids=None) -> tuple[Tensor, Tensor]:
+def skipgram_pairs(
+    ids, window: int, generator: torch.Generator | None = None, shrink: bool = True, sentence_ids=None
+) -> tuple[Tensor, Tensor]:
     """Ids (N,) → (centres (P,), contexts (P,)): every (word, neighbour) pair within the window.
 
     Pairs come centre by centre, each centre's contexts left to right. ``shrink=False`` gives
@@ -293,13 +320,14 @@ def skipgram_pairs(ids, window: int, generator: torch.Generator | None = None, s
         (tensor([7, 8, 8, 9]), tensor([8, 7, 9, 8]))
     """
     ids, sentence_ids = _check_sequence(ids, window, sentence_ids)
-    ctx = context_windows(ids, window, generator, shrink, sentence_ids)           # (N, 2W)
+    ctx = context_windows(ids, window, generator, shrink, sentence_ids)  # (N, 2W)
     found = ctx >= 0
     return ids[:, None].expand_as(ctx)[found], ctx[found]
 
 
-def cbow_examples(ids, window: int, generator: torch.Generator | None = None, shrink: bool = True,
-                  sentence_ids=None) -> tuple[Tensor, Tensor]:
+def cbow_examples(
+    ids, window: int, generator: torch.Generator | None = None, shrink: bool = True, sentence_ids=None
+) -> tuple[Tensor, Tensor]:
     """Ids (N,) → (contexts (N', 2·window) padded with -1, centres (N',)) for CBOW.
 
     Same windows as :func:`context_windows`; positions without any context word are dropped.
@@ -319,9 +347,13 @@ def cbow_examples(ids, window: int, generator: torch.Generator | None = None, sh
 # --------------------------------------------------------------------------------- fast training
 
 
-def negative_sampling_grads(input_vecs: Tensor, output_vecs: Tensor, mask: Tensor | None = None,
-                            input_scale: Tensor | float = 1.0,
-                            output_scale: Tensor | float = 1.0) -> tuple[Tensor, Tensor, Tensor]:
+def negative_sampling_grads(
+    input_vecs: Tensor,
+    output_vecs: Tensor,
+    mask: Tensor | None = None,
+    input_scale: Tensor | float = 1.0,
+    output_scale: Tensor | float = 1.0,
+) -> tuple[Tensor, Tensor, Tensor]:
     """Loss and hand-derived gradients for M input vectors sharing one target and K noise words.
 
     input_vecs (B, M, D), output_vecs (B, 1+K, D) whose row 0 is the true word and rows 1..K the
@@ -339,19 +371,19 @@ def negative_sampling_grads(input_vecs: Tensor, output_vecs: Tensor, mask: Tenso
         >>> dv                                  # (σ(0) − 1)·u_0 + σ(0)·u_1
         tensor([[[0., 0.]]])
     """
-    scores = torch.bmm(output_vecs, input_vecs.transpose(1, 2))                   # (B, 1+K, M)
+    scores = torch.bmm(output_vecs, input_vecs.transpose(1, 2))  # (B, 1+K, M)
     g = torch.sigmoid(scores)
-    g[:, 0] -= 1                                                                  # true word: σ(s) − 1
+    g[:, 0] -= 1  # true word: σ(s) − 1
     # Loss from the same scores: softplus(−s) = −log σ(s), softplus(s) = −log σ(−s).
-    loss_terms = F.softplus(torch.cat([-scores[:, :1], scores[:, 1:]], 1))        # (B, 1+K, M)
+    loss_terms = F.softplus(torch.cat([-scores[:, :1], scores[:, 1:]], 1))  # (B, 1+K, M)
     if mask is not None:
-        weights = mask.unsqueeze(1).to(g.dtype)                                   # (B, 1, M)
+        weights = mask.unsqueeze(1).to(g.dtype)  # (B, 1, M)
         loss_terms *= weights
         g *= weights
     g_inputs = g * (input_scale.unsqueeze(1) if isinstance(input_scale, Tensor) else input_scale)
     g_outputs = g * (output_scale.unsqueeze(2) if isinstance(output_scale, Tensor) else output_scale)
-    grad_inputs = torch.bmm(g_inputs.transpose(1, 2), output_vecs)                # (B, M, D)
-    grad_outputs = torch.bmm(g_outputs, input_vecs)                               # (B, 1+K, D)
+    grad_inputs = torch.bmm(g_inputs.transpose(1, 2), output_vecs)  # (B, M, D)
+    grad_outputs = torch.bmm(g_outputs, input_vecs)  # (B, 1+K, D)
     return loss_terms.sum(), grad_inputs, grad_outputs
 
 
@@ -394,9 +426,15 @@ class NoiseSampler:
 
     def __init__(self, probs: Tensor):
         probs = torch.as_tensor(probs)
-        if probs.dim() != 1 or len(probs) == 0 or (probs < 0).any() or not math.isclose(float(probs.sum()), 1.0, abs_tol=1e-4):
-            raise ValueError("probs must be a non-empty 1-D tensor of probabilities summing to 1, "
-                             "e.g. noise_distribution(counts)")
+        if (
+            probs.dim() != 1
+            or len(probs) == 0
+            or (probs < 0).any()
+            or not math.isclose(float(probs.sum()), 1.0, abs_tol=1e-4)
+        ):
+            raise ValueError(
+                "probs must be a non-empty 1-D tensor of probabilities summing to 1, e.g. noise_distribution(counts)"
+            )
         self.accept, self.alias = _alias_table(probs)
 
     def __call__(self, shape: tuple[int, ...], generator: torch.Generator | None = None) -> Tensor:
@@ -410,16 +448,19 @@ def encode_corpus(sentences, vocab: Vocab | None = None, min_count: int = 5) -> 
     and with no specials. ``sentence_ids`` numbers the sentences, so that windows never cross one.
     """
     if isinstance(sentences, (str, Tensor)) or not isinstance(sentences, Sequence):
-        raise TypeError("sentences must be a list of token lists (e.g. wikitext_sentences()) "
-                        "or a list of 1-D id tensors")
+        raise TypeError(
+            "sentences must be a list of token lists (e.g. wikitext_sentences()) or a list of 1-D id tensors"
+        )
     sentences = [s for s in sentences if len(s)]
     if not sentences:
-        raise ValueError("the corpus is empty: pass at least one non-empty sentence, "
-                         "e.g. onehot2gpt.data.wikitext_sentences()")
+        raise ValueError(
+            "the corpus is empty: pass at least one non-empty sentence, e.g. onehot2gpt.data.wikitext_sentences()"
+        )
     if isinstance(sentences[0], Tensor):
         if vocab is None:
-            raise ValueError("sentences are id tensors, so pass the vocab that made them: "
-                             "train_word2vec(ids, vocab=vocab)")
+            raise ValueError(
+                "sentences are id tensors, so pass the vocab that made them: train_word2vec(ids, vocab=vocab)"
+            )
         ids = torch.cat([s.long().reshape(-1) for s in sentences])
     else:
         if vocab is None:
@@ -430,22 +471,32 @@ def encode_corpus(sentences, vocab: Vocab | None = None, min_count: int = 5) -> 
         ids = torch.tensor([lookup(t, -1) for s in sentences for t in s], dtype=torch.long)
     lengths = torch.tensor([len(s) for s in sentences])
     sentence_ids = torch.repeat_interleave(torch.arange(len(sentences)), lengths)
-    known = ids >= 0                                                              # drop unknown words
+    known = ids >= 0  # drop unknown words
     ids, sentence_ids = ids[known], sentence_ids[known]
     if ids.numel() == 0:
-        raise ValueError(f"no word of the corpus is in the vocabulary (min_count={min_count}); "
-                         "lower min_count or pass more text")
+        raise ValueError(
+            f"no word of the corpus is in the vocabulary (min_count={min_count}); lower min_count or pass more text"
+        )
     if torch.bincount(sentence_ids).max() < 2:
-        raise ValueError("every sentence has fewer than two known words, so no word has a context; "
-                         "pass longer sentences or lower min_count")
+        raise ValueError(
+            "every sentence has fewer than two known words, so no word has a context; "
+            "pass longer sentences or lower min_count"
+        )
     if ids.max() >= len(vocab):
-        raise ValueError(f"ids must lie in 0..{len(vocab) - 1} (the vocab size); "
-                         "encode the sentences with the vocab you pass")
+        raise ValueError(
+            f"ids must lie in 0..{len(vocab) - 1} (the vocab size); encode the sentences with the vocab you pass"
+        )
     return vocab, ids, sentence_ids
 
 
-def epoch_batches(ids: Tensor, sentence_ids: Tensor, keep: Tensor, window: int, batch_size: int,
-                  generator: torch.Generator | None = None) -> list[tuple[Tensor, Tensor]]:
+def epoch_batches(
+    ids: Tensor,
+    sentence_ids: Tensor,
+    keep: Tensor,
+    window: int,
+    batch_size: int,
+    generator: torch.Generator | None = None,
+) -> list[tuple[Tensor, Tensor]]:
     """One epoch of examples → shuffled batches of (contexts (B, 2b) with -1 pads, centres (B,)).
 
     Sub-sample with ``keep`` (V,) (:func:`keep_probabilities`), draw each centre's window b, then
@@ -457,14 +508,14 @@ def epoch_batches(ids: Tensor, sentence_ids: Tensor, keep: Tensor, window: int, 
     ids = ids[kept]
     left, right = _sentence_room(sentence_ids[kept], len(ids))
     reach = torch.randint(1, window + 1, (len(ids),), generator=generator)
-    reach[(left == 0) & (right == 0)] = 0                                         # alone: no example
+    reach[(left == 0) & (right == 0)] = 0  # alone: no example
     batches = []
     for b in range(1, window + 1):
         centres = (reach == b).nonzero().squeeze(1)
         if len(centres) == 0:
             continue
         centres = centres[torch.randperm(len(centres), generator=generator)]
-        ctx = _context_matrix(ids, left, right, centres, b)                       # (n, 2b)
+        ctx = _context_matrix(ids, left, right, centres, b)  # (n, 2b)
         rows = max(1, batch_size // (2 * b))
         batches += zip(ctx.split(rows), ids[centres].split(rows))
     order = torch.randperm(len(batches), generator=generator).tolist()
@@ -480,12 +531,13 @@ MAX_ROW_STEP = 0.4
 
 def _damping(ids: Tensor, lr: float, vocab_size: int, weights: Tensor | None = None) -> Tensor:
     """Ids (n,) of one batch → (n,) factor min(1, MAX_ROW_STEP / (lr · count of the id))."""
-    counts = torch.bincount(ids, weights=weights, minlength=vocab_size)[ids]     # (n,)
+    counts = torch.bincount(ids, weights=weights, minlength=vocab_size)[ids]  # (n,)
     return (MAX_ROW_STEP / lr / counts.float().clamp_min(1.0)).clamp_(max=1.0)
 
 
-def train_step(in_w: Tensor, out_w: Tensor, contexts: Tensor, centres: Tensor, negatives: Tensor,
-               lr: float, cbow: bool = False) -> tuple[float, int]:
+def train_step(
+    in_w: Tensor, out_w: Tensor, contexts: Tensor, centres: Tensor, negatives: Tensor, lr: float, cbow: bool = False
+) -> tuple[float, int]:
     """One SGD step in place on both tables; returns (summed loss, number of predictions).
 
     contexts (B, C) with -1 pads, centres (B,), negatives (B, K). As in word2vec.c, the context
@@ -496,38 +548,50 @@ def train_step(in_w: Tensor, out_w: Tensor, contexts: Tensor, centres: Tensor, n
     """
     B, C = contexts.shape
     V, D = in_w.shape
-    found = contexts >= 0                                                         # (B, C)
-    rows = contexts.clamp_min(0).view(-1)                                         # pads read row 0 ...
-    targets = torch.cat([centres[:, None], negatives], 1).view(-1)                # (B·(1+K),)
+    found = contexts >= 0  # (B, C)
+    rows = contexts.clamp_min(0).view(-1)  # pads read row 0 ...
+    targets = torch.cat([centres[:, None], negatives], 1).view(-1)  # (B·(1+K),)
     inputs = in_w.index_select(0, rows).view(B, C, D)
-    outputs = out_w.index_select(0, targets).view(B, -1, D)                       # (B, 1+K, D)
+    outputs = out_w.index_select(0, targets).view(B, -1, D)  # (B, 1+K, D)
     input_step = -lr * _damping(rows, lr, V, found.view(-1).float()).view(B, C)
     output_step = -lr * _damping(targets, lr, V).view(B, -1)
     if cbow:
-        n_found = found.sum(1, keepdim=True)                                      # (B, 1)
-        mean = (inputs * found.unsqueeze(2)).sum(1) / n_found                     # (B, D)
-        loss, grad_mean, step_outputs = negative_sampling_grads(mean.unsqueeze(1), outputs,
-                                                                output_scale=output_step)
+        n_found = found.sum(1, keepdim=True)  # (B, 1)
+        mean = (inputs * found.unsqueeze(2)).sum(1) / n_found  # (B, D)
+        loss, grad_mean, step_outputs = negative_sampling_grads(mean.unsqueeze(1), outputs, output_scale=output_step)
         # word2vec.c gives every context word the whole error of the mean, not 1/C of it.
-        step_inputs = grad_mean * (input_step * found).unsqueeze(2)               # (B, C, D)
+        step_inputs = grad_mean * (input_step * found).unsqueeze(2)  # (B, C, D)
         n_predictions = B
     else:
-        loss, step_inputs, step_outputs = negative_sampling_grads(inputs, outputs, found,
-                                                                  input_step, output_step)
+        loss, step_inputs, step_outputs = negative_sampling_grads(inputs, outputs, found, input_step, output_step)
         n_predictions = int(found.sum())
     # index_add_ with the default alpha=1 takes torch's fast scatter-add path.
-    in_w.index_add_(0, rows, step_inputs.view(-1, D))                             # ... and add 0 to it
+    in_w.index_add_(0, rows, step_inputs.view(-1, D))  # ... and add 0 to it
     out_w.index_add_(0, targets, step_outputs.view(-1, D))
     return float(loss), n_predictions
 
 
-def train_word2vec(sentences: Sequence[Sequence[str]] | Sequence[Tensor], *, vocab: Vocab | None = None,
-                   dim: int = 100, window: int = 5, negative: int = 5, min_count: int = 5,
-                   sample: float = 1e-3, epochs: int = 5, lr: float = 0.025, min_lr: float = 1e-4,
-                   batch_size: int = 4096, model: str = "skipgram", seed: int = 0,
-                   threads: int | None = None, progress: bool = True,
-                   corpus_name: str | None = None, max_steps: int | None = None,
-                   on_step: Callable[[int, float], None] | None = None) -> WordVectors:
+def train_word2vec(
+    sentences: Sequence[Sequence[str]] | Sequence[Tensor],
+    *,
+    vocab: Vocab | None = None,
+    dim: int = 100,
+    window: int = 5,
+    negative: int = 5,
+    min_count: int = 5,
+    sample: float = 1e-3,
+    epochs: int = 5,
+    lr: float = 0.025,
+    min_lr: float = 1e-4,
+    batch_size: int = 4096,
+    model: str = "skipgram",
+    seed: int = 0,
+    threads: int | None = None,
+    progress: bool = True,
+    corpus_name: str | None = None,
+    max_steps: int | None = None,
+    on_step: Callable[[int, float], None] | None = None,
+) -> WordVectors:
     """Train skip-gram or CBOW with negative sampling; sentences → :class:`WordVectors` (V, dim).
 
     ``sentences`` is a list of token lists (a vocabulary of the words seen ``min_count`` times is
@@ -547,9 +611,19 @@ def train_word2vec(sentences: Sequence[Sequence[str]] | Sequence[Tensor], *, voc
     step's number (0, 1, ...) and its mean loss per prediction. Together they let a hand-written
     loop be compared with this one, step by step.
     """
-    cfg = Word2VecConfig(model=model, dim=dim, window=window, negative=negative, min_count=min_count,
-                         sample=sample, epochs=epochs, lr=lr, min_lr=min_lr, batch_size=batch_size,
-                         seed=seed)
+    cfg = Word2VecConfig(
+        model=model,
+        dim=dim,
+        window=window,
+        negative=negative,
+        min_count=min_count,
+        sample=sample,
+        epochs=epochs,
+        lr=lr,
+        min_lr=min_lr,
+        batch_size=batch_size,
+        seed=seed,
+    )
     if threads is not None:
         _check_positive(threads=threads)
     if max_steps is not None:
@@ -563,22 +637,26 @@ def train_word2vec(sentences: Sequence[Sequence[str]] | Sequence[Tensor], *, voc
     net = (CBOW if model == "cbow" else SkipGram)(len(vocab), dim, generator)
     in_w, out_w = net.in_embed.weight.data, net.out_embed.weight.data
     history = []
-    steps = [0]                                                  # updates done, over all workers
+    steps = [0]  # updates done, over all workers
     workers = threads or 1
     old_threads = torch.get_num_threads()
     if threads is not None:
-        torch.set_num_threads(1 if workers > 1 else threads)   # workers > 1: no nested thread pools
+        torch.set_num_threads(1 if workers > 1 else threads)  # workers > 1: no nested thread pools
     try:
-        with tqdm(total=epochs, disable=not progress, desc=f"word2vec {model}", unit="epoch",
-                  bar_format="{l_bar}{bar}| {n:.2f}/{total} [{elapsed}<{remaining}{postfix}]") as bar:
+        with tqdm(
+            total=epochs,
+            disable=not progress,
+            desc=f"word2vec {model}",
+            unit="epoch",
+            bar_format="{l_bar}{bar}| {n:.2f}/{total} [{elapsed}<{remaining}{postfix}]",
+        ) as bar:
             # batch_size counts pairs over all workers: each of n workers updates the shared
             # tables from values up to n − 1 steps old, so n steps of batch_size / n act like
             # one step of batch_size.
             for epoch in range(epochs):
                 if max_steps is not None and steps[0] >= max_steps:
                     break
-                batches = epoch_batches(ids, sentence_ids, keep, window, max(1, batch_size // workers),
-                                         generator)
+                batches = epoch_batches(ids, sentence_ids, keep, window, max(1, batch_size // workers), generator)
                 seeds = torch.randint(2**62, (workers,), generator=generator).tolist()
                 totals = [[0.0, 0] for _ in range(workers)]
 
@@ -590,8 +668,7 @@ def train_word2vec(sentences: Sequence[Sequence[str]] | Sequence[Tensor], *, voc
                         contexts, centres = batches[i]
                         negatives = draw_noise((len(centres), negative), noise_generator)
                         step_lr = lr - (lr - min_lr) * (epoch + i / len(batches)) / epochs
-                        loss, n = train_step(in_w, out_w, contexts, centres, negatives, step_lr,
-                                              cbow=model == "cbow")
+                        loss, n = train_step(in_w, out_w, contexts, centres, negatives, step_lr, cbow=model == "cbow")
                         totals[worker][0] += loss
                         totals[worker][1] += n
                         steps[0] += 1
@@ -599,25 +676,29 @@ def train_word2vec(sentences: Sequence[Sequence[str]] | Sequence[Tensor], *, voc
                             on_step(steps[0] - 1, loss / max(n, 1))
                         if worker == 0 and i % 64 == 0:
                             bar.n = epoch + i / len(batches)
-                            bar.set_postfix(loss=f"{totals[0][0] / max(totals[0][1], 1):.3f}",
-                                            lr=f"{step_lr:.4f}")
+                            bar.set_postfix(loss=f"{totals[0][0] / max(totals[0][1], 1):.3f}", lr=f"{step_lr:.4f}")
 
                 if workers == 1:
                     work(0)
                 else:
                     with ThreadPoolExecutor(workers) as pool:
-                        list(pool.map(work, range(workers)))    # list() re-raises worker errors
+                        list(pool.map(work, range(workers)))  # list() re-raises worker errors
                 history.append(sum(t[0] for t in totals) / max(sum(t[1] for t in totals), 1))
-                check_finite_loss(history[-1], steps[0] - 1, lr=lr,
-                                  what=f"word2vec (epoch {epoch + 1}, mean loss)")
+                check_finite_loss(history[-1], steps[0] - 1, lr=lr, what=f"word2vec (epoch {epoch + 1}, mean loss)")
                 bar.n = epoch + 1
                 bar.set_postfix(loss=f"{history[-1]:.3f}")
     finally:
         torch.set_num_threads(old_threads)
     seconds = time.perf_counter() - start
-    config = {**asdict(cfg), "threads": threads or old_threads, "workers": workers, "corpus": corpus_name,
-              "n_tokens": len(ids), "train_seconds": round(seconds, 1),
-              "loss_per_epoch": [round(x, 4) for x in history]}
+    config = {
+        **asdict(cfg),
+        "threads": threads or old_threads,
+        "workers": workers,
+        "corpus": corpus_name,
+        "n_tokens": len(ids),
+        "train_seconds": round(seconds, 1),
+        "loss_per_epoch": [round(x, 4) for x in history],
+    }
     return WordVectors(in_w.clone(), vocab, config)
 
 
@@ -633,9 +714,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     defaults = Word2VecConfig()
     for name, value in asdict(defaults).items():
         train.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
-    train.add_argument("--threads", type=int, default=1,
-                       help="1 (default): bit-reproducible; n > 1: n Hogwild workers, faster, "
-                            "not reproducible")
+    train.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="1 (default): bit-reproducible; n > 1: n Hogwild workers, faster, not reproducible",
+    )
     evaluate = sub.add_parser("evaluate", help="Google analogies and WordSim-353 of a checkpoint")
     evaluate.add_argument("directory")
     args = parser.parse_args(argv)
@@ -646,22 +730,26 @@ def main(argv: Sequence[str] | None = None) -> None:
         start = time.perf_counter()
         sentences = data.wikitext_sentences("train", lower=True)
         settings = {name: getattr(args, name) for name in asdict(defaults)}
-        wv = train_word2vec(sentences, threads=args.threads, corpus_name="wikitext-2 train, lower-cased",
-                            **settings)
+        wv = train_word2vec(sentences, threads=args.threads, corpus_name="wikitext-2 train, lower-cased", **settings)
         seconds = time.perf_counter() - start
-        wv.config["wall_seconds"] = round(seconds, 1)            # train_seconds + reading the corpus
-        wv.config["command"] = shlex.join(["python", "-m", "onehot2gpt.word2vec",
-                                           *(sys.argv[1:] if argv is None else argv)])
+        wv.config["wall_seconds"] = round(seconds, 1)  # train_seconds + reading the corpus
+        wv.config["command"] = shlex.join(
+            ["python", "-m", "onehot2gpt.word2vec", *(sys.argv[1:] if argv is None else argv)]
+        )
         wv.save(args.out)
-        print(f"trained {wv} in {wv.config['train_seconds']:.1f} s ({seconds:.1f} s wall time with reading "
-              f"the corpus); saved to {args.out}")
+        print(
+            f"trained {wv} in {wv.config['train_seconds']:.1f} s ({seconds:.1f} s wall time with reading "
+            f"the corpus); saved to {args.out}"
+        )
     else:
         wv = WordVectors.load(args.directory)
     analogies = wv.evaluate_analogies(data.read_analogies())
     wordsim = wv.evaluate_wordsim(data.read_wordsim353())
-    print(f"Google analogies: {analogies['accuracy']:.3f} on {analogies['n_used']}/{analogies['n_total']} "
-          f"questions; WordSim-353 Spearman: {wordsim['spearman']:.3f} on "
-          f"{wordsim['n_used']}/{wordsim['n_total']} pairs")
+    print(
+        f"Google analogies: {analogies['accuracy']:.3f} on {analogies['n_used']}/{analogies['n_total']} "
+        f"questions; WordSim-353 Spearman: {wordsim['spearman']:.3f} on "
+        f"{wordsim['n_used']}/{wordsim['n_total']} pairs"
+    )
 
 
 if __name__ == "__main__":

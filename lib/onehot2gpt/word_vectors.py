@@ -14,8 +14,10 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from onehot2gpt.checkpoints import CheckpointError, load as load_checkpoint, save_checkpoint
+from onehot2gpt.checkpoints import CheckpointError, save_checkpoint
+from onehot2gpt.checkpoints import load as load_checkpoint
 from onehot2gpt.vocab import Vocab
+
 
 class WordVectors:
     """Word vectors (V, D) with their vocabulary: look-up, neighbours, analogies, evaluation."""
@@ -23,8 +25,10 @@ class WordVectors:
     def __init__(self, vectors: Tensor, vocab: Vocab, config: dict | None = None):
         vectors = torch.as_tensor(vectors, dtype=torch.float32)
         if vectors.dim() != 2 or vectors.shape[0] != len(vocab):
-            raise ValueError(f"vectors must have shape (vocab size, dim) = ({len(vocab)}, D), got "
-                             f"{tuple(vectors.shape)}; the vectors and vocabulary do not belong together")
+            raise ValueError(
+                f"vectors must have shape (vocab size, dim) = ({len(vocab)}, D), got "
+                f"{tuple(vectors.shape)}; the vectors and vocabulary do not belong together"
+            )
         self.vectors, self.vocab, self.config = vectors, vocab, dict(config or {})
         self._unit: Tensor | None = None
 
@@ -54,17 +58,22 @@ class WordVectors:
     def _id(self, word: str) -> int:
         if word in self.vocab.stoi:
             return self.vocab.stoi[word]
-        hint = (f"; the vectors were trained on lower-cased text, try {word.lower()!r}"
-                if isinstance(word, str) and word.lower() in self.vocab.stoi else "")
-        raise KeyError(f"{word!r} is not in the vocabulary ({len(self)} words); "
-                       f"check with `{word!r} in wv` first{hint}")
+        hint = (
+            f"; the vectors were trained on lower-cased text, try {word.lower()!r}"
+            if isinstance(word, str) and word.lower() in self.vocab.stoi
+            else ""
+        )
+        raise KeyError(
+            f"{word!r} is not in the vocabulary ({len(self)} words); check with `{word!r} in wv` first{hint}"
+        )
 
     def similarity(self, a: str, b: str) -> float:
         """Cosine similarity of two words."""
         return float(self.unit_vectors[self._id(a)] @ self.unit_vectors[self._id(b)])
 
-    def most_similar(self, word_or_vector: str | Tensor, k: int = 10,
-                     exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
+    def most_similar(
+        self, word_or_vector: str | Tensor, k: int = 10, exclude: Iterable[str] = ()
+    ) -> list[tuple[str, float]]:
         """The k words with the highest cosine to a word (itself excluded) or to a vector (D,),
         leaving out the words in `exclude` (a list of words, or one word as a string)."""
         exclude = {exclude} if isinstance(exclude, str) else set(exclude)
@@ -75,23 +84,25 @@ class WordVectors:
             query = torch.as_tensor(word_or_vector, dtype=torch.float32)
             if query.shape != (self.dim,):
                 raise ValueError(f"query vector must have shape ({self.dim},), got {tuple(query.shape)}")
-        sims = self.unit_vectors @ (query / query.norm().clamp_min(1e-12))         # (V,)
+        sims = self.unit_vectors @ (query / query.norm().clamp_min(1e-12))  # (V,)
         banned = sorted({self._id(w) for w in exclude if w in self})
         sims[banned] = -math.inf
         top = sims.topk(max(0, min(k, len(self) - len(banned))))
         return [(self.vocab.itos[i], round(float(s), 4)) for s, i in zip(top.values, top.indices.tolist())]
 
     def analogy(self, a: str, b: str, c: str, k: int = 1) -> list[tuple[str, float]]:
-        """"a is to b as c is to ?" by 3CosAdd: the words nearest unit(b) − unit(a) + unit(c),
+        """ "a is to b as c is to ?" by 3CosAdd: the words nearest unit(b) − unit(a) + unit(c),
         leaving out a, b and c themselves (Mikolov et al. 2013a). Returns k (word, cosine) pairs.
 
         A ValueError when a = b or a = c: the answer is then c (or b) itself, a word the method
         leaves out, so any word it returned would be a wrong answer given silently."""
         for same, other in ((b, c), (c, b)):
             if a == same:
-                raise ValueError(f"analogy({a!r}, {b!r}, {c!r}): a is {same!r} too, so the answer is "
-                                 f"{other!r}, a query word, which 3CosAdd leaves out. Ask with a "
-                                 f"different from b and from c, e.g. analogy('man', 'king', 'woman')")
+                raise ValueError(
+                    f"analogy({a!r}, {b!r}, {c!r}): a is {same!r} too, so the answer is "
+                    f"{other!r}, a query word, which 3CosAdd leaves out. Ask with a "
+                    f"different from b and from c, e.g. analogy('man', 'king', 'woman')"
+                )
         unit = self.unit_vectors
         query = unit[self._id(b)] - unit[self._id(a)] + unit[self._id(c)]
         return self.most_similar(query, k, exclude=(a, b, c))
@@ -105,8 +116,9 @@ class WordVectors:
             return {w: i for i, w in enumerate(words)}
         return {w.lower(): i for i, w in reversed(list(enumerate(words)))}
 
-    def evaluate_analogies(self, questions: Iterable[Sequence[str]], restrict_vocab: int | None = 30000,
-                           case_insensitive: bool = True) -> dict:
+    def evaluate_analogies(
+        self, questions: Iterable[Sequence[str]], restrict_vocab: int | None = 30000, case_insensitive: bool = True
+    ) -> dict:
         """Accuracy on (section, a, b, c, d) analogy questions, e.g. data.read_analogies().
 
         Same conventions as gensim's ``KeyedVectors.evaluate_word_analogies``: only the
@@ -127,24 +139,28 @@ class WordVectors:
                 sections.append(q[0])
                 rows.append([lookup[w] for w in words])
         searched = len(self) if restrict_vocab is None else min(restrict_vocab, len(self))
-        unit = self.unit_vectors[:searched]                                       # (R, D)
+        unit = self.unit_vectors[:searched]  # (R, D)
         correct = torch.zeros(len(rows), dtype=torch.bool)
-        ids = torch.tensor(rows, dtype=torch.long).view(-1, 4)                     # (Q, 4): a, b, c, d
+        ids = torch.tensor(rows, dtype=torch.long).view(-1, 4)  # (Q, 4): a, b, c, d
         for start in range(0, len(rows), 1024):
-            a, b, c, d = ids[start:start + 1024].T
-            sims = (unit[b] - unit[a] + unit[c]) @ unit.T                         # (q, R)
+            a, b, c, d = ids[start : start + 1024].T
+            sims = (unit[b] - unit[a] + unit[c]) @ unit.T  # (q, R)
             sims.scatter_(1, torch.stack([a, b, c], 1), -math.inf)
-            correct[start:start + 1024] = sims.argmax(1) == d
+            correct[start : start + 1024] = sims.argmax(1) == d
         per_section: dict[str, list[int]] = {}
         for section, ok in zip(sections, correct.tolist()):
             per_section.setdefault(section, [0, 0])
             per_section[section][0] += ok
             per_section[section][1] += 1
         n_used, n_correct = len(rows), int(correct.sum())
-        return {"accuracy": n_correct / n_used if n_used else float("nan"),
-                "n_correct": n_correct, "n_used": n_used, "n_total": len(questions),
-                "coverage": n_used / len(questions) if questions else float("nan"),
-                "per_section": {s: ok / n for s, (ok, n) in per_section.items()}}
+        return {
+            "accuracy": n_correct / n_used if n_used else float("nan"),
+            "n_correct": n_correct,
+            "n_used": n_used,
+            "n_total": len(questions),
+            "coverage": n_used / len(questions) if questions else float("nan"),
+            "per_section": {s: ok / n for s, (ok, n) in per_section.items()},
+        }
 
     def evaluate_wordsim(self, pairs: Iterable[Sequence], case_insensitive: bool = True) -> dict:
         """Spearman correlation of cosines with human scores on (word1, word2, score) pairs,
@@ -161,10 +177,13 @@ class WordVectors:
                 human.append(float(score))
                 model.append(float(self.unit_vectors[lookup[norm(w1)]] @ self.unit_vectors[lookup[norm(w2)]]))
         enough = len(human) >= 2
-        return {"spearman": float(spearmanr(human, model).statistic) if enough else float("nan"),
-                "pearson": float(pearsonr(human, model).statistic) if enough else float("nan"),
-                "n_used": len(human), "n_total": len(pairs),
-                "coverage": len(human) / len(pairs) if pairs else float("nan")}
+        return {
+            "spearman": float(spearmanr(human, model).statistic) if enough else float("nan"),
+            "pearson": float(pearsonr(human, model).statistic) if enough else float("nan"),
+            "n_used": len(human),
+            "n_total": len(pairs),
+            "coverage": len(human) / len(pairs) if pairs else float("nan"),
+        }
 
     # self.config fields stored outside the training record ("info") of config.json
     _SHAPE_FIELDS = ("vocab_size", "dim", "stored_dtype")
@@ -178,11 +197,19 @@ class WordVectors:
             raise ValueError("some vectors overflow float16 (|x| > 65504); the training diverged")
         info = {k: v for k, v in self.config.items() if k not in self._SHAPE_FIELDS}
         config = {"vocab_size": len(self), "dim": self.dim}
-        return save_checkpoint(directory, "word2vec", "WordVectors", config, {"vectors": half},
-                               tokenizer=self.vocab, info=info, dtype=torch.float16)
+        return save_checkpoint(
+            directory,
+            "word2vec",
+            "WordVectors",
+            config,
+            {"vectors": half},
+            tokenizer=self.vocab,
+            info=info,
+            dtype=torch.float16,
+        )
 
     @classmethod
-    def load(cls, directory: str | Path, device: str | torch.device = "cpu") -> "WordVectors":
+    def load(cls, directory: str | Path, device: str | torch.device = "cpu") -> WordVectors:
         """Read a folder written by :meth:`save`, after every check of
         :func:`onehot2gpt.checkpoints.load`; vectors come back as float32."""
         return load_checkpoint(directory, device, kind="word2vec")[0]
@@ -195,7 +222,10 @@ def word_vectors_from_checkpoint(record: dict, weights: dict, vocab: Vocab) -> W
     shape = (config.get("vocab_size"), config.get("dim"))
     if set(weights) != {"vectors"} or tuple(weights["vectors"].shape) != shape:
         found = {k: tuple(v.shape) for k, v in weights.items()}
-        raise CheckpointError(f"the weights in weights.safetensors do not match config.json: expected one "
-                              f"tensor 'vectors' of shape (vocab_size, dim) = {shape}, found {found}")
-    return WordVectors(weights["vectors"].float(), vocab,
-                       {**record["info"], **config, "stored_dtype": record.get("dtype", "float16")})
+        raise CheckpointError(
+            f"the weights in weights.safetensors do not match config.json: expected one "
+            f"tensor 'vectors' of shape (vocab_size, dim) = {shape}, found {found}"
+        )
+    return WordVectors(
+        weights["vectors"].float(), vocab, {**record["info"], **config, "stored_dtype": record.get("dtype", "float16")}
+    )

@@ -27,44 +27,118 @@ from __future__ import annotations
 import random
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Sequence
 
 import torch
 
 from .utils import seeded
 from .vocab import Vocab, tokenize_words
 
-NL = "\n"            # a line break is a token: answers end at the end of their line
-EOD = "<eod>"        # between documents (GPT-2's <|endoftext|>)
+NL = "\n"  # a line break is a token: answers end at the end of their line
+EOD = "<eod>"  # between documents (GPT-2's <|endoftext|>)
 SPECIALS = ("<pad>", "<unk>", EOD, NL)
 
-NAMES = ("mira", "tolo", "kesh", "anu", "bram", "celi", "doro", "elin", "fenn", "gita", "hale",
-         "ivo", "jora", "kai", "lusa", "moro", "nell", "odo", "pim", "quin", "rina", "sefa", "taro",
-         "ula", "vik", "wen", "yara", "zeno", "abel", "bina", "coro", "dagny", "edda", "faro",
-         "gunn", "hild", "isa", "jarl", "kira", "loke", "maren", "nils", "orla", "per", "runa",
-         "sig", "tove", "ulf")
-TOWNS = ("tolvan", "brisk", "amberg", "fjell", "kestrel", "lunde", "marsh", "norby", "orrin",
-         "pellam", "quarry", "rosk")
-TRADES = ("baker", "smith", "sailor", "farmer", "weaver", "potter", "miller", "hunter", "tailor",
-          "fisher", "healer", "carpenter")
+NAMES = (
+    "mira",
+    "tolo",
+    "kesh",
+    "anu",
+    "bram",
+    "celi",
+    "doro",
+    "elin",
+    "fenn",
+    "gita",
+    "hale",
+    "ivo",
+    "jora",
+    "kai",
+    "lusa",
+    "moro",
+    "nell",
+    "odo",
+    "pim",
+    "quin",
+    "rina",
+    "sefa",
+    "taro",
+    "ula",
+    "vik",
+    "wen",
+    "yara",
+    "zeno",
+    "abel",
+    "bina",
+    "coro",
+    "dagny",
+    "edda",
+    "faro",
+    "gunn",
+    "hild",
+    "isa",
+    "jarl",
+    "kira",
+    "loke",
+    "maren",
+    "nils",
+    "orla",
+    "per",
+    "runa",
+    "sig",
+    "tove",
+    "ulf",
+)
+TOWNS = (
+    "tolvan",
+    "brisk",
+    "amberg",
+    "fjell",
+    "kestrel",
+    "lunde",
+    "marsh",
+    "norby",
+    "orrin",
+    "pellam",
+    "quarry",
+    "rosk",
+)
+TRADES = (
+    "baker",
+    "smith",
+    "sailor",
+    "farmer",
+    "weaver",
+    "potter",
+    "miller",
+    "hunter",
+    "tailor",
+    "fisher",
+    "healer",
+    "carpenter",
+)
 ANIMALS = ("cat", "dog", "goat", "hawk", "horse", "crow", "fox", "hen", "pig", "donkey")
 
 # Every wording of every fact; {n} name, {t} town, {j} trade, {a} animal.
 FACT_TEMPLATES = {
-    "town": ("{n} lives in {t} .", "{n} has a house in {t} .", "{n} makes a home in {t} .",
-             "in {t} lives {n} ."),
-    "trade": ("{n} works as a {j} .", "{n} is a {j} .", "by trade {n} is a {j} .",
-              "{n} earns a living as a {j} ."),
-    "animal": ("{n} keeps a {a} .", "{n} has a {a} .", "{n} owns a {a} .",
-               "a {a} lives with {n} ."),
+    "town": ("{n} lives in {t} .", "{n} has a house in {t} .", "{n} makes a home in {t} .", "in {t} lives {n} ."),
+    "trade": ("{n} works as a {j} .", "{n} is a {j} .", "by trade {n} is a {j} .", "{n} earns a living as a {j} ."),
+    "animal": ("{n} keeps a {a} .", "{n} has a {a} .", "{n} owns a {a} .", "a {a} lives with {n} ."),
 }
-FILLERS = ("the weather in {t} is {w} .", "{n} likes to {v} .", "{n} is a friend of {m} .",
-           "on market day {n} walks to {t} .", "{n} sings while working .")
+FILLERS = (
+    "the weather in {t} is {w} .",
+    "{n} likes to {v} .",
+    "{n} is a friend of {m} .",
+    "on market day {n} walks to {t} .",
+    "{n} sings while working .",
+)
 WEATHER = ("cold", "mild", "wet", "windy", "sunny")
 VERBS = ("read", "swim", "dance", "fish", "walk", "cook", "paint")
-QUESTIONS = {"town": "where does {n} live ?", "trade": "what does {n} do for a living ?",
-             "animal": "which animal does {n} keep ?"}
+QUESTIONS = {
+    "town": "where does {n} live ?",
+    "trade": "what does {n} do for a living ?",
+    "animal": "which animal does {n} keep ?",
+}
 TLDR = "{n} is a {j} in {t} ."
 RELATIONS = tuple(FACT_TEMPLATES)
 
@@ -81,11 +155,12 @@ class Person:
             raise ValueError(f"relation must be one of {', '.join(RELATIONS)}, got {relation!r}")
         return getattr(self, relation)
 
-    def changed(self, relation: str, value: str) -> "Person":
+    def changed(self, relation: str, value: str) -> Person:
         """The same person with one fact replaced (the passage of a changed-fact question)."""
         if value not in VALUES[relation]:
-            raise ValueError(f"{value!r} is not a {relation} of this world; choose one of "
-                             f"{', '.join(VALUES[relation])}")
+            raise ValueError(
+                f"{value!r} is not a {relation} of this world; choose one of {', '.join(VALUES[relation])}"
+            )
         return replace(self, **{relation: value})
 
 
@@ -106,14 +181,20 @@ class World:
     strangers: tuple[str, ...] = field(init=False)
 
     def __post_init__(self):
-        if isinstance(self.n_known, bool) or not isinstance(self.n_known, int) \
-                or not 1 <= self.n_known <= len(NAMES) - 2:
-            raise ValueError(f"n_known must be a whole number between 1 and {len(NAMES) - 2} (the rest are "
-                             f"strangers), got {self.n_known!r}")
+        if (
+            isinstance(self.n_known, bool)
+            or not isinstance(self.n_known, int)
+            or not 1 <= self.n_known <= len(NAMES) - 2
+        ):
+            raise ValueError(
+                f"n_known must be a whole number between 1 and {len(NAMES) - 2} (the rest are "
+                f"strangers), got {self.n_known!r}"
+            )
         rng = random.Random(self.seed)
-        self.people = [Person(n, rng.choice(TOWNS), rng.choice(TRADES), rng.choice(ANIMALS))
-                       for n in NAMES[:self.n_known]]
-        self.strangers = NAMES[self.n_known:]
+        self.people = [
+            Person(n, rng.choice(TOWNS), rng.choice(TRADES), rng.choice(ANIMALS)) for n in NAMES[: self.n_known]
+        ]
+        self.strangers = NAMES[self.n_known :]
 
     def person(self, name: str) -> Person:
         """The known person called `name` (KeyError for a stranger or an unknown name)."""
@@ -144,14 +225,17 @@ class World:
         a random order, with `fillers` distracting sentences mixed in."""
         sentences = []
         for p in people:
-            facts = [rng.choice(FACT_TEMPLATES[r]).format(n=p.name, t=p.town, j=p.trade, a=p.animal)
-                     for r in rng.sample(RELATIONS, len(RELATIONS))]
+            facts = [
+                rng.choice(FACT_TEMPLATES[r]).format(n=p.name, t=p.town, j=p.trade, a=p.animal)
+                for r in rng.sample(RELATIONS, len(RELATIONS))
+            ]
             sentences.append(facts)
         for _ in range(fillers):
             p = rng.choice(people)
             other = rng.choice([n for n in NAMES if n != p.name])
-            text = rng.choice(FILLERS).format(n=p.name, t=rng.choice(TOWNS), w=rng.choice(WEATHER),
-                                              v=rng.choice(VERBS), m=other)
+            text = rng.choice(FILLERS).format(
+                n=p.name, t=rng.choice(TOWNS), w=rng.choice(WEATHER), v=rng.choice(VERBS), m=other
+            )
             sentences[rng.randrange(len(sentences))].insert(0, text)
         return [" ".join(s) for s in sentences]
 
@@ -172,7 +256,7 @@ def tldr(person: Person) -> str:
     return TLDR.format(n=person.name, j=person.trade, t=person.town)
 
 
-def _fact_patterns() -> list[tuple[str, "re.Pattern"]]:
+def _fact_patterns() -> list[tuple[str, re.Pattern]]:
     out = []
     for relation, templates in FACT_TEMPLATES.items():
         slot = {"town": "t", "trade": "j", "animal": "a"}[relation]
@@ -206,9 +290,14 @@ def _clean(text: str) -> str:
     return unicodedata.normalize("NFC", text).replace("\u202f", " ").replace("\xa0", " ")
 
 
-def translation_pairs(min_count: int = 20, max_english: int = 5, max_french: int = 7, n_test: int = 200,
-                      seed: int = 0, first_lines: int = 60000) -> tuple[list[tuple[str, str]],
-                                                                        dict[str, list[str]]]:
+def translation_pairs(
+    min_count: int = 20,
+    max_english: int = 5,
+    max_french: int = 7,
+    n_test: int = 200,
+    seed: int = 0,
+    first_lines: int = 60000,
+) -> tuple[list[tuple[str, str]], dict[str, list[str]]]:
     """Short Tatoeba pairs from the registry (``fra-eng``), as lower-cased, space-separated tokens.
 
     Keeps pairs from the first `first_lines` lines (the file is sorted by length) with at most
@@ -236,8 +325,7 @@ def translation_pairs(min_count: int = 20, max_english: int = 5, max_french: int
                 refs.append(french)
     english = sorted(grouped)
     if len(english) <= n_test:
-        raise ValueError(f"only {len(english)} English sentences pass the filters; lower min_count "
-                         f"or n_test={n_test}")
+        raise ValueError(f"only {len(english)} English sentences pass the filters; lower min_count or n_test={n_test}")
     random.Random(seed).shuffle(english)
     test = {e: grouped[e] for e in english[:n_test]}
     train = [(e, f) for e in english[n_test:] for f in grouped[e]]
@@ -262,8 +350,16 @@ class Corpus:
         return out
 
 
-def make_corpus(world: World, pairs: Sequence[tuple[str, str]], *, qa_share: float, n_documents: int = 6000,
-                tldr_share: float = 0.1, translation_share: float = 0.2, seed: int = 1) -> Corpus:
+def make_corpus(
+    world: World,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    qa_share: float,
+    n_documents: int = 6000,
+    tldr_share: float = 0.1,
+    translation_share: float = 0.2,
+    seed: int = 1,
+) -> Corpus:
     """`n_documents` documents: `translation_share` translation blocks, `tldr_share` TL;DR
     paragraphs about one person, and prose paragraphs about two people for the rest, of which a
     `qa_share` of all documents carry one or two Q/A lines about the paragraph's people. Every
@@ -279,8 +375,10 @@ def make_corpus(world: World, pairs: Sequence[tuple[str, str]], *, qa_share: flo
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
     if qa_share > 1.0 - tldr_share - translation_share + 1e-12:
-        raise ValueError(f"qa_share must lie in [0, {1 - tldr_share - translation_share:.2f}] "
-                         f"(the rest are translation and TL;DR documents), got {qa_share}")
+        raise ValueError(
+            f"qa_share must lie in [0, {1 - tldr_share - translation_share:.2f}] "
+            f"(the rest are translation and TL;DR documents), got {qa_share}"
+        )
     if not pairs:
         raise ValueError("no translation pairs given; pass translation_pairs()[0]")
     if isinstance(n_documents, bool) or not isinstance(n_documents, int) or n_documents < 1:
@@ -315,6 +413,7 @@ def make_corpus(world: World, pairs: Sequence[tuple[str, str]], *, qa_share: flo
 # ---------------------------------------------------------------------------------------------
 # Tokens
 
+
 class WorldTokenizer:
     """Lower-cased words and punctuation (:func:`~onehot2gpt.vocab.tokenize_words`) with line
     breaks and ``<eod>`` kept as tokens. Unknown words become ``<unk>``; :meth:`unknown` lists them."""
@@ -326,12 +425,17 @@ class WorldTokenizer:
         self.vocab = vocab
 
     @classmethod
-    def build(cls, world: World, pairs: Sequence[tuple[str, str]],
-              test_pairs: dict[str, list[str]] | None = None) -> "WorldTokenizer":
+    def build(
+        cls, world: World, pairs: Sequence[tuple[str, str]], test_pairs: dict[str, list[str]] | None = None
+    ) -> WorldTokenizer:
         """Every word the world's templates can write, plus the words of the translation pairs."""
         words: set[str] = set(NAMES) | set(TOWNS) | set(TRADES) | set(ANIMALS) | set(WEATHER) | set(VERBS)
-        templates = [t for ts in FACT_TEMPLATES.values() for t in ts] + list(FILLERS) + \
-            list(QUESTIONS.values()) + [TLDR, "q : a : tl;dr : ="]
+        templates = (
+            [t for ts in FACT_TEMPLATES.values() for t in ts]
+            + list(FILLERS)
+            + list(QUESTIONS.values())
+            + [TLDR, "q : a : tl;dr : ="]
+        )
         blank = dict(n="", t="", j="", a="", w="", v="", m="")
         for t in templates:
             words |= set(tokenize_words(t.format(**blank)))
@@ -372,12 +476,13 @@ class WorldTokenizer:
         self.vocab.save(path)
 
     @classmethod
-    def load(cls, path) -> "WorldTokenizer":
+    def load(cls, path) -> WorldTokenizer:
         return cls(Vocab.load(path))
 
 
 # ---------------------------------------------------------------------------------------------
 # Tests
+
 
 @dataclass(frozen=True)
 class Item:
@@ -392,7 +497,7 @@ class Item:
     answers: tuple[str, ...]
     shots: tuple[str, ...] = ()
     memorised: tuple[str, ...] = ()
-    first_words: tuple[str, ...] = ()   # the words an answer of the right kind starts with
+    first_words: tuple[str, ...] = ()  # the words an answer of the right kind starts with
 
     def text(self, few_shot: bool) -> str:
         return ("".join(self.shots) if few_shot else "") + self.prompt
@@ -402,8 +507,7 @@ TESTS = ("qa_new", "qa_changed", "tldr_new", "tldr_changed", "translation")
 TASKS = TESTS  # the keys of make_tests() and evaluate()
 
 
-def _passage(world: World, rng: random.Random, person: Person, avoid: str | None = None,
-             tries: int = 100) -> str:
+def _passage(world: World, rng: random.Random, person: Person, avoid: str | None = None, tries: int = 100) -> str:
     """A paragraph about `person` and someone else (in a random order) in which the word `avoid`
     does not occur."""
     for _ in range(tries):
@@ -419,9 +523,17 @@ def _changed(person: Person, relation: str, rng: random.Random) -> Person:
     return person.changed(relation, rng.choice([v for v in VALUES[relation] if v != person.fact(relation)]))
 
 
-def make_tests(world: World, train_pairs: Sequence[tuple[str, str]], test_pairs: dict[str, list[str]], *,
-               n: int = 120, qa_shots: int = 1, translation_shots: int = 3, tldr_shots: int = 1,
-               seed: int = 2) -> dict[str, list[Item]]:
+def make_tests(
+    world: World,
+    train_pairs: Sequence[tuple[str, str]],
+    test_pairs: dict[str, list[str]],
+    *,
+    n: int = 120,
+    qa_shots: int = 1,
+    translation_shots: int = 3,
+    tldr_shots: int = 1,
+    seed: int = 2,
+) -> dict[str, list[Item]]:
     """`n` items per test (translation: at most the held-out sentences), every passage fresh:
 
     * ``qa_new``: a paragraph about a stranger (facts drawn for this passage) and someone else,
@@ -452,24 +564,45 @@ def make_tests(world: World, train_pairs: Sequence[tuple[str, str]], test_pairs:
     for _ in range(n):
         stranger = world.draw(rng.choice(world.strangers), rng)
         relation = rng.choice(RELATIONS)
-        prompt = _passage(world, rng, stranger) + \
-            f"q : {QUESTIONS[relation].format(n=stranger.name)}{NL}a :"
-        tests["qa_new"].append(Item("qa_new", prompt, (f"{stranger.fact(relation)} .",),
-                                    tuple(qa_shot() for _ in range(qa_shots)), first_words=VALUES[relation]))
+        prompt = _passage(world, rng, stranger) + f"q : {QUESTIONS[relation].format(n=stranger.name)}{NL}a :"
+        tests["qa_new"].append(
+            Item(
+                "qa_new",
+                prompt,
+                (f"{stranger.fact(relation)} .",),
+                tuple(qa_shot() for _ in range(qa_shots)),
+                first_words=VALUES[relation],
+            )
+        )
 
         known = rng.choice(world.people)
         relation = rng.choice(RELATIONS)
         shown = _changed(known, relation, rng)
-        prompt = _passage(world, rng, shown, avoid=known.fact(relation)) + \
-            f"q : {QUESTIONS[relation].format(n=known.name)}{NL}a :"
-        tests["qa_changed"].append(Item("qa_changed", prompt, (f"{shown.fact(relation)} .",),
-                                        tuple(qa_shot() for _ in range(qa_shots)),
-                                        (f"{known.fact(relation)} .",), VALUES[relation]))
+        prompt = (
+            _passage(world, rng, shown, avoid=known.fact(relation))
+            + f"q : {QUESTIONS[relation].format(n=known.name)}{NL}a :"
+        )
+        tests["qa_changed"].append(
+            Item(
+                "qa_changed",
+                prompt,
+                (f"{shown.fact(relation)} .",),
+                tuple(qa_shot() for _ in range(qa_shots)),
+                (f"{known.fact(relation)} .",),
+                VALUES[relation],
+            )
+        )
 
         stranger = world.draw(rng.choice(world.strangers), rng)
-        tests["tldr_new"].append(Item("tldr_new", world.tldr_document(stranger, rng, summary=False),
-                                      (tldr(stranger),), tuple(tldr_shot() for _ in range(tldr_shots)),
-                                      first_words=NAMES))
+        tests["tldr_new"].append(
+            Item(
+                "tldr_new",
+                world.tldr_document(stranger, rng, summary=False),
+                (tldr(stranger),),
+                tuple(tldr_shot() for _ in range(tldr_shots)),
+                first_words=NAMES,
+            )
+        )
 
         known = rng.choice(world.people)
         relation = rng.choice(("town", "trade"))
@@ -480,12 +613,21 @@ def make_tests(world: World, train_pairs: Sequence[tuple[str, str]], test_pairs:
                 break
         else:
             raise RuntimeError("could not write a TL;DR passage without the memorised fact")
-        tests["tldr_changed"].append(Item("tldr_changed", text, (tldr(shown),),
-                                          tuple(tldr_shot() for _ in range(tldr_shots)), (tldr(known),), NAMES))
+        tests["tldr_changed"].append(
+            Item(
+                "tldr_changed",
+                text,
+                (tldr(shown),),
+                tuple(tldr_shot() for _ in range(tldr_shots)),
+                (tldr(known),),
+                NAMES,
+            )
+        )
     recalled = tuple(sorted({f for _, f in train_pairs}))
-    shots = tuple(f"{a} = {b}{NL}" for a, b in (train_pairs[i] for i in rng.sample(range(len(train_pairs)),
-                                                                                   translation_shots)))
-    for e in list(test_pairs)[:n]:   # the same phrase-book lines before every sentence
+    shots = tuple(
+        f"{a} = {b}{NL}" for a, b in (train_pairs[i] for i in rng.sample(range(len(train_pairs)), translation_shots))
+    )
+    for e in list(test_pairs)[:n]:  # the same phrase-book lines before every sentence
         tests["translation"].append(Item("translation", f"{e} =", tuple(test_pairs[e]), shots, recalled))
     return tests
 
@@ -525,8 +667,9 @@ def classify_answer(written: str, answers: Sequence[str], memorised: Sequence[st
     return "other"
 
 
-def greedy_lines(model, tokenizer: WorldTokenizer, prompts: Sequence[str], max_new: int,
-                 batch_size: int = 64) -> list[str]:
+def greedy_lines(
+    model, tokenizer: WorldTokenizer, prompts: Sequence[str], max_new: int, batch_size: int = 64
+) -> list[str]:
     """What greedy decoding writes after each prompt, up to and including its first line break
     (at most `max_new` tokens). Prompts of the same length are generated together
     (:func:`onehot2gpt.sampling.generate`, with its key/value cache); the result is the same as
@@ -541,8 +684,10 @@ def greedy_lines(model, tokenizer: WorldTokenizer, prompts: Sequence[str], max_n
         if not ids:
             raise ValueError(f"prompt {i} is empty: give the model some text to continue")
         if len(ids) + max_new > model.config.max_len:
-            raise ValueError(f"prompt {i} has {len(ids)} tokens; with max_new={max_new} it exceeds the model's "
-                             f"context of {model.config.max_len}: shorten it or ask for fewer tokens")
+            raise ValueError(
+                f"prompt {i} has {len(ids)} tokens; with max_new={max_new} it exceeds the model's "
+                f"context of {model.config.max_len}: shorten it or ask for fewer tokens"
+            )
     by_length: dict[int, list[int]] = {}
     for i, ids in enumerate(encoded):
         by_length.setdefault(len(ids), []).append(i)
@@ -550,11 +695,11 @@ def greedy_lines(model, tokenizer: WorldTokenizer, prompts: Sequence[str], max_n
     out = [""] * len(prompts)
     for length, rows in by_length.items():
         for b in range(0, len(rows), batch_size):
-            chunk = rows[b:b + batch_size]
+            chunk = rows[b : b + batch_size]
             ids = torch.tensor([encoded[i] for i in chunk])
             new = generate(model, ids, max_new, greedy=True, on_crop="error")[:, length:].tolist()
             for i, row in zip(chunk, new):
-                out[i] = tokenizer.decode(row[:row.index(newline) + 1] if newline in row else row)
+                out[i] = tokenizer.decode(row[: row.index(newline) + 1] if newline in row else row)
     return out
 
 
@@ -565,8 +710,9 @@ def answer_length(tokenizer: WorldTokenizer, items: Sequence[Item]) -> int:
     return 1 + max(len(tokenizer.tokenize(line)) for line in lines)
 
 
-def classify(model, tokenizer: WorldTokenizer, items: Sequence[Item], few_shot: bool = False,
-             batch_size: int = 32) -> list[str]:
+def classify(
+    model, tokenizer: WorldTokenizer, items: Sequence[Item], few_shot: bool = False, batch_size: int = 32
+) -> list[str]:
     """Each item's label: :func:`classify_answer` of the line greedy decoding writes.
 
     An item with a few candidate lines (the passage's answer and the memorised one) is scored by
@@ -582,8 +728,9 @@ def _classify(model, tokenizer, items, few_shot, batch_size=32):
     if not items:
         raise ValueError("no items to classify")
     if max(len(it.answers) + len(it.memorised) for it in items) > MAX_CANDIDATES:
-        written = greedy_lines(model, tokenizer, [it.text(few_shot) for it in items],
-                               answer_length(tokenizer, items), batch_size)
+        written = greedy_lines(
+            model, tokenizer, [it.text(few_shot) for it in items], answer_length(tokenizer, items), batch_size
+        )
         return [classify_answer(w, it.answers, it.memorised) for w, it in zip(written, items)], None
     rows, starts, owner, kind = [], [], [], []
     for k, it in enumerate(items):
@@ -599,12 +746,12 @@ def _classify(model, tokenizer, items, few_shot, batch_size=32):
     labels, first = ["other"] * len(items), [""] * len(items)
     for k, label, hit, f in zip(owner, kind, hits, firsts):
         first[k] = tokenizer.vocab.itos[f]
-        if hit and labels[k] != "read":          # a line that is both an answer and memorised is read
+        if hit and labels[k] != "read":  # a line that is both an answer and memorised is read
             labels[k] = label
     return labels, first
 
 
-MAX_CANDIDATES = 8   # more candidate lines than this: generate instead of one pass per line
+MAX_CANDIDATES = 8  # more candidate lines than this: generate instead of one pass per line
 
 
 def shares(labels: Sequence[str]) -> dict[str, float]:
@@ -617,8 +764,9 @@ def shares(labels: Sequence[str]) -> dict[str, float]:
     return {label: sum(x == label for x in labels) / len(labels) for label in LABELS}
 
 
-def evaluate(model, tokenizer: WorldTokenizer, tests: dict[str, list[Item]],
-             modes: Sequence[str] = ("zero", "few")) -> dict[str, dict[str, dict[str, float]]]:
+def evaluate(
+    model, tokenizer: WorldTokenizer, tests: dict[str, list[Item]], modes: Sequence[str] = ("zero", "few")
+) -> dict[str, dict[str, dict[str, float]]]:
     """Per test and mode, the shares of answers that read the passage, gave a memorised fact, or
     neither, and (for tests whose items name their `first_words`) the share whose first word is
     of the asked kind, right or wrong — the format:
@@ -650,11 +798,13 @@ def greedy_answer(model, tokenizer: WorldTokenizer, prompt: str, max_new: int = 
     if not ids:
         raise ValueError("empty prompt: give the model some text to continue")
     if len(ids) + max_new > model.config.max_len:
-        raise ValueError(f"the prompt has {len(ids)} tokens; with {max_new} new ones it exceeds the model's "
-                         f"context of {model.config.max_len}: shorten it or ask for fewer tokens")
-    new = generate(model, torch.tensor(ids), max_new, greedy=True)[len(ids):].tolist()
+        raise ValueError(
+            f"the prompt has {len(ids)} tokens; with {max_new} new ones it exceeds the model's "
+            f"context of {model.config.max_len}: shorten it or ask for fewer tokens"
+        )
+    new = generate(model, torch.tensor(ids), max_new, greedy=True)[len(ids) :].tolist()
     newline = tokenizer.vocab[NL]
-    return tokenizer.decode(new[:new.index(newline) + 1] if newline in new else new)
+    return tokenizer.decode(new[: new.index(newline) + 1] if newline in new else new)
 
 
 def _prompt_ids(tokenizer: WorldTokenizer, prompt: str) -> list[int]:
@@ -671,12 +821,15 @@ def _line_ids(tokenizer: WorldTokenizer, line: str) -> list[int]:
 def _check_rows(rows, max_len: int) -> None:
     for ids in rows:
         if len(ids) > max_len:
-            raise ValueError(f"prompt + answer is {len(ids)} tokens, longer than the model's context "
-                             f"of {max_len}; use fewer or shorter examples")
+            raise ValueError(
+                f"prompt + answer is {len(ids)} tokens, longer than the model's context "
+                f"of {max_len}; use fewer or shorter examples"
+            )
 
 
-def greedy_matches(model, tokenizer: WorldTokenizer, prompts: Sequence[str], answers: Sequence[str],
-                   batch_size: int = 32) -> list[bool]:
+def greedy_matches(
+    model, tokenizer: WorldTokenizer, prompts: Sequence[str], answers: Sequence[str], batch_size: int = 32
+) -> list[bool]:
     """For each (prompt, answer): would greedy decoding after `prompt` write exactly `answer` and
     then end the line? One forward pass over prompt + answer + line break: the greedy
     continuation equals the answer iff the arg-max at every answer position is the answer's
@@ -715,15 +868,15 @@ def _agree(model, rows, starts, batch_size):
     device = next(model.parameters()).device
     with torch.no_grad():
         for b in range(0, len(order), batch_size):
-            chunk = order[b:b + batch_size]
+            chunk = order[b : b + batch_size]
             width = max(len(rows[i]) for i in chunk)
             ids = torch.zeros(len(chunk), width, dtype=torch.long)
             for j, i in enumerate(chunk):
-                ids[j, :len(rows[i])] = torch.as_tensor(list(rows[i]))
-            pred = model(ids.to(device)).logits.argmax(-1).cpu()                  # (B, T)
+                ids[j, : len(rows[i])] = torch.as_tensor(list(rows[i]))
+            pred = model(ids.to(device)).logits.argmax(-1).cpu()  # (B, T)
             for j, i in enumerate(chunk):
                 r, s = rows[i], starts[i]
-                agrees[i] = bool((pred[j, s - 1:len(r) - 1] == torch.as_tensor(list(r[s:]))).all())
+                agrees[i] = bool((pred[j, s - 1 : len(r) - 1] == torch.as_tensor(list(r[s:]))).all())
                 firsts[i] = int(pred[j, s - 1])
     model.train(was_training)
     return agrees, firsts
@@ -740,12 +893,22 @@ def experiment_config(vocab_size: int, **overrides):
     a solved example before the question), no dropout."""
     from .gpt import GPTConfig
 
-    return GPTConfig(**{**dict(vocab_size=vocab_size, max_len=128, d_model=128, n_layers=4, n_heads=4,
-                               dropout=0.0), **overrides})
+    return GPTConfig(
+        **{**dict(vocab_size=vocab_size, max_len=128, d_model=128, n_layers=4, n_heads=4, dropout=0.0), **overrides}
+    )
 
 
-EXPERIMENT_RECIPE = dict(iters=1200, batch_size=8, block_size=128, lr=3e-3, min_lr=3e-4, warmup=50,
-                         weight_decay=0.1, betas=(0.9, 0.99), clip=1.0)
+EXPERIMENT_RECIPE = dict(
+    iters=1200,
+    batch_size=8,
+    block_size=128,
+    lr=3e-3,
+    min_lr=3e-4,
+    warmup=50,
+    weight_decay=0.1,
+    betas=(0.9, 0.99),
+    clip=1.0,
+)
 
 
 @dataclass
@@ -778,8 +941,17 @@ def corpus_ids(s: Setup, qa_share: float, n_documents: int = 6000, seed: int = 1
     return torch.tensor(ids, dtype=torch.long)
 
 
-def train_variant(s: Setup, qa_share: float, *, n_documents: int = 6000, config_overrides: dict | None = None,
-                  recipe: dict | None = None, seed: int = 0, progress: bool = True, desc: str | None = None):
+def train_variant(
+    s: Setup,
+    qa_share: float,
+    *,
+    n_documents: int = 6000,
+    config_overrides: dict | None = None,
+    recipe: dict | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    desc: str | None = None,
+):
     """Train one model of the experiment from scratch → (model, history). Only `qa_share` should
     differ between the models you compare."""
     from .gpt import GPT
@@ -790,8 +962,9 @@ def train_variant(s: Setup, qa_share: float, *, n_documents: int = 6000, config_
         model = GPT(experiment_config(len(s.tokenizer), **(config_overrides or {})))
         rec = {**EXPERIMENT_RECIPE, **(recipe or {})}
         rec["block_size"] = min(rec["block_size"], model.config.max_len)
-        history = train_gpt(model, ids, None, **rec, seed=seed, progress=progress,
-                            desc=desc or f"Q/A share {share_text(qa_share)}")
+        history = train_gpt(
+            model, ids, None, **rec, seed=seed, progress=progress, desc=desc or f"Q/A share {share_text(qa_share)}"
+        )
     return model, history
 
 
@@ -803,7 +976,6 @@ def share_text(share: float) -> str:
 def share_label(share: float) -> str:
     """The folder name of a model: the Q/A share in tenths of a percent, "qa000", "qa020", "qa100"."""
     return f"qa{round(share * 1000):03d}"
-
 
 
 def checkpoint_name(share: float) -> str:
@@ -834,8 +1006,9 @@ def load_variant(directory, device="cpu"):
     model, tokenizer = load(directory, device, kind="gpt")
     if not isinstance(tokenizer, WorldTokenizer):
         has = type(tokenizer).__name__ if tokenizer is not None else "no tokenizer"
-        raise CheckpointError(f"{directory} holds a GPT with {has}, not a WorldTokenizer: it is not a "
-                              f"model of the zero-shot experiment")
+        raise CheckpointError(
+            f"{directory} holds a GPT with {has}, not a WorldTokenizer: it is not a model of the zero-shot experiment"
+        )
     return model, tokenizer
 
 
@@ -851,10 +1024,15 @@ def train_command(argv=None) -> dict:
 
     from .utils import set_threads
 
-    p = argparse.ArgumentParser(prog="python -m onehot2gpt.zero_shot",
-                                description="Train the zero-shot experiment's models (one per Q/A share).")
-    p.add_argument("--out", type=Path, help="folder to save the checkpoints in, e.g. data/checkpoints "
-                                           "(none: train and evaluate only)")
+    p = argparse.ArgumentParser(
+        prog="python -m onehot2gpt.zero_shot",
+        description="Train the zero-shot experiment's models (one per Q/A share).",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="folder to save the checkpoints in, e.g. data/checkpoints (none: train and evaluate only)",
+    )
     p.add_argument("--shares", type=float, nargs="+", default=list(SHARES))
     p.add_argument("--iters", type=int, default=EXPERIMENT_RECIPE["iters"])
     p.add_argument("--documents", type=int, default=6000)
@@ -866,22 +1044,32 @@ def train_command(argv=None) -> dict:
     results = {}
     for share in args.shares:
         start = time.time()
-        model, history = train_variant(s, share, n_documents=args.documents, recipe=dict(iters=args.iters),
-                                       seed=args.seed)
+        model, history = train_variant(
+            s, share, n_documents=args.documents, recipe=dict(iters=args.iters), seed=args.seed
+        )
         table = evaluate(model, s.tokenizer, s.tests)
         counts = make_corpus(s.world, s.train_pairs, qa_share=share, n_documents=args.documents).counts()
-        info = {"qa_share": share, "documents": counts,
-                "command": "python -m onehot2gpt.zero_shot " + " ".join(sys.argv[1:] if argv is None else argv),
-                "recipe": {**EXPERIMENT_RECIPE, "iters": args.iters, "betas": list(EXPERIMENT_RECIPE["betas"])},
-                "train_seconds": round(history["train_seconds"], 1), "ms_per_iter": round(history["ms_per_iter"], 1),
-                "final_loss": round(sum(history["loss"][-50:]) / len(history["loss"][-50:]), 4),
-                "accuracy": table, "test_items": {t: len(v) for t, v in s.tests.items()},
-                "threads": args.threads, "seed": args.seed, "total_seconds": round(time.time() - start, 1)}
+        info = {
+            "qa_share": share,
+            "documents": counts,
+            "command": "python -m onehot2gpt.zero_shot " + " ".join(sys.argv[1:] if argv is None else argv),
+            "recipe": {**EXPERIMENT_RECIPE, "iters": args.iters, "betas": list(EXPERIMENT_RECIPE["betas"])},
+            "train_seconds": round(history["train_seconds"], 1),
+            "ms_per_iter": round(history["ms_per_iter"], 1),
+            "final_loss": round(sum(history["loss"][-50:]) / len(history["loss"][-50:]), 4),
+            "accuracy": table,
+            "test_items": {t: len(v) for t, v in s.tests.items()},
+            "threads": args.threads,
+            "seed": args.seed,
+            "total_seconds": round(time.time() - start, 1),
+        }
         results[share_label(share)] = info
         if args.out:
             save_variant(model, s, args.out / checkpoint_name(share), info)
-        print(json.dumps({share_label(share): {k: info[k] for k in ("accuracy", "train_seconds", "final_loss")}}),
-              flush=True)
+        print(
+            json.dumps({share_label(share): {k: info[k] for k in ("accuracy", "train_seconds", "final_loss")}}),
+            flush=True,
+        )
     return results
 
 

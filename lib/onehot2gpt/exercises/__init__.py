@@ -12,23 +12,39 @@ the concept to revisit, and from the second wrong attempt on also a code-level h
 - ``student``: student versions, ``python -m onehot2gpt.exercises NOTEBOOK… --out DIR``.
 """
 
-from .checking import (HINT_AFTER, assert_same, check_function, reset_attempts, yours_if_solved,
-                       yours_or)
-from .nb01 import check_one_hot, check_bag_of_words, check_encode, check_cosine_similarity
-from .nb02 import (check_skipgram_pairs, check_negative_sampling_loss, check_analogy, check_noise_distribution,
-                   check_sgns_step, check_char_ngrams)
-from .nb03 import check_next_token_pairs, check_perplexity, check_bigram_prob, check_lstm_cell
-from .nb04 import (check_reverse_padded, check_scalar_mix, check_sense_score, check_bilm_layers,
-                   check_slanted_triangular_lr)
-from .nb05 import (check_attention_with_loops, check_causal_mask, check_multi_head_attention,
-                   check_split_heads)
-from .nb06 import check_positional_encoding, check_layer_norm, check_encoder_block, check_greedy_decode
-from .nb07 import check_wordpiece, check_segment_ids, check_apply_masking, check_mlm_loss
-from .nb08 import check_first_piece_labels, check_best_span, check_token_f1, check_qa_loss
-from .nb09 import (check_gpt_block, check_top_k_filter, check_top_p_filter, check_kv_cache_step,
-                   check_lens_readout)
-from .nb10 import check_qa_prompt, check_greedy_until_newline, check_answer_matches
-from .nb11 import (check_permutation_mask, check_chain_rule_log_prob, check_independent_masks,
-                   check_induction_score)
-from .student import (BEGIN, END, GENERATED_NOTE, STUB, cell_tags, main, make_student_notebook,
-                      strip_solutions, write_student_notebook)
+from .checking import HINT_AFTER, assert_same, check_function, reset_attempts, yours_if_solved, yours_or
+from .nb01 import check_bag_of_words, check_cosine_similarity, check_encode, check_one_hot
+from .nb02 import (
+    check_analogy,
+    check_char_ngrams,
+    check_negative_sampling_loss,
+    check_noise_distribution,
+    check_sgns_step,
+    check_skipgram_pairs,
+)
+from .nb03 import check_bigram_prob, check_lstm_cell, check_next_token_pairs, check_perplexity
+from .nb04 import (
+    check_bilm_layers,
+    check_reverse_padded,
+    check_scalar_mix,
+    check_sense_score,
+    check_slanted_triangular_lr,
+)
+from .nb05 import check_attention_with_loops, check_causal_mask, check_multi_head_attention, check_split_heads
+from .nb06 import check_encoder_block, check_greedy_decode, check_layer_norm, check_positional_encoding
+from .nb07 import check_apply_masking, check_mlm_loss, check_segment_ids, check_wordpiece
+from .nb08 import check_best_span, check_first_piece_labels, check_qa_loss, check_token_f1
+from .nb09 import check_gpt_block, check_kv_cache_step, check_lens_readout, check_top_k_filter, check_top_p_filter
+from .nb10 import check_answer_matches, check_greedy_until_newline, check_qa_prompt
+from .nb11 import check_chain_rule_log_prob, check_independent_masks, check_induction_score, check_permutation_mask
+from .student import (
+    BEGIN,
+    END,
+    GENERATED_NOTE,
+    STUB,
+    cell_tags,
+    main,
+    make_student_notebook,
+    strip_solutions,
+    write_student_notebook,
+)

@@ -59,8 +59,9 @@ def _dtype_kind(dtype: torch.dtype) -> str:
     return "integer"
 
 
-def assert_same(got, expected, name: str = "your answer", hint: str = "",
-                rtol: float = 1e-4, atol: float = 1e-5) -> None:
+def assert_same(
+    got, expected, name: str = "your answer", hint: str = "", rtol: float = 1e-4, atol: float = 1e-5
+) -> None:
     """Raise an AssertionError with a hint unless `got` matches `expected` (tensors, numbers,
     sequences and dicts, compared recursively; tensors by shape, dtype and values; floats to the
     given tolerance)."""
@@ -71,8 +72,11 @@ def assert_same(got, expected, name: str = "your answer", hint: str = "",
             raise fail(name, f"expected shape {tuple(expected.shape)}, got {tuple(got.shape)}", hint)
         if got.dtype != expected.dtype:
             kind, want = _dtype_kind(got.dtype), _dtype_kind(expected.dtype)
-            why = (f"a {want} tensor is expected, yours is {kind}" if kind != want else
-                   "same kind of number, different precision")
+            why = (
+                f"a {want} tensor is expected, yours is {kind}"
+                if kind != want
+                else "same kind of number, different precision"
+            )
             raise fail(name, f"expected dtype {expected.dtype}, got {got.dtype} ({why})", hint)
         if expected.is_floating_point() or got.is_floating_point():
             ok = torch.allclose(got.double(), expected.double(), rtol=rtol, atol=atol)
@@ -80,12 +84,16 @@ def assert_same(got, expected, name: str = "your answer", hint: str = "",
             ok = torch.equal(got, expected)
         if not ok:
             g, e = got.double(), expected.double()
-            same = (g == e) | (g.isnan() & e.isnan())                # equal infinities count as equal
+            same = (g == e) | (g.isnan() & e.isnan())  # equal infinities count as equal
             diff = (g - e).abs().nan_to_num(nan=float("inf")).masked_fill(same, 0.0)
             where = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
-            raise fail(name, f"values differ; largest difference {diff.max().item():.3g} at "
-                        f"index {where}: got {got[where].item():.6g}, expected "
-                        f"{expected[where].item():.6g}", hint)
+            raise fail(
+                name,
+                f"values differ; largest difference {diff.max().item():.3g} at "
+                f"index {where}: got {got[where].item():.6g}, expected "
+                f"{expected[where].item():.6g}",
+                hint,
+            )
         return
     if isinstance(expected, bool) or isinstance(got, bool):
         if got is not expected and got != expected or type(got) is not type(expected):
@@ -175,8 +183,10 @@ def read_recording(path: str | Path) -> list:
     except FileNotFoundError:
         raise ValueError("no answers were recorded: the check did not reach your function") from None
     except Exception as exc:  # anything but plain data (a tensor subclass, a custom object, …)
-        raise ValueError(f"the recorded answers could not be read as plain data ({type(exc).__name__}): "
-                         "return tensors, numbers, strings, lists or dicts") from None
+        raise ValueError(
+            f"the recorded answers could not be read as plain data ({type(exc).__name__}): "
+            "return tensors, numbers, strings, lists or dicts"
+        ) from None
     if not isinstance(record, dict) or not isinstance(record.get("calls"), list):
         raise ValueError("the recorded answers are not in the grader's format")
     return record["calls"]
@@ -198,7 +208,7 @@ def _plain(x):
 def _record(student_fn: Callable, make_inputs, name: str, seeds: list[int], trials: int) -> None:
     """Call `student_fn` on every trial's inputs of every seed and save the answers: ("value",
     answer), or ("raised", exception name, message) and no further calls."""
-    answers, path = [], _GRADING["path"]     # the student's function may stop the recording: kept
+    answers, path = [], _GRADING["path"]  # the student's function may stop the recording: kept
     for seed in seeds:
         gen = torch.Generator().manual_seed(seed)
         for _ in range(trials):
@@ -215,8 +225,12 @@ def _record(student_fn: Callable, make_inputs, name: str, seeds: list[int], tria
                 torch.load(buffer, weights_only=True)
             except Exception:  # not plain data: the replay says so
                 kind = type(got).__qualname__
-                answers.append(("unreadable", f"a {kind}" if not isinstance(got, torch.Tensor) else
-                                f"a {kind} (a subclass of torch.Tensor)"))
+                answers.append(
+                    (
+                        "unreadable",
+                        f"a {kind}" if not isinstance(got, torch.Tensor) else f"a {kind} (a subclass of torch.Tensor)",
+                    )
+                )
                 break
             answers.append(("value", got))
         else:
@@ -234,16 +248,28 @@ def _replayed(name: str) -> list:
         raise fail(name, "no answers were recorded for this check: it did not reach your function")
     call = _GRADING["calls"].pop(0)
     if not isinstance(call, dict) or call.get("name") != name or not isinstance(call.get("answers"), list):
-        raise fail(name, f"the recorded answers belong to {call.get('name') if isinstance(call, dict) else '?'!r}, "
-                         f"not to this check")
+        raise fail(
+            name,
+            f"the recorded answers belong to {call.get('name') if isinstance(call, dict) else '?'!r}, "
+            f"not to this check",
+        )
     return list(call["answers"])
 
 
-def check_function(student_fn: Callable, reference_fn: Callable,
-                   make_inputs: Callable[[torch.Generator], tuple], *, name: str | None = None,
-                   concept: str = "", hint: str = "",
-                   diagnose: Callable[..., str | None] | None = None, trials: int = 5,
-                   seed: int = 0, rtol: float = 1e-4, atol: float = 1e-5) -> None:
+def check_function(
+    student_fn: Callable,
+    reference_fn: Callable,
+    make_inputs: Callable[[torch.Generator], tuple],
+    *,
+    name: str | None = None,
+    concept: str = "",
+    hint: str = "",
+    diagnose: Callable[..., str | None] | None = None,
+    trials: int = 5,
+    seed: int = 0,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+) -> None:
     """Call `student_fn` and `reference_fn` on `trials` fresh random inputs from
     `make_inputs(generator)` (a tuple of arguments) and assert they agree (shape, dtype, values).
 
@@ -274,14 +300,26 @@ def check_function(student_fn: Callable, reference_fn: Callable,
                 else:
                     got = _answer(answers, name)
             except NotImplementedError:
-                raise fail(name, "not written yet: replace the `raise NotImplementedError` line "
-                            "with your code, run that cell, then run this check again") from None
+                raise fail(
+                    name,
+                    "not written yet: replace the `raise NotImplementedError` line "
+                    "with your code, run that cell, then run this check again",
+                ) from None
             except _Unreadable as exc:
-                raise _wrong_answer(name, f"{name}: returned {exc}, which a check cannot compare: return "
-                                    "tensors, numbers, strings, lists or dicts", concept, hint) from None
+                raise _wrong_answer(
+                    name,
+                    f"{name}: returned {exc}, which a check cannot compare: return "
+                    "tensors, numbers, strings, lists or dicts",
+                    concept,
+                    hint,
+                ) from None
             except Exception as exc:  # the student's code raised: show what and on which input
-                raise _wrong_answer(name, f"{name}: raised {type(exc).__name__}: {exc}\n  on input "
-                                    f"{', '.join(describe(a) for a in args)}", concept, hint) from exc
+                raise _wrong_answer(
+                    name,
+                    f"{name}: raised {type(exc).__name__}: {exc}\n  on input {', '.join(describe(a) for a in args)}",
+                    concept,
+                    hint,
+                ) from exc
             try:
                 assert_same(got, expected, f"{name} ({label})", "", rtol, atol)
             except AssertionError as wrong:
@@ -337,6 +375,7 @@ def random_ids(gen: torch.Generator, max_len: int = 12, max_vocab: int = 20):
 # version) running on the library's version.
 # --------------------------------------------------------------------------------------------
 
+
 def yours_or(student_fn: Callable, stand_in: Callable, name: str | None = None) -> Callable:
     """`student_fn` wrapped so that later cells can use it: while it is still unwritten (raises
     NotImplementedError) `stand_in` (the library's version) answers instead, with a one-line note.
@@ -373,8 +412,10 @@ def yours_if_solved(fn: Callable, check: Callable, fallback: Callable, name: str
     except Exception:  # not written yet, wrong, or not a function: the cells below use the fallback
         _WRONG_ATTEMPTS.clear()
         _WRONG_ATTEMPTS.update(attempts)
-        print(f"{name} does not pass its check yet: the cells below use "
-              f"{getattr(fallback, '__name__', 'the reference')} instead")
+        print(
+            f"{name} does not pass its check yet: the cells below use "
+            f"{getattr(fallback, '__name__', 'the reference')} instead"
+        )
         return fallback
     print(f"the cells below use your {name}")
     return fn

@@ -14,6 +14,7 @@ from .checking import check_function, rand_int
 
 def _reference_skipgram_pairs(ids, window):
     from ..word2vec import skipgram_pairs
+
     centres, contexts = skipgram_pairs(torch.as_tensor(ids, dtype=torch.long), window, shrink=False)
     return list(zip(centres.tolist(), contexts.tolist()))
 
@@ -28,8 +29,10 @@ def _skipgram_pairs_diagnose(got, expected, ids, window):
     if got_set == expected_set:
         return "the right pairs in another order: centre by centre, each centre's contexts left to right"
     if len(got) > len(expected) and all(p in got_set for p in expected_set):
-        return ("every expected pair is there, plus some more: a word is never its own context, and "
-                "the window reaches `window` words to each side, no further")
+        return (
+            "every expected pair is there, plus some more: a word is never its own context, and "
+            "the window reaches `window` words to each side, no further"
+        )
     if len(got) < len(expected):
         return "some pairs are missing: the window has `window` words on *each* side of the centre"
     return None
@@ -38,17 +41,23 @@ def _skipgram_pairs_diagnose(got, expected, ids, window):
 def check_skipgram_pairs(fn: Callable) -> None:
     """Exercise: ids (list of ints) and window → list of (centre, context) pairs, all offsets
     1..window on both sides, centre by centre, contexts left to right."""
+
     def make(gen):
         n = rand_int(gen, 1, 12)
         return torch.randint(0, 50, (n,), generator=gen).tolist(), rand_int(gen, 1, 4)
 
-    check_function(fn, _reference_skipgram_pairs, make, name="skipgram_pairs",
-                   concept="a pair joins a centre word with each word 1 to `window` positions to its left "
-                           "and right (never with itself, never past either end of the list); the pairs "
-                           "come centre by centre, and each centre's contexts from left to right",
-                   hint="for each position i, for each j from i - window to i + window, skip j == i "
-                        "and j outside 0..len(ids)-1, and append (ids[i], ids[j]); return tuples of ints",
-                   diagnose=_skipgram_pairs_diagnose)
+    check_function(
+        fn,
+        _reference_skipgram_pairs,
+        make,
+        name="skipgram_pairs",
+        concept="a pair joins a centre word with each word 1 to `window` positions to its left "
+        "and right (never with itself, never past either end of the list); the pairs "
+        "come centre by centre, and each centre's contexts from left to right",
+        hint="for each position i, for each j from i - window to i + window, skip j == i "
+        "and j outside 0..len(ids)-1, and append (ids[i], ids[j]); return tuples of ints",
+        diagnose=_skipgram_pairs_diagnose,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,9 +71,12 @@ def _loss_diagnose(got, expected, v, u, noise):
     if len(v) > 1 and abs(ratio - len(v)) < 1e-3:
         return "you summed over the batch: the loss is the mean over the B examples"
     from ..word2vec import negative_sampling_loss
+
     if torch.allclose(got.detach().double(), negative_sampling_loss(v, u, -noise).double(), rtol=1e-4):
-        return ("the noise words are scored with the wrong sign: a noise word's term is "
-                "−log σ(−u_k·v_c), small when its score is low")
+        return (
+            "the noise words are scored with the wrong sign: a noise word's term is "
+            "−log σ(−u_k·v_c), small when its score is low"
+        )
     return None
 
 
@@ -75,18 +87,22 @@ def check_negative_sampling_loss(fn: Callable) -> None:
 
     def make(gen):
         b, d, k = (rand_int(gen, 1, 6) for _ in range(3))
-        return (torch.randn(b, d, generator=gen), torch.randn(b, d, generator=gen),
-                torch.randn(b, k, d, generator=gen))
+        return (torch.randn(b, d, generator=gen), torch.randn(b, d, generator=gen), torch.randn(b, k, d, generator=gen))
 
-    check_function(fn, negative_sampling_loss, make, name="negative_sampling_loss",
-                   concept="the real context word should score high, so its term is −log σ of its score; "
-                           "each noise word should score low, so its term is −log σ of minus its score, "
-                           "summed over the K noise words; the loss is the mean of that over the batch, "
-                           "kept as a tensor (a single number autograd can differentiate)",
-                   hint="per example: -log σ(u_o·v_c) - Σ_k log σ(-u_k·v_c); F.logsigmoid is the "
-                        "stable log σ; torch.bmm(noise, centre.unsqueeze(2)) gives the K scores; "
-                        "then .mean() over the batch, without .item()",
-                   diagnose=_loss_diagnose)
+    check_function(
+        fn,
+        negative_sampling_loss,
+        make,
+        name="negative_sampling_loss",
+        concept="the real context word should score high, so its term is −log σ of its score; "
+        "each noise word should score low, so its term is −log σ of minus its score, "
+        "summed over the K noise words; the loss is the mean of that over the batch, "
+        "kept as a tensor (a single number autograd can differentiate)",
+        hint="per example: -log σ(u_o·v_c) - Σ_k log σ(-u_k·v_c); F.logsigmoid is the "
+        "stable log σ; torch.bmm(noise, centre.unsqueeze(2)) gives the K scores; "
+        "then .mean() over the batch, without .item()",
+        diagnose=_loss_diagnose,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -107,15 +123,18 @@ def _noise_diagnose(got, expected, counts):
 def check_noise_distribution(fn: Callable) -> None:
     """Exercise: word counts (V,) → noise probabilities (V,) ∝ count^0.75, float32 like the counts."""
     from ..word2vec import noise_distribution
-    check_function(fn, noise_distribution,
-                   lambda g: (torch.randint(1, 1000, (rand_int(g, 2, 20),),
-                                            generator=g).float(),),
-                   name="noise_distribution",
-                   concept="each word is drawn with probability proportional to its count raised to the "
-                           "power 0.75, so the probabilities are those weights divided by their sum "
-                           "(they add up to 1), one per word, in the counts' dtype",
-                   hint="raise the counts to the power 0.75, then divide by their sum",
-                   diagnose=_noise_diagnose)
+
+    check_function(
+        fn,
+        noise_distribution,
+        lambda g: (torch.randint(1, 1000, (rand_int(g, 2, 20),), generator=g).float(),),
+        name="noise_distribution",
+        concept="each word is drawn with probability proportional to its count raised to the "
+        "power 0.75, so the probabilities are those weights divided by their sum "
+        "(they add up to 1), one per word, in the counts' dtype",
+        hint="raise the counts to the power 0.75, then divide by their sum",
+        diagnose=_noise_diagnose,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,6 +156,7 @@ def _analogy_diagnose(got, expected, unit_vectors, a, b, c):
 
 def check_analogy(fn: Callable) -> None:
     """Exercise: unit-length vectors (V, D) and ids a, b, c → id of the best d (3CosAdd), an int."""
+
     def make(gen):
         v = torch.randn(30, 8, generator=gen)
         a, b, c = torch.randperm(30, generator=gen)[:3].tolist()
@@ -148,14 +168,19 @@ def check_analogy(fn: Callable) -> None:
             raise TypeError(f"return the answer's id as a Python int, got {type(got).__name__} {got!r}")
         return got
 
-    check_function(as_int, _reference_analogy, make, name="analogy",
-                   concept="3CosAdd: the answer is the word whose vector points most nearly the way of "
-                           "b − a + c (for unit vectors, the highest dot product), and a, b and c "
-                           "themselves are never answers; the answer is one word id, a Python int",
-                   hint="score every word by its dot product with b - a + c (the vectors are unit "
-                        "length, so that is cosine up to a constant), rule out a, b and c "
-                        "themselves, and return int(...) of the id with the highest score",
-                   diagnose=_analogy_diagnose)
+    check_function(
+        as_int,
+        _reference_analogy,
+        make,
+        name="analogy",
+        concept="3CosAdd: the answer is the word whose vector points most nearly the way of "
+        "b − a + c (for unit vectors, the highest dot product), and a, b and c "
+        "themselves are never answers; the answer is one word id, a Python int",
+        hint="score every word by its dot product with b - a + c (the vectors are unit "
+        "length, so that is cosine up to a constant), rule out a, b and c "
+        "themselves, and return int(...) of the id with the highest score",
+        diagnose=_analogy_diagnose,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,23 +189,29 @@ def check_analogy(fn: Callable) -> None:
 
 def _step_inputs(gen):
     """Tables and one batch in the trainer's format, small enough that no row is damped."""
-    V, D, B, b, K = rand_int(gen, 6, 12), rand_int(gen, 2, 6), rand_int(gen, 1, 6), rand_int(gen, 1, 4), \
-        rand_int(gen, 1, 5)
+    V, D, B, b, K = (
+        rand_int(gen, 6, 12),
+        rand_int(gen, 2, 6),
+        rand_int(gen, 1, 6),
+        rand_int(gen, 1, 4),
+        rand_int(gen, 1, 5),
+    )
     in_w = torch.randn(V, D, generator=gen) * 0.5
     out_w = torch.randn(V, D, generator=gen) * 0.5
     contexts = torch.randint(0, V, (B, 2 * b), generator=gen)
-    pads = torch.rand(B, 2 * b, generator=gen) < 0.25                            # windows cut by a sentence end
-    pads[:, b - 1] = False                                                        # every centre keeps one word
+    pads = torch.rand(B, 2 * b, generator=gen) < 0.25  # windows cut by a sentence end
+    pads[:, b - 1] = False  # every centre keeps one word
     contexts[pads] = -1
-    contexts[0, 0] = contexts[0, -1] = contexts[0, b - 1]                         # a word twice in one row
+    contexts[0, 0] = contexts[0, -1] = contexts[0, b - 1]  # a word twice in one row
     centres = torch.randint(0, V, (B,), generator=gen)
     negatives = torch.randint(0, V, (B, K), generator=gen)
-    lr = 0.005 + 0.005 * float(torch.rand((), generator=gen))                    # lr · repeats < MAX_ROW_STEP
+    lr = 0.005 + 0.005 * float(torch.rand((), generator=gen))  # lr · repeats < MAX_ROW_STEP
     return in_w, out_w, contexts, centres, negatives, lr
 
 
 def _reference_step(in_w, out_w, contexts, centres, negatives, lr):
     from ..word2vec import train_step
+
     loss, n = train_step(in_w, out_w, contexts, centres, negatives, lr, cbow=False)
     return {"loss": loss, "n": n, "in_w": in_w, "out_w": out_w}
 
@@ -194,8 +225,11 @@ def _step_diagnose(got, expected, in_w, out_w, contexts, centres, negatives, lr)
         return "out_w changed but in_w did not: the context words' input vectors also take a step"
     if torch.equal(got["out_w"], out_w):
         return "in_w changed but out_w did not: the centre's and the noise words' output vectors also take a step"
-    if (got["in_w"][-1] != expected["in_w"][-1]).any() and (contexts == -1).any() \
-            and not (contexts == in_w.shape[0] - 1).any():
+    if (
+        (got["in_w"][-1] != expected["in_w"][-1]).any()
+        and (contexts == -1).any()
+        and not (contexts == in_w.shape[0] - 1).any()
+    ):
         return "the last row of in_w moved: the -1 pads are not words, they must be left out"
     step_got, step_exp = got["in_w"] - in_w, expected["in_w"] - in_w
     if torch.allclose(step_got, -step_exp, atol=1e-6):
@@ -208,8 +242,10 @@ def _step_diagnose(got, expected, in_w, out_w, contexts, centres, negatives, lr)
             return "the loss is the mean; return the sum over all (context, centre) predictions"
     except (TypeError, ValueError):
         return None
-    return ("some rows differ: if a word occurs more than once in the batch, are all its updates added "
-            "up, each computed from the vectors as they were before the step?")
+    return (
+        "some rows differ: if a word occurs more than once in the batch, are all its updates added "
+        "up, each computed from the vectors as they were before the step?"
+    )
 
 
 def check_sgns_step(fn: Callable) -> None:
@@ -218,32 +254,55 @@ def check_sgns_step(fn: Callable) -> None:
     ``fn(in_w (V, D), out_w (V, D), contexts (B, C) with -1 pads, centres (B,), negatives (B, K), lr)``
     updates both tables in place and returns (summed loss, number of predictions); the reference is
     the library's fast trainer's step, on batches where it damps nothing."""
+
     def run(in_w, out_w, contexts, centres, negatives, lr):
         result = fn(in_w, out_w, contexts, centres, negatives, lr)
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
-            raise TypeError("return two things: the summed loss and the number of predictions, "
-                            f"got {type(result).__name__}")
+            raise TypeError(
+                f"return two things: the summed loss and the number of predictions, got {type(result).__name__}"
+            )
         loss, n = result
         return {"loss": float(loss), "n": int(n), "in_w": in_w, "out_w": out_w}
 
-    check_function(run, _reference_step, _step_inputs, name="sgns_step",
-                   concept="each context word's input vector v is scored against the centre's output "
-                           "vector (label 1) and the K noise words' output vectors (label 0); σ(score) − "
-                           "label is the error, and error × the other vector is each vector's gradient of "
-                           "the loss summed over all predictions; both tables step by −lr × gradient, "
-                           "computed from the vectors before the step; pads (-1) are not words, and a word "
-                           "that appears several times gets the sum of its updates",
-                   hint="found = contexts >= 0; b, m = found.nonzero().T; v = in_w[contexts[b, m]] (P, D); "
-                        "u = out_w[targets[b]] with targets = cat(centres[:, None], negatives) (P, 1+K, D); "
-                        "scores = bmm(u, v[..., None]); g = sigmoid(scores) − label; the loss is "
-                        "softplus(−s) for the true word plus softplus(s) for the noise; then "
-                        "in_w.index_add_(0, words, −lr · Σ_j g_j u_j) and out_w.index_add_(0, "
-                        "targets, −lr · g v) so repeated rows add up",
-                   diagnose=_step_diagnose)
+    check_function(
+        run,
+        _reference_step,
+        _step_inputs,
+        name="sgns_step",
+        concept="each context word's input vector v is scored against the centre's output "
+        "vector (label 1) and the K noise words' output vectors (label 0); σ(score) − "
+        "label is the error, and error × the other vector is each vector's gradient of "
+        "the loss summed over all predictions; both tables step by −lr × gradient, "
+        "computed from the vectors before the step; pads (-1) are not words, and a word "
+        "that appears several times gets the sum of its updates",
+        hint="found = contexts >= 0; b, m = found.nonzero().T; v = in_w[contexts[b, m]] (P, D); "
+        "u = out_w[targets[b]] with targets = cat(centres[:, None], negatives) (P, 1+K, D); "
+        "scores = bmm(u, v[..., None]); g = sigmoid(scores) − label; the loss is "
+        "softplus(−s) for the true word plus softplus(s) for the noise; then "
+        "in_w.index_add_(0, words, −lr · Σ_j g_j u_j) and out_w.index_add_(0, "
+        "targets, −lr · g v) so repeated rows add up",
+        diagnose=_step_diagnose,
+    )
 
 
-_WORDS = ["where", "bank", "a", "of", "unbelievable", "rivers", "learning", "it", "naïve", "bookshelf",
-          "tokyo", "runnning", "the", "x", "ceo", "embeddings"]
+_WORDS = [
+    "where",
+    "bank",
+    "a",
+    "of",
+    "unbelievable",
+    "rivers",
+    "learning",
+    "it",
+    "naïve",
+    "bookshelf",
+    "tokyo",
+    "runnning",
+    "the",
+    "x",
+    "ceo",
+    "embeddings",
+]
 
 
 def check_char_ngrams(fn: Callable) -> None:
@@ -262,15 +321,23 @@ def check_char_ngrams(fn: Callable) -> None:
         if got and all(not g.startswith("<") for g in got):
             return "the word must be written with its boundary marks first: '<' + word + '>'"
         if sorted(got) == sorted(expected):
-            return "the right n-grams in the wrong order: all of length min_n first, left to right, then the next length"
+            return (
+                "the right n-grams in the wrong order: all of length min_n first, left to right, then the next length"
+            )
         if len(got) == len(expected) - 1 or len(got) == len(expected) - (max_n - min_n + 1):
             return "one n-gram short per length: an n-gram may end at the last character (range(len(s) - n + 1))"
         return None
 
-    check_function(fn, char_ngrams, make, name="char_ngrams", diagnose=diagnose,
-                   concept="fastText writes the word between boundary marks, <word>, and takes every "
-                           "substring of each length from min_n to max_n, shortest first and left to "
-                           "right within a length; the marks make prefixes and suffixes their own "
-                           "n-grams ('<wh' is not 'wh' in the middle of a word)",
-                   hint="s = '<' + word + '>'; return [s[i:i + n] for n in range(min_n, max_n + 1) "
-                        "for i in range(len(s) - n + 1)]")
+    check_function(
+        fn,
+        char_ngrams,
+        make,
+        name="char_ngrams",
+        diagnose=diagnose,
+        concept="fastText writes the word between boundary marks, <word>, and takes every "
+        "substring of each length from min_n to max_n, shortest first and left to "
+        "right within a length; the marks make prefixes and suffixes their own "
+        "n-grams ('<wh' is not 'wh' in the middle of a word)",
+        hint="s = '<' + word + '>'; return [s[i:i + n] for n in range(min_n, max_n + 1) "
+        "for i in range(len(s) - n + 1)]",
+    )

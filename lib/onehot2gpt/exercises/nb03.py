@@ -10,7 +10,6 @@ from torch import nn
 
 from .checking import check_function, describe, rand_int
 
-
 _WORDS = ["潮水", "退了", "就", "知道", "誰", "沒穿", "褲子", "the", "tide", "goes", "out"]
 
 
@@ -21,31 +20,42 @@ def _reference_next_token_pairs(tokens):
 
 def check_next_token_pairs(fn: Callable) -> None:
     """Exercise: a sentence (list of tokens) → [(context tuple, next token)], from <bos> to <eos>."""
+
     def make(gen):
-        n = rand_int(gen, 0, 7)                                               # 0: the empty sentence
+        n = rand_int(gen, 0, 7)  # 0: the empty sentence
         return ([_WORDS[i] for i in torch.randint(0, len(_WORDS), (n,), generator=gen).tolist()],)
 
-    check_function(fn, _reference_next_token_pairs, make, name="next_token_pairs",
-                   concept="every position of the sentence, and its end, is one prediction: the "
-                           "context is everything before it, starting at the sentence-start marker, and "
-                           "the last thing to predict is the end marker (an empty sentence still has one "
-                           "pair: start → end)",
-                   hint="put '<bos>' in front and '<eos>' at the end; for t = 1 .. len(padded) - 1 "
-                        "the context is tuple(padded[:t]) and the target is padded[t]")
+    check_function(
+        fn,
+        _reference_next_token_pairs,
+        make,
+        name="next_token_pairs",
+        concept="every position of the sentence, and its end, is one prediction: the "
+        "context is everything before it, starting at the sentence-start marker, and "
+        "the last thing to predict is the end marker (an empty sentence still has one "
+        "pair: start → end)",
+        hint="put '<bos>' in front and '<eos>' at the end; for t = 1 .. len(padded) - 1 "
+        "the context is tuple(padded[:t]) and the target is padded[t]",
+    )
 
 
 def check_perplexity(fn: Callable) -> None:
     """Exercise: natural-log probabilities of the predicted tokens (N,) → perplexity (a float)."""
+
     def make(gen):
         n = rand_int(gen, 1, 30)
         return (torch.rand(n, generator=gen).clamp_min(1e-3).log(),)
 
-    check_function(fn, lambda lp: float(torch.exp(-lp.double().mean())), make, name="perplexity",
-                   concept="perplexity is an average per token turned back into a number of choices: "
-                           "average the negative log-probabilities over the tokens (not their total), "
-                           "then undo the logarithm",
-                   hint="perplexity = exp(-mean(log_probs)): the exponential of the average "
-                        "negative log-probability per token")
+    check_function(
+        fn,
+        lambda lp: float(torch.exp(-lp.double().mean())),
+        make,
+        name="perplexity",
+        concept="perplexity is an average per token turned back into a number of choices: "
+        "average the negative log-probabilities over the tokens (not their total), "
+        "then undo the logarithm",
+        hint="perplexity = exp(-mean(log_probs)): the exponential of the average negative log-probability per token",
+    )
 
 
 def _reference_bigram_prob(pair_counts, prev, word):
@@ -64,16 +74,22 @@ def check_bigram_prob(fn: Callable) -> None:
             a, b = (words[i] for i in torch.randint(0, len(words), (2,), generator=gen).tolist())
             counts[(a, b)] = counts.get((a, b), 0) + rand_int(gen, 1, 5)
         prev, word = (words[i] for i in torch.randint(0, len(words), (2,), generator=gen).tolist())
-        if next(trial) % 5 == 0:                                              # a context never seen
+        if next(trial) % 5 == 0:  # a context never seen
             prev = "zebra"
         return counts, prev, word
 
-    check_function(fn, _reference_bigram_prob, make, name="bigram_prob", trials=20,
-                   concept="a conditional probability counts only among the pairs that start with the "
-                           "given previous word: how often this word follows it, out of everything "
-                           "that follows it. A previous word never seen has no counts at all",
-                   hint="P(word | prev) = count(prev, word) / Σ_w count(prev, w); return 0.0 when "
-                        "prev was never seen (that zero is exactly why n-gram LMs need smoothing)")
+    check_function(
+        fn,
+        _reference_bigram_prob,
+        make,
+        name="bigram_prob",
+        trials=20,
+        concept="a conditional probability counts only among the pairs that start with the "
+        "given previous word: how often this word follows it, out of everything "
+        "that follows it. A previous word never seen has no counts at all",
+        hint="P(word | prev) = count(prev, word) / Σ_w count(prev, w); return 0.0 when "
+        "prev was never seen (that zero is exactly why n-gram LMs need smoothing)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -87,8 +103,7 @@ def torch_lstm_cell(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     H = h.shape[-1]
     cell = nn.LSTMCell(x.shape[-1], H).to(x.dtype)
     with torch.no_grad():
-        for name, w in (("weight_ih", weight_ih), ("weight_hh", weight_hh),
-                        ("bias_ih", bias_ih), ("bias_hh", bias_hh)):
+        for name, w in (("weight_ih", weight_ih), ("weight_hh", weight_hh), ("bias_ih", bias_ih), ("bias_hh", bias_hh)):
             getattr(cell, name).copy_(w)
     return cell(x, (h, c))
 
@@ -96,7 +111,7 @@ def torch_lstm_cell(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
 def _lstm_cell_variants(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     """Typical wrong cells, by name: what each gives (for the diagnosis)."""
     H = h.shape[-1]
-    gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh            # (B, 4H)
+    gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh  # (B, 4H)
     a, b, g_, d = gates.split(H, dim=-1)
     sig, tanh = torch.sigmoid, torch.tanh
 
@@ -105,18 +120,24 @@ def _lstm_cell_variants(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
         return o * tanh(c_new), c_new
 
     return {
-        "the gates are taken in the order i, f, o, g; torch stacks them as i, f, g, o":
-            cell(sig(a), sig(b), tanh(d), sig(g_)),
-        "the candidate g is squashed with a sigmoid; it is the one part that uses tanh, so it can "
-        "be negative": cell(sig(a), sig(b), sig(g_), sig(d)),
+        "the gates are taken in the order i, f, o, g; torch stacks them as i, f, g, o": cell(
+            sig(a), sig(b), tanh(d), sig(g_)
+        ),
+        "the candidate g is squashed with a sigmoid; it is the one part that uses tanh, so it can be negative": cell(
+            sig(a), sig(b), sig(g_), sig(d)
+        ),
         "the forget gate multiplies the candidate and the input gate the old cell: f keeps the "
         "old memory, i admits the new": cell(sig(b), sig(a), tanh(g_), sig(d)),
-        "the new cell forgets the old one entirely: c_t must add f ⊙ c_{t-1}":
-            cell(sig(a), sig(b), tanh(g_), sig(d), sig(a) * tanh(g_)),
-        "h_t uses the new cell without tanh: h_t = o ⊙ tanh(c_t)":
-            (sig(d) * (sig(b) * c + sig(a) * tanh(g_)), sig(b) * c + sig(a) * tanh(g_)),
-        "one of the two biases is missing: both bias_ih and bias_hh are added":
-            _cell_from_gates(x @ weight_ih.T + bias_ih + h @ weight_hh.T, c, H),
+        "the new cell forgets the old one entirely: c_t must add f ⊙ c_{t-1}": cell(
+            sig(a), sig(b), tanh(g_), sig(d), sig(a) * tanh(g_)
+        ),
+        "h_t uses the new cell without tanh: h_t = o ⊙ tanh(c_t)": (
+            sig(d) * (sig(b) * c + sig(a) * tanh(g_)),
+            sig(b) * c + sig(a) * tanh(g_),
+        ),
+        "one of the two biases is missing: both bias_ih and bias_hh are added": _cell_from_gates(
+            x @ weight_ih.T + bias_ih + h @ weight_hh.T, c, H
+        ),
     }
 
 
@@ -150,10 +171,15 @@ def check_lstm_cell(fn: Callable) -> None:
 
     def make(gen):
         b, n_in, H = rand_int(gen, 1, 5), rand_int(gen, 1, 7), rand_int(gen, 1, 6)
-        return (torch.randn(b, n_in, generator=gen), torch.randn(b, H, generator=gen),
-                torch.randn(b, H, generator=gen), torch.randn(4 * H, n_in, generator=gen),
-                torch.randn(4 * H, H, generator=gen), torch.randn(4 * H, generator=gen),
-                torch.randn(4 * H, generator=gen))
+        return (
+            torch.randn(b, n_in, generator=gen),
+            torch.randn(b, H, generator=gen),
+            torch.randn(b, H, generator=gen),
+            torch.randn(4 * H, n_in, generator=gen),
+            torch.randn(4 * H, H, generator=gen),
+            torch.randn(4 * H, generator=gen),
+            torch.randn(4 * H, generator=gen),
+        )
 
     def as_dict(cell):
         def run(*args):
@@ -162,16 +188,23 @@ def check_lstm_cell(fn: Callable) -> None:
             if not isinstance(got, (tuple, list)) or len(got) != 2:
                 raise TypeError(f"lstm_cell returned {describe(got)}; return two tensors: (h_new, c_new)")
             return {"h_new": got[0], "c_new": got[1]}
+
         return run
 
-    check_function(as_dict(fn), as_dict(torch_lstm_cell), make, name="lstm_cell", trials=6,
-                   diagnose=_lstm_cell_diagnose,
-                   concept="all four gates come from one affine map of the input and the previous "
-                           "hidden state, cut into four equal blocks in the order input, forget, "
-                           "candidate, output. Three are squashed to (0, 1) as gates, the candidate to "
-                           "(-1, 1). The new cell keeps the gated old cell and adds the gated "
-                           "candidate; the new hidden state is the output gate times the squashed new cell",
-                   hint="gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh, shape (B, 4H); "
-                        "split it into four (B, H) blocks i, f, g, o (gates[:, :H], gates[:, H:2*H], …); "
-                        "i, f, o = sigmoid, g = tanh; c_new = f * c + i * g; h_new = o * tanh(c_new); "
-                        "return h_new, c_new")
+    check_function(
+        as_dict(fn),
+        as_dict(torch_lstm_cell),
+        make,
+        name="lstm_cell",
+        trials=6,
+        diagnose=_lstm_cell_diagnose,
+        concept="all four gates come from one affine map of the input and the previous "
+        "hidden state, cut into four equal blocks in the order input, forget, "
+        "candidate, output. Three are squashed to (0, 1) as gates, the candidate to "
+        "(-1, 1). The new cell keeps the gated old cell and adds the gated "
+        "candidate; the new hidden state is the output gate times the squashed new cell",
+        hint="gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh, shape (B, 4H); "
+        "split it into four (B, H) blocks i, f, g, o (gates[:, :H], gates[:, H:2*H], …); "
+        "i, f, o = sigmoid, g = tanh; c_new = f * c + i * g; h_new = o * tanh(c_new); "
+        "return h_new, c_new",
+    )

@@ -19,54 +19,74 @@ def check_reverse_padded(fn: Callable) -> None:
         b, t = rand_int(gen, 1, 5), rand_int(gen, 1, 8)
         lengths = torch.randint(1, t + 1, (b,), generator=gen)
         ids = torch.randint(4, 50, (b, t), generator=gen)
-        ids[torch.arange(t)[None, :] >= lengths[:, None]] = 0                 # <pad>
+        ids[torch.arange(t)[None, :] >= lengths[:, None]] = 0  # <pad>
         return ids, lengths
 
-    check_function(fn, reverse_padded, make, name="reverse_padded",
-                   concept="a backward LM must start at a row's last real token, so only the real "
-                           "tokens of each row are put in reverse order; the padding after them stays "
-                           "where it is (reversing the whole row would put the padding first)",
-                   hint="for row b, positions 0..lengths[b]-1 take the tokens in reverse order, "
-                        "e.g. ids[b, :n].flip(0); positions from lengths[b] on keep their <pad>")
+    check_function(
+        fn,
+        reverse_padded,
+        make,
+        name="reverse_padded",
+        concept="a backward LM must start at a row's last real token, so only the real "
+        "tokens of each row are put in reverse order; the padding after them stays "
+        "where it is (reversing the whole row would put the padding first)",
+        hint="for row b, positions 0..lengths[b]-1 take the tokens in reverse order, "
+        "e.g. ids[b, :n].flip(0); positions from lengths[b] on keep their <pad>",
+    )
 
 
 def check_scalar_mix(fn: Callable) -> None:
     """Exercise: layers (B, T, L, D), s (L,), gamma → γ · Σ_j softmax(s)_j · layers[..., j, :]."""
+
     def make(gen):
         b, t, n_layers, d = (rand_int(gen, 1, 5) for _ in range(4))
-        return (torch.randn(b, t, n_layers, d, generator=gen), torch.randn(n_layers, generator=gen),
-                float(torch.rand(1, generator=gen) * 2))
+        return (
+            torch.randn(b, t, n_layers, d, generator=gen),
+            torch.randn(n_layers, generator=gen),
+            float(torch.rand(1, generator=gen) * 2),
+        )
 
     def reference(layers, s, gamma):
         return gamma * torch.einsum("btld,l->btd", layers, torch.softmax(s, 0))
 
-    check_function(fn, reference, make, name="scalar_mix",
-                   concept="the raw weights become positive weights that sum to 1 (a softmax over the "
-                           "layers); each layer's vector is scaled by its weight, the layers are added "
-                           "up, and the sum is scaled by γ",
-                   hint="w = torch.softmax(s, dim=0) has one weight per layer; multiply layer j by "
-                        "w[j], sum over the layer dimension (dim -2), then scale by gamma")
+    check_function(
+        fn,
+        reference,
+        make,
+        name="scalar_mix",
+        concept="the raw weights become positive weights that sum to 1 (a softmax over the "
+        "layers); each layer's vector is scaled by its weight, the layers are added "
+        "up, and the sum is scaled by γ",
+        hint="w = torch.softmax(s, dim=0) has one weight per layer; multiply layer j by "
+        "w[j], sum over the layer dimension (dim -2), then scale by gamma",
+    )
 
 
 def check_sense_score(fn: Callable) -> None:
     """Exercise: vectors (N, D) and sense labels (N,) → mean cosine within senses − across senses."""
+
     def make(gen):
         n = rand_int(gen, 3, 9)
         labels = torch.randint(0, 2, (n,), generator=gen)
-        labels[0], labels[1] = 0, 1                                          # both kinds of pair exist
+        labels[0], labels[1] = 0, 1  # both kinds of pair exist
         labels[2] = labels[rand_int(gen, 0, 2)]
         return torch.randn(n, 4, generator=gen), labels
 
     from ..probing import sense_grouping_score as reference
 
-    check_function(fn, reference, make, name="sense_score",
-                   concept="cosine similarity compares directions, so the vectors' lengths must not "
-                           "matter; a vector compared with itself (cosine 1) is not a pair, and the "
-                           "score is the average similarity of same-sense pairs minus that of "
-                           "different-sense pairs",
-                   hint="normalise the rows, take all pairwise cosines, average those of pairs with "
-                        "the same label (leaving out each vector with itself) and subtract the "
-                        "average over pairs with different labels")
+    check_function(
+        fn,
+        reference,
+        make,
+        name="sense_score",
+        concept="cosine similarity compares directions, so the vectors' lengths must not "
+        "matter; a vector compared with itself (cosine 1) is not a pair, and the "
+        "score is the average similarity of same-sense pairs minus that of "
+        "different-sense pairs",
+        hint="normalise the rows, take all pairwise cosines, average those of pairs with "
+        "the same label (leaving out each vector with itself) and subtract the "
+        "average over pairs with different labels",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -82,12 +102,13 @@ def library_bilm_layers(x, fwd_lstms, bwd_lstms, lengths):
     H, L = x.shape[-1], len(fwd_lstms)
     bilm = BiLM(BiLMConfig(vocab_size=2, d_model=1, hidden=H, n_layers=L, dropout=0.0, softmax="full"))
     bilm.fwd_layers, bilm.bwd_layers = nn.ModuleList(fwd_lstms), nn.ModuleList(bwd_lstms)
-    mask = torch.arange(x.shape[1], device=x.device) < lengths.to(x.device)[:, None]   # (B, T)
+    mask = torch.arange(x.shape[1], device=x.device) < lengths.to(x.device)[:, None]  # (B, T)
     return bilm.eval()._layers(x, *bilm._directions(x, lengths), mask)
 
 
-def _bilm_layers_variant(x, fwd_lstms, bwd_lstms, lengths, *, whole_rows=False, back=True,
-                         residual=True, zero_pad=True, swap=False):
+def _bilm_layers_variant(
+    x, fwd_lstms, bwd_lstms, lengths, *, whole_rows=False, back=True, residual=True, zero_pad=True, swap=False
+):
     """The biLM layers with one typical mistake switched on (for the diagnosis)."""
     from ..elmo import reverse_padded
 
@@ -111,12 +132,10 @@ def _bilm_layers_variant(x, fwd_lstms, bwd_lstms, lengths, *, whole_rows=False, 
 
 _BILM_MISTAKES = {
     "the backward states are left in reading order: after the backward stack has read the reversed "
-    "rows, reverse its states back so that position k holds the state of token k":
-        {"back": False},
+    "rows, reverse its states back so that position k holds the state of token k": {"back": False},
     "whole rows are reversed, padding included: the backward LM then starts each short row by "
     "reading padding; reverse only each row's real tokens": {"whole_rows": True},
-    "layers 2..L have no residual connection: each of them adds its input to its LSTM's output":
-        {"residual": False},
+    "layers 2..L have no residual connection: each of them adds its input to its LSTM's output": {"residual": False},
     "the padded positions are not zero: multiply by the mask of real tokens": {"zero_pad": False},
     "the halves are swapped: each layer is [forward; backward]": {"swap": True},
 }
@@ -161,28 +180,35 @@ def check_bilm_layers(fn: Callable) -> None:
     def make(gen):
         B, T, H, L = rand_int(gen, 2, 5), rand_int(gen, 2, 8), rand_int(gen, 1, 5), rand_int(gen, 2, 4)
         lengths = torch.randint(1, T + 1, (B,), generator=gen)
-        lengths[0] = T                                                       # one full row,
-        lengths[1] = rand_int(gen, 1, T)                                     # one padded row
+        lengths[0] = T  # one full row,
+        lengths[1] = rand_int(gen, 1, T)  # one padded row
         return torch.randn(B, T, H, generator=gen), lstms(gen, H, L), lstms(gen, H, L), lengths
 
     def no_grad(f):
         def run(*args):
             with torch.no_grad():
                 return f(*args)
+
         return run
 
-    check_function(no_grad(fn), no_grad(library_bilm_layers), make, name="bilm_layers", trials=5,
-                   diagnose=_bilm_layers_diagnose,
-                   concept="the forward stack reads each row left to right; the backward stack is the "
-                           "same kind of stack reading each row's real tokens from last to first, and its "
-                           "states are put back in sentence order so that position k of both halves "
-                           "describes token k. Every layer after the first adds its input (a residual). "
-                           "Token k's layers are the token layer twice, then forward and backward side by "
-                           "side, one per LSTM layer; padding positions hold zeros",
-                   hint="fwd = lstm_stack(fwd_lstms, x); bwd = [reverse_padded(h, lengths) for h in "
-                        "lstm_stack(bwd_lstms, reverse_padded(x, lengths))]; layers = [cat([x, x], -1)] "
-                        "+ [cat([f, b], -1) for f, b in zip(fwd, bwd)]; stack them on dim 2 and multiply "
-                        "by the mask arange(T) < lengths[:, None], broadcast to (B, T, 1, 1)")
+    check_function(
+        no_grad(fn),
+        no_grad(library_bilm_layers),
+        make,
+        name="bilm_layers",
+        trials=5,
+        diagnose=_bilm_layers_diagnose,
+        concept="the forward stack reads each row left to right; the backward stack is the "
+        "same kind of stack reading each row's real tokens from last to first, and its "
+        "states are put back in sentence order so that position k of both halves "
+        "describes token k. Every layer after the first adds its input (a residual). "
+        "Token k's layers are the token layer twice, then forward and backward side by "
+        "side, one per LSTM layer; padding positions hold zeros",
+        hint="fwd = lstm_stack(fwd_lstms, x); bwd = [reverse_padded(h, lengths) for h in "
+        "lstm_stack(bwd_lstms, reverse_padded(x, lengths))]; layers = [cat([x, x], -1)] "
+        "+ [cat([f, b], -1) for f, b in zip(fwd, bwd)]; stack them on dim 2 and multiply "
+        "by the mask arange(T) < lengths[:, None], broadcast to (B, T, 1, 1)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,8 +229,10 @@ def check_slanted_triangular_lr(fn: Callable) -> None:
 
     def every_step(schedule):
         def rates(total, lr_max, cut_frac, ratio):
-            return torch.tensor([float(schedule(t, total, lr_max, cut_frac, ratio)) for t in range(total)],
-                                dtype=torch.float64)
+            return torch.tensor(
+                [float(schedule(t, total, lr_max, cut_frac, ratio)) for t in range(total)], dtype=torch.float64
+            )
+
         return rates
 
     def diagnose(got, expected, total, lr_max, cut_frac, ratio):
@@ -213,17 +241,26 @@ def check_slanted_triangular_lr(fn: Callable) -> None:
         if abs(got[0]) < 1e-12:
             return "your rate starts at 0; STLR starts at lr_max / ratio (p = 0 gives (1 + 0) / ratio)"
         if int(got.argmax()) != int(expected.argmax()):
-            return (f"your rate peaks at step {int(got.argmax())}, STLR at step {int(expected.argmax())} "
-                    f"(cut = ⌊total_steps · cut_frac⌋ = ⌊{total} · {cut_frac}⌋)")
+            return (
+                f"your rate peaks at step {int(got.argmax())}, STLR at step {int(expected.argmax())} "
+                f"(cut = ⌊total_steps · cut_frac⌋ = ⌊{total} · {cut_frac}⌋)"
+            )
         if got[-1] < expected[-1] * 0.5:
             return "your rate falls too far: at the last step it should be just above lr_max / ratio"
         return None
 
-    check_function(every_step(fn), every_step(slanted_triangular_lr), make, name="slanted_triangular_lr",
-                   diagnose=diagnose, rtol=1e-6, atol=1e-12,
-                   concept="STLR rises linearly from lr_max / ratio to lr_max over the first cut = "
-                           "⌊total_steps · cut_frac⌋ steps (at least 1), then falls linearly for the "
-                           "remaining steps, back towards lr_max / ratio; p goes 0 → 1 → 0 and the "
-                           "rate is lr_max · (1 + p · (ratio − 1)) / ratio",
-                   hint="cut = max(1, math.floor(total_steps * cut_frac)); p = step / cut if step < cut "
-                        "else 1 - (step - cut) / (total_steps - cut); return lr_max * (1 + p * (ratio - 1)) / ratio")
+    check_function(
+        every_step(fn),
+        every_step(slanted_triangular_lr),
+        make,
+        name="slanted_triangular_lr",
+        diagnose=diagnose,
+        rtol=1e-6,
+        atol=1e-12,
+        concept="STLR rises linearly from lr_max / ratio to lr_max over the first cut = "
+        "⌊total_steps · cut_frac⌋ steps (at least 1), then falls linearly for the "
+        "remaining steps, back towards lr_max / ratio; p goes 0 → 1 → 0 and the "
+        "rate is lr_max · (1 + p · (ratio − 1)) / ratio",
+        hint="cut = max(1, math.floor(total_steps * cut_frac)); p = step / cut if step < cut "
+        "else 1 - (step - cut) / (total_steps - cut); return lr_max * (1 + p * (ratio - 1)) / ratio",
+    )

@@ -9,9 +9,9 @@ import torch
 
 from .checking import check_function, rand_int
 
-
 # ---------------------------------------------------------------------------------------------
 # Exercise 1: attention with loops
+
 
 def _attention_with_loops_diagnose(got, expected, q, K, V):
     if not (isinstance(got, (tuple, list)) and len(got) == 2 and isinstance(got[1], torch.Tensor)):
@@ -23,8 +23,7 @@ def _attention_with_loops_diagnose(got, expected, q, K, V):
     if torch.allclose(w, torch.softmax(scores, -1), atol=1e-5):
         return "the weights are a softmax of the raw dot products: the scores are not divided by √d"
     if torch.allclose(w, torch.softmax(scores / math.sqrt(q.shape[1]), 0), atol=1e-5):
-        return ("each column sums to 1, not each row: the softmax must run over the keys, one "
-                "query at a time")
+        return "each column sums to 1, not each row: the softmax must run over the keys, one query at a time"
     return None
 
 
@@ -34,30 +33,41 @@ def check_attention_with_loops(fn: Callable) -> None:
 
     def make(gen):
         tq, tk, d, dv = (rand_int(gen, 1, 6) for _ in range(4))
-        return (torch.randn(tq, d, generator=gen), torch.randn(tk, d, generator=gen),
-                torch.randn(tk, dv, generator=gen))
+        return (
+            torch.randn(tq, d, generator=gen),
+            torch.randn(tk, d, generator=gen),
+            torch.randn(tk, dv, generator=gen),
+        )
 
-    check_function(fn, scaled_dot_product_attention, make, name="attention_with_loops",
-                   concept="each query scores every key by a dot product scaled by 1/√d; the "
-                           "softmax turns one query's scores into weights that sum to 1 over the "
-                           "keys; the output for that query is the weighted average of the values",
-                   diagnose=_attention_with_loops_diagnose,
-                   hint="for each query i: scores[j] = q[i]·K[j] / sqrt(d) for every key j; "
-                        "weights = softmax over j; output[i] = sum_j weights[j] * V[j]. "
-                        "Return (output, weights)")
+    check_function(
+        fn,
+        scaled_dot_product_attention,
+        make,
+        name="attention_with_loops",
+        concept="each query scores every key by a dot product scaled by 1/√d; the "
+        "softmax turns one query's scores into weights that sum to 1 over the "
+        "keys; the output for that query is the weighted average of the values",
+        diagnose=_attention_with_loops_diagnose,
+        hint="for each query i: scores[j] = q[i]·K[j] / sqrt(d) for every key j; "
+        "weights = softmax over j; output[i] = sum_j weights[j] * V[j]. "
+        "Return (output, weights)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Exercise 2: the causal mask
+
 
 def _causal_mask_diagnose(got, expected, T):
     if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
         return None
     if got.dtype != torch.bool:
         if torch.equal(got.to(torch.bool), expected):
-            return ("the right pattern, stored as numbers: a 0/1 float mask is *added* to the "
-                    "scores by PyTorch's attention, so it would block nothing; masks here are "
-                    "True/False")
+            return (
+                "the right pattern, stored as numbers: a 0/1 float mask is *added* to the "
+                "scores by PyTorch's attention, so it would block nothing; masks here are "
+                "True/False"
+            )
         return None
     if T > 1 and torch.equal(got, expected.T):
         return "each query sees the keys after it: the mask looks into the future, not the past"
@@ -70,19 +80,25 @@ def check_causal_mask(fn: Callable) -> None:
     """Exercise: T → (T, T) bool mask, True where query i may attend to key j (j ≤ i)."""
     from ..attention import causal_mask
 
-    check_function(fn, causal_mask, lambda gen: (rand_int(gen, 1, 9),), name="causal_mask",
-                   concept="row i is query i, column j is key j; query i may read keys 0 … i (its "
-                           "past and itself), never a later one. The mask is a yes/no answer per "
-                           "pair, so it is boolean: True = may attend. A float mask means something "
-                           "else to PyTorch (a number added to the scores), so 0/1 floats would "
-                           "not hide anything",
-                   diagnose=_causal_mask_diagnose,
-                   hint="True on and below the diagonal, False above it, with dtype=torch.bool: "
-                        "start from a (T, T) tensor of True and keep its lower triangle (.tril())")
+    check_function(
+        fn,
+        causal_mask,
+        lambda gen: (rand_int(gen, 1, 9),),
+        name="causal_mask",
+        concept="row i is query i, column j is key j; query i may read keys 0 … i (its "
+        "past and itself), never a later one. The mask is a yes/no answer per "
+        "pair, so it is boolean: True = may attend. A float mask means something "
+        "else to PyTorch (a number added to the scores), so 0/1 floats would "
+        "not hide anything",
+        diagnose=_causal_mask_diagnose,
+        hint="True on and below the diagonal, False above it, with dtype=torch.bool: "
+        "start from a (T, T) tensor of True and keep its lower triangle (.tril())",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Exercise 3: split the heads
+
 
 def _split_heads_diagnose(got, expected, x, n_heads):
     if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
@@ -90,11 +106,15 @@ def _split_heads_diagnose(got, expected, x, n_heads):
     B, T, D = x.shape
     hs = D // n_heads
     if n_heads > 1 and hs > 1 and torch.equal(got, x.view(B, T, hs, n_heads).permute(0, 3, 1, 2)):
-        return ("right shape, but each head got every H-th feature: head h must own one "
-                "contiguous block of D/H features; which axis did you split into (H, D/H)?")
+        return (
+            "right shape, but each head got every H-th feature: head h must own one "
+            "contiguous block of D/H features; which axis did you split into (H, D/H)?"
+        )
     if torch.equal(got, x.reshape(B, n_heads, T, hs)) and not torch.equal(got, expected):
-        return ("right shape, but the heads' features are scrambled: reshaping (B, T, D) straight "
-                "to (B, H, T, D/H) mixes positions into heads. Which axis did you split?")
+        return (
+            "right shape, but the heads' features are scrambled: reshaping (B, T, D) straight "
+            "to (B, H, T, D/H) mixes positions into heads. Which axis did you split?"
+        )
     return None
 
 
@@ -106,18 +126,24 @@ def check_split_heads(fn: Callable) -> None:
         b, t, h, hs = (rand_int(gen, 1, 5) for _ in range(4))
         return torch.randn(b, t, h * hs, generator=gen), h
 
-    check_function(fn, split_heads, make, name="split_heads",
-                   concept="the D features of every position are cut into H consecutive groups of "
-                           "D/H (head h owns features h·D/H … (h+1)·D/H − 1); then the head axis "
-                           "moves in front of the positions, so each head holds a (T, D/H) matrix "
-                           "of its own",
-                   diagnose=_split_heads_diagnose,
-                   hint="view the last dimension as (n_heads, D // n_heads): x.view(B, T, H, hs), "
-                        "then swap the T and H axes with .transpose(1, 2)")
+    check_function(
+        fn,
+        split_heads,
+        make,
+        name="split_heads",
+        concept="the D features of every position are cut into H consecutive groups of "
+        "D/H (head h owns features h·D/H … (h+1)·D/H − 1); then the head axis "
+        "moves in front of the positions, so each head holds a (T, D/H) matrix "
+        "of its own",
+        diagnose=_split_heads_diagnose,
+        hint="view the last dimension as (n_heads, D // n_heads): x.view(B, T, H, hs), "
+        "then swap the T and H axes with .transpose(1, 2)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Exercise 4: multi-head attention from its weights
+
 
 def library_multi_head_attention(x, W_qkv, b_qkv, W_o, b_o, n_heads: int, mask=None):
     """The library's `MultiHeadAttention` with these weights: x (B, T, D), W_qkv (3D, D),
@@ -127,14 +153,12 @@ def library_multi_head_attention(x, W_qkv, b_qkv, W_o, b_o, n_heads: int, mask=N
     D = x.size(-1)
     with torch.random.fork_rng():  # its random initialisation is overwritten: leave the seed alone
         mha = MultiHeadAttention(D, n_heads).eval()
-    mha.load_state_dict({"in_proj.weight": W_qkv, "in_proj.bias": b_qkv,
-                         "out_proj.weight": W_o, "out_proj.bias": b_o})
+    mha.load_state_dict({"in_proj.weight": W_qkv, "in_proj.bias": b_qkv, "out_proj.weight": W_o, "out_proj.bias": b_o})
     with torch.no_grad():
         return mha(x, mask=mask, need_weights=True)
 
 
-def _mha_variant(x, W_qkv, b_qkv, W_o, b_o, n_heads, mask, *, scale=None, use_mask=True,
-                 out_proj=True):
+def _mha_variant(x, W_qkv, b_qkv, W_o, b_o, n_heads, mask, *, scale=None, use_mask=True, out_proj=True):
     """The same computation with one step changed, to recognise a typical mistake."""
     B, T, D = x.shape
     hs = D // n_heads
@@ -149,32 +173,42 @@ def _mha_variant(x, W_qkv, b_qkv, W_o, b_o, n_heads, mask, *, scale=None, use_ma
 
 
 def _mha_diagnose(got, expected, x, W_qkv, b_qkv, W_o, b_o, n_heads, mask=None):
-    if not (isinstance(got, (tuple, list)) and len(got) == 2
-            and all(isinstance(g, torch.Tensor) for g in got)):
+    if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(g, torch.Tensor) for g in got)):
         return None
     out, w = got
     D = x.size(-1)
     variants = [
-        (dict(scale=math.sqrt(D)), "the scores are divided by √D, the full width; each head's "
-                                   "dot products run over its D/H features, so divide by √(D/H)"),
+        (
+            dict(scale=math.sqrt(D)),
+            "the scores are divided by √D, the full width; each head's "
+            "dot products run over its D/H features, so divide by √(D/H)",
+        ),
         (dict(scale=1.0), "the scores are not scaled: divide each head's dot products by √(D/H)"),
         (dict(use_mask=False), "the mask is ignored: masked keys must get zero weight"),
-        (dict(out_proj=False), "the heads are concatenated but never mixed: the output "
-                               "projection W^O is missing"),
+        (dict(out_proj=False), "the heads are concatenated but never mixed: the output projection W^O is missing"),
     ]
     if mask is None:
         variants = [v for v in variants if "mask" not in v[0]]
     for change, words in variants:
         v_out, v_w = _mha_variant(x, W_qkv, b_qkv, W_o, b_o, n_heads, mask, **change)
-        if out.shape == v_out.shape and torch.allclose(out, v_out, atol=1e-5) \
-                and not torch.allclose(v_out, expected[0], atol=1e-5):
+        if (
+            out.shape == v_out.shape
+            and torch.allclose(out, v_out, atol=1e-5)
+            and not torch.allclose(v_out, expected[0], atol=1e-5)
+        ):
             return words
-        if "out_proj" not in change and w.shape == v_w.shape and torch.allclose(w, v_w, atol=1e-5) \
-                and not torch.allclose(v_w, expected[1], atol=1e-5):
+        if (
+            "out_proj" not in change
+            and w.shape == v_w.shape
+            and torch.allclose(w, v_w, atol=1e-5)
+            and not torch.allclose(v_w, expected[1], atol=1e-5)
+        ):
             return words
     if w.shape == expected[1].shape and torch.allclose(w, expected[1], atol=1e-5):
-        return ("the weights are right, the output is not: merge the heads back to (B, T, D) in "
-                "head order, then apply W^O and its bias")
+        return (
+            "the weights are right, the output is not: merge the heads back to (B, T, D) in "
+            "head order, then apply W^O and its bias"
+        )
     return None
 
 
@@ -182,32 +216,42 @@ def check_multi_head_attention(fn: Callable) -> None:
     """Exercise: x (B, T, D), W_qkv (3D, D), b_qkv (3D,), W_o (D, D), b_o (D,), n_heads,
     mask=None (bool, broadcastable to (B, H, T, T)) → (output (B, T, D), weights (B, H, T, T)),
     equal to the library's MultiHeadAttention with the same weights."""
+
     def make(gen):
         b, t, h, hs = rand_int(gen, 1, 4), rand_int(gen, 1, 7), rand_int(gen, 1, 5), rand_int(gen, 1, 5)
         d = h * hs
         x = torch.randn(b, t, d, generator=gen)
-        weights = (torch.randn(3 * d, d, generator=gen) / math.sqrt(d), torch.randn(3 * d, generator=gen),
-                   torch.randn(d, d, generator=gen) / math.sqrt(d), torch.randn(d, generator=gen))
+        weights = (
+            torch.randn(3 * d, d, generator=gen) / math.sqrt(d),
+            torch.randn(3 * d, generator=gen),
+            torch.randn(d, d, generator=gen) / math.sqrt(d),
+            torch.randn(d, generator=gen),
+        )
         kind = rand_int(gen, 0, 3)
         if kind == 0:
             mask = None
         elif kind == 1:
-            mask = torch.ones(t, t, dtype=torch.bool).tril()                     # causal (T, T)
+            mask = torch.ones(t, t, dtype=torch.bool).tril()  # causal (T, T)
         else:
             lengths = torch.randint(1, t + 1, (b,), generator=gen)
-            lengths[0] = max(1, t - 1)                # at least one padded key when T > 1
+            lengths[0] = max(1, t - 1)  # at least one padded key when T > 1
             mask = (torch.arange(t)[None, :] < lengths[:, None])[:, None, None, :]  # padding (B, 1, 1, T)
         return (x, *weights, h, mask)
 
-    check_function(fn, library_multi_head_attention, make, name="multi_head_attention",
-                   concept="one projection gives every head's queries, keys and values at once "
-                           "(the rows of W_qkv are W^Q, W^K, W^V stacked); each is split into H "
-                           "heads of D/H features; every head attends on its own, scaled by "
-                           "√(D/H) and with masked keys removed before the softmax; the heads' "
-                           "outputs are concatenated back to D features and mixed by W^O",
-                   diagnose=_mha_diagnose,
-                   hint="q, k, v = (x @ W_qkv.T + b_qkv).split(D, dim=-1); split each with your "
-                        "my_split_heads; scores = q @ k.transpose(-2, -1) / sqrt(D // H); "
-                        "scores.masked_fill(~mask, float('-inf')) when a mask is given; weights = "
-                        "softmax over the last axis; merge (weights @ v) with .transpose(1, 2)"
-                        ".reshape(B, T, D); output = merged @ W_o.T + b_o")
+    check_function(
+        fn,
+        library_multi_head_attention,
+        make,
+        name="multi_head_attention",
+        concept="one projection gives every head's queries, keys and values at once "
+        "(the rows of W_qkv are W^Q, W^K, W^V stacked); each is split into H "
+        "heads of D/H features; every head attends on its own, scaled by "
+        "√(D/H) and with masked keys removed before the softmax; the heads' "
+        "outputs are concatenated back to D features and mixed by W^O",
+        diagnose=_mha_diagnose,
+        hint="q, k, v = (x @ W_qkv.T + b_qkv).split(D, dim=-1); split each with your "
+        "my_split_heads; scores = q @ k.transpose(-2, -1) / sqrt(D // H); "
+        "scores.masked_fill(~mask, float('-inf')) when a mask is given; weights = "
+        "softmax over the last axis; merge (weights @ v) with .transpose(1, 2)"
+        ".reshape(B, T, D); output = merged @ W_o.T + b_o",
+    )

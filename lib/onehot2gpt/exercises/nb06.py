@@ -10,9 +10,9 @@ import torch.nn.functional as F
 
 from .checking import check_function, rand_int
 
-
 # ---------------------------------------------------------------------------------------------
 # Exercise 1: the sinusoidal table
+
 
 def _positional_encoding_diagnose(got, expected, max_len, d_model):
     if not isinstance(got, torch.Tensor) or got.shape != expected.shape or d_model < 2:
@@ -21,10 +21,16 @@ def _positional_encoding_diagnose(got, expected, max_len, d_model):
     e = expected.double()
     if torch.allclose(g[:, 0::2], e[:, 1::2], atol=1e-4) and torch.allclose(g[:, 1::2], e[:, 0::2], atol=1e-4):
         return "sine and cosine are swapped: even columns hold the sine, odd columns the cosine"
-    if max_len > 1 and d_model > 2 and torch.allclose(g[:, 0], e[:, 0], atol=1e-4) \
-            and not torch.allclose(g[:, 2], e[:, 2], atol=1e-4):
-        return ("the first pair is right, the later ones are not: the frequency of pair i is "
-                "1 / 10000^(2i / d_model), and both columns of a pair share it")
+    if (
+        max_len > 1
+        and d_model > 2
+        and torch.allclose(g[:, 0], e[:, 0], atol=1e-4)
+        and not torch.allclose(g[:, 2], e[:, 2], atol=1e-4)
+    ):
+        return (
+            "the first pair is right, the later ones are not: the frequency of pair i is "
+            "1 / 10000^(2i / d_model), and both columns of a pair share it"
+        )
     return None
 
 
@@ -35,17 +41,23 @@ def check_positional_encoding(fn: Callable) -> None:
     def make(gen):
         return rand_int(gen, 1, 30), 2 * rand_int(gen, 1, 9)
 
-    check_function(fn, sinusoidal_positions, make, name="positional_encoding",
-                   concept="the columns come in pairs (2i, 2i+1) that share one frequency, "
-                           "1 / 10000^(2i / d_model), from fast (i = 0) to slow; the even column of "
-                           "a pair is the sine of position × frequency, the odd one its cosine",
-                   diagnose=_positional_encoding_diagnose,
-                   hint="PE[pos, 2i] = sin(pos / 10000**(2i / d_model)) and PE[pos, 2i+1] = "
-                        "cos(pos / 10000**(2i / d_model)); i runs over 0 … d_model/2 - 1")
+    check_function(
+        fn,
+        sinusoidal_positions,
+        make,
+        name="positional_encoding",
+        concept="the columns come in pairs (2i, 2i+1) that share one frequency, "
+        "1 / 10000^(2i / d_model), from fast (i = 0) to slow; the even column of "
+        "a pair is the sine of position × frequency, the odd one its cosine",
+        diagnose=_positional_encoding_diagnose,
+        hint="PE[pos, 2i] = sin(pos / 10000**(2i / d_model)) and PE[pos, 2i+1] = "
+        "cos(pos / 10000**(2i / d_model)); i runs over 0 … d_model/2 - 1",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Exercise 2: layer normalisation
+
 
 def _layer_norm_diagnose(got, expected, x, gain, bias, eps):
     if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
@@ -64,28 +76,39 @@ def _layer_norm_diagnose(got, expected, x, gain, bias, eps):
 
 def check_layer_norm(fn: Callable) -> None:
     """Exercise: x (…, D), gain (D,), bias (D,), eps → LayerNorm over the last dimension."""
+
     def make(gen):
         shape = tuple(rand_int(gen, 1, 5) for _ in range(rand_int(gen, 1, 4)))
         d = rand_int(gen, 2, 8)
-        return (3 * torch.randn(*shape, d, generator=gen) + 1, torch.randn(d, generator=gen),
-                torch.randn(d, generator=gen), 1e-5)
+        return (
+            3 * torch.randn(*shape, d, generator=gen) + 1,
+            torch.randn(d, generator=gen),
+            torch.randn(d, generator=gen),
+            1e-5,
+        )
 
     def reference(x, gain, bias, eps):
         return F.layer_norm(x, x.shape[-1:], gain, bias, eps)
 
-    check_function(fn, reference, make, name="layer_norm",
-                   concept="each position's vector is normalised on its own, over its D features: "
-                           "subtract their mean, divide by their standard deviation (the average "
-                           "squared deviation, eps added before the square root), then scale by "
-                           "the gain and shift by the bias, feature by feature",
-                   diagnose=_layer_norm_diagnose,
-                   hint="mean and variance over the last dimension only (keepdim=True); use the "
-                        "biased variance (unbiased=False, divide by D) and put eps inside the "
-                        "square root: gain * (x - mean) / sqrt(var + eps) + bias")
+    check_function(
+        fn,
+        reference,
+        make,
+        name="layer_norm",
+        concept="each position's vector is normalised on its own, over its D features: "
+        "subtract their mean, divide by their standard deviation (the average "
+        "squared deviation, eps added before the square root), then scale by "
+        "the gain and shift by the bias, feature by feature",
+        diagnose=_layer_norm_diagnose,
+        hint="mean and variance over the last dimension only (keepdim=True); use the "
+        "biased variance (unbiased=False, divide by D) and put eps inside the "
+        "square root: gain * (x - mean) / sqrt(var + eps) + bias",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Exercise 3: an encoder block's forward
+
 
 def library_encoder_block(x, params: dict, n_heads: int, mask=None):
     """The library's post-norm `EncoderBlock` with the weights `params` (its state_dict):
@@ -100,8 +123,7 @@ def library_encoder_block(x, params: dict, n_heads: int, mask=None):
         return block(x, mask)[0]
 
 
-def _encoder_block_variant(x, p, n_heads, mask, *, pre_norm=False, residual=True, use_mask=True,
-                           scale=None):
+def _encoder_block_variant(x, p, n_heads, mask, *, pre_norm=False, residual=True, use_mask=True, scale=None):
     """The block with one step changed, to recognise a typical mistake."""
     B, T, D = x.shape
     hs = D // n_heads
@@ -116,8 +138,11 @@ def _encoder_block_variant(x, p, n_heads, mask, *, pre_norm=False, residual=True
         return F.linear(o, p["self_attn.out_proj.weight"], p["self_attn.out_proj.bias"])
 
     def ff(h):
-        return F.linear(torch.relu(F.linear(h, p["ff.linear1.weight"], p["ff.linear1.bias"])),
-                        p["ff.linear2.weight"], p["ff.linear2.bias"])
+        return F.linear(
+            torch.relu(F.linear(h, p["ff.linear1.weight"], p["ff.linear1.bias"])),
+            p["ff.linear2.weight"],
+            p["ff.linear2.bias"],
+        )
 
     def norm(h, i):
         return F.layer_norm(h, (D,), p[f"norm{i}.weight"], p[f"norm{i}.bias"], 1e-5)
@@ -135,14 +160,21 @@ def _encoder_block_diagnose(got, expected, x, params, n_heads, mask=None):
         return None
     D = x.size(-1)
     variants = [
-        (dict(pre_norm=True), "this is the pre-norm order (LayerNorm on each sub-layer's input); "
-                              "this block is post-norm as in the paper: add the residual first, "
-                              "then normalise the sum"),
-        (dict(residual=False), "the residual connections are missing: each sub-layer's output "
-                               "is added to its input before the LayerNorm"),
+        (
+            dict(pre_norm=True),
+            "this is the pre-norm order (LayerNorm on each sub-layer's input); "
+            "this block is post-norm as in the paper: add the residual first, "
+            "then normalise the sum",
+        ),
+        (
+            dict(residual=False),
+            "the residual connections are missing: each sub-layer's output is added to its input before the LayerNorm",
+        ),
         (dict(use_mask=False), "the mask is ignored: padded keys must get zero weight"),
-        (dict(scale=math.sqrt(D)), "the attention scores are divided by √D; each head works on "
-                                   "D/H features, so divide by √(D/H)"),
+        (
+            dict(scale=math.sqrt(D)),
+            "the attention scores are divided by √D; each head works on D/H features, so divide by √(D/H)",
+        ),
     ]
     if mask is None:
         variants = [v for v in variants if "use_mask" not in v[0]]
@@ -172,42 +204,51 @@ def check_encoder_block(fn: Callable) -> None:
                     norm.bias.normal_(0.0, 0.3)
         params = {k: v.detach().clone() for k, v in block.state_dict().items()}
         x = torch.randn(b, t, d, generator=gen)
-        if rand_int(gen, 0, 3):                       # two trials in three have padding
+        if rand_int(gen, 0, 3):  # two trials in three have padding
             lengths = torch.randint(1, t + 1, (b,), generator=gen)
-            lengths[0] = max(1, t - 1)                # at least one padded key when T > 1
+            lengths[0] = max(1, t - 1)  # at least one padded key when T > 1
             mask = (torch.arange(t)[None, :] < lengths[:, None])[:, None, None, :]  # (B, 1, 1, T)
         else:
             mask = None
         return x, params, h, mask
 
-    check_function(fn, library_encoder_block, make, name="encoder_block", atol=1e-4,
-                   concept="a post-norm block has two sub-layers, each wrapped the same way: "
-                           "x ← LayerNorm(x + Sublayer(x)). The first sub-layer is multi-head "
-                           "self-attention (queries, keys and values all from x, masked keys "
-                           "removed); the second is the position-wise feed-forward network "
-                           "(linear, ReLU, linear), applied to the first one's result",
-                   diagnose=_encoder_block_diagnose,
-                   hint="a = attention: F.linear(x, W_qkv, b_qkv).split(D, -1), split_heads, "
-                        "scaled_dot_product_attention(q, k, v, mask), merge_heads, F.linear with "
-                        "the out_proj weights; h = my_layer_norm(x + a, norm1 gain, norm1 bias); "
-                        "f = linear2(relu(linear1(h))); return my_layer_norm(h + f, norm2 gain, "
-                        "norm2 bias). The keys of params are the block's parameter names, e.g. "
-                        "params['self_attn.in_proj.weight']")
+    check_function(
+        fn,
+        library_encoder_block,
+        make,
+        name="encoder_block",
+        atol=1e-4,
+        concept="a post-norm block has two sub-layers, each wrapped the same way: "
+        "x ← LayerNorm(x + Sublayer(x)). The first sub-layer is multi-head "
+        "self-attention (queries, keys and values all from x, masked keys "
+        "removed); the second is the position-wise feed-forward network "
+        "(linear, ReLU, linear), applied to the first one's result",
+        diagnose=_encoder_block_diagnose,
+        hint="a = attention: F.linear(x, W_qkv, b_qkv).split(D, -1), split_heads, "
+        "scaled_dot_product_attention(q, k, v, mask), merge_heads, F.linear with "
+        "the out_proj weights; h = my_layer_norm(x + a, norm1 gain, norm1 bias); "
+        "f = linear2(relu(linear1(h))); return my_layer_norm(h + f, norm2 gain, "
+        "norm2 bias). The keys of params are the block's parameter names, e.g. "
+        "params['self_attn.in_proj.weight']",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Exercise 4: greedy decoding
 
+
 def _greedy_decode_diagnose(got, expected, model, src, bos_id, eos_id, max_new):
     if not isinstance(got, torch.Tensor) or got.dim() != 1:
         return None
-    if got.numel() and int(got[0]) == bos_id and torch.equal(got[1:], expected[:got.numel() - 1]):
+    if got.numel() and int(got[0]) == bos_id and torch.equal(got[1:], expected[: got.numel() - 1]):
         return "the output starts with <bos>: return only the new tokens"
-    if got.numel() > expected.numel() and torch.equal(got[:expected.numel()], expected) \
-            and int(expected[-1]) == eos_id:
+    if (
+        got.numel() > expected.numel()
+        and torch.equal(got[: expected.numel()], expected)
+        and int(expected[-1]) == eos_id
+    ):
         return "decoding went on after <eos>: stop as soon as the model writes it (keep the <eos>)"
-    if got.numel() + 1 == expected.numel() and torch.equal(got, expected[:-1]) \
-            and int(expected[-1]) == eos_id:
+    if got.numel() + 1 == expected.numel() and torch.equal(got, expected[:-1]) and int(expected[-1]) == eos_id:
         return "the <eos> the model wrote is dropped: keep it as the last token"
     return None
 
@@ -218,8 +259,7 @@ def check_greedy_decode(fn: Callable) -> None:
 
     with torch.random.fork_rng():
         torch.manual_seed(0)
-        model = Seq2SeqTransformer(TransformerConfig.tiny(vocab_size=12, tgt_vocab_size=6,
-                                                          dropout=0.0)).eval()
+        model = Seq2SeqTransformer(TransformerConfig.tiny(vocab_size=12, tgt_vocab_size=6, dropout=0.0)).eval()
     with torch.no_grad():  # favour <eos> a little, so some trials stop early and some run to max_new
         model.lm_head.bias[3] += 0.6
 
@@ -229,13 +269,19 @@ def check_greedy_decode(fn: Callable) -> None:
     def reference(model, src, bos_id, eos_id, max_new):
         return model.greedy_decode(src, bos_id, eos_id, max_new)[0]
 
-    check_function(fn, reference, make, name="greedy_decode", trials=8,
-                   concept="the input is encoded once; the output grows one token at a time: the "
-                           "decoder reads everything written so far (starting from <bos>) and the "
-                           "most probable next token is appended, until the model writes <eos> or "
-                           "the length limit is reached. The answer is the new tokens only",
-                   diagnose=_greedy_decode_diagnose,
-                   hint="encode once (memory, memory_mask, _ = model.encode(src)); start from "
-                        "[[bos_id]]; repeat: logits, _, _ = model.decode(out, memory, memory_mask), "
-                        "append logits[0, -1].argmax(), stop after eos_id or max_new tokens; "
-                        "return the new ids without <bos> as a 1-D tensor")
+    check_function(
+        fn,
+        reference,
+        make,
+        name="greedy_decode",
+        trials=8,
+        concept="the input is encoded once; the output grows one token at a time: the "
+        "decoder reads everything written so far (starting from <bos>) and the "
+        "most probable next token is appended, until the model writes <eos> or "
+        "the length limit is reached. The answer is the new tokens only",
+        diagnose=_greedy_decode_diagnose,
+        hint="encode once (memory, memory_mask, _ = model.encode(src)); start from "
+        "[[bos_id]]; repeat: logits, _, _ = model.decode(out, memory, memory_mask), "
+        "append logits[0, -1].argmax(), stop after eos_id or max_new tokens; "
+        "return the new ids without <bos> as a 1-D tensor",
+    )

@@ -8,7 +8,6 @@ import torch
 
 from .checking import check_function, rand_int
 
-
 _LETTERS = "abcdefgh"
 
 
@@ -28,18 +27,25 @@ def check_wordpiece(fn: Callable) -> None:
     def reference(word, vocab):
         return WordPieceTokenizer(sorted(vocab)).wordpiece(word)
 
-    check_function(fn, reference, make, name="wordpiece", trials=30,
-                   concept="WordPiece is greedy longest-match-first: at each position it takes the "
-                           "longest piece the vocabulary holds (a piece inside a word carries the "
-                           "'##' mark), moves past it and repeats; a word that cannot be covered "
-                           "completely becomes the single unknown token, not a partial split",
-                   hint="start at position 0; take the LONGEST piece word[start:end] that is in the "
-                        "vocabulary (prefix '##' unless start == 0), then continue from `end`; if no "
-                        "piece fits at some position the whole word becomes ['[UNK]']")
+    check_function(
+        fn,
+        reference,
+        make,
+        name="wordpiece",
+        trials=30,
+        concept="WordPiece is greedy longest-match-first: at each position it takes the "
+        "longest piece the vocabulary holds (a piece inside a word carries the "
+        "'##' mark), moves past it and repeats; a word that cannot be covered "
+        "completely becomes the single unknown token, not a partial split",
+        hint="start at position 0; take the LONGEST piece word[start:end] that is in the "
+        "vocabulary (prefix '##' unless start == 0), then continue from `end`; if no "
+        "piece fits at some position the whole word becomes ['[UNK]']",
+    )
 
 
 def check_segment_ids(fn: Callable) -> None:
     """Exercise: tokens of "[CLS] A [SEP]" or "[CLS] A [SEP] B [SEP]" → segment ids (0 for A's part)."""
+
     def make(gen):
         tokens = ["[CLS]"] + ["a"] * rand_int(gen, 0, 5) + ["[SEP]"]
         if rand_int(gen, 0, 3):
@@ -50,12 +56,18 @@ def check_segment_ids(fn: Callable) -> None:
         first = tokens.index("[SEP]")
         return [0] * (first + 1) + [1] * (len(tokens) - first - 1)
 
-    check_function(fn, reference, make, name="segment_ids", trials=12,
-                   concept="segment A is [CLS], the first sentence and the [SEP] that closes it; "
-                           "segment B is everything after that first [SEP] (the second sentence and "
-                           "its own [SEP]); a single sentence is all segment A. One id per token",
-                   hint="everything up to and including the FIRST [SEP] is segment 0 ([CLS] too); "
-                        "everything after it (sentence B and its [SEP]) is segment 1. Return a list")
+    check_function(
+        fn,
+        reference,
+        make,
+        name="segment_ids",
+        trials=12,
+        concept="segment A is [CLS], the first sentence and the [SEP] that closes it; "
+        "segment B is everything after that first [SEP] (the second sentence and "
+        "its own [SEP]); a single sentence is all segment A. One id per token",
+        hint="everything up to and including the FIRST [SEP] is segment 0 ([CLS] too); "
+        "everything after it (sentence B and its [SEP]) is segment 1. Return a list",
+    )
 
 
 def _masking_diagnose(got, expected, ids, chosen, action, random_ids, mask_id):
@@ -64,7 +76,9 @@ def _masking_diagnose(got, expected, ids, chosen, action, random_ids, mask_id):
     inputs, labels = got
     if isinstance(labels, torch.Tensor) and labels.shape == ids.shape and torch.equal(labels, expected[1]):
         if isinstance(inputs, torch.Tensor) and inputs.shape == ids.shape:
-            if torch.equal(inputs[~chosen], ids[~chosen]) and torch.equal(inputs[chosen], torch.full_like(ids, mask_id)[chosen]):
+            if torch.equal(inputs[~chosen], ids[~chosen]) and torch.equal(
+                inputs[chosen], torch.full_like(ids, mask_id)[chosen]
+            ):
                 return "every chosen token became [MASK]: the 10% random and 10% unchanged are missing"
             if not torch.equal(inputs[~chosen], ids[~chosen]):
                 return "positions that were not chosen changed"
@@ -76,27 +90,34 @@ def _masking_diagnose(got, expected, ids, chosen, action, random_ids, mask_id):
 
 def check_apply_masking(fn: Callable) -> None:
     """Exercise: (ids, chosen, action, random_ids, mask_id) → (inputs, labels) by the 80/10/10 rule."""
+
     def make(gen):
         b, t = rand_int(gen, 1, 4), rand_int(gen, 2, 10)
         ids = torch.randint(5, 50, (b, t), generator=gen)
         chosen = torch.rand(b, t, generator=gen) < 0.4
-        return (ids, chosen, torch.rand(b, t, generator=gen),
-                torch.randint(5, 50, (b, t), generator=gen), 4)
+        return (ids, chosen, torch.rand(b, t, generator=gen), torch.randint(5, 50, (b, t), generator=gen), 4)
 
     from ..bert_pretraining import apply_masking
 
-    check_function(fn, apply_masking, make, name="apply_masking", diagnose=_masking_diagnose,
-                   concept="only the chosen positions change, and each chosen position does exactly "
-                           "one of three things (80% [MASK], 10% a random token, 10% left as it "
-                           "was); the labels keep the ORIGINAL token where the model must predict "
-                           "and the ignore value -100 everywhere else; the input ids stay untouched",
-                   hint="at chosen positions: action < 0.8 → mask_id; 0.8 ≤ action < 0.9 → the id from "
-                        "random_ids; otherwise keep the token. labels = the ORIGINAL id at chosen "
-                        "positions and -100 everywhere else. Don't modify ids in place (clone it)")
+    check_function(
+        fn,
+        apply_masking,
+        make,
+        name="apply_masking",
+        diagnose=_masking_diagnose,
+        concept="only the chosen positions change, and each chosen position does exactly "
+        "one of three things (80% [MASK], 10% a random token, 10% left as it "
+        "was); the labels keep the ORIGINAL token where the model must predict "
+        "and the ignore value -100 everywhere else; the input ids stay untouched",
+        hint="at chosen positions: action < 0.8 → mask_id; 0.8 ≤ action < 0.9 → the id from "
+        "random_ids; otherwise keep the token. labels = the ORIGINAL id at chosen "
+        "positions and -100 everywhere else. Don't modify ids in place (clone it)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Exercise 4: the masked-LM loss on the chosen positions, with the output layer tied to the input
+
 
 def _mlm_inputs(gen):
     """hidden (B, T, D), labels (B, T) with -100 where nothing is predicted, and the MLM head's
@@ -107,11 +128,11 @@ def _mlm_inputs(gen):
     hidden = torch.randn(B, T, D, generator=gen)
     labels = torch.randint(0, V, (B, T), generator=gen)
     chosen = torch.rand(B, T, generator=gen) < 0.3
-    chosen[rand_int(gen, 0, B), rand_int(gen, 0, T)] = True          # at least one position
+    chosen[rand_int(gen, 0, B), rand_int(gen, 0, T)] = True  # at least one position
     labels = labels.masked_fill(~chosen, -100)
     dense, norm = nn.Linear(D, D), nn.LayerNorm(D)
     with torch.no_grad():
-        dense.weight.copy_(torch.randn(D, D, generator=gen) / D ** 0.5)
+        dense.weight.copy_(torch.randn(D, D, generator=gen) / D**0.5)
         dense.bias.copy_(torch.randn(D, generator=gen))
         norm.weight.copy_(1 + 0.3 * torch.randn(D, generator=gen))
         norm.bias.copy_(0.3 * torch.randn(D, generator=gen))
@@ -152,13 +173,19 @@ def _mlm_diagnose(got, expected, hidden, labels, dense, norm, embedding, bias):
             "the output layer's bias is missing": norm(F.gelu(dense(h))) @ embedding.T,
             "the GELU between the dense layer and the LayerNorm is missing": norm(dense(h)) @ embedding.T + bias,
             "the LayerNorm after the GELU is missing": F.gelu(dense(h)) @ embedding.T + bias,
-            "the transform (dense, GELU, LayerNorm) is skipped: the hidden states go straight to the output layer": h @ embedding.T + bias,
+            "the transform (dense, GELU, LayerNorm) is skipped: the hidden states go straight to the output layer": h
+            @ embedding.T
+            + bias,
         }
         for problem, logits in variants.items():
             if torch.allclose(got.double(), F.cross_entropy(logits, y).double(), rtol=1e-4, atol=1e-5):
                 return problem
-        if torch.allclose(got.double(), F.cross_entropy(norm(F.gelu(dense(h))) @ embedding.T + bias, y,
-                                                         reduction="sum").double(), rtol=1e-4, atol=1e-5):
+        if torch.allclose(
+            got.double(),
+            F.cross_entropy(norm(F.gelu(dense(h))) @ embedding.T + bias, y, reduction="sum").double(),
+            rtol=1e-4,
+            atol=1e-5,
+        ):
             return "that is the sum over the chosen positions; the loss is their mean"
     return None
 
@@ -167,12 +194,19 @@ def check_mlm_loss(fn: Callable) -> None:
     """Exercise (assembles the MLM head and its loss): (hidden (B, T, D), labels (B, T) with -100,
     dense, norm, embedding (V, D), bias (V,)) → the mean cross-entropy over the chosen positions,
     equal to the library's BertMLMHead with the same weights."""
-    check_function(fn, _mlm_reference, _mlm_inputs, name="mlm_loss", trials=8, diagnose=_mlm_diagnose,
-                   concept="the masked-LM loss is a cross-entropy at the chosen positions only (label "
-                           "≠ -100), averaged over them; at each, the hidden vector goes through the "
-                           "head's transform (dense, then GELU, then LayerNorm) and is scored against "
-                           "EVERY token's input embedding (the output layer is the embedding matrix, "
-                           "tied) plus one bias per token",
-                   hint="chosen = labels != -100; h = hidden[chosen] is (N, D); "
-                        "h = norm(F.gelu(dense(h))); logits = h @ embedding.T + bias is (N, V); "
-                        "return F.cross_entropy(logits, labels[chosen])")
+    check_function(
+        fn,
+        _mlm_reference,
+        _mlm_inputs,
+        name="mlm_loss",
+        trials=8,
+        diagnose=_mlm_diagnose,
+        concept="the masked-LM loss is a cross-entropy at the chosen positions only (label "
+        "≠ -100), averaged over them; at each, the hidden vector goes through the "
+        "head's transform (dense, then GELU, then LayerNorm) and is scored against "
+        "EVERY token's input embedding (the output layer is the embedding matrix, "
+        "tied) plus one bias per token",
+        hint="chosen = labels != -100; h = hidden[chosen] is (N, D); "
+        "h = norm(F.gelu(dense(h))); logits = h @ embedding.T + bias is (N, V); "
+        "return F.cross_entropy(logits, labels[chosen])",
+    )

@@ -11,13 +11,14 @@ from .checking import check_function, describe, rand_int
 
 def check_first_piece_labels(fn: Callable) -> None:
     """Exercise: (word_index, tags) → one label per token: the word's tag on its first piece, -100 else."""
+
     def make(gen):
         n_words = rand_int(gen, 1, 6)
         index: list = [None]
         for w in range(n_words):
             index += [w] * rand_int(gen, 1, 4)
         index.append(None)
-        if rand_int(gen, 0, 3) == 0:                       # padding after [SEP]
+        if rand_int(gen, 0, 3) == 0:  # padding after [SEP]
             index += [None] * rand_int(gen, 1, 3)
         return index, [rand_int(gen, 0, 17) for _ in range(n_words)]
 
@@ -28,13 +29,19 @@ def check_first_piece_labels(fn: Callable) -> None:
             labels.append(tags[w] if first else -100)
         return labels
 
-    check_function(fn, reference, make, name="first_piece_labels", trials=30,
-                   concept="a tag belongs to a word, and a word may be split into several pieces: only "
-                           "the piece that STARTS a word carries its tag; its later pieces, [CLS], "
-                           "[SEP] and padding get the ignore value -100 so that the loss skips them",
-                   hint="walk over word_index; a token starts word w when word_index[t] is w (not None) "
-                        "and the token before it belongs to another word; put tags[w] there and -100 on "
-                        "every other token ([CLS], [SEP], padding, '##' continuation pieces). Return a list")
+    check_function(
+        fn,
+        reference,
+        make,
+        name="first_piece_labels",
+        trials=30,
+        concept="a tag belongs to a word, and a word may be split into several pieces: only "
+        "the piece that STARTS a word carries its tag; its later pieces, [CLS], "
+        "[SEP] and padding get the ignore value -100 so that the loss skips them",
+        hint="walk over word_index; a token starts word w when word_index[t] is w (not None) "
+        "and the token before it belongs to another word; put tags[w] there and -100 on "
+        "every other token ([CLS], [SEP], padding, '##' continuation pieces). Return a list",
+    )
 
 
 def check_best_span(fn: Callable) -> None:
@@ -57,13 +64,19 @@ def check_best_span(fn: Callable) -> None:
 
     if not callable(fn):
         raise TypeError(f"pass your function itself (without calling it), got {describe(fn)}")
-    check_function(as_ints, reference, make, name="best_span", trials=40,
-                   concept="an answer span is a start and an end scored together (start score + end "
-                           "score): the end may not come before the start (a one-token span is fine) "
-                           "and the span may be at most max_len tokens long; the best pair is not "
-                           "simply the best start with the best end",
-                   hint="score every pair s ≤ e < s + max_len by start_logits[s] + end_logits[e] and "
-                        "return the best (s, e) as a pair of ints; a one-token span (s == e) is allowed")
+    check_function(
+        as_ints,
+        reference,
+        make,
+        name="best_span",
+        trials=40,
+        concept="an answer span is a start and an end scored together (start score + end "
+        "score): the end may not come before the start (a one-token span is fine) "
+        "and the span may be at most max_len tokens long; the best pair is not "
+        "simply the best start with the best end",
+        hint="score every pair s ≤ e < s + max_len by start_logits[s] + end_logits[e] and "
+        "return the best (s, e) as a pair of ints; a one-token span (s == e) is allowed",
+    )
 
 
 def check_token_f1(fn: Callable) -> None:
@@ -74,26 +87,35 @@ def check_token_f1(fn: Callable) -> None:
     punct = ["", "", ",", ".", "!", "'s"]
 
     def phrase(gen):
-        return " ".join(words[rand_int(gen, 0, len(words))] + punct[rand_int(gen, 0, len(punct))]
-                        for _ in range(rand_int(gen, 0, 6)))
+        return " ".join(
+            words[rand_int(gen, 0, len(words))] + punct[rand_int(gen, 0, len(punct))]
+            for _ in range(rand_int(gen, 0, 6))
+        )
 
     def make(gen):
         return phrase(gen), phrase(gen)
 
-    check_function(fn, token_f1, make, name="token_f1", trials=40,
-                   concept="SQuAD's F1 compares bags of words after normalising both answers (case, "
-                           "punctuation and the articles a/an/the do not count): precision is the "
-                           "share of predicted words that are shared, recall the share of gold words, "
-                           "a repeated word counts as often as it occurs in both, and no overlap "
-                           "(or an empty answer) scores 0",
-                   hint="normalise both strings with squad_normalize (lower case, no punctuation, no "
-                        "a/an/the), split on spaces, count the shared tokens with collections.Counter "
-                        "(min of the two counts per token); F1 = 2PR/(P+R) with P = shared/len(pred), "
-                        "R = shared/len(gold); 0.0 when nothing is shared")
+    check_function(
+        fn,
+        token_f1,
+        make,
+        name="token_f1",
+        trials=40,
+        concept="SQuAD's F1 compares bags of words after normalising both answers (case, "
+        "punctuation and the articles a/an/the do not count): precision is the "
+        "share of predicted words that are shared, recall the share of gold words, "
+        "a repeated word counts as often as it occurs in both, and no overlap "
+        "(or an empty answer) scores 0",
+        hint="normalise both strings with squad_normalize (lower case, no punctuation, no "
+        "a/an/the), split on spaces, count the shared tokens with collections.Counter "
+        "(min of the two counts per token); F1 = 2PR/(P+R) with P = shared/len(pred), "
+        "R = shared/len(gold); 0.0 when nothing is shared",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Exercise 4: the loss of extractive question answering
+
 
 def _qa_inputs(gen):
     """A small BertForQuestionAnswering (random weights, no dropout) and one encode_squad-like
@@ -103,8 +125,9 @@ def _qa_inputs(gen):
 
     with torch.random.fork_rng():
         torch.manual_seed(rand_int(gen, 0, 10_000))
-        model = BertForQuestionAnswering(BertConfig(vocab_size=30, d_model=16, n_layers=1, n_heads=2,
-                                                    d_ff=32, max_len=32, dropout=0.0)).eval()
+        model = BertForQuestionAnswering(
+            BertConfig(vocab_size=30, d_model=16, n_layers=1, n_heads=2, d_ff=32, max_len=32, dropout=0.0)
+        ).eval()
         with torch.no_grad():
             model.qa.weight.normal_(0, 1.0)
     B, T = rand_int(gen, 1, 5), rand_int(gen, 8, 14)
@@ -113,18 +136,24 @@ def _qa_inputs(gen):
     context = context.bool()
     starts, ends = torch.zeros(B, dtype=torch.long), torch.zeros(B, dtype=torch.long)
     for b in range(B):
-        q_len, length = rand_int(gen, 1, 3), rand_int(gen, 6, T + 1)    # real tokens: [CLS] … [SEP]
+        q_len, length = rand_int(gen, 1, 3), rand_int(gen, 6, T + 1)  # real tokens: [CLS] … [SEP]
         ids[b, 0], ids[b, q_len + 1], ids[b, length - 1] = 2, 3, 3
         ids[b, length:] = 0
         attention[b, :length] = 1
-        segments[b, q_len + 2:length] = 1
-        context[b, q_len + 2:length - 1] = True
+        segments[b, q_len + 2 : length] = 1
+        context[b, q_len + 2 : length - 1] = True
         doc = torch.nonzero(context[b]).squeeze(1)
-        if rand_int(gen, 0, 4):                                          # the answer is in the window
+        if rand_int(gen, 0, 4):  # the answer is in the window
             s = int(doc[rand_int(gen, 0, len(doc))])
             starts[b], ends[b] = s, min(s + rand_int(gen, 0, 3), int(doc[-1]))
-    batch = {"input_ids": ids, "token_type_ids": segments, "attention_mask": attention,
-             "context_mask": context, "start_positions": starts, "end_positions": ends}
+    batch = {
+        "input_ids": ids,
+        "token_type_ids": segments,
+        "attention_mask": attention,
+        "context_mask": context,
+        "start_positions": starts,
+        "end_positions": ends,
+    }
     return model, batch
 
 
@@ -148,11 +177,17 @@ def _qa_diagnose(got, expected, model, batch):
         span = batch["context_mask"].clone()
         span[:, 0] = True
         start, end = model(*args, span_mask=span)
+
     def close(x):
         return bool(torch.isclose(got.double(), x.double(), rtol=1e-4, atol=1e-5)) or (got.isinf() and x.isinf())
-    if not got.isfinite() or close((F.cross_entropy(context_only[0], s_pos) + F.cross_entropy(context_only[1], e_pos)) / 2):
-        return ("the [CLS] position is not allowed: windows without the answer point at [CLS] "
-                "(position 0), so it must stay a possible start and end")
+
+    if not got.isfinite() or close(
+        (F.cross_entropy(context_only[0], s_pos) + F.cross_entropy(context_only[1], e_pos)) / 2
+    ):
+        return (
+            "the [CLS] position is not allowed: windows without the answer point at [CLS] "
+            "(position 0), so it must stay a possible start and end"
+        )
     if close((F.cross_entropy(free[0], s_pos) + F.cross_entropy(free[1], e_pos)) / 2):
         return "the softmax runs over every token, question included; only the document and [CLS] may be picked"
     if close(F.cross_entropy(start, s_pos) + F.cross_entropy(end, e_pos)):
@@ -166,13 +201,20 @@ def check_qa_loss(fn: Callable) -> None:
     """Exercise (assembles the QA loss): (model: BertForQuestionAnswering, batch) → the mean of the
     start and end cross-entropies over the document tokens and [CLS], equal to the library's
     fine-tuning loss (:func:`onehot2gpt.bert_tasks.finetune` with task "qa") with the same weights."""
-    check_function(fn, _qa_reference, _qa_inputs, name="qa_loss", trials=6, diagnose=_qa_diagnose,
-                   concept="the start and the end are two separate choices among the tokens that may "
-                           "hold an answer: the document's tokens and [CLS] (which stands for 'not in "
-                           "this window'). Each is a softmax over those tokens only and a cross-entropy "
-                           "against the gold position; the loss is the mean of the two, averaged over "
-                           "the batch",
-                   hint="span = batch['context_mask'].clone(); span[:, 0] = True; start, end = "
-                        "model(input_ids, token_type_ids, attention_mask, span_mask=span) (each (B, T), "
-                        "-inf where not allowed); log_softmax each over dim -1, pick the gold positions "
-                        "with gather or indexing, and return -(mean start + mean end) / 2")
+    check_function(
+        fn,
+        _qa_reference,
+        _qa_inputs,
+        name="qa_loss",
+        trials=6,
+        diagnose=_qa_diagnose,
+        concept="the start and the end are two separate choices among the tokens that may "
+        "hold an answer: the document's tokens and [CLS] (which stands for 'not in "
+        "this window'). Each is a softmax over those tokens only and a cross-entropy "
+        "against the gold position; the loss is the mean of the two, averaged over "
+        "the batch",
+        hint="span = batch['context_mask'].clone(); span[:, 0] = True; start, end = "
+        "model(input_ids, token_type_ids, attention_mask, span_mask=span) (each (B, T), "
+        "-inf where not allowed); log_softmax each over dim -1, pick the gold positions "
+        "with gather or indexing, and return -(mean start + mean end) / 2",
+    )

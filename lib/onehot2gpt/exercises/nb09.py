@@ -11,12 +11,11 @@ import torch.nn.functional as F
 
 from .checking import check_function, describe, rand_int
 
-
 # ---------------------------------------------------------------------------------------------
 # Exercise 1: a GPT block's forward, from the block's weights
 
-def _block_reference(x, w, n_heads, *, mask=True, prenorm=True, residual=True, scale="hs",
-                     gelu="tanh", heads="split"):
+
+def _block_reference(x, w, n_heads, *, mask=True, prenorm=True, residual=True, scale="hs", gelu="tanh", heads="split"):
     """One pre-norm GPT block from a weight dict, with switches that reproduce common slips."""
     B, T, D = x.shape
     H, hs = n_heads, D // n_heads
@@ -24,10 +23,10 @@ def _block_reference(x, w, n_heads, *, mask=True, prenorm=True, residual=True, s
     def ln(z, which):
         return F.layer_norm(z, (D,), w[f"{which}.weight"], w[f"{which}.bias"], 1e-5)
 
-    def split(z):                                                   # (B, T, D) → (B, H, T, hs)
+    def split(z):  # (B, T, D) → (B, H, T, hs)
         if heads == "split":
             return z.view(B, T, H, hs).transpose(1, 2)
-        return z.view(B, T, hs, H).permute(0, 3, 1, 2)              # features dealt out round-robin
+        return z.view(B, T, hs, H).permute(0, 3, 1, 2)  # features dealt out round-robin
 
     h = ln(x, "norm1") if prenorm else x
     q, k, v = F.linear(h, w["attn.in_proj.weight"], w["attn.in_proj.bias"]).split(D, dim=-1)
@@ -35,33 +34,48 @@ def _block_reference(x, w, n_heads, *, mask=True, prenorm=True, residual=True, s
     scores = q @ k.transpose(-2, -1) / {"hs": math.sqrt(hs), "D": math.sqrt(D), "none": 1.0}[scale]
     if mask:
         scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
-    a = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, D)   # (B, T, D)
+    a = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, D)  # (B, T, D)
     a = F.linear(a, w["attn.out_proj.weight"], w["attn.out_proj.bias"])
     x = x + a if residual else a
     if not prenorm:
         x = ln(x, "norm1")
     h = ln(x, "norm2") if prenorm else x
-    m = F.linear(F.gelu(F.linear(h, w["ff.linear1.weight"], w["ff.linear1.bias"]), approximate=gelu),
-                 w["ff.linear2.weight"], w["ff.linear2.bias"])
+    m = F.linear(
+        F.gelu(F.linear(h, w["ff.linear1.weight"], w["ff.linear1.bias"]), approximate=gelu),
+        w["ff.linear2.weight"],
+        w["ff.linear2.bias"],
+    )
     x = x + m if residual else m
     return x if prenorm else ln(x, "norm2")
 
 
 _BLOCK_SLIPS = [
-    (dict(mask=False), "every position also attends to the positions after it: the causal mask is "
-                       "missing, so the block would read the characters it has to predict"),
-    (dict(prenorm=False), "LayerNorm is applied after each residual sum (post-norm, the original "
-                          "Transformer); GPT-2 normalises the input of each sub-layer and adds the "
-                          "sub-layer's output to the un-normalised x"),
-    (dict(residual=False), "the residual connections are missing: each sub-layer's output is added "
-                           "to its input x, it does not replace it"),
-    (dict(scale="D"), "the scores are divided by √D; each head compares vectors of hs = D / H "
-                      "features, so the scale is 1/√hs"),
+    (
+        dict(mask=False),
+        "every position also attends to the positions after it: the causal mask is "
+        "missing, so the block would read the characters it has to predict",
+    ),
+    (
+        dict(prenorm=False),
+        "LayerNorm is applied after each residual sum (post-norm, the original "
+        "Transformer); GPT-2 normalises the input of each sub-layer and adds the "
+        "sub-layer's output to the un-normalised x",
+    ),
+    (
+        dict(residual=False),
+        "the residual connections are missing: each sub-layer's output is added to its input x, it does not replace it",
+    ),
+    (
+        dict(scale="D"),
+        "the scores are divided by √D; each head compares vectors of hs = D / H features, so the scale is 1/√hs",
+    ),
     (dict(scale="none"), "the scores are not scaled by 1/√hs"),
-    (dict(gelu="none"), "the MLP uses the exact (erf) GELU; GPT-2 was trained with its tanh "
-                        "approximation"),
-    (dict(heads="round-robin"), "right shape, but the heads' features are scrambled: head h owns "
-                                "the consecutive features h·hs … (h+1)·hs − 1 of Q, K and V"),
+    (dict(gelu="none"), "the MLP uses the exact (erf) GELU; GPT-2 was trained with its tanh approximation"),
+    (
+        dict(heads="round-robin"),
+        "right shape, but the heads' features are scrambled: head h owns "
+        "the consecutive features h·hs … (h+1)·hs − 1 of Q, K and V",
+    ),
 ]
 
 
@@ -71,8 +85,7 @@ def _block_diagnose(got, expected, x, w, n_heads):
     for slip, words in _BLOCK_SLIPS:
         if slip.get("mask") is False and x.size(1) == 1:
             continue
-        if torch.allclose(got.double(), _block_reference(x, w, n_heads, **slip).double(),
-                          rtol=1e-4, atol=1e-5):
+        if torch.allclose(got.double(), _block_reference(x, w, n_heads, **slip).double(), rtol=1e-4, atol=1e-5):
             return words
     return None
 
@@ -119,24 +132,32 @@ def check_gpt_block(fn: Callable) -> None:
         with torch.no_grad():
             return fn(x, w, n_heads)
 
-    check_function(student, reference, make, name="gpt_block", trials=6, diagnose=_block_diagnose,
-                   concept="a GPT-2 block is pre-norm: x + attention(LayerNorm₁(x)), then that plus "
-                           "MLP(LayerNorm₂(of it)). The attention splits Q, K and V (one packed "
-                           "projection, in that order) into H heads of hs = D / H consecutive "
-                           "features, scores each query against the keys at or before its own "
-                           "position, scaled by 1/√hs, and merges the heads back before the output "
-                           "projection; the MLP is Linear, GELU (tanh approximation), Linear",
-                   hint="h = F.layer_norm(x, (D,), w['norm1.weight'], w['norm1.bias']); "
-                        "q, k, v = F.linear(h, w['attn.in_proj.weight'], w['attn.in_proj.bias'])"
-                        ".split(D, dim=-1); each .view(B, T, H, hs).transpose(1, 2); scores = "
-                        "q @ k.transpose(-2, -1) / hs**0.5, masked_fill where the key is after the "
-                        "query (~torch.ones(T, T, dtype=torch.bool).tril()) with -inf; (softmax @ v)"
-                        ".transpose(1, 2).reshape(B, T, D); x = x + F.linear(that, out_proj); then "
-                        "x = x + F.linear(F.gelu(F.linear(LN₂(x), linear1), approximate='tanh'), linear2)")
+    check_function(
+        student,
+        reference,
+        make,
+        name="gpt_block",
+        trials=6,
+        diagnose=_block_diagnose,
+        concept="a GPT-2 block is pre-norm: x + attention(LayerNorm₁(x)), then that plus "
+        "MLP(LayerNorm₂(of it)). The attention splits Q, K and V (one packed "
+        "projection, in that order) into H heads of hs = D / H consecutive "
+        "features, scores each query against the keys at or before its own "
+        "position, scaled by 1/√hs, and merges the heads back before the output "
+        "projection; the MLP is Linear, GELU (tanh approximation), Linear",
+        hint="h = F.layer_norm(x, (D,), w['norm1.weight'], w['norm1.bias']); "
+        "q, k, v = F.linear(h, w['attn.in_proj.weight'], w['attn.in_proj.bias'])"
+        ".split(D, dim=-1); each .view(B, T, H, hs).transpose(1, 2); scores = "
+        "q @ k.transpose(-2, -1) / hs**0.5, masked_fill where the key is after the "
+        "query (~torch.ones(T, T, dtype=torch.bool).tril()) with -inf; (softmax @ v)"
+        ".transpose(1, 2).reshape(B, T, D); x = x + F.linear(that, out_proj); then "
+        "x = x + F.linear(F.gelu(F.linear(LN₂(x), linear1), approximate='tanh'), linear2)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Exercises 2 and 3: top-k and top-p filters
+
 
 def _distinct_logits(gen: torch.Generator, max_vocab: int = 12):
     """Logits (V,) or (B, V) with no two equal in a row, so "the k largest" has one answer."""
@@ -161,23 +182,31 @@ def _filter_outcome(fn: Callable, name: str) -> Callable:
     Comparing the -inf tensors directly would report "nan" differences; a list of kept ids says
     what went wrong. A result that is not a tensor shaped like the logits is reported as such.
     """
+
     def outcome(logits, arg):
         out = fn(logits, arg)
         if not isinstance(out, torch.Tensor) or out.shape != logits.shape:
             got = f"shape {tuple(out.shape)}" if isinstance(out, torch.Tensor) else type(out).__name__
-            raise TypeError(f"{name} returned {got}; return the filtered logits: a tensor shaped like "
-                            f"`logits` {tuple(logits.shape)}")
+            raise TypeError(
+                f"{name} returned {got}; return the filtered logits: a tensor shaped like "
+                f"`logits` {tuple(logits.shape)}"
+            )
         kept = out > float("-inf")  # NaN counts as removed
         rows = kept.reshape(-1, kept.shape[-1]).tolist()
         ids = [[i for i, k in enumerate(row) if k] for row in rows]
-        listed = (f"keeps token ids {ids[0]}" if logits.dim() == 1 else
-                  "keeps " + "; ".join(f"row {b}: token ids {r}" for b, r in enumerate(ids)))
+        listed = (
+            f"keeps token ids {ids[0]}"
+            if logits.dim() == 1
+            else "keeps " + "; ".join(f"row {b}: token ids {r}" for b, r in enumerate(ids))
+        )
         return {"kept tokens": listed, "kept logits": out.detach().masked_fill(~kept, 0.0)}
+
     return outcome
 
 
 def _top_k_diagnose(fn: Callable) -> Callable:
     """Recognise the usual top-k slips by running `fn` again and comparing the tokens it keeps."""
+
     def diagnose(got, expected, logits, k):
         out = fn(logits.clone(), k)
         if not isinstance(out, torch.Tensor) or out.shape != logits.shape:
@@ -185,15 +214,20 @@ def _top_k_diagnose(fn: Callable) -> Callable:
         rows = logits.reshape(-1, logits.shape[-1])
         kept = (out > float("-inf")).reshape(rows.shape)
         n = min(k, rows.size(-1))
-        kth = rows.sort(-1, descending=True).values[:, n - 1:n]           # (rows, 1)
+        kth = rows.sort(-1, descending=True).values[:, n - 1 : n]  # (rows, 1)
         at_or_above = rows >= kth
         if torch.equal(kept, at_or_above) and bool((at_or_above.sum(-1) > n).any()):
-            return ("on a tie at the k-th place you kept every tied token, so more than k stay; "
-                    "exactly k must stay, the lower token ids first")
+            return (
+                "on a tie at the k-th place you kept every tied token, so more than k stay; "
+                "exactly k must stay, the lower token ids first"
+            )
         if bool((kept.sum(-1) == n).all()) and bool((kept <= at_or_above).all()):
-            return ("the right number of tokens and only the largest logits, but a tie at the k-th "
-                    "place went to the higher token ids; among equal logits the lower ids stay")
+            return (
+                "the right number of tokens and only the largest logits, but a tie at the k-th "
+                "place went to the higher token ids; among equal logits the lower ids stay"
+            )
         return None
+
     return diagnose
 
 
@@ -213,17 +247,23 @@ def check_top_k_filter(fn: Callable) -> None:
         k = {0: rand_int(gen, 1, V), 1: rand_int(gen, 1, V), 2: V, 3: V + rand_int(gen, 1, 4)}[kind]
         return logits, k
 
-    check_function(_filter_outcome(fn, "top_k_filter"), _filter_outcome(filter_top_k, "filter_top_k"),
-                   make, name="top_k_filter", trials=16, diagnose=_top_k_diagnose(fn),
-                   concept="top-k keeps, in each row (the last dimension), exactly the k tokens with the "
-                           "largest logits and gives every other token the logit -inf, so the softmax "
-                           "afterwards gives it probability 0; the kept logits stay as they were, in "
-                           "the input's dtype. When several logits tie at the k-th place the lower "
-                           "token ids are kept first, so exactly k stay; when k ≥ V every token stays",
-                   hint="a stable sort, torch.sort(logits, dim=-1, descending=True, stable=True), "
-                        "lists equal logits in id order; its first min(k, V) indices are the tokens "
-                        "to keep: scatter True into a bool mask at those indices and "
-                        "logits.masked_fill(~keep, float('-inf'))")
+    check_function(
+        _filter_outcome(fn, "top_k_filter"),
+        _filter_outcome(filter_top_k, "filter_top_k"),
+        make,
+        name="top_k_filter",
+        trials=16,
+        diagnose=_top_k_diagnose(fn),
+        concept="top-k keeps, in each row (the last dimension), exactly the k tokens with the "
+        "largest logits and gives every other token the logit -inf, so the softmax "
+        "afterwards gives it probability 0; the kept logits stay as they were, in "
+        "the input's dtype. When several logits tie at the k-th place the lower "
+        "token ids are kept first, so exactly k stay; when k ≥ V every token stays",
+        hint="a stable sort, torch.sort(logits, dim=-1, descending=True, stable=True), "
+        "lists equal logits in id order; its first min(k, V) indices are the tokens "
+        "to keep: scatter True into a bool mask at those indices and "
+        "logits.masked_fill(~keep, float('-inf'))",
+    )
 
 
 def check_top_p_filter(fn: Callable) -> None:
@@ -248,23 +288,29 @@ def check_top_p_filter(fn: Callable) -> None:
             if float((mass - p).abs().min()) > 1e-3:  # no row reaches p so narrowly that rounding decides
                 return logits, p
 
-    check_function(_filter_outcome(fn, "top_p_filter"), _filter_outcome(filter_top_p, "filter_top_p"),
-                   make, name="top_p_filter", trials=12,
-                   concept="the nucleus is the smallest set of most likely tokens whose probabilities "
-                           "add up to at least p: go down the tokens from most to least likely and keep "
-                           "each one while the tokens before it hold less than p. The token that "
-                           "takes the sum to p or past it is kept, and the most likely token always "
-                           "is; every other token's logit becomes -inf, in its original place, and the "
-                           "kept logits stay as they were",
-                   hint="turn the logits into probabilities (softmax over the last dimension), sort them "
-                        "from most to least likely and take the running sum; keep a token while the tokens "
-                        "MORE likely than it add up to less than p. Set the others to float('-inf') in the "
-                        "original order (scatter back through the sort indices), leaving the kept logits "
-                        "unchanged")
+    check_function(
+        _filter_outcome(fn, "top_p_filter"),
+        _filter_outcome(filter_top_p, "filter_top_p"),
+        make,
+        name="top_p_filter",
+        trials=12,
+        concept="the nucleus is the smallest set of most likely tokens whose probabilities "
+        "add up to at least p: go down the tokens from most to least likely and keep "
+        "each one while the tokens before it hold less than p. The token that "
+        "takes the sum to p or past it is kept, and the most likely token always "
+        "is; every other token's logit becomes -inf, in its original place, and the "
+        "kept logits stay as they were",
+        hint="turn the logits into probabilities (softmax over the last dimension), sort them "
+        "from most to least likely and take the running sum; keep a token while the tokens "
+        "MORE likely than it add up to less than p. Set the others to float('-inf') in the "
+        "original order (scatter back through the sort indices), leaving the kept logits "
+        "unchanged",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Exercise 4: one step with a key/value cache
+
 
 def check_kv_cache_step(fn: Callable) -> None:
     """Exercise: (q_new, k_new, v_new (B, H, 1, hs), k_cache, v_cache (B, H, T, hs)) →
@@ -288,27 +334,34 @@ def check_kv_cache_step(fn: Callable) -> None:
     def student(*args):
         got = fn(*args)
         if not isinstance(got, (tuple, list)) or len(got) != 3:
-            raise TypeError(f"kv_cache_step returned {describe(got)}; return three tensors: "
-                            f"(out, k_all, v_all)")
+            raise TypeError(f"kv_cache_step returned {describe(got)}; return three tensors: (out, k_all, v_all)")
         return dict(zip(("out", "k_all", "v_all"), got))
 
-    check_function(student, reference, make, name="kv_cache_step", trials=8,
-                   concept="the cache holds the keys and values of every earlier position in time "
-                           "order; the new token's key and value go after them (the cache may start "
-                           "empty), and the new query attends to all of them, itself included, with "
-                           "the usual scaled dot-product softmax; no mask is needed, since nothing in "
-                           "the cache lies in the future",
-                   hint="k_all = torch.cat([k_cache, k_new], dim=2), the same for v (this works for an "
-                        "empty cache, T = 0, too); then scores = q_new @ k_all.transpose(-2, -1) / "
-                        "sqrt(hs), shape (B, H, 1, T + 1); out = softmax(scores, dim=-1) @ v_all. "
-                        "Return (out, k_all, v_all)")
+    check_function(
+        student,
+        reference,
+        make,
+        name="kv_cache_step",
+        trials=8,
+        concept="the cache holds the keys and values of every earlier position in time "
+        "order; the new token's key and value go after them (the cache may start "
+        "empty), and the new query attends to all of them, itself included, with "
+        "the usual scaled dot-product softmax; no mask is needed, since nothing in "
+        "the cache lies in the future",
+        hint="k_all = torch.cat([k_cache, k_new], dim=2), the same for v (this works for an "
+        "empty cache, T = 0, too); then scores = q_new @ k_all.transpose(-2, -1) / "
+        "sqrt(hs), shape (B, H, 1, T + 1); out = softmax(scores, dim=-1) @ v_all. "
+        "Return (out, k_all, v_all)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Exercise 5: the logit lens's read-out of one residual vector
 
+
 def _reference_lens_readout(x, gain, bias, embedding):
     from ..lookinside import read_out
+
     return read_out(x, gain, bias, embedding)
 
 
@@ -320,28 +373,43 @@ def _lens_diagnose(fn):
         if torch.allclose(got, logits, atol=1e-4):
             return "these are the logits: the lens reads probabilities, so finish with a softmax over the vocabulary"
         if torch.allclose(got, torch.softmax(x @ embedding.T, -1), atol=1e-4):
-            return ("the residual vector went straight into the output layer: the model's own read-out "
-                    "first applies the final LayerNorm (with its gain and bias)")
+            return (
+                "the residual vector went straight into the output layer: the model's own read-out "
+                "first applies the final LayerNorm (with its gain and bias)"
+            )
         plain = F.layer_norm(x, (x.size(-1),), None, None, 1e-5)
         if torch.allclose(got, torch.softmax(plain @ embedding.T, -1), atol=1e-4):
             return "the LayerNorm's gain and bias are missing: normalise, then multiply by gain and add bias"
         return None
+
     return diagnose
 
 
 def check_lens_readout(fn: Callable) -> None:
     """Exercise: (x (D,) or (N, D) residual vectors, gain (D,), bias (D,), embedding (V, D)) → (…, V)
     probabilities: the final LayerNorm (eps 1e-5), the tied output layer, a softmax."""
+
     def make(gen):
         D, V = rand_int(gen, 4, 16), rand_int(gen, 5, 30)
         x = torch.randn(*([rand_int(gen, 1, 4)] if rand_int(gen, 0, 1) else []), D, generator=gen) * 3 + 1
-        return (x, 1 + 0.3 * torch.randn(D, generator=gen), 0.3 * torch.randn(D, generator=gen),
-                torch.randn(V, D, generator=gen))
+        return (
+            x,
+            1 + 0.3 * torch.randn(D, generator=gen),
+            0.3 * torch.randn(D, generator=gen),
+            torch.randn(V, D, generator=gen),
+        )
 
-    check_function(fn, _reference_lens_readout, make, name="lens_readout", trials=10, diagnose=_lens_diagnose(fn),
-                   concept="the logit lens reads any residual vector the way the model reads its last one: "
-                           "the final LayerNorm, then scores against every row of the (tied) token "
-                           "embedding, then a softmax over the vocabulary, so every layer's guess is a "
-                           "distribution over next tokens",
-                   hint="F.layer_norm(x, (x.size(-1),), gain, bias, 1e-5) normalises the last dimension; "
-                        "h @ embedding.T gives one score per vocabulary entry; torch.softmax(…, dim=-1)")
+    check_function(
+        fn,
+        _reference_lens_readout,
+        make,
+        name="lens_readout",
+        trials=10,
+        diagnose=_lens_diagnose(fn),
+        concept="the logit lens reads any residual vector the way the model reads its last one: "
+        "the final LayerNorm, then scores against every row of the (tied) token "
+        "embedding, then a softmax over the vocabulary, so every layer's guess is a "
+        "distribution over next tokens",
+        hint="F.layer_norm(x, (x.size(-1),), gain, bias, 1e-5) normalises the last dimension; "
+        "h @ embedding.T gives one score per vocabulary entry; torch.softmax(…, dim=-1)",
+    )

@@ -17,14 +17,20 @@ def check_permutation_mask(fn: Callable) -> None:
     def make(gen):
         return (torch.randperm(rand_int(gen, 1, 8), generator=gen).tolist(),)
 
-    check_function(fn, permutation_mask, make, name="permutation_mask", trials=8,
-                   concept="in permutation language modelling a token may see exactly the tokens "
-                           "predicted before it in the chosen order, whatever their positions in "
-                           "the sentence; rows and columns are positions, and a token never sees "
-                           "itself",
-                   hint="first find each position's rank, when it is predicted: rank[order[k]] = k. Then "
-                        "mask[i, j] = rank[j] < rank[i] (strictly: a token does not see itself in the query "
-                        "stream). Index by position, not by rank: row i is the token at position i")
+    check_function(
+        fn,
+        permutation_mask,
+        make,
+        name="permutation_mask",
+        trials=8,
+        concept="in permutation language modelling a token may see exactly the tokens "
+        "predicted before it in the chosen order, whatever their positions in "
+        "the sentence; rows and columns are positions, and a token never sees "
+        "itself",
+        hint="first find each position's rank, when it is predicted: rank[order[k]] = k. Then "
+        "mask[i, j] = rank[j] < rank[i] (strictly: a token does not see itself in the query "
+        "stream). Index by position, not by rank: row i is the token at position i",
+    )
 
 
 def _reference_chain_rule(logits, ids):
@@ -34,17 +40,24 @@ def _reference_chain_rule(logits, ids):
 def check_chain_rule_log_prob(fn: Callable) -> None:
     """Exercise: (logits (T − 1, V), ids (T,)) → log P(ids[1:] | ids[0]) by the chain rule, where
     logits[t] are the model's scores for ids[t + 1]."""
+
     def make(gen):
         T, V = rand_int(gen, 2, 10), rand_int(gen, 2, 12)
         return torch.randn(T - 1, V, generator=gen) * 3, torch.randint(0, V, (T,), generator=gen)
 
-    check_function(fn, _reference_chain_rule, make, name="chain_rule_log_prob", trials=8,
-                   concept="the chain rule scores a sentence as the sum, over positions, of the "
-                           "log-probability the model gave to the token that actually came next; "
-                           "one number for the whole sentence",
-                   hint="turn the scores into log-probabilities with torch.log_softmax(logits, dim=-1) (not "
-                        "log of softmax: it underflows), pick at row t the entry of the token that came "
-                        "next, ids[t + 1], and add them up: one number, a tensor of shape ()")
+    check_function(
+        fn,
+        _reference_chain_rule,
+        make,
+        name="chain_rule_log_prob",
+        trials=8,
+        concept="the chain rule scores a sentence as the sum, over positions, of the "
+        "log-probability the model gave to the token that actually came next; "
+        "one number for the whole sentence",
+        hint="turn the scores into log-probabilities with torch.log_softmax(logits, dim=-1) (not "
+        "log of softmax: it underflows), pick at row t the entry of the token that came "
+        "next, ids[t + 1], and add them up: one number, a tensor of shape ()",
+    )
 
 
 def _reference_independent_masks(joint, a, b):
@@ -65,14 +78,20 @@ def check_independent_masks(fn: Callable) -> None:
         joint = {pair: float(w / weights.sum()) for pair, w in zip(sorted(pairs), weights)}
         return joint, words[rand_int(gen, 0, 3)], words[rand_int(gen, 3, 8)]
 
-    check_function(fn, _reference_independent_masks, make, name="independent_masks", trials=10,
-                   concept="two masks filled in one pass are predicted independently: each blank "
-                           "only knows its own marginal probability, and the pair's probability "
-                           "is the product of the two marginals, not the joint",
-                   hint="each mask on its own only knows its marginal: P(first = a) is the sum of the joint "
-                        "probabilities of all pairs starting with a, P(second = b) the sum over pairs ending "
-                        "in b. Predicted independently, the pair gets their product (a float), even when the "
-                        "pair itself never occurs")
+    check_function(
+        fn,
+        _reference_independent_masks,
+        make,
+        name="independent_masks",
+        trials=10,
+        concept="two masks filled in one pass are predicted independently: each blank "
+        "only knows its own marginal probability, and the pair's probability "
+        "is the product of the two marginals, not the joint",
+        hint="each mask on its own only knows its marginal: P(first = a) is the sum of the joint "
+        "probabilities of all pairs starting with a, P(second = b) the sum over pairs ending "
+        "in b. Predicted independently, the pair gets their product (a float), even when the "
+        "pair itself never occurs",
+    )
 
 
 def check_induction_score(fn: Callable) -> None:
@@ -88,10 +107,16 @@ def check_induction_score(fn: Callable) -> None:
         scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
         return torch.softmax(scores, -1), length, prefix
 
-    check_function(fn, induction_scores, make, name="induction_score", trials=10,
-                   concept="in the second copy, the token at position t appeared first at t − length; "
-                           "the token that followed it then sits at t − length + 1, and that is where an "
-                           "induction head looks. Average that weight over the queries of the second "
-                           "copy (positions prefix + length … T − 1), one number per head",
-                   hint="t = torch.arange(prefix + length, T) are the queries; weights[:, t, t - length + 1] "
-                        "picks, for every head, the weight each query gives its key; .mean(-1) → (H,)")
+    check_function(
+        fn,
+        induction_scores,
+        make,
+        name="induction_score",
+        trials=10,
+        concept="in the second copy, the token at position t appeared first at t − length; "
+        "the token that followed it then sits at t − length + 1, and that is where an "
+        "induction head looks. Average that weight over the queries of the second "
+        "copy (positions prefix + length … T − 1), one number per head",
+        hint="t = torch.arange(prefix + length, T) are the queries; weights[:, t, t - length + 1] "
+        "picks, for every head, the weight each query gives its key; .mean(-1) → (H,)",
+    )

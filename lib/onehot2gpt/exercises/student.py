@@ -15,8 +15,10 @@ from pathlib import Path
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = 'raise NotImplementedError("Your turn: replace this line with your code")'
-GENERATED_NOTE = ("**Student version.** Generated from `notebooks/{name}` by "
-                  "`python -m onehot2gpt.exercises`; the exercises are yours to write.")
+GENERATED_NOTE = (
+    "**Student version.** Generated from `notebooks/{name}` by "
+    "`python -m onehot2gpt.exercises`; the exercises are yours to write."
+)
 
 
 def strip_solutions(source: str) -> str:
@@ -63,14 +65,19 @@ def make_student_notebook(notebook: dict, name: str) -> dict:
         cell["source"] = src
     if n_exercises == 0:
         raise ValueError(f"{name} has no cell tagged 'exercise'")
-    note = {"cell_type": "markdown", "id": "student-note", "metadata": {"tags": ["student-note"]},
-            "source": GENERATED_NOTE.format(name=name)}
+    note = {
+        "cell_type": "markdown",
+        "id": "student-note",
+        "metadata": {"tags": ["student-note"]},
+        "source": GENERATED_NOTE.format(name=name),
+    }
     nb["cells"].insert(1, note)
     # The title's "Open in Colab" badge opens this student copy, not the course notebook.
     title = nb["cells"][0]
     if title["cell_type"] == "markdown":
-        title["source"] = title["source"].replace(f"/blob/main/notebooks/{name})",
-                                                  f"/blob/main/notebooks/student/{name})")
+        title["source"] = title["source"].replace(
+            f"/blob/main/notebooks/{name})", f"/blob/main/notebooks/student/{name})"
+        )
     return nb
 
 
