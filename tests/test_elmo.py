@@ -1,9 +1,9 @@
 import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
+from onehot2gpt.data import ASSETS
 from onehot2gpt.elmo import (
     BiLM,
     BiLMConfig,
@@ -18,7 +18,7 @@ from onehot2gpt.elmo import (
 )
 from onehot2gpt.vocab import BOS, EOS, UNK, Vocab
 
-CHECKPOINT = Path(__file__).resolve().parents[1] / "data" / "checkpoints" / "bilm-wikitext2"
+CHECKPOINT = ASSETS / "checkpoints" / "bilm-wikitext2"
 V = 50
 
 

@@ -1,10 +1,10 @@
 import json
 import math
 import shutil
-from pathlib import Path
 
 import pytest
 import torch
+from onehot2gpt.data import ASSETS
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word2vec import (
     CBOW,
@@ -26,7 +26,7 @@ from onehot2gpt.word2vec import (
     train_word2vec,
 )
 
-CHECKPOINT = Path(__file__).resolve().parents[1] / "data" / "checkpoints" / "word2vec-wikitext2"
+CHECKPOINT = ASSETS / "checkpoints" / "word2vec-wikitext2"
 
 
 @pytest.fixture

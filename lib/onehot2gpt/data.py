@@ -3,7 +3,8 @@
 Used from notebook 01 (WikiText-2 sentences for vocabularies and one-hot vectors) and notebook 02
 (word vectors: WikiText-2 to train on, the Google analogies and WordSim-353 to evaluate).
 
-Every file the course uses is listed in ``data/registry.json`` with its URL, sha256 and size.
+Every file the course uses is listed in the registry, ``onehot2gpt/assets/registry.json`` (shipped
+with the package), with its URL, sha256 and size.
 :func:`fetch` turns a (dataset, file) name into a local path, trying in order
 
 1. the cache, ``<cache>/<dataset>/<file>`` (:func:`cache_dir`; env ``ONEHOT2GPT_CACHE``),
@@ -39,8 +40,13 @@ from typing import IO, Any
 
 from tqdm.auto import tqdm
 
-_REPO = Path(__file__).resolve().parents[2]
-REGISTRY_PATH = Path(os.environ.get("ONEHOT2GPT_REGISTRY") or _REPO / "data" / "registry.json")
+# What the package ships beside its code (package data, in the wheel too): the registry, the course
+# checkpoints and the recorded ULMFiT ablation. Found next to this file, installed or not.
+ASSETS = Path(__file__).resolve().parent / "assets"
+REGISTRY_PATH = Path(os.environ.get("ONEHOT2GPT_REGISTRY") or ASSETS / "registry.json")
+# A clone of the repository (an editable install) keeps its cache in <repo>/data/cache (git-ignored);
+# an installed package never writes into site-packages and uses the user's cache folder instead.
+_CHECKOUT = Path(__file__).resolve().parents[2]
 _MIRROR_ENV = "ONEHOT2GPT_DATA_MIRROR"
 _CACHE_ENV = "ONEHOT2GPT_CACHE"
 _CHUNK = 1 << 20
@@ -89,9 +95,21 @@ def list_datasets() -> list[str]:
     return sorted(load_registry()["datasets"])
 
 
+def _in_checkout() -> bool:
+    """True when the library runs from a clone of the course repository (``pip install -e .``),
+    False when it is installed (a wheel, ``pip install git+…``)."""
+    return (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "lib" / "onehot2gpt").is_dir()
+
+
 def cache_dir() -> Path:
-    """The download cache: ``$ONEHOT2GPT_CACHE``, else ``<repo>/data/cache`` (git-ignored)."""
-    return Path(os.environ.get(_CACHE_ENV) or _REPO / "data" / "cache")
+    """The download cache: ``$ONEHOT2GPT_CACHE`` if set; else, in a clone of the repository,
+    ``<repo>/data/cache`` (git-ignored); else, installed, ``$XDG_CACHE_HOME/onehot2gpt`` or
+    ``~/.cache/onehot2gpt``, never inside the installed package."""
+    if os.environ.get(_CACHE_ENV):
+        return Path(os.environ[_CACHE_ENV])
+    if _in_checkout():
+        return _CHECKOUT / "data" / "cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "onehot2gpt"
 
 
 def _dataset(name: str) -> dict[str, Any]:

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .data import ASSETS
 from .elmo import BiLM
 from .utils import check_positive_int, check_positive_number, set_seed
 
@@ -58,7 +59,7 @@ ABLATION_SETTINGS: dict[str, dict[str, bool]] = {
     "ULMFiT on a random-init LM": {"pretrained": False},
 }
 # Where bench/ulmfit.py keeps its last full run, which notebook 04 reads (load_ablation).
-ABLATION_FILE = Path(__file__).resolve().parents[2] / "data" / "results" / "ulmfit-ablation.json"
+ABLATION_FILE = ASSETS / "results" / "ulmfit-ablation.json"
 
 
 def slanted_triangular_lr(
@@ -290,7 +291,7 @@ def classifier_accuracy(model: LMClassifier, ids: torch.Tensor, mask: torch.Tens
 
 
 def load_ablation(path: str | Path | None = None) -> dict:
-    """bench/ulmfit.py's last full run (``data/results/ulmfit-ablation.json`` by default) → its record:
+    """bench/ulmfit.py's last full run (``onehot2gpt/assets/results/ulmfit-ablation.json`` by default) → its record:
     {"accuracy": {setting: [test accuracy per seed]}, "seeds", "recipe", "command", ...}, checked to
     hold every setting of :data:`ABLATION_SETTINGS` with one accuracy in [0, 1] per seed."""
     path = Path(ABLATION_FILE if path is None else path)
