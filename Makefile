@@ -55,7 +55,7 @@ test-colab:
 
 # Regenerate the student notebooks (solutions removed, outputs cleared) from the course notebooks.
 student: $(STAMP)
-	$(PY) -m onehot2gpt.exercises notebooks/[0-9][0-9]_*.ipynb --out notebooks/student
+	$(PY) -m onehot2gpt_teach.student notebooks/[0-9][0-9]_*.ipynb --out notebooks/student
 
 # Benchmarks print one JSON object as their last line; see README for the numbers. The BERT budget
 # sweep needs a GPU and a prepared data folder (bench/bert_budget_sweep.py's docstring): not here.

@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 
 import pytest
 from one_run import is_solved_copy, one_run_notebook
-from onehot2gpt.exercises import cell_tags
+from onehot2gpt_teach.student import cell_tags
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "tests" / "screenshots"
@@ -387,7 +387,7 @@ class Notebook:
 
     def figures_shown(self) -> dict[str, bool]:
         """alt text → whether that figure's image in a rendered markdown cell decoded (has a
-        natural width), for every embedded PNG figure (``onehot2gpt.figures``) on the page."""
+        natural width), for every embedded PNG figure (``onehot2gpt_teach.figures``) on the page."""
         return self.page.evaluate("""() => Object.fromEntries(
             Array.from(document.querySelectorAll('.jp-MarkdownOutput img'))
                  .filter(img => img.src.startsWith('data:image/png'))

@@ -35,7 +35,7 @@ from nbval.plugin import (
     get_sanitize_patterns,
     nocolors,
 )
-from onehot2gpt.exercises import cell_tags
+from onehot2gpt_teach.student import cell_tags
 
 ROOT = Path(__file__).resolve().parents[1]
 SANITIZE = ROOT / "tests" / "sanitize.cfg"

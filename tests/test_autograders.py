@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from onehot2gpt import autograders
+from onehot2gpt_teach import autograders
 from test_grading import EXERCISES, student_version, tiny_course_notebook
 
 POINTS = [1, 2, 1]  # the tiny notebook's mask check is worth 2

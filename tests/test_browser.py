@@ -49,7 +49,7 @@ from browser_helpers import (
     wait_until,
 )
 from one_run import course_run_problems, is_solved_copy, student_run_problems
-from onehot2gpt.exercises import cell_tags
+from onehot2gpt_teach.student import cell_tags
 
 try:
     from playwright.sync_api import Error as PlaywrightError

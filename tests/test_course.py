@@ -10,7 +10,7 @@ import venv
 from pathlib import Path
 
 import pytest
-from onehot2gpt import course
+from onehot2gpt_teach import course
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -34,9 +34,7 @@ def test_course_notebooks_are_prepared(path):
     """Badge, set-up cell and slide metadata present: preparing again changes nothing."""
     text = path.read_text(encoding="utf-8")
     nb = course.prepare(json.loads(text), f"notebooks/{path.name}")
-    assert json.dumps(nb, indent=1, ensure_ascii=False) + "\n" == text, (
-        f"run: python -m onehot2gpt.course notebooks/{path.name}"
-    )
+    assert json.dumps(nb, indent=1, ensure_ascii=False) + "\n" == text, f"run: onehot2gpt-prepare notebooks/{path.name}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS + STUDENT, ids=[str(p.relative_to(ROOT)) for p in NOTEBOOKS + STUDENT])
@@ -184,7 +182,7 @@ def test_colab_cell_installs_the_course_in_a_fresh_environment(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     library, cwd, checkpoint = out.stdout.strip().splitlines()[-3:]
     assert Path(library).is_relative_to(home / "lib") and cwd == str(home / "notebooks")
-    assert Path(checkpoint).is_relative_to(home / "data" / "checkpoints")
+    assert Path(checkpoint).is_relative_to(home / "lib" / "onehot2gpt" / "assets" / "checkpoints")
     # The install outlives the kernel: a new process imports the clone, and torch was not reinstalled.
     again = subprocess.run(
         [str(python), "-c", "import onehot2gpt; print(onehot2gpt.__file__)"],
@@ -227,7 +225,7 @@ def test_prepare_drops_the_saved_state_of_widgets_that_store_their_own_picture()
     stored picture; prepare removes it and the models only it refers to, and keeps the others."""
     import nbformat
     from nbconvert import HTMLExporter
-    from onehot2gpt.course import WIDGET_STATE, WIDGET_VIEW, drop_saved_view_widget_state
+    from onehot2gpt_teach.course import WIDGET_STATE, WIDGET_VIEW, drop_saved_view_widget_state
 
     def output(model, html):
         return {

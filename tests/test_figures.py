@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 import nbformat
 import pytest
-from onehot2gpt import figures
+from onehot2gpt_teach import figures
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -39,17 +39,17 @@ def test_the_command_writes_the_same_bytes_twice(tmp_path):
 def test_committed_figures_are_what_the_code_writes():
     for name in figures.FIGURES:
         path = figures.DEFAULT_OUT / name
-        assert path.exists(), f"{path} is missing: run python -m onehot2gpt.figures"
-        assert path.read_bytes() == figures.render(name), f"{path} is out of date: run python -m onehot2gpt.figures"
+        assert path.exists(), f"{path} is missing: run onehot2gpt-figures"
+        assert path.read_bytes() == figures.render(name), f"{path} is out of date: run onehot2gpt-figures"
 
 
 @pytest.mark.parametrize("name", list(figures.FIGURES))
 def test_each_png_copy_was_drawn_from_the_current_svg(name):
     png = figures.DEFAULT_OUT / figures.png_name(name)
-    assert png.exists(), f"{png} is missing: run python -m onehot2gpt.figures"
+    assert png.exists(), f"{png} is missing: run onehot2gpt-figures"
     data = png.read_bytes()
     assert figures.png_source_sha256(data) == hashlib.sha256(figures.render(name)).hexdigest(), (
-        f"{png} was drawn from another version of {name}: run python -m onehot2gpt.figures"
+        f"{png} was drawn from another version of {name}: run onehot2gpt-figures"
     )
     width, height = struct.unpack(">II", data[16:24])  # IHDR: the PNG's pixel size
     root = ET.fromstring(figures.render(name))

@@ -10,8 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-from onehot2gpt import grading
-from onehot2gpt.exercises import make_student_notebook
+from onehot2gpt_teach import grading
+from onehot2gpt_teach.student import make_student_notebook
 
 # Seconds. The slowest honest cell, the first `import torch` of a fresh (or restarted) kernel, took
 # about 2 s on a fast 2-core machine but over 5 s on a slow one while the other test worker ran a
@@ -608,10 +608,10 @@ def test_every_check_replays_the_answers_of_its_reference_recorded_in_another_pr
     assert verdict == "fail" and "hidden test" in message
 
 
-@pytest.mark.parametrize("command", ["onehot2gpt.grading", "onehot2gpt.autograders"])
+@pytest.mark.parametrize("command", ["onehot2gpt_teach.grading", "onehot2gpt_teach.autograders"])
 def test_the_grading_commands_start_without_the_iri_grammar(command):
-    """Every submission is graded in a fresh `python -m onehot2gpt.grading --worker` process, and the
-    autograders run one `python -m onehot2gpt.autograders` per exercise; their start must not pay
+    """Every submission is graded in a fresh `python -m onehot2gpt_teach.grading --worker` process, and the
+    autograders run one `python -m onehot2gpt_teach.autograders` per exercise; their start must not pay
     for jsonschema's optional IRI checker (rfc3987_syntax compiles a grammar at import, about 0.9 s
     per process), which the notebook schema never uses."""
     import subprocess

@@ -22,8 +22,8 @@ from one_run import (
     source,
     student_run_problems,
 )
-from onehot2gpt.exercises import cell_tags, make_student_notebook
 from onehot2gpt.vocab import Vocab
+from onehot2gpt_teach.student import cell_tags, make_student_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -261,13 +261,13 @@ def test_no_check_is_asked_twice_in_the_course():
 
 @pytest.mark.parametrize("number", ["02", "03", "04", "05", "06", "07", "08", "09"])
 def test_model_notebooks_show_an_architecture_figure_that_is_up_to_date(number):
-    from onehot2gpt.figures import embedded_figures, stale_figures
+    from onehot2gpt_teach.figures import embedded_figures, stale_figures
 
     nb = load(notebook(number))
     assert embedded_figures(nb), f"notebook {number} shows no architecture figure"
     assert stale_figures(nb) == [], (
         f"notebook {number} embeds an old copy of {stale_figures(nb)}: "
-        f"embed it again with onehot2gpt.figures.embed_figure"
+        f"embed it again with onehot2gpt_teach.figures.embed_figure"
     )
 
 

@@ -1,5 +1,4 @@
-"""Checked exercises: compare a student's function with the library's reference, and make
-student notebooks.
+"""Checked exercises: compare a student's function with the library's reference.
 
 Every notebook ends its sections with exercises. An exercise cell (tagged ``exercise``) holds a
 function whose body sits between ``### BEGIN SOLUTION`` and ``### END SOLUTION``; the next cell
@@ -9,7 +8,8 @@ the concept to revisit, and from the second wrong attempt on also a code-level h
 
 - ``checking``: ``assert_same`` and ``check_function``, the machinery.
 - ``nb01`` … ``nb11``: one module of checks per notebook.
-- ``student``: student versions, ``python -m onehot2gpt.exercises NOTEBOOK… --out DIR``.
+
+The student versions of the notebooks are made by ``onehot2gpt_teach.student``.
 """
 
 from .checking import HINT_AFTER, assert_same, check_function, reset_attempts, yours_if_solved, yours_or
@@ -37,14 +37,3 @@ from .nb08 import check_best_span, check_first_piece_labels, check_qa_loss, chec
 from .nb09 import check_gpt_block, check_kv_cache_step, check_lens_readout, check_top_k_filter, check_top_p_filter
 from .nb10 import check_answer_matches, check_greedy_until_newline, check_qa_prompt
 from .nb11 import check_chain_rule_log_prob, check_independent_masks, check_induction_score, check_permutation_mask
-from .student import (
-    BEGIN,
-    END,
-    GENERATED_NOTE,
-    STUB,
-    cell_tags,
-    main,
-    make_student_notebook,
-    strip_solutions,
-    write_student_notebook,
-)

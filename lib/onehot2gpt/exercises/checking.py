@@ -2,7 +2,7 @@
 reference on seeded random inputs (shape, dtype and values), and word the failure so that it names
 the concept first and gives a code-level hint only after a second wrong attempt.
 
-When :mod:`onehot2gpt.grading` grades a submission, the verdict is not reached in the student's
+When :mod:`onehot2gpt_teach.grading` grades a submission, the verdict is not reached in the student's
 kernel, where the student's code could change any function (the reference, :func:`assert_same`,
 this module). There :func:`check_function` only *records*: it calls the student's function on the
 inputs of the check's own seed and of the grader's hidden seeds and saves the answers to a file
@@ -149,7 +149,7 @@ _GRADING: dict = {"mode": None, "path": None, "hidden": (), "calls": []}
 
 
 def start_recording(path: str | Path, hidden_seeds=()) -> None:
-    """Make :func:`check_function` record instead of check (used by :mod:`onehot2gpt.grading` in a
+    """Make :func:`check_function` record instead of check (used by :mod:`onehot2gpt_teach.grading` in a
     student's kernel): each check then calls the student's function on the inputs of its own seed
     and of every seed in `hidden_seeds`, and saves the answers to `path` (``torch.save``, read back
     with ``weights_only=True``) without comparing them. :func:`stop_recording` ends it."""

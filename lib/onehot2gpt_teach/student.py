@@ -1,7 +1,7 @@
 """Student notebooks: every solution block replaced by ``raise NotImplementedError``, outputs
 cleared. Generated, never edited by hand::
 
-    python -m onehot2gpt.exercises notebooks/01_onehot.ipynb --out notebooks/student
+    onehot2gpt-student notebooks/01_onehot.ipynb --out notebooks/student
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from pathlib import Path
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = 'raise NotImplementedError("Your turn: replace this line with your code")'
 GENERATED_NOTE = (
-    "**Student version.** Generated from `notebooks/{name}` by "
-    "`python -m onehot2gpt.exercises`; the exercises are yours to write."
+    "**Student version.** Generated from `notebooks/{name}` by `onehot2gpt-student`; the exercises are yours to write."
 )
 
 
@@ -93,7 +92,9 @@ def write_student_notebook(src: str | Path, out_dir: str | Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Generate student notebooks (solutions removed).")
+    parser = argparse.ArgumentParser(
+        prog="onehot2gpt-student", description="Generate student notebooks (solutions removed)."
+    )
     parser.add_argument("notebooks", nargs="+", help="source notebooks, e.g. notebooks/01_onehot.ipynb")
     parser.add_argument("--out", default="notebooks/student", help="output folder")
     args = parser.parse_args(argv)
@@ -103,3 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(write_student_notebook(path, args.out))
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,16 +1,16 @@
 """The grader on the platforms lecturers already use: a Gradescope autograder bundle and a GitHub
 Classroom assignment, each made by one command from a course notebook.
 
-``python -m onehot2gpt.autograders gradescope notebooks/10_zero_shot.ipynb --out autograder.zip``
+``python -m onehot2gpt_teach.autograders gradescope notebooks/10_zero_shot.ipynb --out autograder.zip``
 writes the zip to upload as a Gradescope "programming assignment" autograder: ``setup.sh``
 (installs Python, CPU PyTorch and this library, from the copy of the course inside the zip),
-``run_autograder`` (grades ``/autograder/submission/*.ipynb`` with :mod:`onehot2gpt.grading` and
+``run_autograder`` (grades ``/autograder/submission/*.ipynb`` with :mod:`onehot2gpt_teach.grading` and
 writes ``/autograder/results/results.json`` in Gradescope's schema: one test per exercise, its
 points as ``max_score``, the check's message as ``output``), the course library, the notebook and
 the checkpoints it loads. The hidden seed is drawn once and kept inside the zip: students never see
 it.
 
-``python -m onehot2gpt.autograders classroom notebooks/10_zero_shot.ipynb --out starter/`` writes a
+``python -m onehot2gpt_teach.autograders classroom notebooks/10_zero_shot.ipynb --out starter/`` writes a
 starter repository for a GitHub Classroom assignment: the student version of the notebook, the
 check cells the grader runs (``.grading/``), and ``.github/workflows/classroom.yml``, which on every
 push runs ``pytest --nbval-lax`` on the notebook (does it run top to bottom?) and grades it once,
@@ -70,7 +70,7 @@ def _reference(notebook: str | Path):
 def _checkpoints(names=None) -> list[str]:
     """The committed checkpoints to ship: all of them (about 60 MB; a notebook may load one through
     a library function that names it), or `names`."""
-    from .checkpoints import list_checkpoints
+    from onehot2gpt.checkpoints import list_checkpoints
 
     known = list_checkpoints()
     if names is None:
@@ -100,7 +100,7 @@ _RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for every submission. AUTOGRADER_ROOT and AUTOGRADER_PYTHON exist for tests.
 ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 PYTHON="${{AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}}"
-exec "$PYTHON" -m onehot2gpt.autograders gradescope-run --root "$ROOT"
+exec "$PYTHON" -m onehot2gpt_teach.autograders gradescope-run --root "$ROOT"
 """
 
 
@@ -141,14 +141,15 @@ def gradescope_bundle(
         add_text("run_autograder", _RUN_AUTOGRADER.format(), 0o755)
         add_text(SETTINGS, json.dumps(settings, indent=2))
         add_text("course/notebooks/" + path.name, path.read_text(encoding="utf-8"))
-        for file in ("pyproject.toml", "README.md", "data/registry.json"):
+        for file in ("pyproject.toml", "README.md", "lib/onehot2gpt/assets/registry.json"):
             if (_REPO / file).exists():
                 z.write(_REPO / file, "course/" + file)
-        for file in sorted((_REPO / "lib" / "onehot2gpt").rglob("*.py")):
-            z.write(file, "course/" + file.relative_to(_REPO).as_posix())
+        for package in ("onehot2gpt", "onehot2gpt_teach"):
+            for file in sorted((_REPO / "lib" / package).rglob("*.py")):
+                z.write(file, "course/" + file.relative_to(_REPO).as_posix())
         for name in shipped:
-            for file in sorted((_REPO / "data" / "checkpoints" / name).iterdir()):
-                z.write(file, f"course/data/checkpoints/{name}/{file.name}")
+            for file in sorted((_REPO / "lib" / "onehot2gpt" / "assets" / "checkpoints" / name).iterdir()):
+                z.write(file, f"course/lib/onehot2gpt/assets/checkpoints/{name}/{file.name}")
     tmp.replace(out)
     return out
 
@@ -255,7 +256,7 @@ def classroom_assignment(
     python: str = "3.11",
 ) -> Path:
     """Write a GitHub Classroom starter repository for one course notebook into `out` → `out`."""
-    from .exercises import make_student_notebook
+    from .student import make_student_notebook
 
     path, nb, checks = _reference(notebook)
     out = Path(out)
@@ -278,7 +279,7 @@ def classroom_assignment(
             "name": "Grade the notebook once",  # the grader finds the notebook under submission/
             "run": (
                 f"mkdir -p submission && cp {path.name} submission/\n"
-                f"python -m onehot2gpt.grading submission --reference .grading --out .grading/out "
+                f"python -m onehot2gpt_teach.grading submission --reference .grading --out .grading/out "
                 f"--hidden-seed {seed} --cell-timeout {cell_timeout:g} --timeout {timeout:g} --network || true"
             ),
         },
@@ -307,7 +308,7 @@ def classroom_assignment(
                 "uses": "classroom-resources/autograding-command-grader@v1",
                 "with": {
                     "test-name": check.name,
-                    "command": f"python -m onehot2gpt.autograders passed .grading/out/grades.csv "
+                    "command": f"python -m onehot2gpt_teach.autograders passed .grading/out/grades.csv "
                     f"{json.dumps(check.name)}",
                     "timeout": 1,
                     "max-score": check.points,
@@ -384,7 +385,7 @@ def _scalar(x) -> str:
 
 def exercise_passed(grades_csv: str | Path, exercise: str) -> tuple[bool, str]:
     """Whether `exercise` passed in a grades.csv → (passed, message): the command each Classroom
-    test runs (``python -m onehot2gpt.autograders passed grades.csv NAME``)."""
+    test runs (``python -m onehot2gpt_teach.autograders passed grades.csv NAME``)."""
     path = Path(grades_csv)
     if not path.is_file():
         return False, f"{path} not found: the grading step did not run (see its log)"
@@ -400,7 +401,7 @@ def exercise_passed(grades_csv: str | Path, exercise: str) -> tuple[bool, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m onehot2gpt.autograders",
+        prog="python -m onehot2gpt_teach.autograders",
         description="Gradescope and GitHub Classroom autograders for a course notebook.",
     )
     sub = parser.add_subparsers(dest="what", required=True)

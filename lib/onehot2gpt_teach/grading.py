@@ -4,7 +4,7 @@ exercises pass.
 The exercises and their check cells are described in :mod:`onehot2gpt.exercises`. This module is
 for instructors::
 
-    python -m onehot2gpt.grading submissions/ --reference notebooks --out grades
+    python -m onehot2gpt_teach.grading submissions/ --reference notebooks --out grades
 
 Submissions are the ``*.ipynb`` files anywhere under ``submissions/`` (hidden folders and
 ``.ipynb_checkpoints`` are skipped). A submission is matched to its course notebook by file name:
@@ -367,7 +367,7 @@ def _check_prelude(check_source: str, answers: str | Path | None = None, hidden_
     check names the cell uses, so that a check_* redefined by the student cannot stand in; with
     `answers`, make the checks record the student's answers to that file (and for the inputs of
     `hidden_seeds` too) instead of judging them in the kernel."""
-    from . import exercises
+    from onehot2gpt import exercises
 
     names = sorted(n for n in set(_CHECK_CALL.findall(check_source)) if hasattr(exercises, n))
     # The checks live in submodules (checking, nb01 … nb11): reload those first, in name order so
@@ -399,7 +399,7 @@ _STOP_RECORDING = (
 def check_calls(check_source: str) -> list[str]:
     """The ``check_*`` functions a check cell calls, in order (``check_one_hot(my_one_hot)`` →
     ``["check_one_hot"]``); only names that :mod:`onehot2gpt.exercises` defines."""
-    from . import exercises
+    from onehot2gpt import exercises
 
     try:
         calls = [
@@ -426,8 +426,8 @@ def replay_check(check_source: str, answers: str | Path, hidden_seeds=()) -> tup
     import contextlib
     import io
 
-    from . import exercises
-    from .exercises import checking
+    from onehot2gpt import exercises
+    from onehot2gpt.exercises import checking
 
     names = check_calls(check_source)
     if not names:
@@ -895,7 +895,7 @@ def _limit_resources(memory_gb: float | None) -> list[str]:
 
 
 def _worker(spec_path: str) -> int:
-    """``python -m onehot2gpt.grading --worker SPEC``: grade one submission in this process (its
+    """``python -m onehot2gpt_teach.grading --worker SPEC``: grade one submission in this process (its
     kernel a child of it) and write the rows to the spec's result file."""
     import json
     import os
@@ -953,7 +953,7 @@ class _Workers:
         import json
         import signal
 
-        from .data import cache_dir
+        from onehot2gpt.data import cache_dir
 
         with tempfile.TemporaryDirectory(prefix="onehot2gpt-worker-") as tmp:
             result = Path(tmp) / "rows.json"
@@ -978,7 +978,7 @@ class _Workers:
             spec_path = Path(tmp) / "spec.json"
             spec_path.write_text(json.dumps(spec), encoding="utf-8")
             proc = subprocess.Popen(
-                [sys.executable, "-m", "onehot2gpt.grading", "--worker", str(spec_path)],
+                [sys.executable, "-m", "onehot2gpt_teach.grading", "--worker", str(spec_path)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -1384,7 +1384,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) == 2 and argv[0] == "--worker":
         return _worker(argv[1])
     parser = argparse.ArgumentParser(
-        prog="python -m onehot2gpt.grading",
+        prog="python -m onehot2gpt_teach.grading",
         description="Run submitted student notebooks in fresh kernels, one process each, and grade "
         "their checked exercises (grades.csv, grades.md, grades_wide.csv, feedback/).",
     )

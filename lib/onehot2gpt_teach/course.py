@@ -5,7 +5,7 @@ Every notebook starts with a title cell carrying a badge that opens it in Colab,
 :data:`COLAB_CELL`, which installs the course when it runs in Colab and does nothing anywhere
 else. Cells carry ``slideshow`` metadata so that ``jupyter nbconvert --to slides`` makes a
 lecture deck: each ``#``/``##`` heading starts a slide, each ``###`` heading a sub-slide, the set-up
-cell is left out. ``python -m onehot2gpt.course notebooks/[0-9][0-9]_*.ipynb`` applies all three
+cell is left out. ``python -m onehot2gpt_teach.course notebooks/[0-9][0-9]_*.ipynb`` applies all three
 (idempotent: a notebook that is already prepared is left byte for byte as it was); a test checks
 that every notebook is prepared.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 
 # Where the course lives, in one place: the GitHub repository and the release (a branch or tag)
 # that the badges open and the set-up cell installs. A fork, or a course's own copy, changes these
-# two lines and runs `python -m onehot2gpt.course notebooks/[0-9][0-9]_*.ipynb`; at run time the
+# two lines and runs `python -m onehot2gpt_teach.course notebooks/[0-9][0-9]_*.ipynb`; at run time the
 # set-up cell also reads ONEHOT2GPT_REPO and ONEHOT2GPT_REF.
 REPOSITORY = "one-hot-to-gpt/one-hot-to-gpt"
 RELEASE = "main"
@@ -201,7 +201,7 @@ def prepare_file(path: Path, root: Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m onehot2gpt.course",
+        prog="python -m onehot2gpt_teach.course",
         description="Add the Colab badge and set-up cell and the slide layout to "
         "course notebooks (in place, idempotent).",
     )
