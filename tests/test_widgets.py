@@ -226,7 +226,7 @@ def test_attention_explorer_keeps_the_token_across_texts(attention_explorer):
 
 
 def test_attention_explorer_caches_each_model_and_text(attention_explorer, monkeypatch):
-    import onehot2gpt.widgets as widgets
+    import onehot2gpt.widgets.attention as widgets
 
     explorer, small, big = attention_explorer
     drawn = []

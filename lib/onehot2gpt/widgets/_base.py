@@ -1,0 +1,180 @@
+"""What every course widget shares: the saved static view (for GitHub, nbviewer and nbconvert),
+the error line a failed update shows, and small HTML helpers."""
+
+from __future__ import annotations
+
+import functools
+import html
+import io
+
+import ipywidgets as W
+
+_ERROR_STYLE = "color:#b00020"
+
+
+def _safe(update):
+    """Run a widget update; show any exception as a message instead of raising in the kernel.
+
+    The views and the attributes code reads stay as the last good update left them: an update
+    sets them together, at its end."""
+
+    @functools.wraps(update)
+    def wrapper(self, *_):
+        try:
+            update(self)
+            self.status.value = ""
+        except Exception as exc:  # a widget must never take the kernel or the student's state down
+            self.status.value = (
+                f"<span style='{_ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
+            )
+
+    return wrapper
+
+
+# -- a saved picture of every widget ---------------------------------------------------------------
+
+_SNAPSHOT_NOTE = (
+    "<div style='font-size:smaller;color:#666'>A saved view of an interactive widget, as "
+    "it was when the cell ran: run the notebook to use it.</div>"
+)
+
+
+def _control_html(widget) -> str:
+    """A control as static text: its description and the value it shows."""
+    label = html.escape(getattr(widget, "description", "") or "")
+    if isinstance(widget, W.Button):
+        return f"<button disabled>{label}</button>"
+    if isinstance(widget, (W.Dropdown, W.ToggleButtons, W.RadioButtons, W.Select)):
+        value = widget.label
+    elif isinstance(widget, W.SelectMultiple):
+        value = ", ".join(widget.label) or "(none)"
+    elif isinstance(widget, (W.Checkbox, W.ToggleButton)):
+        value = "☑" if widget.value else "☐"
+    else:
+        value = widget.value
+    value = html.escape(str(value)).replace("\n", "<br>")
+    return (
+        f"<span style='margin-right:12px'><b>{label}</b> <code>{value}</code></span>"
+        if label
+        else f"<code>{value}</code>"
+    )
+
+
+def snapshot_html(widget) -> str:
+    """The widget as static HTML: its texts, tables and pictures as they are now, its controls as
+    text. What GitHub, nbviewer and nbconvert's HTML and slides show, where no kernel draws it."""
+    import base64
+
+    layout = getattr(widget, "layout", None)
+    if layout is not None and layout.display == "none":
+        return ""
+    if isinstance(widget, W.Box):
+        inner = "".join(snapshot_html(c) for c in widget.children)
+        direction = "row" if isinstance(widget, W.HBox) else "column"
+        wrap = "flex-wrap:wrap;" if direction == "row" else ""
+        return f"<div style='display:flex;flex-direction:{direction};{wrap}gap:6px'>{inner}</div>"
+    if isinstance(widget, W.Image):
+        if not widget.value:
+            return ""
+        data = base64.b64encode(bytes(widget.value)).decode("ascii")
+        width = f"max-width:{widget.layout.max_width};" if widget.layout.max_width else "max-width:100%;"
+        return f"<img style='{width}' src='data:image/{widget.format};base64,{data}'>"
+    if isinstance(widget, (W.HTML, W.HTMLMath)):
+        return f"<div>{widget.value}</div>"
+    if isinstance(widget, W.Label):
+        return f"<span>{html.escape(widget.value)}</span>"
+    if isinstance(widget, W.Output):
+        return ""
+    if isinstance(widget, W.ValueWidget) or isinstance(widget, W.Button):
+        return _control_html(widget)
+    return ""
+
+
+class _SavedView:
+    """Displays the widget with a static picture of its state beside it (``text/html``): a
+    notebook saved after running then reads on GitHub, nbviewer and in nbconvert's HTML and slides
+    (which cannot draw a widget without a kernel), while JupyterLab, Notebook and Colab draw the
+    live widget, which they prefer. :meth:`snapshot` gives the same picture of the current state."""
+
+    def snapshot(self):
+        from IPython.display import HTML
+
+        return HTML(self.saved_view())
+
+    def saved_view(self) -> str:
+        return f"<div class='onehot2gpt-snapshot'>{_SNAPSHOT_NOTE}{snapshot_html(self)}</div>"
+
+    def _repr_mimebundle_(self, **kwargs):
+        parent = getattr(super(), "_repr_mimebundle_", None)
+        if parent is not None:
+            data = dict(parent(**kwargs) or {})
+        else:  # ipywidgets 7 displays through _ipython_display_
+            data = {
+                "text/plain": repr(self)[:110],
+                "application/vnd.jupyter.widget-view+json": {
+                    "version_major": 2,
+                    "version_minor": 0,
+                    "model_id": self._model_id,
+                },
+            }
+        try:
+            data["text/html"] = self.saved_view()
+        except Exception:  # the live widget matters more than its picture
+            pass
+        return data
+
+    if int(W.__version__.split(".")[0]) < 8:
+
+        def _ipython_display_(self, **kwargs):
+            from IPython.display import display
+
+            display(self._repr_mimebundle_(), raw=True)
+            self._handle_displayed(**kwargs)
+
+
+def _table(rows: list[list[str]], header: list[str] | None = None) -> str:
+    cell = "border:1px solid #ccc;padding:2px 6px;text-align:center;font-family:monospace"
+    out = ["<table style='border-collapse:collapse'>"]
+    if header:
+        out.append("<tr>" + "".join(f"<th style='{cell}'>{h}</th>" for h in header) + "</tr>")
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td style='{cell}'>{c}</td>" for c in row) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def figure_to_png(fig) -> bytes:
+    """Render a matplotlib figure to PNG bytes (for an ``ipywidgets.Image``) and close it."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+_NOTICE_STYLE = "color:#8a5a00"
+
+
+def _error_html(exc: Exception) -> str:
+    return f"<span style='{_ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
+
+
+def _visible(token: str) -> str:
+    """A token's text for a table cell: spaces, newlines and tabs made visible, HTML escaped."""
+    return html.escape(token.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")) or "∅"
+
+
+def _num(x: float) -> str:
+    """A number for a small table: 3 significant digits, −∞ for a masked score."""
+    if x == float("-inf"):
+        return "−∞"
+    if x != x:
+        return "nan"
+    return f"{x:.3g}".replace("-", "−")
+
+
+def _heat(p: float) -> str:
+    """A cell background for a probability or weight in [0, 1]."""
+    p = max(0.0, min(1.0, float(p)))
+    return f"background:rgba(33,150,243,{0.08 + 0.8 * p:.2f})"

@@ -1,0 +1,221 @@
+"""Tokens, one-hot rows, embeddings and ELMo's layer weights: the widgets of the early notebooks."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+from ..vocab import Vocab, one_hot, tokenize_chars, tokenize_words
+from ._base import _ERROR_STYLE, _safe, _SavedView, _table, figure_to_png
+
+
+class TokenExplorer(_SavedView, W.VBox):
+    """Type a sentence; see its tokens, their ids (<unk> for unseen ones) and one-hot rows.
+
+    `vocabs` maps a unit name ("words", "characters") to the Vocab used for it.
+    """
+
+    TOKENIZERS = {"words": tokenize_words, "characters": lambda s: tokenize_chars(s, keep_spaces=False)}
+
+    def __init__(self, vocabs: dict[str, Vocab], text: str = "The cat sat on the mat.", max_tokens: int = 40):
+        unknown = set(vocabs) - set(self.TOKENIZERS)
+        if not vocabs or unknown:
+            raise ValueError(f"vocabs must map some of {sorted(self.TOKENIZERS)} to a Vocab; got keys {sorted(vocabs)}")
+        self.vocabs, self.max_tokens = vocabs, max_tokens
+        self.tokens: list[str] = []  # what the last update showed, for code and tests to read
+        self.ids: list[int] = []
+        self.text = W.Text(value=text, description="Sentence", continuous_update=False, layout=W.Layout(width="90%"))
+        self.unit = W.ToggleButtons(options=list(vocabs), description="Units")
+        self.summary, self.tokens_html, self.one_hot_html = W.HTML(), W.HTML(), W.HTML()
+        self.status = W.HTML()
+        super().__init__([self.text, self.unit, self.status, self.summary, self.tokens_html, self.one_hot_html])
+        self.text.observe(self.update, names="value")
+        self.unit.observe(self.update, names="value")
+        self.update()
+
+    @_safe
+    def update(self):
+        vocab = self.vocabs[self.unit.value]
+        tokens = self.TOKENIZERS[self.unit.value](self.text.value)
+        if not tokens:
+            self.tokens, self.ids = [], []
+            self.summary.value = "<i>Type a sentence above to see its tokens.</i>"
+            self.tokens_html.value = self.one_hot_html.value = ""
+            return
+        shown = tokens[: self.max_tokens]
+        ids = vocab.encode(shown)
+        self.tokens, self.ids = tokens, ids  # set together: both describe the sentence shown
+        n_unk = sum(i == vocab.unk_id for i in ids)
+        more = f" (showing the first {self.max_tokens})" if len(tokens) > self.max_tokens else ""
+        self.summary.value = (
+            f"{len(tokens)} tokens{more}, vocabulary of {len(vocab):,}: "
+            f"<b>{n_unk}</b> unseen → <code>&lt;unk&gt;</code>"
+        )
+        unk = f"style='{_ERROR_STYLE}'"
+        self.tokens_html.value = _table(
+            [
+                ["token"] + [html.escape(t) for t in shown],
+                ["id"] + [f"<span {unk}>{i}</span>" if i == vocab.unk_id else str(i) for i in ids],
+            ]
+        )
+        columns = sorted(set(ids))
+        matrix = one_hot(ids, len(vocab))[:, columns]  # (T, number of distinct ids)
+        header = ["token \\ id"] + [f"{c}<br>{html.escape(vocab.itos[c])}" for c in columns]
+        rows = [
+            [html.escape(t)] + ["<b>1</b>" if v else "0" for v in row] for t, row in zip(shown, matrix.int().tolist())
+        ]
+        self.one_hot_html.value = (
+            f"<p>One-hot rows have {len(vocab):,} entries each; only the "
+            f"{len(columns)} columns that hold a 1 are shown.</p>" + _table(rows, header)
+        )
+
+
+class EmbeddingExplorer(_SavedView, W.VBox):
+    """Pick words; see them and their nearest neighbours in a 2-D PCA projection of the embedding.
+
+    `word_vectors` needs `most_similar(word, k)`, `__getitem__(word)` and `__contains__(word)`
+    (a :class:`onehot2gpt.word2vec.WordVectors`).
+    """
+
+    def __init__(self, word_vectors, words: str = "king, queen, man, woman", neighbours: int = 3):
+        self.wv = word_vectors
+        self.words = W.Text(
+            value=words,
+            description="Words",
+            continuous_update=False,
+            placeholder="comma-separated words, e.g. paris, france, london",
+            layout=W.Layout(width="90%"),
+        )
+        self.neighbours = W.IntSlider(
+            value=neighbours, min=0, max=10, description="Neighbours", continuous_update=False
+        )
+        self.status, self.table = W.HTML(), W.HTML()
+        self.image = W.Image(format="png", layout=W.Layout(max_width="560px"))
+        self.labels: list[str] = []  # the words in the current picture, for code and tests
+        super().__init__([self.words, self.neighbours, self.status, W.HBox([self.image, self.table])])
+        self.words.observe(self.update, names="value")
+        self.neighbours.observe(self.update, names="value")
+        self.update()
+
+    def update(self, *_):
+        try:
+            self._redraw()
+        except Exception as exc:  # keep the last picture and the student's input
+            self.status.value = (
+                f"<span style='{_ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
+            )
+
+    def _redraw(self):
+        import matplotlib.pyplot as plt
+        import torch
+
+        from ..plots import plot_projection
+
+        asked = [w.strip().lower() for w in self.words.value.split(",") if w.strip()]
+        known = [w for w in dict.fromkeys(asked) if w in self.wv]
+        unknown = [w for w in asked if w not in self.wv]
+        notes = []
+        if unknown:
+            notes.append(
+                f"not in the vocabulary (try another spelling or a more common word): {html.escape(', '.join(unknown))}"
+            )
+        labels, groups, rows = [], [], []
+        for g, word in enumerate(known):
+            labels.append(word)
+            groups.append(g)
+            near = self.wv.most_similar(word, k=self.neighbours.value) if self.neighbours.value else []
+            rows.append(
+                f"<tr><td><b>{html.escape(word)}</b></td><td>"
+                + ", ".join(f"{html.escape(n)} ({s:.2f})" for n, s in near)
+                + "</td></tr>"
+            )
+            for n, _ in near:
+                if n not in labels:
+                    labels.append(n)
+                    groups.append(g)
+        if len(labels) < 2:
+            self.status.value = (
+                f"<span style='{_ERROR_STYLE}'>Pick at least two known words "
+                f"(or one word and some neighbours).</span>" + (f"<br>{notes[0]}" if notes else "")
+            )
+            return
+        vectors = torch.stack([torch.as_tensor(self.wv[w], dtype=torch.float32) for w in labels])
+        fig, ax = plt.subplots(figsize=(6, 5))
+        plot_projection(
+            vectors, labels, groups=groups, ax=ax, title="PCA projection (colour = picked word and its neighbours)"
+        )
+        self.image.value = figure_to_png(fig)
+        self.table.value = (
+            "<table><tr><th>word</th><th>nearest neighbours (cosine)</th></tr>" + "".join(rows) + "</table>"
+        )
+        self.labels = labels
+        self.status.value = f"<span style='{_ERROR_STYLE}'>{notes[0]}</span>" if notes else ""
+
+
+class LayerWeightExplorer(_SavedView, W.VBox):
+    """Pick a task and λ; see the layer weights a probe learns (trained on first use, then cached).
+
+    `train(task, l2_lambda)` must return a :class:`onehot2gpt.probing.ProbeResult`.
+    """
+
+    def __init__(
+        self,
+        train,
+        tasks: list[str],
+        lambdas: list[float],
+        layer_names: list[str],
+        task: str | None = None,
+        l2_lambda: float | None = None,
+    ):
+        if not tasks or not lambdas:
+            raise ValueError("give at least one task and one λ value")
+        self.train, self.layer_names = train, layer_names
+        self.cache: dict[tuple[str, float], object] = {}
+        self.task = W.SelectMultiple(
+            options=tasks, value=[task or tasks[0]], description="Tasks", rows=min(4, len(tasks))
+        )
+        self.l2_lambda = W.SelectionSlider(
+            options=list(lambdas),
+            value=lambdas[0] if l2_lambda is None else l2_lambda,
+            description="λ",
+            continuous_update=False,
+        )
+        self.status, self.summary = W.HTML(), W.HTML()
+        self.image = W.Image(format="png", layout=W.Layout(max_width="640px"))
+        super().__init__([W.HBox([self.task, self.l2_lambda]), self.status, self.image, self.summary])
+        self.task.observe(self.update, names="value")
+        self.l2_lambda.observe(self.update, names="value")
+        self.update()
+
+    def result(self, task: str, l2_lambda: float):
+        """The probe for (task, λ), trained once and then served from the cache."""
+        key = (task, l2_lambda)
+        if key not in self.cache:
+            self.cache[key] = self.train(task, l2_lambda)
+        return self.cache[key]
+
+    @_safe
+    def update(self):
+        import matplotlib.pyplot as plt
+
+        from ..plots import plot_layer_weights
+
+        tasks = list(self.task.value)
+        if not tasks:
+            raise ValueError("select at least one task (Ctrl/Cmd-click to select several)")
+        lam = self.l2_lambda.value
+        results = {t: self.result(t, lam) for t in tasks}
+        fig, ax = plt.subplots(figsize=(6.5, 3.2))
+        plot_layer_weights(
+            {t: r.weights for t, r in results.items()},
+            self.layer_names,
+            ax=ax,
+            title=f"layer weights softmax(s), λ = {lam:g}",
+        )
+        self.image.value = figure_to_png(fig)
+        self.summary.value = "<br>".join(
+            f"<b>{html.escape(t)}</b>: test accuracy {r.test_accuracy:.3f}, weights "
+            + ", ".join(f"{w:.2f}" for w in r.weights.tolist())
+            for t, r in results.items()
+        )
