@@ -1,0 +1,87 @@
+"""`make bench` runs every script in bench/ and keeps each one's last line as bench/results/<name>.json.
+
+The scripts themselves take minutes to hours, so `make bench` runs here with a stand-in Python that
+records which script it was asked to run and prints a JSON line; the loop, the results files and
+the exit status are what is tested.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted((ROOT / "bench").glob("*.py"))
+MAKE = shutil.which("make")
+
+
+def fake_python(tmp_path: Path, fail: str | None = None) -> Path:
+    """A stand-in for .venv/bin/python: `-m ...` goes to the real Python; a script is logged and
+    answered with one JSON line (exit 1 for the script named `fail`)."""
+    log = tmp_path / "ran.txt"
+    fake = tmp_path / "python"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = "-m" ]; then exec "{sys.executable}" "$@"; fi\n'
+        f'echo "$1" >> "{log}"\n'
+        'echo "a line of progress"\n'
+        f'if [ "$(basename "$1")" = "{fail or ""}" ]; then exit 1; fi\n'
+        'echo "{\\"script\\": \\"$1\\", \\"value\\": 1.5}"\n'
+    )
+    fake.chmod(0o755)
+    return fake
+
+
+def make_bench(tmp_path: Path, fake: Path) -> subprocess.CompletedProcess:
+    results = tmp_path / "results"
+    return subprocess.run(
+        [MAKE, "--no-print-directory", "bench", f"PY={fake}", "STAMP=", f"BENCH_RESULTS={results}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "MAKEFLAGS": ""},
+    )
+
+
+def test_bench_holds_at_most_ten_scripts():
+    assert 1 <= len(SCRIPTS) <= 10, [s.name for s in SCRIPTS]
+
+
+@pytest.mark.skipif(MAKE is None, reason="needs make")
+def test_make_bench_runs_every_script_and_keeps_its_last_line(tmp_path):
+    done = make_bench(tmp_path, fake_python(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran = (tmp_path / "ran.txt").read_text().split()
+    assert sorted(Path(r).name for r in ran) == [s.name for s in SCRIPTS]
+    for script in SCRIPTS:
+        record = json.loads((tmp_path / "results" / f"{script.stem}.json").read_text())
+        assert record == {"script": f"bench/{script.name}", "value": 1.5}
+
+
+@pytest.mark.skipif(MAKE is None, reason="needs make")
+def test_make_bench_stops_at_a_failing_script(tmp_path):
+    failing = SCRIPTS[0].name
+    done = make_bench(tmp_path, fake_python(tmp_path, fail=failing))
+    assert done.returncode != 0
+    assert (tmp_path / "ran.txt").read_text().split() == [f"bench/{failing}"]
+    assert not (tmp_path / "results" / f"{SCRIPTS[0].stem}.json").exists()
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_each_script_has_a_docstring_and_a_main_guard(script):
+    tree = ast.parse(script.read_text())
+    assert ast.get_docstring(tree), f"{script.name}: say what it measures and how to run it"
+    guards = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) and "__name__" in ast.unparse(node.test)
+    ]
+    assert guards, f"{script.name}: no `if __name__ == '__main__'` block"
