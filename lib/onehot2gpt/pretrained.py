@@ -324,7 +324,7 @@ def minilm_qa(name_or_path: str | Path = QA_CHECKPOINT, device: str = "cpu"):
     in eval mode, WordPieceTokenizer), offline and checked like every course checkpoint."""
     from .checkpoints import load
 
-    return load(name_or_path, device, kind="minilm-qa")
+    return load(name_or_path, device, kind="minilm-qa")[:2]
 
 
 def qa_null_threshold(name_or_path: str | Path = QA_CHECKPOINT) -> float:

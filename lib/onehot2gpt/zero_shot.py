@@ -1003,7 +1003,7 @@ def load_variant(directory, device="cpu"):
     :func:`onehot2gpt.checkpoints.load`."""
     from .checkpoints import CheckpointError, load
 
-    model, tokenizer = load(directory, device, kind="gpt")
+    model, tokenizer, _, _ = load(directory, device, kind="gpt")
     if not isinstance(tokenizer, WorldTokenizer):
         has = type(tokenizer).__name__ if tokenizer is not None else "no tokenizer"
         raise CheckpointError(
