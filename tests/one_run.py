@@ -8,7 +8,7 @@ writes the solution and runs the check once more. So in one kernel, in order,
   yet, and no other cell may fail (`student_run_problems`);
 * every cell of the course notebook runs too, its solutions in place for the cells after them, and
   each one's outputs must equal the stored ones as strict nbval compares them: nbval's own
-  comparison, its markers (``# NBVAL_IGNORE_OUTPUT``) and tests/sanitize.cfg (`course_run_problems`).
+  comparison, its cell tags (``nbval-ignore-output``) and tests/sanitize.cfg (`course_run_problems`).
 
 What this single run does not execute, where two runs did: the cells after an exercise without its
 solution. `solution_names_used_later` checks statically that those cells reach an exercise's

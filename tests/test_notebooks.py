@@ -11,6 +11,7 @@ import nbformat
 import pytest
 from browser_helpers import browser_available, in_ci
 from nbclient import NotebookClient
+from nbval.plugin import find_comment_markers
 from one_run import (
     SOLVED,
     WRAPPERS,
@@ -28,7 +29,8 @@ from onehot2gpt_teach.student import cell_tags, make_student_notebook
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 STUDENT_DIR = ROOT / "notebooks" / "student"
-IGNORE_MARKERS = ("# NBVAL_IGNORE_OUTPUT", "# NBVAL_SKIP", "# NBVAL_RAISES_EXCEPTION")
+# nbval's cell tags (nbval.plugin.metadata_tags) that stop it comparing a cell's outputs.
+IGNORE_TAGS = ("nbval-ignore-output", "nbval-skip", "nbval-raises-exception", "raises-exception")
 ids = [p.name for p in NOTEBOOKS]
 
 
@@ -57,11 +59,24 @@ def test_notebook_is_stored_with_outputs(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_at_most_a_fifth_of_code_cells_ignore_their_output(path):
     cells = code_cells(load(path))
-    skipped = [c for c in cells if "# NBVAL_SKIP" in source(c)]
-    assert not skipped, f"{path.name}: NBVAL_SKIP hides a cell from the tests; don't use it"
-    ignored = [c for c in cells if any(m in source(c) for m in IGNORE_MARKERS)]
+    skipped = [c for c in cells if "nbval-skip" in cell_tags(c)]
+    assert not skipped, f"{path.name}: the nbval-skip tag hides a cell from the tests; don't use it"
+    ignored = [c for c in cells if set(IGNORE_TAGS) & set(cell_tags(c))]
     assert len(ignored) <= 0.2 * len(cells), (
         f"{path.name}: {len(ignored)} of {len(cells)} code cells ignore their output (max 20%)"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_nbval_options_are_cell_tags_not_comments(path):
+    """A reader sees no test-harness comment in a teaching cell: nbval's options are cell tags
+    (`nbval-ignore-output`, ...), never its comment markers (`# NBVAL_IGNORE_OUTPUT`, ...)."""
+    marked = [
+        source(c).strip().splitlines()[0][:60] for c in code_cells(load(path)) if dict(find_comment_markers(source(c)))
+    ]
+    assert not marked, (
+        f"{path.name}: cells carry nbval comment markers; tag them instead "
+        f"(e.g. nbval-ignore-output in the cell's metadata tags): {marked}"
     )
 
 
@@ -381,7 +396,7 @@ def test_course_run_problems_is_strict_nbvals_verdict():
         return (
             any(o.get("output_type") == "stream" for o in c["outputs"])
             and "check" not in cell_tags(c)
-            and not any(m in source(c) for m in IGNORE_MARKERS)
+            and not set(IGNORE_TAGS) & set(cell_tags(c))
         )
 
     run = _as_run(course, student)  # one printed character differs
@@ -411,7 +426,7 @@ def test_course_run_problems_is_strict_nbvals_verdict():
     assert course_run_problems(run, reference, "01") == []
 
 
-def test_course_run_problems_honours_nbvals_ignore_marker():
+def test_course_run_problems_honours_nbvals_ignore_tag():
     course = {
         "nbformat": 4,
         "nbformat_minor": 5,
@@ -420,9 +435,9 @@ def test_course_run_problems_honours_nbvals_ignore_marker():
             {
                 "cell_type": "code",
                 "id": "a",
-                "metadata": {},
+                "metadata": {"tags": ["nbval-ignore-output"]},
                 "execution_count": 1,
-                "source": "# NBVAL_IGNORE_OUTPUT\nprint(time.time())",
+                "source": "print(time.time())",
                 "outputs": [{"output_type": "stream", "name": "stdout", "text": "1.0\n"}],
             },
             {
@@ -440,6 +455,9 @@ def test_course_run_problems_honours_nbvals_ignore_marker():
     assert course_run_problems(run, course, "x") == []
     run["cells"][1]["outputs"][0]["text"] = "3\n"
     assert len(course_run_problems(run, course, "x")) == 1
+    untagged = json.loads(json.dumps(course))  # without the tag, the first cell is compared too
+    untagged["cells"][0]["metadata"] = {}
+    assert len(course_run_problems(run, untagged, "x")) == 2
 
 
 def test_solution_names_used_later_names_a_cell_that_needs_the_solution():
