@@ -1,0 +1,335 @@
+"""Write the course's tables of measured numbers into README.md and docs/*.md from their results files.
+
+A table lives between two markers in a Markdown file::
+
+    <!-- table:notebooks -->
+    ...generated, never edited by hand...
+    <!-- /table -->
+
+and is rebuilt from the file that holds its numbers (``bench/results/*.json``, the ULMFiT record
+notebook 04 reads) together with a line naming that file and the command that wrote it. After
+``make bench`` (or one benchmark run by hand) rewrites a results file::
+
+    python tools/tables.py           # rewrite every table in README.md and docs/*.md
+    python tools/tables.py --check   # exit 1 and name the tables that differ (tests/test_tables.py)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+MARKER = re.compile(r"(<!-- table:([a-z0-9-]+) -->\n)(.*?)(<!-- /table -->)", re.DOTALL)
+
+# What each notebook builds, in a line (the README's table; the title comes from the notebook).
+BUILDS = {
+    "01": "tokenizers, a vocabulary, one-hot vectors, bag of words; words against characters",
+    "02": "skip-gram and CBOW, negative sampling, analogies; GloVe and fastText beside them",
+    "03": "n-gram counts and Kneser–Ney, an LSTM cell from its gates, an LSTM language model",
+    "04": "ELMo's biLM and scalar mix, probes for POS and sentiment, ULMFiT's fine-tuning",
+    "05": "dot-product, scaled and multi-head attention, masks, an attention explorer",
+    "06": "the encoder-decoder Transformer: positions, blocks, cross-attention, a date model",
+    "07": "BERT's embeddings, encoder and masked-LM + NSP pre-training",
+    "08": "BERT fine-tuned on sentiment, POS, NLI and QA; MiniLM beside it; what the layers hold",
+    "09": "GPT: causal attention, pre-norm blocks, sampling, the KV cache, looking inside",
+    "10": "zero-shot prompting, and a corpus that shows where it comes from",
+    "11": "autoregressive against autoencoding, XLNet's permutations, an induction head",
+}
+# The lecturer's plan: minutes of class per notebook (docs/teaching.md).
+IN_CLASS = {
+    "01": "45 min",
+    "02": "90 min",
+    "03": "90 min",
+    "04": "90 min",
+    "05": "90 min",
+    "06": "2 × 90 min",
+    "07": "90 min",
+    "08": "2 × 90 min",
+    "09": "90 min",
+    "10": "60 min",
+    "11": "60 min",
+}
+
+
+def load(name: str) -> dict:
+    path = RESULTS / name
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `python bench/{path.stem}.py` or restore it from git")
+    return json.loads(path.read_text())
+
+
+def notebooks() -> list[tuple[str, str, Path]]:
+    """(number, title, path) of every course notebook, the title from its first `# ` heading."""
+    found = []
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        nb = json.loads(path.read_text())
+        lines = (
+            line for c in nb["cells"] if c["cell_type"] == "markdown" for line in "".join(c["source"]).splitlines()
+        )
+        heading = next((line[2:] for line in lines if line.startswith("# ")), path.stem)
+        found.append((path.name[:2], heading.split(" · ", 1)[-1].strip(), path))
+    return found
+
+
+def exercises(path: Path) -> int:
+    nb = json.loads(path.read_text())
+    return sum("exercise" in c.get("metadata", {}).get("tags", []) for c in nb["cells"])
+
+
+def seconds_of(path: Path, record: dict) -> str:
+    seconds = record["seconds"].get(path.name)
+    return "—" if seconds is None else f"{seconds:.0f} s"
+
+
+def source(file: str, record: dict, *, dated: bool = True) -> str:
+    """The line under a table: the results file, the command that wrote it, where and when."""
+    facts = [f"commit {record['commit']}"] if record.get("commit") else []
+    if dated and record.get("date"):
+        facts.append(record["date"])
+    if record.get("machine"):
+        facts.append(record["machine"])
+    command = record.get("command", f"python bench/{Path(file).stem}.py")
+    where = f" ({'; '.join(facts)})" if facts else ""
+    return f"Source: `{file}`, written by `{command}`{where}."
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def notebook_table() -> str:
+    from onehot2gpt_teach.course import badge_url
+
+    record = load("notebooks.json")
+    rows = []
+    for number, title, path in notebooks():
+        course = f"notebooks/{path.name}"
+        badge = f"[![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)]({badge_url(course)})"
+        student = f"[student]({badge_url(f'notebooks/student/{path.name}')})"
+        rows.append(
+            [number, f"[{title}]({course})", BUILDS.get(number, ""), seconds_of(path, record), f"{badge} {student}"]
+        )
+    note = source("bench/results/notebooks.json", record, dated=False)
+    return table(["#", "notebook", "what you build", "runs in", "Colab"], rows) + f"\n\nRun times. {note}"
+
+
+def teaching_table() -> str:
+    record = load("notebooks.json")
+    rows = [
+        [str(week), f"{number} {title}", IN_CLASS.get(number, ""), seconds_of(path, record), str(exercises(path))]
+        for week, (number, title, path) in enumerate(notebooks(), start=1)
+    ]
+    header = ["week", "notebook", "in class", "runs in", "exercises"]
+    return (
+        table(header, rows)
+        + f"\n\n*Runs in*, top to bottom in a fresh kernel. {source('bench/results/notebooks.json', record)}"
+    )
+
+
+def notebook_times_table() -> str:
+    record = load("notebooks.json")
+    rows = [[name, f"{s:.1f}"] for name, s in record["seconds"].items()]
+    rows.append(["**total**", f"**{record['total_seconds']:.1f}**"])
+    t = record.get("targets", {})
+    met = "every notebook met both" if not record["over_90_s"] and not record["failed"] else "not met"
+    note = f"Targets: each notebook ≤ {t.get('each_s', 90):.0f} s, all ≤ {t.get('total_s', 900) / 60:.0f} min ({met}); "
+    note += f"{record['threads']} torch threads. " + source("bench/results/notebooks.json", record)
+    return table(["notebook", "seconds"], rows) + "\n\n" + note
+
+
+def fasttext_table() -> str:
+    r = load("fasttext.json")
+    rows = [
+        ["seconds (vocabulary, n-gram table, training)", f"{r['ours_seconds']:.1f}", f"{r['gensim_seconds']:.1f}"],
+        ["Google analogy accuracy", f"{r['ours_analogy']:.3f}", f"{r['gensim_analogy']:.3f}"],
+        ["WordSim-353 Spearman", f"{r['ours_wordsim']:.3f}", f"{r['gensim_wordsim']:.3f}"],
+        [
+            f"misspelling → intended word among the 10 nearest ({r['typos']} misspellings)",
+            f"{r['ours_typo_recall_at_10']:.3f}",
+            f"{r['gensim_typo_recall_at_10']:.3f}",
+        ],
+    ]
+    met = ", ".join(f"{k} {'met' if v else '**not met**'}" for k, v in r["met"].items())
+    note = (
+        f"Time ratio {r['time_ratio']:.1f}×; targets: {r['targets']['quality']}; {r['targets']['time']} ({met}); "
+        f"{r['threads']} threads, {r['epochs']} epochs. " + source("bench/results/fasttext.json", r)
+    )
+    return table(["", "ours", "gensim `FastText`"], rows) + "\n\n" + note
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def zero_shot_table() -> str:
+    r = load("zero_shot.json")
+    rows = []
+    for share, tests in r["results"].items():
+
+        def both(test: str, key: str) -> str:
+            return f"{_pct(tests[test]['zero'][key])} / {_pct(tests[test]['few'][key])}"
+
+        rows.append(
+            [
+                share,
+                both("qa_new", "read"),
+                both("qa_changed", "read"),
+                both("qa_changed", "memorised"),
+                both("qa_changed", "format"),
+                both("tldr_changed", "memorised"),
+                both("translation", "read"),
+                both("translation", "memorised"),
+            ]
+        )
+    header = [
+        "Q/A share",
+        "strangers: read",
+        "changed fact: read",
+        "changed fact: memorised",
+        "format",
+        "TL;DR, changed fact: memorised",
+        "translation: correct",
+        "translation: recalled",
+    ]
+    items = sorted(set(r["items_per_test"].values()))
+    note = (
+        f"Each cell: zero-shot / few-shot; {', '.join(map(str, items))} items per test, {r['threads']} thread(s). "
+        + source("bench/results/zero_shot.json", r)
+    )
+    return table(header, rows) + "\n\n" + note
+
+
+def gpt_char_writes_table() -> str:
+    r = load("gpt_char.json")
+    w = r["writes"]
+    rows = []
+    for name, m in w["models"].items():
+        c = m["model"]
+        cpu = "" if m["process_cpu_minutes"] is None else f" ({m['process_cpu_minutes']} min of CPU)"
+        rows.append(
+            [
+                f"`{name}`",
+                f"{c['n_layers']} × {c['d_model']}, {c['max_len']} characters, {m['params'] / 1e6:.1f}M",
+                f"{m['val_loss']:.3f}",
+                f"{100 * m['real_word_share']:.1f}%",
+                f"{m['total_minutes']}{cpu}, {m['threads_of_the_run']} thread(s), {m['precision']}",
+            ]
+        )
+    t = w["targets"]
+    met = ", ".join(f"{k} {'met' if v else '**not met**'}" for k, v in w["met"].items())
+    note = (
+        f"Validation: {w['val_windows']}; real words: {w['samples']} samples of {w['chars_per_sample']} characters "
+        f"at temperature {w['temperature']}, {w['known_words']}. Training minutes are what the checkpoint's own "
+        f"run recorded. Targets for `{w['scored_first']}`: loss ≤ {t['val_loss_at_most']}, "
+        f"≤ {t['train_minutes_at_most']} min, ≥ {100 * t['real_word_share_at_least']:.0f}% real words ({met}). "
+        + source("bench/results/gpt_char.json", r)
+    )
+    header = ["checkpoint", "size", "val loss (nats/char)", "real words", "training minutes (recorded)"]
+    return table(header, rows) + "\n\n" + note
+
+
+def qa_null_table() -> str:
+    before, after = load("pretrained_null_phase1.json"), load("pretrained_null.json")
+    b, a = before["null"]["report"], after["null"]["report"]
+    rows = [
+        [
+            "threshold (chosen on the other 7 articles)",
+            f"{before['null']['threshold']:.3f}",
+            f"{after['null']['threshold']:.3f}",
+        ],
+        ["answerable questions answered", f"{b['answered']:.3f}", f"{a['answered']:.3f}"],
+        [
+            "questions paired with another article's paragraph, declined",
+            f"{b['abstained']:.3f}",
+            f"{a['abstained']:.3f}",
+        ],
+        [
+            "F1 always answering / declining counted as wrong",
+            f"{b['f1_always_answer']:.2f} / {b['f1_with_null']:.2f}",
+            f"{a['f1_always_answer']:.2f} / {a['f1_with_null']:.2f}",
+        ],
+    ]
+    note = (
+        f"Report half: {a['answerable_questions']} answerable and {a['unanswerable_questions']} unanswerable "
+        f"questions of 7 held-out articles. Phase 1 — {source('bench/results/pretrained_null_phase1.json', before)} "
+        f"With phase 2 — {source('bench/results/pretrained_null.json', after)}"
+    )
+    header = ["report half (7 held-out articles)", "phase 1 (SQuAD 1.1 only)", "with phase 2 (committed)"]
+    return table(header, rows) + "\n\n" + note
+
+
+def ulmfit_table() -> str:
+    from onehot2gpt.ulmfit import ABLATION_FILE, load_ablation
+
+    r = load_ablation()
+    rows = []
+    for setting, accs in r["accuracy"].items():
+        mean = sum(accs) / len(accs)
+        rows.append([setting, f"{mean:.3f}", ", ".join(f"{x:.3f}" for x in accs), f"{max(accs) - min(accs):.3f}"])
+    seeds = f"{r['seeds'][0]}–{r['seeds'][-1]}"
+    file = ABLATION_FILE.relative_to(ROOT) if ABLATION_FILE.is_relative_to(ROOT) else ABLATION_FILE.name
+    note = (
+        f"{r['train_sentences']} training sentences, {r['test_sentences']} test sentences, {r['threads']} thread(s), "
+        f"{r['seconds'] / 60:.1f} minutes. " + source(str(file), r)
+    )
+    return table(["setting", "mean", f"seeds {seeds}", "best − worst seed"], rows) + "\n\n" + note
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "notebooks": notebook_table,
+    "teaching": teaching_table,
+    "notebook-times": notebook_times_table,
+    "fasttext": fasttext_table,
+    "zero-shot": zero_shot_table,
+    "gpt-char-writes": gpt_char_writes_table,
+    "qa-null": qa_null_table,
+    "ulmfit": ulmfit_table,
+}
+
+
+def render(text: str, where: str = "text") -> str:
+    """`text` with every marked table rebuilt; an unknown table name is an error naming it."""
+
+    def rebuild(match: re.Match) -> str:
+        name = match.group(2)
+        if name not in TABLES:
+            raise KeyError(f"{where}: no table named {name!r}; tools/tables.py knows {', '.join(TABLES)}")
+        return f"{match.group(1)}{TABLES[name]()}\n{match.group(4)}"
+
+    return MARKER.sub(rebuild, text)
+
+
+def documents() -> list[Path]:
+    return [p for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))] if p.is_file()]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table differs")
+    args = p.parse_args(argv)
+    stale = []
+    for path in documents():
+        text = path.read_text()
+        new = render(text, str(path.relative_to(ROOT)))
+        if new != text:
+            stale.append(str(path.relative_to(ROOT)))
+            if not args.check:
+                path.write_text(new)
+    if args.check and stale:
+        print(f"tables out of date in {', '.join(stale)}: run `python tools/tables.py`", file=sys.stderr)
+        return 1
+    print(
+        ("rewrote " if stale else "up to date: ") + ", ".join(stale or [str(p.relative_to(ROOT)) for p in documents()])
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
