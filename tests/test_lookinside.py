@@ -221,7 +221,8 @@ def bert():
 
 
 def test_the_bert_trace_is_the_librarys_forward(bert):
-    from onehot2gpt.lookinside import trace_bert, trace_model
+    from onehot2gpt.lookinside import trace_model
+    from onehot2gpt.lookinside_bert import trace_bert
 
     ids = torch.tensor([2, 17, 5, 4, 9, 3, 0, 0])  # two padding tokens at the end
     types = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])

@@ -155,7 +155,7 @@ def test_every_widget_carries_a_saved_picture(gpt):
 
 def test_stepper_walks_a_bert_too():
     from onehot2gpt.bert import BertConfig, BertForPreTraining
-    from onehot2gpt.lookinside import trace_bert
+    from onehot2gpt.lookinside_bert import trace_bert
 
     torch.manual_seed(0)
     bert = BertForPreTraining(BertConfig.tiny(vocab_size=len(CHARS) + 1)).eval()

@@ -26,8 +26,6 @@ from .utils import as_ids
 __all__ = [
     "read_out",
     "Trace",
-    "BertTrace",
-    "trace_bert",
     "trace_model",
     "Stage",
     "trace_gpt",
@@ -248,6 +246,7 @@ def check_trace(model, trace: Trace, atol: float = 1e-4) -> dict[str, float]:
     difference per part; raises AssertionError naming the first part that differs by more than atol.
     """
     from .attention import causal_mask
+    from .lookinside_bert import BertTrace, _check_bert_trace
 
     if isinstance(trace, BertTrace):
         return _require_close(_check_bert_trace(model, trace), atol)
@@ -318,9 +317,11 @@ def _attention_rows(s: dict, p: int, T: int, D: int, mask_note: str) -> list[tup
 def stages(trace, position: int = -1) -> list[Stage]:
     """The forward pass as a list of stages, each cut to what `position` (a query / a prediction)
     computes: its row of every (T, ·) tensor, and for attention its row of every head's map.
-    Takes a :class:`Trace` (GPT) or a :class:`BertTrace`."""
+    Takes a :class:`Trace` (GPT) or a :class:`~onehot2gpt.lookinside_bert.BertTrace`."""
     T = trace.ids.numel()
     p = _check_position(position, T)
+    from .lookinside_bert import BertTrace, _bert_stages
+
     if isinstance(trace, BertTrace):
         return _bert_stages(trace, p)
     D = trace.x0.size(-1)
@@ -579,34 +580,7 @@ def text_with_repeats(
     return x.gather(1, torch.where(copied, pos - r, pos)), copied
 
 
-# -- BERT: the same walk through a post-norm encoder and its MLM head ---------------------------------
-
-
-@dataclass
-class BertTrace:
-    """Every tensor of one forward pass of a :class:`~onehot2gpt.bert.BertForPreTraining` (see
-    :func:`trace_bert`)."""
-
-    ids: torch.Tensor  # (T,)
-    token_type_ids: torch.Tensor  # (T,)
-    tok_emb: torch.Tensor  # (T, D)
-    seg_emb: torch.Tensor  # (T, D)
-    pos_emb: torch.Tensor  # (T, D)
-    summed: torch.Tensor  # (T, D)
-    x0: torch.Tensor  # (T, D) LayerNorm of the sum: the input to layer 0
-    layers: list[dict[str, torch.Tensor]]
-    mlm_dense: torch.Tensor  # (T, D)
-    mlm_act: torch.Tensor  # (T, D)
-    mlm_norm: torch.Tensor  # (T, D)
-    logits: torch.Tensor  # (T, V)
-    temperature: float
-    scaled_logits: torch.Tensor
-    probs: torch.Tensor
-    switched_off: dict = field(default_factory=dict)
-
-    @property
-    def attentions(self) -> list[torch.Tensor]:
-        return [layer["weights"] for layer in self.layers]
+# -- BERT: the same walk, in onehot2gpt.lookinside_bert ------------------------------------------------
 
 
 def is_course_bert(model) -> bool:
@@ -614,143 +588,13 @@ def is_course_bert(model) -> bool:
     return all(hasattr(model, n) for n in ("bert", "mlm", "config")) and hasattr(model.bert, "encoder")
 
 
-@torch.no_grad()
-def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> BertTrace:
-    """Run a course BERT with its MLM head (:class:`~onehot2gpt.bert.BertForPreTraining`) on one
-    sequence step by step: token + segment + position embeddings → LayerNorm → per layer Q, K, V →
-    scores → scaled → masked (padding keys only: every token sees both sides) → softmax → weighted
-    sum → output projection → residual → LayerNorm → MLP (exact GELU) → residual → LayerNorm (post-norm,
-    as in the paper) → MLM head: dense → GELU → LayerNorm → logits (tied embedding + bias) →
-    temperature → probabilities."""
-    if not is_course_bert(model):
-        raise TypeError(
-            f"expected a course BERT with its MLM head (onehot2gpt.bert.BertForPreTraining); got "
-            f"{type(model).__name__}. Load one with onehot2gpt.bert.load_bert"
-        )
-    c = model.config
-    ids = _one_sequence(ids, c, "this BERT")
-    T = ids.numel()
-    _check_temperature(temperature)
-    types = (
-        torch.zeros_like(ids)
-        if token_type_ids is None
-        else as_ids(token_type_ids, c.type_vocab_size, dims=1, name="token_type_ids")
-    )
-    if types.shape != ids.shape:
-        raise ValueError(f"token_type_ids must have the shape of ids {tuple(ids.shape)}; got {tuple(types.shape)}")
-    emb = model.bert.embeddings
-    device = emb.tok_emb.weight.device
-    ids, types = ids.to(device), types.to(device)
-    D, H = c.d_model, c.n_heads
-    tok, seg, pos = emb.tok_emb.weight[ids], emb.seg_emb.weight[types], emb.pos_emb.weight[:T]
-    summed = tok + seg + pos
-    x = F.layer_norm(summed, (D,), emb.norm.weight, emb.norm.bias, emb.norm.eps)
-    x0 = x
-    allowed = (ids != c.pad_id)[None, :].expand(T, T)  # every real key, both sides
-    layers = []
-    for layer in model.bert.encoder.layers:
-        if layer.norm_first:
-            raise ValueError("trace_bert follows BERT's post-norm blocks; this encoder is pre-norm")
-        s = {"resid_pre": x}
-        _attend(s, x, layer.self_attn, allowed, H)
-        s["resid_mid"] = x + s["attn_out"]
-        s["ln1"] = F.layer_norm(s["resid_mid"], (D,), layer.norm1.weight, layer.norm1.bias, layer.norm1.eps)
-        s["mlp_hidden"] = F.gelu(F.linear(s["ln1"], layer.ff.linear1.weight, layer.ff.linear1.bias))
-        s["mlp_out"] = F.linear(s["mlp_hidden"], layer.ff.linear2.weight, layer.ff.linear2.bias)
-        s["resid_post"] = s["ln1"] + s["mlp_out"]
-        s["ln2"] = F.layer_norm(s["resid_post"], (D,), layer.norm2.weight, layer.norm2.bias, layer.norm2.eps)
-        x = s["ln2"]
-        layers.append(s)
-    head = model.mlm
-    dense = F.linear(x, head.dense.weight, head.dense.bias)
-    act = F.gelu(dense)
-    normed = F.layer_norm(act, (D,), head.norm.weight, head.norm.bias, head.norm.eps)
-    logits = F.linear(normed, head.decoder.weight, head.decoder.bias)
-    scaled = logits / temperature
-    return BertTrace(
-        ids.cpu(),
-        types.cpu(),
-        tok,
-        seg,
-        pos,
-        summed,
-        x0,
-        layers,
-        dense,
-        act,
-        normed,
-        logits,
-        float(temperature),
-        scaled,
-        torch.softmax(scaled, -1),
-    )
-
-
-@torch.no_grad()
-def _check_bert_trace(model, trace: BertTrace) -> dict[str, float]:
-    from .attention import padding_mask
-
-    was_training = model.training
-    model.eval()
-    try:
-        device = model.bert.embeddings.tok_emb.weight.device
-        ids, types = trace.ids.to(device)[None], trace.token_type_ids.to(device)[None]
-        diffs = {"embedding": (model.bert.embeddings(ids, types)[0] - trace.x0).abs().max().item()}
-        mask = padding_mask(ids, model.config.pad_id)
-        for l, layer in enumerate(model.bert.encoder.layers):
-            x, w = layer(trace.layers[l]["resid_pre"][None], mask, need_weights=True)
-            diffs[f"layer {l} output"] = (x[0] - trace.layers[l]["ln2"]).abs().max().item()
-            diffs[f"layer {l} attention"] = (w[0] - trace.layers[l]["weights"]).abs().max().item()
-        diffs["logits"] = (model(ids, types).mlm_logits[0] - trace.logits).abs().max().item()
-    finally:
-        model.train(was_training)
-    return diffs
-
-
 def trace_model(model, ids, *, temperature: float = 1.0):
-    """:func:`trace_gpt` for a course GPT, :func:`trace_bert` for a course BERT with its MLM head."""
+    """:func:`trace_gpt` for a course GPT, :func:`~onehot2gpt.lookinside_bert.trace_bert` for a course
+    BERT with its MLM head."""
+    from .lookinside_bert import trace_bert
+
     return (
         trace_bert(model, ids, temperature=temperature)
         if is_course_bert(model)
         else trace_gpt(model, ids, temperature=temperature)
     )
-
-
-def _bert_stages(trace: BertTrace, p: int) -> list[Stage]:
-    T, D = trace.ids.numel(), trace.x0.size(-1)
-    V = trace.logits.size(-1)
-    td = f"(T={T}, D={D})"
-    out = [
-        Stage("token embedding", "E[id]: the token's row", trace.tok_emb[p], td, None),
-        Stage("segment embedding", "S[segment]: sentence A or B", trace.seg_emb[p], td, None),
-        Stage("position embedding", "P[t]: the position's row", trace.pos_emb[p], td, None),
-        Stage("sum", "E[id] + S[segment] + P[t]", trace.summed[p], td, None),
-        Stage("input x", "LayerNorm(sum)", trace.x0[p], td, None),
-    ]
-    for l, s in enumerate(trace.layers):
-        d_ff = s["mlp_hidden"].size(-1)
-        rows = _attention_rows(s, p, T, D, "−inf for padding keys only: BERT sees both sides")
-        rows += [
-            ("residual 1", "x + attention", s["resid_mid"][p], td),
-            ("LayerNorm 1", "LN(x + attention): post-norm", s["ln1"][p], td),
-            ("MLP hidden", "GELU(x W_1 + b_1)", s["mlp_hidden"][p], f"(T={T}, d_ff={d_ff})"),
-            ("MLP out", "hidden W_2 + b_2", s["mlp_out"][p], td),
-            ("residual 2", "x + MLP", s["resid_post"][p], td),
-            ("LayerNorm 2", "LN(x + MLP): the layer's output", s["ln2"][p], td),
-        ]
-        out += [Stage(f"layer {l} · {name}", formula, value, shape, l) for name, formula, value, shape in rows]
-    out += [
-        Stage("MLM dense", "x W + b", trace.mlm_dense[p], td, None),
-        Stage("MLM GELU", "GELU", trace.mlm_act[p], td, None),
-        Stage("MLM LayerNorm", "LN", trace.mlm_norm[p], td, None),
-        Stage(
-            "logits",
-            "LN(…) Eᵀ + b: a score per vocabulary entry (tied embedding)",
-            trace.logits[p],
-            f"(T={T}, V={V})",
-            None,
-        ),
-        Stage("temperature", f"logits / {trace.temperature:g}", trace.scaled_logits[p], f"(T={T}, V={V})", None),
-        Stage("probabilities", "softmax: what the MLM head fills in here", trace.probs[p], f"(T={T}, V={V})", None),
-    ]
-    return out

@@ -94,7 +94,7 @@ class ForwardStepper(_InsideGPT):
     projection, residual, MLP, residual → final LayerNorm → logits → temperature → probabilities.
     A course BERT with its MLM head (:class:`onehot2gpt.bert.BertForPreTraining`) works too: its
     post-norm layers, then the MLM head's read-out at the chosen position (see
-    :func:`onehot2gpt.lookinside.trace_bert`).
+    :func:`onehot2gpt.lookinside_bert.trace_bert`).
     Every stage shows the real tensor at that position (a readable slice) and its full shape; the
     whole step-by-step pass is checked against the library's forward each time the prompt changes.
 
