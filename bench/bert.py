@@ -4,7 +4,7 @@
    ``transformers.BertModel`` (its default sdpa attention), forward only, batch 8 × 128 tokens of
    WikiText-2 valid, 2 threads, median over alternating repeats. ``max_abs_diff``: the largest
    |ours − HF| over the last hidden states at real (non-padding) positions.
-2. ``mlm_acc_valid``: masked-piece accuracy of the course BERT (``data/checkpoints/bert-wikitext2``)
+2. ``mlm_acc_valid``: masked-piece accuracy of the course BERT (``load("bert-wikitext2")``)
    on 50 fixed random pre-training batches of WikiText-2 valid.
 3. Fine-tuning, the paper's four cases, each from the course BERT with the same recipe
    (``bert_tasks.finetune``: AdamW, warm-up + linear decay, lr 3e-4, batch 32):

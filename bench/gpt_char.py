@@ -47,9 +47,9 @@ import time
 import warnings
 
 import torch
-from onehot2gpt.checkpoints import checkpoint_path
+from onehot2gpt.checkpoints import load
 from onehot2gpt.data import read_tinyshakespeare
-from onehot2gpt.gpt import GPT, GPTConfig, load_gpt
+from onehot2gpt.gpt import GPT, GPTConfig
 from onehot2gpt.gpt_training import (
     COURSE_CHAR_MODEL,
     COURSE_CHAR_RECIPE,
@@ -61,7 +61,6 @@ from onehot2gpt.gpt_training import (
 )
 from onehot2gpt.sampling import generate, real_word_share, text_words
 from onehot2gpt.utils import set_threads
-from onehot2gpt.vocab import Vocab
 
 TRAIN_TARGET = 1.90  # validation loss nanoGPT's CPU run ends near
 WRITES_TARGETS = {"val_loss_at_most": 1.65, "train_minutes_at_most": 60, "real_word_share_at_least": 0.85}
@@ -143,11 +142,8 @@ def train_part(args, train, val, vocab_size) -> dict:
 
 def score(name, train_text, val, *, samples, chars, temperature, eval_batches) -> dict:
     """One committed character GPT → its validation loss, recorded training time and real-word share."""
-    folder = checkpoint_path(name)
-    model = load_gpt(folder).eval()
-    vocab = Vocab.load(folder / "vocab.json")
+    model, vocab, _, info = load(name)
     known = set(text_words(train_text))
-    info = json.loads((folder / "config.json").read_text())["info"]
     start = time.time()
     val_loss = estimate_loss(
         model, val, batches=eval_batches, batch_size=EVAL_BATCH_SIZE, block_size=model.config.max_len

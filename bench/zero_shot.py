@@ -19,10 +19,10 @@ fact), "memorised" (the fact pre-training taught) or "other":
 ``format`` is the share of answers whose first word is of the asked kind (a town after "where",
 a name after "tl;dr :"), right or wrong.
 
-By default the course checkpoints (``data/checkpoints/zero-shot-qa000``, ``-qa005``, ``-qa020``,
-``-qa100``) are evaluated. ``--train`` trains the four models anew first, exactly as
-``python -m onehot2gpt.zero_shot`` does, and reports their training time too; ``--smoke`` trains
-tiny models for a few updates, to check the script.
+By default the course checkpoints (``zero-shot-qa000``, ``-qa005``, ``-qa020``,
+``-qa100``) are evaluated. ``--train`` trains the four models anew first with the library's
+``zero_shot.train_variant``, as their recipe in ``recipes/`` does, and reports their training
+time too; ``--smoke`` trains tiny models for a few updates, to check the script.
 
 Run from the repository root::
 
