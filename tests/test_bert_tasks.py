@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 import torch
-from onehot2gpt import bert_tasks, data
+from onehot2gpt import bert_tasks, data, qa
 from onehot2gpt.bert import (
     BertConfig,
     BertForQuestionAnswering,
@@ -25,21 +25,23 @@ from onehot2gpt.bert_tasks import (
     IGNORE_INDEX,
     SNLI_LABELS,
     UPOS_TAGS,
-    decode_answer,
     encode_pairs,
     encode_sentences,
-    encode_squad,
     encode_tagged,
     evaluate,
     finetune,
-    predict_spans,
     select,
+    tag_accuracy,
+)
+from onehot2gpt.qa import (
+    decode_answer,
+    encode_squad,
+    predict_spans,
     split_by_article,
     squad_evaluate,
     squad_exact_match,
     squad_f1,
     squad_normalize,
-    tag_accuracy,
     word_spans,
 )
 from onehot2gpt.subword import WordPieceTokenizer
@@ -219,24 +221,24 @@ def test_null_margins_compare_the_best_span_with_the_cls_span():
     start = torch.tensor([[1.0, 0, 3, 1, 0], [6.0, 0, 1, 0, 0]])
     end = torch.tensor([[1.0, 0, 1, 2, -1], [6.0, 0, 0, 1, 0]])
     context = torch.tensor([[0, 1, 1, 1, 1], [0, 1, 1, 1, 1]], dtype=torch.bool)
-    spans, margins = bert_tasks.null_margins(start, end, context)
+    spans, margins = qa.null_margins(start, end, context)
     assert spans == predict_spans(start, end, context) == [(2, 3), (2, 3)]
     torch.testing.assert_close(margins, torch.tensor([5.0 - 2.0, 2.0 - 12.0]))
-    assert bert_tasks.abstains(margins, 0.0).tolist() == [False, True]
-    assert bert_tasks.abstains(margins, 3.0).tolist() == [True, True]  # a tie goes to the null
+    assert qa.abstains(margins, 0.0).tolist() == [False, True]
+    assert qa.abstains(margins, 3.0).tolist() == [True, True]  # a tie goes to the null
 
 
 def test_null_margins_refuse_nan_and_a_masked_cls():
     context = torch.tensor([[0, 1, 1]], dtype=torch.bool)
     good = torch.tensor([[0.0, 1.0, 2.0]])
     with pytest.raises(ValueError, match="NaN"):
-        bert_tasks.null_margins(torch.tensor([[0.0, float("nan"), 1.0]]), good, context)
+        qa.null_margins(torch.tensor([[0.0, float("nan"), 1.0]]), good, context)
     with pytest.raises(ValueError, match="NaN"):
-        bert_tasks.null_margins(good, torch.tensor([[float("nan"), 0.0, 1.0]]), context)
+        qa.null_margins(good, torch.tensor([[float("nan"), 0.0, 1.0]]), context)
     with pytest.raises(ValueError, match=r"span_mask\[:, 0\] = True"):
-        bert_tasks.null_margins(torch.tensor([[float("-inf"), 1.0, 2.0]]), good, context)
+        qa.null_margins(torch.tensor([[float("-inf"), 1.0, 2.0]]), good, context)
     with pytest.raises(ValueError, match="same \\(B, T\\) shape"):
-        bert_tasks.null_margins(good, good[:, :2], context)
+        qa.null_margins(good, good[:, :2], context)
 
 
 def test_best_span_and_predict_spans_refuse_nan_logits():
@@ -250,35 +252,35 @@ def test_best_span_and_predict_spans_refuse_nan_logits():
 
 def test_choose_null_threshold_separates_what_can_be_separated():
     answerable, unanswerable = torch.tensor([4.0, 6.0, 9.0]), torch.tensor([-3.0, 0.0, 2.0])
-    t = bert_tasks.choose_null_threshold(answerable, unanswerable)
+    t = qa.choose_null_threshold(answerable, unanswerable)
     assert 2.0 < t < 4.0
-    assert bert_tasks.null_accuracy(answerable, unanswerable, t) == {"answered": 1.0, "abstained": 1.0, "balanced": 1.0}
+    assert qa.null_accuracy(answerable, unanswerable, t) == {"answered": 1.0, "abstained": 1.0, "balanced": 1.0}
     # Overlapping margins: the best threshold still beats "always answer" and "never answer".
     g = torch.Generator().manual_seed(0)
     a, u = torch.randn(200, generator=g) + 2, torch.randn(300, generator=g)
-    best = bert_tasks.null_accuracy(a, u, bert_tasks.choose_null_threshold(a, u))["balanced"]
+    best = qa.null_accuracy(a, u, qa.choose_null_threshold(a, u))["balanced"]
     for t in (-100.0, 100.0, 0.0, 2.0):
-        assert best >= bert_tasks.null_accuracy(a, u, t)["balanced"]
+        assert best >= qa.null_accuracy(a, u, t)["balanced"]
     assert best > 0.75
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), "1", None, True])
 def test_a_bad_threshold_is_refused(bad):
     with pytest.raises(ValueError, match="null_threshold must be a finite number"):
-        bert_tasks.abstains(torch.tensor([1.0]), bad)
+        qa.abstains(torch.tensor([1.0]), bad)
 
 
 def test_choose_null_threshold_refuses_empty_or_broken_margins():
     with pytest.raises(ValueError, match="both kinds"):
-        bert_tasks.choose_null_threshold(torch.tensor([]), torch.tensor([1.0]))
+        qa.choose_null_threshold(torch.tensor([]), torch.tensor([1.0]))
     with pytest.raises(ValueError, match="NaN or inf"):
-        bert_tasks.choose_null_threshold(torch.tensor([float("nan")]), torch.tensor([1.0]))
+        qa.choose_null_threshold(torch.tensor([float("nan")]), torch.tensor([1.0]))
 
 
 def test_unanswerable_pairs_take_a_paragraph_of_another_article_without_the_answer(squad, bert_tok):
     titles = list(dict.fromkeys(ex["title"] for ex in squad))[:6]
     rows = [ex for t in titles for ex in [e for e in squad if e["title"] == t][:40]]
-    pairs = bert_tasks.unanswerable_pairs(rows, seed=0)
+    pairs = qa.unanswerable_pairs(rows, seed=0)
     paragraphs = {}
     for ex in squad:
         paragraphs.setdefault(ex["context"], ex["title"])
@@ -289,12 +291,12 @@ def test_unanswerable_pairs_take_a_paragraph_of_another_article_without_the_answ
         assert not any(
             f" {squad_normalize(a['text'])} " in f" {squad_normalize(pair['context'])} " for a in ex["answers"]
         )
-    assert bert_tasks.unanswerable_pairs(rows, seed=0) == pairs
-    assert [p["context"] for p in bert_tasks.unanswerable_pairs(rows, seed=1)] != [p["context"] for p in pairs]
+    assert qa.unanswerable_pairs(rows, seed=0) == pairs
+    assert [p["context"] for p in qa.unanswerable_pairs(rows, seed=1)] != [p["context"] for p in pairs]
     features = encode_squad(bert_tok, pairs[:3])
     assert not features["answerable"].any() and (features["start_positions"] == 0).all()
     with pytest.raises(ValueError, match="at least two articles"):
-        bert_tasks.unanswerable_pairs([ex for ex in squad if ex["title"] == squad[0]["title"]])
+        qa.unanswerable_pairs([ex for ex in squad if ex["title"] == squad[0]["title"]])
 
 
 def test_split_by_article_is_disjoint_and_deterministic(squad):

@@ -81,7 +81,7 @@ def check_best_span(fn: Callable) -> None:
 
 def check_token_f1(fn: Callable) -> None:
     """Exercise: (prediction, gold) strings → SQuAD's token-overlap F1 after normalisation."""
-    from ..bert_tasks import token_f1
+    from ..qa import token_f1
 
     words = ["the", "a", "an", "Denver", "broncos", "Broncos", "Super", "bowl", "50", "in", "1990"]
     punct = ["", "", ",", ".", "!", "'s"]

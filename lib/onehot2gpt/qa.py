@@ -1,0 +1,505 @@
+"""Extractive question answering (SQuAD 1.1, task 4 of the BERT paper's figure 4): a question and
+a paragraph → the answer's start and end pieces, for notebook 08.
+
+:func:`encode_squad` builds ``[CLS] question [SEP] paragraph [SEP]`` with each piece's character
+offsets; :func:`predict_spans` and :func:`decode_answer` turn a
+:class:`~onehot2gpt.bert.BertForQuestionAnswering`'s scores back into the paragraph's own text;
+:func:`null_margins` and :func:`abstains` let the null span (``[CLS]``) say "no answer in this
+passage"; :func:`answer_question` does it all for one passage; :func:`squad_exact_match`,
+:func:`squad_f1` and :func:`squad_evaluate` are the official metrics. Training and scoring go
+through :func:`onehot2gpt.bert_tasks.finetune` and :func:`~onehot2gpt.bert_tasks.evaluate` with
+``task="qa"``; notebook 08 reads these names as ``bert_tasks.<name>`` too.
+
+Example:
+    >>> squad_f1("the Denver Broncos", ["Denver Broncos", "Broncos"])
+    1.0
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+from collections import Counter
+from collections.abc import Sequence
+
+import torch
+
+from .bert import best_span
+from .subword import is_punctuation
+from .training import pad_batch
+
+# -- encoding questions and passages, decoding spans ----------------------------------------------
+
+
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans ``(start, end)`` of the words and punctuation marks of `text`, split where
+    BERT's pre-tokenizer splits (whitespace, and around every punctuation mark), so that the
+    WordPiece tokens of each span are exactly the tokens of the text there.
+
+    Example:
+        >>> word_spans("Denver's (NFL)")
+        [(0, 6), (6, 7), (7, 8), (9, 10), (10, 13), (13, 14)]
+    """
+    spans = []
+    for m in re.finditer(r"\S+", text):
+        start = m.start()
+        for k, ch in enumerate(m.group()):
+            if is_punctuation(ch):
+                if start < m.start() + k:
+                    spans.append((start, m.start() + k))
+                spans.append((m.start() + k, m.start() + k + 1))
+                start = m.start() + k + 1
+        if start < m.end():
+            spans.append((start, m.end()))
+    return spans
+
+
+def encode_squad(tokenizer, examples: Sequence[dict], max_len: int = 192, max_question_len: int = 64) -> dict:
+    """SQuAD examples (dicts with "question", "context", "answers" as :func:`~onehot2gpt.data.read_squad`
+    gives them) → ``[CLS] question [SEP] context [SEP]`` features:
+
+    - tensors (B, T): input_ids, token_type_ids (1 from the context on), attention_mask,
+      context_mask (bool: True at the context's tokens, where an answer may start and end);
+    - tensors (B,): start_positions, end_positions (token indices of the first gold answer's
+      first and last piece), answerable (bool: that answer is inside the window);
+    - lists for decoding: "context", "offsets" (per token of the row, the character span of the
+      context word it belongs to, None outside the context), "answers" (the gold texts), "id".
+
+    Choices: one window per question (no sliding windows). A question is cut to
+    `max_question_len` tokens and the context to what is left of `max_len`. When that cut removes
+    any part of the answer, the example is kept (so an evaluation still counts the question) but
+    marked ``answerable`` False with start = end = 0, the [CLS] token: :func:`finetune` lets
+    [CLS] be predicted, the convention of BERT's SQuAD 2.0 recipe; drop such rows for training
+    with ``select(features, features["answerable"])``. Tokens are mapped back to the text through
+    whole words (:func:`word_spans`), since WordPiece tokens carry no character offsets; an answer
+    that starts or ends inside a word ("1990" of "1990s") is widened to the whole word.
+
+    The first gold answer's text must stand at its ``answer_start`` in the context: a ValueError
+    names the question id, what stands there and where the text does occur. (The reference
+    tooling, BERT's ``run_squad.py``, logs "Could not find answer" and drops such an example;
+    we stop instead, since an offset that points elsewhere means the data was edited or
+    re-encoded and every later label may be wrong. SQuAD 1.1 dev has no such example.)
+    """
+    rows: dict[str, list] = {
+        k: [] for k in ("input_ids", "token_type_ids", "context_mask", "start", "end", "answerable", "offsets")
+    }
+    for ex in examples:
+        question = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(ex["question"]))[:max_question_len]
+        context = ex["context"]
+        spans = word_spans(context)
+        # 1. The context's pieces, each remembering its word.
+        pieces, piece_word = [], []
+        for w, (a, b) in enumerate(spans):
+            ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(context[a:b]))
+            pieces += ids
+            piece_word += [w] * len(ids)
+        # 2. The first gold answer: characters → the words it touches → their pieces.
+        inside = []
+        if ex.get("answers"):
+            a0 = _check_answer_start(ex)
+            a1 = a0 + len(ex["answers"][0]["text"])
+            touched = {w for w, (a, b) in enumerate(spans) if a < a1 and b > a0}
+            inside = [p for p, w in enumerate(piece_word) if w in touched]
+        # 3. Cut the context to the window; the answer must survive whole.
+        budget = max_len - len(question) - 3
+        if budget < 1:
+            raise ValueError(
+                f"max_len={max_len} leaves no room for the context after a "
+                f"{len(question)}-token question; raise max_len or lower max_question_len"
+            )
+        pieces, piece_word = pieces[:budget], piece_word[:budget]
+        first = len(question) + 2  # [CLS] question [SEP] → context
+        answerable = bool(inside) and inside[-1] < budget
+        start, end = (first + inside[0], first + inside[-1]) if answerable else (0, 0)
+        ids = [tokenizer.cls_id] + question + [tokenizer.sep_id] + pieces + [tokenizer.sep_id]
+        rows["input_ids"].append(ids)
+        rows["token_type_ids"].append([0] * first + [1] * (len(pieces) + 1))
+        rows["context_mask"].append([0] * first + [1] * len(pieces) + [0])
+        rows["start"].append(start)
+        rows["end"].append(end)
+        rows["answerable"].append(answerable)
+        rows["offsets"].append([None] * first + [spans[w] for w in piece_word] + [None])
+    return {
+        "input_ids": pad_batch(rows["input_ids"], tokenizer.pad_id),
+        "token_type_ids": pad_batch(rows["token_type_ids"], 0),
+        "attention_mask": pad_batch([[1] * len(r) for r in rows["input_ids"]], 0),
+        "context_mask": pad_batch(rows["context_mask"], 0).bool(),
+        "start_positions": torch.tensor(rows["start"], dtype=torch.long),
+        "end_positions": torch.tensor(rows["end"], dtype=torch.long),
+        "answerable": torch.tensor(rows["answerable"], dtype=torch.bool),
+        "context": [ex["context"] for ex in examples],
+        "offsets": rows["offsets"],
+        "answers": [[a["text"] for a in ex.get("answers", [])] for ex in examples],
+        "id": [ex.get("id") for ex in examples],
+    }
+
+
+def _check_answer_start(ex: dict) -> int:
+    """The first gold answer's ``answer_start``, after checking that its text is there."""
+    answer, context = ex["answers"][0], ex["context"]
+    start, text = answer["answer_start"], answer["text"]
+    whole = isinstance(start, int) and not isinstance(start, bool)
+    if not whole or not 0 <= start <= len(context) - len(text) or context[start : start + len(text)] != text:
+        found = context[start : start + len(text)] if whole and start >= 0 else ""
+        where = context.find(text)
+        elsewhere = (
+            f"; the text does occur at character {where}: fix answer_start"
+            if where >= 0
+            else "; the text does not occur in the context at all"
+        )
+        raise ValueError(
+            f"SQuAD question {ex.get('id')!r}: the answer {text!r} should start at character "
+            f"{start!r} of the context, but {found!r} stands there{elsewhere}"
+        )
+    return start
+
+
+def decode_answer(features: dict, i: int, start: int, end: int) -> str:
+    """The text of row `i` of :func:`encode_squad`'s features from token `start` to token `end`:
+    the original context's characters from the start of the first word to the end of the last
+    (its case, accents and spacing kept). "" when the span is not inside the context (e.g. [CLS]).
+
+    Example:
+        >>> decode_answer(features, 0, 25, 26)    # doctest: +SKIP
+        'Denver Broncos'
+    """
+    offsets = features["offsets"][i]
+    if not 0 <= start <= end < len(offsets) or offsets[start] is None or offsets[end] is None:
+        return ""
+    return features["context"][i][offsets[start][0] : offsets[end][1]]
+
+
+def predict_spans(
+    start_logits: torch.Tensor, end_logits: torch.Tensor, context_mask: torch.Tensor, max_answer_len: int = 30
+) -> list[tuple[int, int]]:
+    """Start and end logits (B, T), context_mask (B, T) → per row the (start, end) token span
+    inside the context with the highest start + end score, at most `max_answer_len` tokens long
+    (:func:`onehot2gpt.bert.best_span`); (0, 0) for a row without context."""
+    if not start_logits.shape == end_logits.shape == context_mask.shape:
+        raise ValueError(
+            f"start logits {tuple(start_logits.shape)}, end logits "
+            f"{tuple(end_logits.shape)} and context_mask {tuple(context_mask.shape)} "
+            f"must have the same (B, T) shape"
+        )
+    spans = []
+    for s, e, allowed in zip(start_logits.detach().cpu(), end_logits.detach().cpu(), context_mask.cpu()):
+        best = best_span(s, e, max_answer_len, allowed)
+        spans.append((0, 0) if best is None else best[:2])
+    return spans
+
+
+# ------------------------------------------------- 4b: "no answer in this passage" (the null span)
+
+
+def null_margins(
+    start_logits: torch.Tensor, end_logits: torch.Tensor, context_mask: torch.Tensor, max_answer_len: int = 30
+) -> tuple[list[tuple[int, int]], torch.Tensor]:
+    """Start and end logits (B, T) with ``[CLS]`` at position 0, context_mask (B, T) → (the best
+    context span per row, as :func:`predict_spans`; margins (B,)): the best span's score
+    ``start[s] + end[e]`` (s ≤ e, at most `max_answer_len` tokens) minus the null span's
+    ``start[0] + end[0]``. A margin at or below a threshold means "no answer in this passage"
+    (:func:`abstains`), BERT's SQuAD 2.0 rule.
+
+    The logits must hold [CLS]'s scores: a model called with [CLS] in its span_mask, as
+    :func:`evaluate` and :func:`answer_question` do. ValueError for NaN logits, for a row whose
+    [CLS] score is -inf (it was masked out) and for a row without context.
+
+    Example:
+        >>> s, e = torch.tensor([[2., 0., 3.]]), torch.tensor([[1., 0., 4.]])
+        >>> null_margins(s, e, torch.tensor([[False, True, True]]))
+        ([(2, 2)], tensor([4.]))
+    """
+    if not start_logits.shape == end_logits.shape == context_mask.shape or start_logits.dim() != 2:
+        raise ValueError(
+            f"start logits {tuple(start_logits.shape)}, end logits {tuple(end_logits.shape)} "
+            f"and context_mask {tuple(context_mask.shape)} must have the same (B, T) shape"
+        )
+    spans, margins = [], []
+    for i, (s, e, allowed) in enumerate(
+        zip(start_logits.detach().float().cpu(), end_logits.detach().float().cpu(), context_mask.cpu().bool())
+    ):
+        best = best_span(s, e, max_answer_len, allowed)  # refuses NaN
+        if best is None:
+            raise ValueError(f"row {i} has no context token with a finite score: nothing to answer from")
+        null = float(s[0] + e[0])
+        if not torch.isfinite(torch.tensor(null)):
+            raise ValueError(
+                f"row {i}: the [CLS] (null) score is {null}; call the model with [CLS] in its "
+                f"span_mask (span_mask[:, 0] = True), as evaluate() does"
+            )
+        spans.append(best[:2])
+        margins.append(best[2] - null)
+    return spans, torch.tensor(margins)
+
+
+def abstains(margins: torch.Tensor, threshold: float) -> torch.Tensor:
+    """margins (B,) from :func:`null_margins` → bool (B,): True where the null span wins, i.e. the
+    best span beats it by no more than `threshold`: "no answer in this passage"."""
+    _check_threshold(threshold)
+    return torch.as_tensor(margins) <= threshold
+
+
+def _check_threshold(threshold) -> None:
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, (int, float))
+        or threshold != threshold
+        or abs(threshold) == float("inf")
+    ):
+        raise ValueError(f"null_threshold must be a finite number (a score margin, e.g. 0.0); got {threshold!r}")
+
+
+def choose_null_threshold(answerable: torch.Tensor, unanswerable: torch.Tensor) -> float:
+    """Margins of questions whose passage holds the answer and of questions whose passage does not
+    (1-D each) → the threshold that maximises the mean of the two accuracies (answered on the
+    first, abstained on the second), halfway between the two margins around it. Choose it on
+    held-out questions and report on others.
+
+    Example:
+        >>> choose_null_threshold(torch.tensor([5., 6., 1.]), torch.tensor([-2., 0., 3.]))
+        0.5
+    """
+    a, u = torch.as_tensor(answerable).float().flatten(), torch.as_tensor(unanswerable).float().flatten()
+    if len(a) == 0 or len(u) == 0:
+        raise ValueError(f"need margins of both kinds of question; got {len(a)} answerable and {len(u)} unanswerable")
+    if not (torch.isfinite(a).all() and torch.isfinite(u).all()):
+        raise ValueError("the margins hold NaN or inf: score the questions again with a working model")
+    values = torch.cat([a, u]).unique()  # sorted
+    candidates = torch.cat([values[:1] - 1, (values[1:] + values[:-1]) / 2, values[-1:] + 1])
+    answered = (a[None, :] > candidates[:, None]).float().mean(1)
+    abstained = (u[None, :] <= candidates[:, None]).float().mean(1)
+    return float(candidates[int(((answered + abstained) / 2).argmax())])
+
+
+def null_accuracy(answerable: torch.Tensor, unanswerable: torch.Tensor, threshold: float) -> dict[str, float]:
+    """Margins of answerable and unanswerable questions and a threshold → {"answered": the share of
+    answerable questions the model answers, "abstained": the share of unanswerable ones it declines,
+    "balanced": their mean}."""
+    answered = 1 - abstains(answerable, threshold).float().mean().item()
+    abstained = abstains(unanswerable, threshold).float().mean().item()
+    return {"answered": answered, "abstained": abstained, "balanced": (answered + abstained) / 2}
+
+
+def unanswerable_pairs(examples: Sequence[dict], seed: int = 0) -> list[dict]:
+    """SQuAD examples with a "title" → the same questions, each paired with a paragraph of another
+    article that contains none of its gold answers (as whole words, after :func:`squad_normalize`):
+    questions that passage cannot answer
+    (answers [], id with "/other" appended). Pair examples of one side of
+    :func:`split_by_article` among themselves, so both sides stay apart."""
+    paragraphs: dict[str, dict[str, str]] = {}  # title → {paragraph: normalised}
+    for ex in examples:
+        paragraphs.setdefault(ex["title"], {})[ex["context"]] = f" {squad_normalize(ex['context'])} "
+    if len(paragraphs) < 2:
+        raise ValueError(
+            f"need questions from at least two articles to pair them with other articles' "
+            f"paragraphs; got {len(paragraphs)}"
+        )
+    rng = random.Random(seed)
+    titles = list(paragraphs)
+    out = []
+    for ex in examples:
+        golds = [f" {g} " for g in (squad_normalize(a["text"]) for a in ex.get("answers", [])) if g]
+        others = [
+            p
+            for t in titles
+            if t != ex["title"]
+            for p, low in paragraphs[t].items()
+            if not any(g in low for g in golds)
+        ]
+        if not others:
+            raise ValueError(f"question {ex.get('id')!r}: every other article's paragraph contains its answer")
+        out.append({**ex, "context": rng.choice(others), "answers": [], "id": f"{ex.get('id')}/other"})
+    return out
+
+
+@torch.no_grad()
+def answer_question(
+    model,
+    tokenizer,
+    context: str,
+    question: str,
+    max_len: int = 384,
+    max_answer_len: int = 30,
+    max_question_len: int = 64,
+    null_threshold: float | None = 0.0,
+) -> dict:
+    """Extractive QA on one passage: the span of `context` that a BertForQuestionAnswering picks
+    for `question`, and the start and end probabilities over the passage's pieces.
+
+    The best span (s ≤ e, at most `max_answer_len` pieces) competes with the null span, start and
+    end both on ``[CLS]``: when the best span's score beats the null score by no more than
+    `null_threshold` (:func:`abstains`), the answer is "no answer in this passage". Pass the
+    threshold chosen on held-out questions for the model (:func:`onehot2gpt.pretrained.qa_null_threshold`
+    for the shipped checkpoint); 0.0 is the plain rule "the null wins if it scores higher";
+    None always answers, as a SQuAD 1.1 model does.
+
+    Returns a dict: "answer" (the passage's own characters, whole words; "" when the null wins),
+    "no_answer" (bool), "best_span" (the best span's text, given or not), "char_span" (a, b) into
+    `context`, "words" (s, e): the 1-based positions of the first and last whitespace-separated
+    word of the best span (how the BERT paper's SQuAD figure counts), "tokens" (the passage's
+    pieces), "p_start", "p_end" (lists, one probability per piece: a softmax over the passage
+    only), "start", "end" (indices into "tokens"), "score" (S·h_s + E·h_e), "null_score"
+    (S·h_[CLS] + E·h_[CLS]), "margin" (score − null_score), "null_threshold", and "argmax"
+    (the pieces with the highest start and end scores, each chosen alone: when the end's comes
+    before the start's, no span s ≤ e is a clear answer).
+
+    ValueError, saying what to shorten, for an empty text, a question over `max_question_len`
+    pieces, or a passage that does not fit into `max_len` pieces with the question (nothing is
+    silently cut: an answer can only come from text the model has read); ValueError for a
+    threshold that is not a finite number, and for NaN scores from the model.
+    """
+    if null_threshold is not None:
+        _check_threshold(null_threshold)
+    for name, text in (("passage", context), ("question", question)):
+        if not isinstance(text, str):
+            raise TypeError(f"the {name} must be a str; got {type(text).__name__}")
+        if not text.strip():
+            raise ValueError(f"the {name} is empty: type a {name}")
+    n_question = len(tokenizer.tokenize(question))
+    if n_question > max_question_len:
+        raise ValueError(
+            f"the question is {n_question} word pieces long; the model reads at most "
+            f"{max_question_len}: shorten the question"
+        )
+    n_context = sum(len(tokenizer.tokenize(context[a:b])) for a, b in word_spans(context))
+    room = max_len - n_question - 3
+    if n_context > room:
+        raise ValueError(
+            f"the passage is {n_context} word pieces long, but with this question the model "
+            f"reads at most {room} (max_len={max_len}): paste only the paragraph that holds "
+            f"the answer"
+        )
+    features = encode_squad(
+        tokenizer,
+        [{"question": question, "context": context, "answers": []}],
+        max_len=max_len,
+        max_question_len=max_question_len,
+    )
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    batch = {k: features[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask", "context_mask")}
+    span_mask = batch["context_mask"].clone()
+    span_mask[:, 0] = True  # [CLS]: the null span, "no answer in this passage"
+    start_logits, end_logits = model(
+        batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], span_mask=span_mask
+    )
+    model.train(was_training)
+    (s, e), margin = (x[0] for x in null_margins(start_logits, end_logits, features["context_mask"], max_answer_len))
+    start_logits, end_logits = start_logits[0].float().cpu(), end_logits[0].float().cpu()
+    inside = features["context_mask"][0]
+    first = int(inside.nonzero()[0])
+    null_score = float(start_logits[0] + end_logits[0])
+    no_answer = null_threshold is not None and bool(abstains(margin, null_threshold))
+    a, b = features["offsets"][0][s][0], features["offsets"][0][e][1]
+    ids = features["input_ids"][0][inside].tolist()
+    return {
+        "answer": "" if no_answer else context[a:b],
+        "no_answer": no_answer,
+        "best_span": context[a:b],
+        "char_span": (a, b),
+        "words": (len(context[:a].split()) + 1, len(context[:b].split())),
+        "tokens": tokenizer.convert_ids_to_tokens(ids),
+        "p_start": start_logits[inside].softmax(-1).tolist(),
+        "p_end": end_logits[inside].softmax(-1).tolist(),
+        "start": s - first,
+        "end": e - first,
+        "score": float(margin) + null_score,
+        "null_score": null_score,
+        "margin": float(margin),
+        "null_threshold": null_threshold,
+        "argmax": (int(start_logits[inside].argmax()), int(end_logits[inside].argmax())),
+    }
+
+
+def squad_normalize(text: str) -> str:
+    """SQuAD's answer normalisation: lower-case, drop punctuation, drop the articles a/an/the,
+    collapse whitespace (``normalize_answer`` of the official v1.1 evaluation script).
+
+    Example:
+        >>> squad_normalize("The  Denver Broncos!")
+        'denver broncos'
+    """
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
+
+
+_PUNCTUATION = set(string.punctuation)
+
+
+def squad_exact_match(prediction: str, gold_answers: Sequence[str]) -> float:
+    """1.0 if the normalised prediction equals any normalised gold answer, else 0.0.
+
+    Example:
+        >>> squad_exact_match("the Broncos", ["Denver Broncos", "Broncos"])
+        1.0
+    """
+    _check_gold(gold_answers)
+    return float(any(squad_normalize(prediction) == squad_normalize(g) for g in gold_answers))
+
+
+def squad_f1(prediction: str, gold_answers: Sequence[str]) -> float:
+    """Best word-overlap F1 against the gold answers, after :func:`squad_normalize`: with c words
+    in common (counted with repeats), precision c / len(prediction), recall c / len(gold).
+
+    Example:
+        >>> squad_f1("Denver", ["Denver Broncos"])    # P = 1, R = 1/2
+        0.6666666666666666
+    """
+    _check_gold(gold_answers)
+    return max(token_f1(prediction, g) for g in gold_answers)
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    """Word-overlap F1 of one prediction against one gold answer, after :func:`squad_normalize`
+    (0.0 when they share no word).
+
+    Example:
+        >>> token_f1("Denver", "Denver Broncos")
+        0.6666666666666666
+    """
+    pred, true = squad_normalize(prediction).split(), squad_normalize(gold).split()
+    common = sum((Counter(pred) & Counter(true)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred), common / len(true)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _check_gold(gold_answers) -> None:
+    if isinstance(gold_answers, str) or not gold_answers:
+        raise TypeError(
+            "gold_answers is a non-empty list of strings (SQuAD has up to 3+ per "
+            "question); wrap a single answer as [answer]"
+        )
+
+
+def squad_evaluate(predictions: Sequence[str], gold_answers: Sequence[Sequence[str]]) -> dict[str, float]:
+    """Mean exact match and F1 over questions, in percent, as the official script reports them."""
+    if len(predictions) != len(gold_answers) or not predictions:
+        raise ValueError(f"got {len(predictions)} predictions for {len(gold_answers)} questions")
+    n = len(predictions)
+    return {
+        "exact_match": 100 * sum(map(squad_exact_match, predictions, gold_answers)) / n,
+        "f1": 100 * sum(map(squad_f1, predictions, gold_answers)) / n,
+    }
+
+
+def split_by_article(
+    examples: Sequence[dict], test_fraction: float = 0.3, seed: int = 0
+) -> tuple[list[dict], list[dict]]:
+    """Examples with a "title" → (train, test): a random `test_fraction` of the articles (at least
+    one) goes to test, so no article, and no paragraph, is on both sides. Order is kept."""
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must be between 0 and 1, got {test_fraction}")
+    titles = list(dict.fromkeys(ex["title"] for ex in examples))  # first-seen order
+    if len(titles) < 2:
+        raise ValueError(f"need at least two articles to split, got {len(titles)}")
+    random.Random(seed).shuffle(titles)
+    n_test = min(len(titles) - 1, max(1, round(test_fraction * len(titles))))
+    test_titles = set(titles[:n_test])
+    return (
+        [ex for ex in examples if ex["title"] not in test_titles],
+        [ex for ex in examples if ex["title"] in test_titles],
+    )
