@@ -3,19 +3,9 @@ import math
 
 import pytest
 import torch
+from onehot2gpt.checkpoints import load
 from onehot2gpt.data import ASSETS
-from onehot2gpt.elmo import (
-    BiLM,
-    BiLMConfig,
-    ElmoFeatures,
-    ScalarMix,
-    bilm_info,
-    load_bilm,
-    main,
-    reverse_padded,
-    save_bilm,
-    split_sentences,
-)
+from onehot2gpt.elmo import BiLM, BiLMConfig, ElmoFeatures, ScalarMix, reverse_padded, save_bilm, split_sentences
 from onehot2gpt.vocab import BOS, EOS, UNK, Vocab
 
 CHECKPOINT = ASSETS / "checkpoints" / "bilm-wikitext2"
@@ -325,14 +315,14 @@ def test_save_load_round_trip(tmp_path, vocab, softmax):
     )
     model = BiLM(config).eval()
     save_bilm(model, vocab, tmp_path / "ck", half=False, info={"note": "test"})
-    loaded, loaded_vocab = load_bilm(tmp_path / "ck")
-    assert loaded.config == config and loaded_vocab.itos == vocab.itos
-    assert bilm_info(tmp_path / "ck") == {"note": "test"}
+    loaded, loaded_vocab, loaded_config, info = load(tmp_path / "ck")
+    assert loaded.config == config == loaded_config and loaded_vocab.itos == vocab.itos
+    assert info == {"note": "test"}
     ids = torch.tensor([vocab.encode(["the", "bank", "river"])])
     for key, value in model(ids).items():
         torch.testing.assert_close(loaded(ids)[key], value)
     save_bilm(model, vocab, tmp_path / "half")  # float16 by default
-    half, _ = load_bilm(tmp_path / "half")
+    half = load(tmp_path / "half").model
     torch.testing.assert_close(half.representations(ids), model.representations(ids), atol=2e-3, rtol=2e-3)
 
 
@@ -344,20 +334,20 @@ def test_mismatched_checkpoint_raises(tmp_path, vocab):
     data["config"]["hidden"] += 1
     config_path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="do not match"):
-        load_bilm(tmp_path)
+        load(tmp_path)
     data["config"]["hidden"] -= 1
     data["config"]["n_layers"] = 3
     config_path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="missing"):
-        load_bilm(tmp_path)
+        load(tmp_path)
     data["config"]["n_layers"] = 2
     data["config"]["vocab_size"] += 1
     config_path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="tokens"):
-        load_bilm(tmp_path)
+        load(tmp_path)
     (tmp_path / "weights.safetensors").unlink()
-    with pytest.raises(FileNotFoundError, match="train"):
-        load_bilm(tmp_path)
+    with pytest.raises(FileNotFoundError, match="weights.safetensors"):
+        load(tmp_path)
     with pytest.raises(ValueError):
         save_bilm(BiLM(BiLMConfig.tiny(len(vocab) + 1)), vocab, tmp_path / "bad")
 
@@ -367,21 +357,15 @@ def test_split_sentences():
     assert split_sentences([]) == []
 
 
-def test_cli_requires_a_command(capsys):
-    with pytest.raises(SystemExit):
-        main([])
-
-
 # ----------------------------------------------------------------------------- the course checkpoint
 
 
 def test_committed_checkpoint_loads_and_matches_its_config():
-    bilm, vocab = load_bilm(CHECKPOINT)  # raises if weights and config disagree
+    bilm, vocab, _, info = load("bilm-wikitext2")  # raises if weights and config disagree
     stored = json.loads((CHECKPOINT / "config.json").read_text())
     assert BiLMConfig(**stored["config"]) == bilm.config
     assert len(vocab) == bilm.config.vocab_size
     assert (CHECKPOINT / "weights.safetensors").stat().st_size < 11e6
-    info = bilm_info(CHECKPOINT)
     for direction in ("fwd", "bwd"):  # it beats the count-based baseline
         assert info[f"valid_ppl_{direction}"] < info["ngram"][f"valid_ppl_{direction}"]
     layers, mask = ElmoFeatures(bilm, vocab).encode([["the", "river", "bank"], ["money"]])

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from onehot2gpt.checkpoints import load
 from onehot2gpt.gpt import (
     GPT,
     HF_GPT2_KEYS,
@@ -14,7 +15,6 @@ from onehot2gpt.gpt import (
     gpt_config_from_hf,
     hf_gpt2_key_map,
     lm_loss,
-    load_gpt,
     load_hf_gpt2,
     save_gpt,
 )
@@ -207,25 +207,24 @@ def test_output_layer_is_the_token_embedding_after_load_and_round_trip(hf_tiny, 
 
     stored = load_file(str(tmp_path / "tiny" / "weights.safetensors"))
     assert "lm_head.weight" not in stored and "tok_emb.weight" in stored  # saved once
-    back = load_gpt(tmp_path / "tiny")
+    back, _, config, info = load(tmp_path / "tiny")
     assert tied(back) and not back.training
-    assert back.config == ours_tiny.config
-    assert json.loads((tmp_path / "tiny" / "config.json").read_text())["info"] == {"note": "test"}
+    assert back.config == ours_tiny.config == config and info == {"note": "test"}
     ids = random_ids(2, 10)
     with torch.no_grad():
         torch.testing.assert_close(back(ids).logits, ours_tiny(ids).logits, atol=0, rtol=0)
 
 
-def test_load_gpt_rejects_weights_that_do_not_fit_the_config(tmp_path):
+def test_load_rejects_gpt_weights_that_do_not_fit_the_config(tmp_path):
     save_gpt(GPT(GPTConfig.tiny()), tmp_path / "m")
     config_file = tmp_path / "m" / "config.json"
     data = json.loads(config_file.read_text())
     data["config"]["d_ff"] = 64
     config_file.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="ff.linear1.weight"):
-        load_gpt(tmp_path / "m")
+        load(tmp_path / "m")
     with pytest.raises(FileNotFoundError, match="save_gpt"):
-        load_gpt(tmp_path / "nowhere")
+        load(tmp_path / "nowhere", kind="gpt")
 
 
 # ------------------------------------------------------------------ contracts of our own model
@@ -374,7 +373,7 @@ def test_gpt2_by_name_offline_says_what_to_do(tmp_path):
     # An empty cache and no network access: the Hub model cannot be had.
     with pytest.raises(OSError, match="'gpt2'") as info:
         gpt2("gpt2", local_files_only=True, cache_dir=tmp_path)
-    assert "internet" in str(info.value) and "load_gpt" in str(info.value)
+    assert "internet" in str(info.value) and 'load("gpt-wikitext2")' in str(info.value)
 
 
 def test_gpt2_from_a_local_folder_loads_into_our_class(tmp_path):

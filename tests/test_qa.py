@@ -10,12 +10,11 @@ import pytest
 import torch
 from onehot2gpt import bert_tasks
 from onehot2gpt.bert import BertForQuestionAnswering, BertForSequenceClassification
-from onehot2gpt.checkpoints import CheckpointError, checkpoint_path, config_sha256
+from onehot2gpt.checkpoints import CheckpointError, checkpoint_path, config_sha256, load
 from onehot2gpt.pretrained import (
     QA_CHECKPOINT,
     minilm_bert,
     minilm_path,
-    minilm_qa,
     qa_null_threshold,
     qa_trainable,
     save_minilm_qa,
@@ -27,7 +26,7 @@ from onehot2gpt.widgets import PRECIPITATION, QuestionAnswerer
 
 @pytest.fixture(scope="module")
 def qa_model():
-    return minilm_qa()
+    return load(QA_CHECKPOINT)[:2]
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +83,7 @@ def test_loading_on_other_base_weights_is_refused(tmp_path, qa_model):
     record["config_sha256"] = config_sha256(record["config"])
     (copy / "config.json").write_text(json.dumps(record))
     with pytest.raises(CheckpointError, match="different all-MiniLM-L6-v2 weights"):
-        minilm_qa(copy)
+        load(copy)
 
 
 def test_a_corrupt_weights_file_is_refused(tmp_path):
@@ -92,7 +91,7 @@ def test_a_corrupt_weights_file_is_refused(tmp_path):
     shutil.copytree(checkpoint_path(QA_CHECKPOINT), copy)
     (copy / "weights.safetensors").write_bytes(b"not a safetensors file")
     with pytest.raises(CheckpointError, match="sha256"):
-        minilm_qa(copy)
+        load(copy)
 
 
 def test_save_and_load_round_trip_in_float16(tmp_path, tok):
@@ -102,7 +101,7 @@ def test_save_and_load_round_trip_in_float16(tmp_path, tok):
     assert all(k.startswith(("bert.encoder.layers.5.", "qa.")) for k in names)
     assert not any(p.requires_grad for p in model.bert.embeddings.parameters())
     save_minilm_qa(model, tmp_path / "qa", 1, tok)
-    loaded, loaded_tok = minilm_qa(tmp_path / "qa")
+    loaded, loaded_tok, _, _ = load(tmp_path / "qa", kind="minilm-qa")
     assert len(loaded_tok) == len(tok)
     torch.testing.assert_close(loaded.qa.weight, model.qa.weight.half().float())
     torch.testing.assert_close(
@@ -209,10 +208,9 @@ def test_shipped_checkpoint_records_a_threshold_chosen_on_held_out_articles():
 def test_the_null_span_separates_held_out_questions(qa_model):
     """Questions of the report articles, asked of their own paragraph and of another article's."""
     model, tok = qa_model
-    from onehot2gpt.checkpoints import checkpoint_config
     from onehot2gpt.recipes import qa_split
 
-    null = checkpoint_config(QA_CHECKPOINT)["info"]["null"]
+    null = load(QA_CHECKPOINT).info["null"]
     rows = [e for e in qa_split()[1] if e["title"] in null["report_articles"]]
     rows = rows[:: len(rows) // 16][:16]
     margins = {}

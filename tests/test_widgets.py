@@ -462,13 +462,11 @@ def test_fill_in_the_blank_shows_predictions_and_errors():
 
 
 def test_fill_in_the_blank_opens_on_a_sentence_the_course_bert_gets_right():
-    from onehot2gpt.bert import fill_mask, load_bert
-    from onehot2gpt.checkpoints import checkpoint_path
-    from onehot2gpt.subword import WordPieceTokenizer
+    from onehot2gpt.bert import fill_mask
+    from onehot2gpt.checkpoints import load
     from onehot2gpt.widgets import FillInTheBlank
 
-    directory = checkpoint_path("bert-wikitext2")
-    bert, tokenizer = load_bert(directory), WordPieceTokenizer.load(directory / "vocab.txt")
+    bert, tokenizer, _, _ = load("bert-wikitext2")
     widget = FillInTheBlank(lambda text, k: fill_mask(bert, tokenizer, text, k))
     ((_, guesses),) = widget.predictions
     assert guesses[0][0] == "century", f"the default sentence {widget.text.value!r} now gets {guesses}"

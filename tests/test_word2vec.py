@@ -4,6 +4,7 @@ import shutil
 
 import pytest
 import torch
+from onehot2gpt.checkpoints import load
 from onehot2gpt.data import ASSETS
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word2vec import (
@@ -429,7 +430,7 @@ def test_unknown_words_raise_a_helpful_key_error(royal_vectors):
 def test_save_load_round_trip(tmp_path, royal_vectors):
     royal_vectors.config["corpus"] = "hand-built"
     royal_vectors.save(tmp_path / "ckpt")
-    loaded = WordVectors.load(tmp_path / "ckpt")
+    loaded = load(tmp_path / "ckpt").model
     assert loaded.vocab.itos == royal_vectors.vocab.itos and loaded.vectors.dtype == torch.float32
     torch.testing.assert_close(loaded.vectors, royal_vectors.vectors, atol=1e-3, rtol=1e-3)
     assert loaded.config["corpus"] == "hand-built" and loaded.config["dim"] == 4
@@ -444,13 +445,13 @@ def test_loading_mismatched_files_raises(tmp_path, royal_vectors):
     WordVectors(torch.ones(2, 4), Vocab(["x", "y"], specials=())).save(tmp_path / "b")
     shutil.copy(tmp_path / "b" / "vocab.json", tmp_path / "a" / "vocab.json")
     with pytest.raises(ValueError, match=r"vocab\.json has sha256 .*another checkpoint"):
-        WordVectors.load(tmp_path / "a")
+        load(tmp_path / "a")
     with pytest.raises(FileNotFoundError, match="missing"):
-        WordVectors.load(tmp_path / "nowhere")
+        load(tmp_path / "nowhere", kind="word2vec")
 
 
 def test_course_checkpoint_loads():
-    wv = WordVectors.load(CHECKPOINT)
+    wv = load("word2vec-wikitext2").model
     config = json.loads((CHECKPOINT / "config.json").read_text())
     assert config["config"]["dim"] == 100 and wv.dim == 100 and config["info"]["model"] == "skipgram"
     assert len(wv) == config["config"]["vocab_size"] and torch.isfinite(wv.vectors).all()

@@ -379,18 +379,18 @@ def test_course_checkpoints_generation_agrees_with_the_one_pass_score_and_the_la
         zs.greedy_answer(model, tok, items[0].prompt, max_new=200)
 
 
-def test_load_variant_rejects_a_mismatched_vocabulary(tmp_path, setup):
+def test_a_zero_shot_checkpoint_with_a_mismatched_vocabulary_is_refused(tmp_path, setup):
     import shutil
 
-    from onehot2gpt.checkpoints import checkpoint_path
+    from onehot2gpt.checkpoints import checkpoint_path, load
 
     folder = tmp_path / "copy"
     shutil.copytree(checkpoint_path(zs.checkpoint_name(0.1)), folder)
     (folder / "vocab.json").unlink()
     with pytest.raises(FileNotFoundError, match="vocab.json"):
-        zs.load_variant(folder)
+        load(folder)
     from onehot2gpt.vocab import Vocab
 
     Vocab(["a", "b"], specials=zs.SPECIALS).save(folder / "vocab.json")
     with pytest.raises(ValueError, match=r"vocab\.json has sha256"):
-        zs.load_variant(folder)
+        load(folder)

@@ -29,7 +29,6 @@ from torch import nn
 
 from .attention import padding_mask
 from .checkpoints import CheckpointError, config_from_record, fill_module, save_checkpoint
-from .checkpoints import load as load_checkpoint
 from .transformer import Encoder
 from .utils import IGNORE_INDEX, as_ids
 
@@ -607,8 +606,8 @@ def _require_mlm_head(model, what: str, parts: tuple[str, ...] = ()) -> None:
     models pass if they have the attributes `parts` that `what` reads (duck typing)."""
     if isinstance(model, BertModel) or not all(hasattr(model, p) for p in parts):
         hint = (
-            " (an encoder without the pre-training heads, as minilm_bert() gives: it cannot "
-            "score words). Use one with its heads: the course BERT (load_bert), or a Hugging "
+            " (an encoder without the pre-training heads, as load('all-MiniLM-L6-v2') gives: it cannot "
+            "score words). Use one with its heads: the course BERT (checkpoints.load('bert-wikitext2')), or a Hugging "
             "Face BertForPreTraining through load_hf_pretraining"
             if isinstance(model, BertModel)
             else ""
@@ -751,12 +750,6 @@ def bert_from_checkpoint(record: dict, weights: dict, tokenizer=None) -> BertMod
         else BertModel(config, add_pooler=record.get("pooler", True))
     )
     return fill_module(model, weights)
-
-
-def load_bert(directory: str | Path, device: str | torch.device = "cpu") -> BertModel | BertForPreTraining:
-    """Read a folder written by :func:`save_bert` → the model, in eval mode, after every check of
-    :func:`onehot2gpt.checkpoints.load` (which also returns the WordPiece tokenizer)."""
-    return load_checkpoint(directory, device, kind="bert")[0]
 
 
 def attention_source(model, tokenizer):

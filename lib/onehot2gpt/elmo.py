@@ -30,11 +30,11 @@ in either direction.
 Train the course checkpoint with
 ``python -m onehot2gpt.elmo train --out data/checkpoints/bilm-wikitext2``: 2 epochs of 1,199
 steps without dropout, about 0.12 s each on 2 otherwise idle cores (5 minutes in all; more when
-other jobs share the cores). It prints, and stores in config.json (:func:`bilm_info`), the train and valid
+other jobs share the cores). It prints, and stores in config.json (``load(name).info``), the train and valid
 perplexities of both directions next to those of a Kneser–Ney trigram with the same vocabulary.
 
 Example:
-    >>> bilm, vocab = load_bilm("data/checkpoints/bilm-wikitext2")    # doctest: +SKIP
+    >>> bilm, vocab, config, info = load("bilm-wikitext2")            # doctest: +SKIP
     >>> layers, mask = ElmoFeatures(bilm, vocab).encode([["the", "river", "bank"]])  # doctest: +SKIP
     >>> layers.shape                                                  # doctest: +SKIP
     torch.Size([1, 3, 3, 448])
@@ -57,8 +57,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from onehot2gpt.checkpoints import WEIGHTS, config_from_record, fill_module, read_record, save_checkpoint
-from onehot2gpt.checkpoints import load as load_checkpoint
+from onehot2gpt.checkpoints import WEIGHTS, config_from_record, fill_module, save_checkpoint
 from onehot2gpt.utils import as_ids, check_finite_loss
 from onehot2gpt.vocab import BOS, EOS, PAD, Vocab
 
@@ -69,8 +68,6 @@ __all__ = [
     "ElmoFeatures",
     "reverse_padded",
     "save_bilm",
-    "load_bilm",
-    "bilm_info",
     "bilm_perplexity",
     "split_sentences",
     "train_bilm",
@@ -444,21 +441,10 @@ def save_bilm(bilm: BiLM, vocab: Vocab, directory: str | Path, *, half: bool = T
     )
 
 
-def bilm_info(directory: str | Path) -> dict:
-    """The training record stored in a checkpoint's config.json (perplexities, wall time, ...)."""
-    return read_record(directory, "bilm")["info"]
-
-
 def bilm_from_checkpoint(record: dict, weights: dict, tokenizer=None) -> BiLM:
     """A BiLM built from a checkpoint's config.json `record`, filled (as float32) with its checked
     `weights` (what :func:`onehot2gpt.checkpoints.load` calls for kind "bilm")."""
     return fill_module(BiLM(config_from_record(BiLMConfig, record)), weights)
-
-
-def load_bilm(directory: str | Path, device: str | torch.device = "cpu") -> tuple[BiLM, Vocab]:
-    """Read a folder written by :func:`save_bilm` → (biLM in eval mode, float32; vocabulary), after
-    every check of :func:`onehot2gpt.checkpoints.load`."""
-    return load_checkpoint(directory, device, kind="bilm")[:2]
 
 
 # --------------------------------------------------------------------------------- training

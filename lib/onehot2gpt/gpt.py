@@ -31,7 +31,6 @@ from torch import nn
 
 from .attention import MultiHeadAttention, causal_mask, merge_heads, scaled_dot_product_attention
 from .checkpoints import config_from_record, fill_module, save_checkpoint
-from .checkpoints import load as load_checkpoint
 from .utils import InvalidIds, as_ids
 
 # ---------------------------------------------------------------------------------------------
@@ -442,12 +441,6 @@ def gpt_from_checkpoint(record: dict, weights: dict, tokenizer=None) -> GPT:
     """A GPT built from a checkpoint's config.json `record`, filled with its checked `weights`
     (what :func:`onehot2gpt.checkpoints.load` calls for kind "gpt")."""
     return fill_module(GPT(config_from_record(GPTConfig, record)), weights)
-
-
-def load_gpt(directory: str | Path, device: str | torch.device = "cpu") -> GPT:
-    """Read a folder written by :func:`save_gpt` → the GPT, in eval mode, after every check of
-    :func:`onehot2gpt.checkpoints.load` (which also returns the tokenizer)."""
-    return load_checkpoint(directory, device, kind="gpt")[0]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -202,7 +202,7 @@ def gpt2(name_or_path: str = "gpt2", **hf_kwargs):
         raise OSError(
             f"could not load the model {name_or_path!r}: it is neither a local folder nor in the "
             f"Hugging Face cache, and downloading it needs internet (e.g. on Colab). Offline, "
-            f"use the course's own GPTs in data/checkpoints (onehot2gpt.gpt.load_gpt). "
+            f"use the course's own GPTs (onehot2gpt.checkpoints.load, e.g. load(\"gpt-wikitext2\")). "
             f"Hugging Face said: {str(exc).splitlines()[0]}"
         ) from exc
     return load_hf_gpt2(hf_model), tokenizer

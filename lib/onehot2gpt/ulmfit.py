@@ -127,7 +127,9 @@ class LMClassifier(nn.Module):
     def __init__(self, bilm: BiLM, n_classes: int, hidden: int = 50, dropout: float = 0.1):
         super().__init__()
         if not isinstance(bilm, BiLM):
-            raise TypeError(f"bilm must be a onehot2gpt.elmo.BiLM (load_bilm gives one), got {type(bilm).__name__}")
+            raise TypeError(
+                f"bilm must be a onehot2gpt.elmo.BiLM (load('bilm-wikitext2') gives one), got {type(bilm).__name__}"
+            )
         n_classes = check_positive_int(n_classes, "n_classes")
         if n_classes < 2:
             raise ValueError("a classifier needs at least 2 classes")
@@ -239,7 +241,9 @@ def finetune_classifier(
     same call gives the same classifier on the same machine.
     """
     if not isinstance(bilm, BiLM):
-        raise TypeError(f"bilm must be a onehot2gpt.elmo.BiLM (load_bilm gives one), got {type(bilm).__name__}")
+        raise TypeError(
+            f"bilm must be a onehot2gpt.elmo.BiLM (load('bilm-wikitext2') gives one), got {type(bilm).__name__}"
+        )
     _check_labelled(ids, mask, labels, "training")
     if int(labels.min()) < 0 or int(labels.max()) >= n_classes:
         raise ValueError(f"labels must be in 0 … {n_classes - 1}")

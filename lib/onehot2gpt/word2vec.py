@@ -31,7 +31,7 @@ save/load (safetensors, float16). The command line comes last. The course checkp
 ``python -m onehot2gpt.word2vec train --out data/checkpoints/word2vec-wikitext2``.
 
 Example:
-    >>> wv = WordVectors.load("data/checkpoints/word2vec-wikitext2")   # doctest: +SKIP
+    >>> wv = load("word2vec-wikitext2").model                          # doctest: +SKIP
     >>> wv.analogy("france", "paris", "germany")                       # doctest: +SKIP
     [('berlin', 0.7386)]
 """

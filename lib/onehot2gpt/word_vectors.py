@@ -15,7 +15,6 @@ import torch
 from torch import Tensor
 
 from onehot2gpt.checkpoints import CheckpointError, save_checkpoint
-from onehot2gpt.checkpoints import load as load_checkpoint
 from onehot2gpt.vocab import Vocab
 
 
@@ -207,12 +206,6 @@ class WordVectors:
             info=info,
             dtype=torch.float16,
         )
-
-    @classmethod
-    def load(cls, directory: str | Path, device: str | torch.device = "cpu") -> WordVectors:
-        """Read a folder written by :meth:`save`, after every check of
-        :func:`onehot2gpt.checkpoints.load`; vectors come back as float32."""
-        return load_checkpoint(directory, device, kind="word2vec")[0]
 
 
 def word_vectors_from_checkpoint(record: dict, weights: dict, vocab: Vocab) -> WordVectors:

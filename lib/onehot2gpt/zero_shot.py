@@ -984,10 +984,21 @@ def checkpoint_name(share: float) -> str:
 
 
 def load_course_models(shares: Sequence[float] = SHARES) -> dict:
-    """The experiment's course checkpoints → {share: (model, tokenizer)}."""
-    from .checkpoints import checkpoint_path
+    """The experiment's course checkpoints → {share: (model, tokenizer)}, each loaded by name with
+    :func:`onehot2gpt.checkpoints.load` (``load(checkpoint_name(share))``)."""
+    from .checkpoints import CheckpointError, load
 
-    return {share: load_variant(checkpoint_path(checkpoint_name(share))) for share in shares}
+    models = {}
+    for share in shares:
+        model, tokenizer, _, _ = load(checkpoint_name(share), kind="gpt")
+        if not isinstance(tokenizer, WorldTokenizer):
+            has = type(tokenizer).__name__ if tokenizer is not None else "no tokenizer"
+            raise CheckpointError(
+                f"{checkpoint_name(share)} holds a GPT with {has}, not a WorldTokenizer: it is not a model "
+                f"of the zero-shot experiment"
+            )
+        models[share] = (model, tokenizer)
+    return models
 
 
 def save_variant(model, s: Setup, directory, info: dict | None = None):
@@ -996,20 +1007,6 @@ def save_variant(model, s: Setup, directory, info: dict | None = None):
     from .gpt import save_gpt
 
     return save_gpt(model, directory, info=info, tokenizer=s.tokenizer)
-
-
-def load_variant(directory, device="cpu"):
-    """→ (model, tokenizer) saved by :func:`save_variant`, after every check of
-    :func:`onehot2gpt.checkpoints.load`."""
-    from .checkpoints import CheckpointError, load
-
-    model, tokenizer, _, _ = load(directory, device, kind="gpt")
-    if not isinstance(tokenizer, WorldTokenizer):
-        has = type(tokenizer).__name__ if tokenizer is not None else "no tokenizer"
-        raise CheckpointError(
-            f"{directory} holds a GPT with {has}, not a WorldTokenizer: it is not a model of the zero-shot experiment"
-        )
-    return model, tokenizer
 
 
 def train_command(argv=None) -> dict:
