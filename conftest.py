@@ -6,6 +6,7 @@ Each worker is its own process, so tests that must share one process stay togeth
   the trained models) that would otherwise be built once per worker;
 * the cells of one notebook, where nbval is asked to run notebooks/ (they run in order in one
   kernel; `make test` itself runs each notebook once, in the browser test, see tests/one_run.py);
+* the examples in the docstrings of lib/ (``--doctest-modules``), all in one group;
 except the notebook runs of tests/test_notebooks.py (made only where no browser can), each a whole
 notebook on its own, and the browser test, in two halves that each start their own JupyterLab and
 Chromium.
@@ -61,7 +62,10 @@ EXPECTED_SECONDS = {
     "tests/test_course.py": 15,
     "tests/test_bert_pretraining.py": 15,
     "tests/test_subword.py": 12,
+    # Builds the wheel, installs it in a fresh venv and loads every checkpoint from it.
+    "tests/test_install.py": 30,
 }
+DOCTESTS = "lib/ (doctests)"
 STUDENT_RUN = "tests/test_notebooks.py::test_student_version_fails_exactly_its_checks_and_course_outputs_match"
 # The fallback runs (no browser): seconds of the same run in the browser on the slow 2-core machine.
 STUDENT_SECONDS = {
@@ -78,10 +82,14 @@ STUDENT_SECONDS = {
 
 
 def _group(item: pytest.Item) -> str | None:
-    """The xdist group of a test: its notebook or module; None for a student-version run."""
+    """The xdist group of a test: its notebook or module, one group for all the docstring examples
+    of lib/ (``--doctest-modules``: short, and each worker would otherwise import every module);
+    None for a student-version run."""
     if item.nodeid.startswith(STUDENT_RUN):
         return None
     module = item.nodeid.split("::")[0]
+    if isinstance(item, pytest.DoctestItem):
+        return DOCTESTS
     if module == BROWSER:
         stem = item.nodeid.partition("[")[2].rstrip("]")
         return f"{BROWSER} (half {'B' if stem in BROWSER_HALF_B else 'A'})"
