@@ -58,7 +58,8 @@ student: $(STAMP)
 	$(PY) -m onehot2gpt_teach.student notebooks/[0-9][0-9]_*.ipynb --out notebooks/student
 
 # Every script in bench/ is a living benchmark: it runs with no arguments and prints one JSON object
-# as its last line, which this keeps in bench/results/<script>.json; `python tools/tables.py` then
+# as its last line, which this keeps in bench/results/<script>.json (with its command, commit and
+# date: tools/tables.py --stamp); `python tools/tables.py` then
 # rewrites the tables in README.md and docs/ from those files (docs/benchmarks.md). A script that
 # fails stops the run. The whole run takes hours on 2 cores; `python bench/<script>.py` runs one.
 BENCH_RESULTS ?= bench/results
@@ -68,8 +69,8 @@ bench: $(STAMP)
 	mkdir -p $(BENCH_RESULTS)
 	for b in bench/*.py; do n=$$(basename $$b .py); log=$$(mktemp); echo "== $$b"; \
 		$(PY) $$b | tee $$log || exit 1; \
-		tail -n 1 $$log | $(PY) -m json.tool --no-ensure-ascii > $(BENCH_RESULTS)/$$n.json || exit 1; \
-		rm -f $$log; done
+		tail -n 1 $$log | $(PY) tools/tables.py --stamp $$b > $$log.json || exit 1; \
+		mv $$log.json $(BENCH_RESULTS)/$$n.json; rm -f $$log; done
 
 # Rewrite requirements-lock.txt from .venv after a change to requirements.txt (install that first).
 lock:

@@ -23,13 +23,13 @@ MAKE = shutil.which("make")
 
 
 def fake_python(tmp_path: Path, fail: str | None = None) -> Path:
-    """A stand-in for .venv/bin/python: `-m ...` goes to the real Python; a script is logged and
-    answered with one JSON line (exit 1 for the script named `fail`)."""
+    """A stand-in for .venv/bin/python: a bench/ script is logged and answered with one JSON line
+    (exit 1 for the script named `fail`); anything else goes to the real Python."""
     log = tmp_path / "ran.txt"
     fake = tmp_path / "python"
     fake.write_text(
         "#!/bin/sh\n"
-        f'if [ "$1" = "-m" ]; then exec "{sys.executable}" "$@"; fi\n'
+        f'case "$1" in bench/*) ;; *) exec "{sys.executable}" "$@";; esac\n'
         f'echo "$1" >> "{log}"\n'
         'echo "a line of progress"\n'
         f'if [ "$(basename "$1")" = "{fail or ""}" ]; then exit 1; fi\n'
@@ -63,7 +63,8 @@ def test_make_bench_runs_every_script_and_keeps_its_last_line(tmp_path):
     assert sorted(Path(r).name for r in ran) == [s.name for s in SCRIPTS]
     for script in SCRIPTS:
         record = json.loads((tmp_path / "results" / f"{script.stem}.json").read_text())
-        assert record == {"script": f"bench/{script.name}", "value": 1.5}
+        assert record["script"] == f"bench/{script.name}" and record["value"] == 1.5
+        assert record["command"] == f"python bench/{script.name}" and record["date"] and record["commit"]
 
 
 @pytest.mark.skipif(MAKE is None, reason="needs make")
@@ -73,6 +74,16 @@ def test_make_bench_stops_at_a_failing_script(tmp_path):
     assert done.returncode != 0
     assert (tmp_path / "ran.txt").read_text().split() == [f"bench/{failing}"]
     assert not (tmp_path / "results" / f"{SCRIPTS[0].stem}.json").exists()
+
+
+@pytest.mark.skipif(MAKE is None, reason="needs make")
+def test_make_bench_refuses_a_last_line_that_is_not_json(tmp_path):
+    fake = fake_python(tmp_path)
+    fake.write_text(fake.read_text().replace('echo "{\\"script', 'echo "done, no JSON" # {\\"script'))
+    done = make_bench(tmp_path, fake)
+    assert done.returncode != 0
+    assert "last line is not JSON" in done.stderr
+    assert not list((tmp_path / "results").glob("*.json"))
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)

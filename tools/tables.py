@@ -12,13 +12,19 @@ notebook 04 reads) together with a line naming that file and the command that wr
 
     python tools/tables.py           # rewrite every table in README.md and docs/*.md
     python tools/tables.py --check   # exit 1 and name the tables that differ (tests/test_tables.py)
+
+``make bench`` pipes each benchmark's last line through ``python tools/tables.py --stamp
+bench/NAME.py``, which checks that it is one JSON object and adds the command, the commit and the
+date (UTC) unless the script gave them, so that every results file names where it came from.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import re
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -96,7 +102,12 @@ def source(file: str, record: dict, *, dated: bool = True) -> str:
         facts.append(record["machine"])
     command = record.get("command", f"python bench/{Path(file).stem}.py")
     where = f" ({'; '.join(facts)})" if facts else ""
-    return f"Source: `{file}`, written by `{command}`{where}."
+    typed = (
+        " The numbers were typed from that run's output and transcribed into the file."
+        if record.get("transcribed_from")
+        else ""
+    )
+    return f"Source: `{file}`, written by `{command}`{where}.{typed}"
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
@@ -206,6 +217,96 @@ def zero_shot_table() -> str:
     return table(header, rows) + "\n\n" + note
 
 
+def word2vec_table() -> str:
+    r = load("word2vec.json")
+    rows = [
+        ["seconds (vocabulary and training)", f"{r['ours_seconds']:.1f}", f"{r['gensim_seconds']:.1f}"],
+        ["Google analogy accuracy", f"{r['ours_analogy']:.3f}", f"{r['gensim_analogy']:.3f}"],
+        ["WordSim-353 Spearman", f"{r['ours_wordsim']:.3f}", f"{r['gensim_wordsim']:.3f}"],
+    ]
+    note = f"Time ratio {r['time_ratio']:.2f}×; {r['threads']} threads, {r['epochs']} epochs. " + source(
+        "bench/results/word2vec.json", r
+    )
+    return table(["", "ours", "gensim `Word2Vec` (sg=1)"], rows) + "\n\n" + note
+
+
+def attention_table() -> str:
+    r = load("attention.json")
+    lengths = sorted(int(k[len("ours_ms_T") :]) for k in r if k.startswith("ours_ms_T"))
+    rows = [
+        [str(t), f"{r[f'ours_ms_T{t}']:.3g}", f"{r[f'torch_ms_T{t}']:.3g}", f"{r[f'ratio_T{t}']:.2f}"] for t in lengths
+    ]
+    note = (
+        f"Batch {r['batch']}, d_model {r['d_model']}, {r['n_heads']} heads, {r['threads']} threads, median of "
+        f"{r['repeats']} alternating repeats; largest difference over outputs and input gradients "
+        f"{r['max_abs_diff']}. " + source("bench/results/attention.json", r)
+    )
+    return table(["T", "ours (ms)", "`torch.nn.MultiheadAttention` (ms)", "ours / torch"], rows) + "\n\n" + note
+
+
+def generate_table() -> str:
+    r = load("generate.json")
+    rows = [
+        ["tokens/s with the cache", f"{r['cached_tok_s']:,.0f}"],
+        ["tokens/s without", f"{r['uncached_tok_s']:,.0f}"],
+        ["speed-up", f"{r['speedup']:.1f}×"],
+    ]
+    note = (
+        f"{r['new_tokens']} new tokens from a prompt of {r['prompt_tokens']} tokens, batch {r['batch']}, "
+        f"{r['threads']} threads, median of {r['repeats']} alternating repeats; the two outputs identical. "
+        + source("bench/results/generate.json", r)
+    )
+    return table(["measure", "value"], rows) + "\n\n" + note
+
+
+def bert_table() -> str:
+    r = load("bert.json")
+    rows = [
+        ["MiniLM forward, batch 8 × 128: ours / HF (sdpa), ms", f"{r['ours_ms']:.1f} / {r['hf_ms']:.1f}"],
+        ["largest \\|ours − HF\\| over the last hidden states", f"{r['max_abs_diff']}"],
+        ["masked-piece accuracy, WikiText-2 valid", f"{r['mlm_acc_valid']:.3f}"],
+        [
+            f"SST-2 test, {r['sst2_train']:,} train rows: pre-trained / random init",
+            f"{r['sst2_acc_pretrained']:.3f} / {r['sst2_acc_random_init']:.3f}",
+        ],
+        [
+            f"SST-2 test, {r['sst2_small']:,} train rows: pre-trained / random init",
+            f"{r['sst2_small_acc_pretrained']:.3f} / {r['sst2_small_acc_random_init']:.3f}",
+        ],
+        ["UD EWT POS test accuracy (trained on all of train)", f"{r['pos_acc']:.3f}"],
+        ["SNLI test accuracy (trained on the dev file)", f"{r['snli_acc']:.3f}"],
+        ["SQuAD 1.1 dev, split by article 70/30: EM / F1", f"{r['squad_em']:.1f} / {r['squad_f1']:.1f}"],
+    ]
+    seconds = ", ".join(f"{k} {v:.0f} s" for k, v in r["seconds"].items())
+    note = f"{r['epochs']} epochs, lr {r['lr']}, {r['threads']} threads; seconds per part: {seconds}. " + source(
+        "bench/results/bert.json", r
+    )
+    return table(["measure", "result"], rows) + "\n\n" + note
+
+
+def gpt_char_train_table() -> str:
+    r = load("gpt_char.json")["train"]
+    rows = []
+    for name, label in (("nanogpt_settings", "nanoGPT's settings"), ("course_recipe", "course recipe")):
+        m = r[name]
+        reached = (
+            "—"
+            if m["seconds_to_val_1_90"] is None
+            else f"{m['seconds_to_val_1_90']} ({m['iters_to_val_1_90']:,} updates)"
+        )
+        rows.append([label, f"{m['ms_per_iter']}", f"{m['val_loss_final']:.3f} ({m['iters']:,} updates)", reached])
+    note = f"Validation on {r['eval_batches']} windows of {r['eval_windows']}, {r['threads']} threads. " + source(
+        "bench/results/gpt_char.json", r
+    )
+    header = [
+        "recipe",
+        "ms per update",
+        "final validation loss",
+        f"training seconds to validation ≤ {r['target_val_loss']}",
+    ]
+    return table(header, rows) + "\n\n" + note
+
+
 def gpt_char_writes_table() -> str:
     r = load("gpt_char.json")
     w = r["writes"]
@@ -229,7 +330,7 @@ def gpt_char_writes_table() -> str:
         f"at temperature {w['temperature']}, {w['known_words']}. Training minutes are what the checkpoint's own "
         f"run recorded. Targets for `{w['scored_first']}`: loss ≤ {t['val_loss_at_most']}, "
         f"≤ {t['train_minutes_at_most']} min, ≥ {100 * t['real_word_share_at_least']:.0f}% real words ({met}). "
-        + source("bench/results/gpt_char.json", r)
+        + source("bench/results/gpt_char.json", w)
     )
     header = ["checkpoint", "size", "val loss (nats/char)", "real words", "training minutes (recorded)"]
     return table(header, rows) + "\n\n" + note
@@ -286,7 +387,12 @@ TABLES: dict[str, Callable[[], str]] = {
     "notebooks": notebook_table,
     "teaching": teaching_table,
     "notebook-times": notebook_times_table,
+    "word2vec": word2vec_table,
     "fasttext": fasttext_table,
+    "attention": attention_table,
+    "bert": bert_table,
+    "gpt-char-train": gpt_char_train_table,
+    "generate": generate_table,
     "zero-shot": zero_shot_table,
     "gpt-char-writes": gpt_char_writes_table,
     "qa-null": qa_null_table,
@@ -310,10 +416,37 @@ def documents() -> list[Path]:
     return [p for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))] if p.is_file()]
 
 
+def stamp(line: str, script: str) -> dict:
+    """A benchmark's last output line → its JSON object with ``command``, ``commit`` and ``date`` added."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise ValueError(
+            f"{script}'s last line is not JSON ({err}): {line[:200]!r}; it must print one JSON object last"
+        ) from err
+    if not isinstance(record, dict):
+        raise ValueError(f"{script}'s last line is JSON but not an object: {line[:200]!r}")
+    git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    record.setdefault("command", f"python {script}")
+    if git.returncode == 0:
+        record.setdefault("commit", git.stdout.strip())
+    record.setdefault("date", datetime.datetime.now(datetime.timezone.utc).date().isoformat())
+    return record
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table differs")
+    p.add_argument("--stamp", metavar="SCRIPT", help="read a benchmark's last line on stdin, print it stamped")
     args = p.parse_args(argv)
+    if args.stamp:
+        try:
+            record = stamp(sys.stdin.read().strip(), args.stamp)
+        except ValueError as err:
+            print(err, file=sys.stderr)
+            return 1
+        print(json.dumps(record, indent=2, ensure_ascii=False))
+        return 0
     stale = []
     for path in documents():
         text = path.read_text()
