@@ -1,0 +1,107 @@
+"""The house habits, checked by the suite (CONTRIBUTING.md): ruff's lint and format are clean, one
+ruff version everywhere (requirements.txt, the lock, .pre-commit-config.yaml), the pre-commit hooks
+cover the library and the course notebooks, and the docstring examples of lib/ are collected and
+run (none skipped)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _ruff() -> str:
+    """The ruff of this environment (requirements.txt pins it)."""
+    ruff = Path(sys.executable).with_name("ruff")
+    if ruff.is_file():
+        return str(ruff)
+    found = shutil.which("ruff")
+    if found is None:
+        pytest.fail("ruff is not installed: pip install -r requirements.txt (it pins ruff)")
+    return found
+
+
+def _pinned_ruff(path: Path) -> str:
+    pins = re.findall(r"(?im)^ruff==([^\s#]+)", path.read_text(encoding="utf-8"))
+    assert len(pins) == 1, f"{path.name} should pin ruff exactly once (ruff==x.y.z), found {pins}"
+    return pins[0]
+
+
+def test_ruff_check_is_clean():
+    run = subprocess.run([_ruff(), "check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, f"`ruff check .` found problems (ruff check --fix fixes many):\n{run.stdout[-6000:]}"
+
+
+def test_ruff_format_is_clean():
+    run = subprocess.run([_ruff(), "format", "--check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, f"`ruff format --check .` would reformat (run `ruff format .`):\n{run.stdout[-6000:]}"
+
+
+def test_one_ruff_version_everywhere():
+    version = _pinned_ruff(ROOT / "requirements.txt")
+    assert _pinned_ruff(ROOT / "requirements-lock.txt") == version, "run `make lock` after changing ruff's pin"
+    installed = subprocess.run([_ruff(), "--version"], capture_output=True, text=True, check=True).stdout.split()[-1]
+    assert installed == version, f"ruff {installed} is installed, requirements.txt pins {version}"
+    hooks = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8"))["repos"]
+    by_repo = {repo["repo"]: repo for repo in hooks}
+    ruff_hooks = by_repo["https://github.com/astral-sh/ruff-pre-commit"]
+    assert ruff_hooks["rev"] == f"v{version}", "the ruff-pre-commit rev must be requirements.txt's ruff"
+    nbqa = by_repo["https://github.com/nbQA-dev/nbQA"]
+    for hook in nbqa["hooks"]:
+        assert f"ruff=={version}" in hook.get("additional_dependencies", []), (hook["id"], version)
+
+
+def test_pre_commit_runs_ruff_on_python_and_nbqa_ruff_on_the_course_notebooks():
+    repos = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8"))["repos"]
+    for repo in repos:
+        # A tag, not a branch: the same hooks for everyone until someone moves the pin.
+        assert re.fullmatch(r"v?\d+\.\d+\.\d+", str(repo["rev"])), f"{repo['repo']}: pin rev to a release tag"
+    ids = {hook["id"]: hook for repo in repos for hook in repo["hooks"]}
+    assert {"ruff-check", "ruff-format", "nbqa-ruff-check", "nbqa-ruff-format"} <= set(ids)
+    notebooks = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert notebooks
+    for hook_id in ("nbqa-ruff-check", "nbqa-ruff-format"):
+        pattern = re.compile(ids[hook_id]["files"])
+        assert all(pattern.search(nb) for nb in notebooks), f"{hook_id} misses a course notebook"
+        assert not pattern.search("notebooks/student/01_onehot.ipynb"), "the student notebooks are generated"
+    # The notebook rules of pyproject.toml reach nbQA's temporary .py files through the hook's args.
+    line = re.search(r'(?m)^"\*\.ipynb" = \[(.*)\]', (ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    notebook_rules = set(re.findall(r'"([A-Z]+[0-9]+)"', line[1])) if line else set()
+    args = " ".join(ids["nbqa-ruff-check"].get("args", []))
+    assert all(rule in args for rule in notebook_rules), (notebook_rules, args)
+
+
+def test_the_suite_collects_the_library_doctests(pytestconfig):
+    assert "lib" in pytestconfig.getini("testpaths"), "pyproject.toml: testpaths should hold lib"
+    assert "--doctest-modules" in pytestconfig.getini("addopts"), (
+        "pyproject.toml: addopts should hold --doctest-modules"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", "lib"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    doctests = [line for line in run.stdout.splitlines() if line.startswith("lib/") and "::" in line]
+    assert len(doctests) >= 50, f"only {len(doctests)} doctest items collected from lib/"
+
+
+def test_no_docstring_example_is_skipped():
+    """Every `>>>` example in lib/ runs (CONTRIBUTING.md: an example that cannot run here is not an
+    example; show it with its output in prose instead)."""
+    skipped = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted((ROOT / "lib").rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"doctest:\s*\+SKIP", line)
+    ]
+    assert not skipped, f"skipped docstring examples (make them run): {skipped}"
