@@ -62,9 +62,9 @@ def test_gradescope_bundle_grades_a_submission_into_results_json(tmp_path, refer
         "run_autograder",
         autograders.SETTINGS,
         "course/pyproject.toml",
-        "course/lib/onehot2gpt/grading.py",
+        "course/lib/onehot2gpt_teach/grading.py",
         "course/notebooks/01_tiny.ipynb",
-        "course/data/checkpoints/gpt-char-shakespeare/config.json",
+        "course/lib/onehot2gpt/assets/checkpoints/gpt-char-shakespeare/config.json",
     } <= set(names)
     assert not any("bert-wikitext2" in n for n in names)
     settings = json.loads(zipfile.ZipFile(bundle).read(autograders.SETTINGS))

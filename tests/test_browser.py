@@ -476,7 +476,7 @@ def widget_names() -> list[str]:
     classes = [
         n
         for n, c in vars(widgets).items()
-        if inspect.isclass(c) and c.__module__ == widgets.__name__ and issubclass(c, ipywidgets.Widget)
+        if inspect.isclass(c) and c.__module__.startswith(widgets.__name__) and issubclass(c, ipywidgets.Widget)
     ]
     return classes + ["bertviz_view"]
 

@@ -38,6 +38,7 @@ from pathlib import Path
 if __name__ == "__main__":  # as a command, skip the IRI grammar nbformat never needs (see .grading)
     sys.modules.setdefault("rfc3987_syntax", None)
 
+from ._cli import input_file, output_file, output_folder
 from .grading import RESULTS, grade, reference_checks, write_reports
 
 __all__ = [
@@ -401,8 +402,7 @@ def exercise_passed(grades_csv: str | Path, exercise: str) -> tuple[bool, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m onehot2gpt_teach.autograders",
-        description="Gradescope and GitHub Classroom autograders for a course notebook.",
+        prog="onehot2gpt-autograder", description="Gradescope and GitHub Classroom autograders for a course notebook."
     )
     sub = parser.add_subparsers(dest="what", required=True)
     gs = sub.add_parser("gradescope", help="write the Gradescope autograder zip for a notebook")
@@ -425,6 +425,12 @@ def main(argv: list[str] | None = None) -> int:
     passed.add_argument("grades_csv")
     passed.add_argument("exercise")
     args = parser.parse_args(argv)
+    if args.what in ("gradescope", "classroom"):
+        input_file(parser, "notebook", args.notebook)
+        if args.what == "gradescope":
+            output_file(parser, "--out", args.out, ".zip")
+        else:
+            output_folder(parser, "--out", args.out)
     try:
         if args.what == "gradescope":
             print(

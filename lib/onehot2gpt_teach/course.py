@@ -18,6 +18,8 @@ import re
 import sys
 from pathlib import Path
 
+from ._cli import input_file, input_folder
+
 # Where the course lives, in one place: the GitHub repository and the release (a branch or tag)
 # that the badges open and the set-up cell installs. A fork, or a course's own copy, changes these
 # two lines and runs `python -m onehot2gpt_teach.course notebooks/[0-9][0-9]_*.ipynb`; at run time the
@@ -201,16 +203,16 @@ def prepare_file(path: Path, root: Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m onehot2gpt_teach.course",
+        prog="onehot2gpt-prepare",
         description="Add the Colab badge and set-up cell and the slide layout to "
         "course notebooks (in place, idempotent).",
     )
     p.add_argument("notebooks", nargs="+", type=Path, help="e.g. notebooks/[0-9][0-9]_*.ipynb")
     p.add_argument("--root", type=Path, default=Path("."), help="the repository root (default: .)")
     args = p.parse_args(argv)
+    input_folder(p, "--root", args.root)
     for path in args.notebooks:
-        if not path.is_file():
-            p.error(f"{path} is not a file; give notebook paths such as notebooks/01_onehot.ipynb")
+        input_file(p, "notebook", path)
         print(f"{path}: {'updated' if prepare_file(path, args.root) else 'already prepared'}")
     return 0
 

@@ -13,6 +13,8 @@ import re
 import sys
 from pathlib import Path
 
+from ._cli import input_file, output_folder
+
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = 'raise NotImplementedError("Your turn: replace this line with your code")'
 GENERATED_NOTE = (
@@ -98,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="+", help="source notebooks, e.g. notebooks/01_onehot.ipynb")
     parser.add_argument("--out", default="notebooks/student", help="output folder")
     args = parser.parse_args(argv)
+    output_folder(parser, "--out", args.out)
     for path in args.notebooks:
+        input_file(parser, "notebook", path)
         if not re.search(r"\d\d_.*\.ipynb$", path):
             print(f"skipping {path}: not a numbered course notebook", file=sys.stderr)
             continue

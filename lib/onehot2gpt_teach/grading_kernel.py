@@ -1,0 +1,419 @@
+"""Grading, part 2: running one submission in a kernel of its own, cell by cell, with the
+reference checks in place (:func:`grade_submission`). See :mod:`onehot2gpt_teach.grading`."""
+
+from __future__ import annotations
+
+import math
+import secrets
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+try:
+    import nbformat
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import AsyncKernelManager
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, DeadKernelError
+    from nbclient.util import run_sync
+    from traitlets import default
+except ImportError as exc:  # these come with the test extra, not with the library itself
+    raise ImportError(f"grading needs nbclient, nbformat and ipykernel ({exc}): pip install -e '.[test]'") from exc
+
+from .grading_checks import (
+    _STOP_RECORDING,
+    ExerciseResult,
+    Submission,
+    _check_prelude,
+    _Step,
+    one_line,
+    plan_cells,
+    reference_checks,
+    replay_check,
+)
+
+MAX_RESTARTS = 2  # kernel restarts per submission before the remaining checks are given up
+PROBE_SECONDS = 2  # after interrupting a cell: how long the kernel may take to answer again
+
+
+# --------------------------------------------------------------------------------------------
+# Running one submission
+# --------------------------------------------------------------------------------------------
+
+# How this process starts kernels: a command before the kernel's own (["unshare", "-rn"] to cut
+# the network) and whether the kernel talks to us over Unix sockets (a kernel in a network
+# namespace of its own cannot reach our TCP ports). Set by a grading process (:func:`_worker`).
+_KERNEL: dict = {"prefix": [], "ipc": False}
+_UNSHARE = ["unshare", "--user", "--map-root-user", "--net"]
+
+
+def network_isolation_available() -> bool:
+    """Whether kernels can be started without network here: Linux user and network namespaces
+    (``unshare --user --map-root-user --net``, as an ordinary user)."""
+    import shutil
+
+    if shutil.which("unshare") is None:
+        return False
+    try:
+        return subprocess.run([*_UNSHARE, "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+class _CurrentEnvSpecs(KernelSpecManager):
+    """Always the ipykernel of this Python, whatever kernel the submission names."""
+
+    def get_kernel_spec(self, kernel_name):
+        import ipykernel.kernelspec
+
+        spec = self.kernel_spec_class(
+            resource_dir=ipykernel.kernelspec.RESOURCES, **ipykernel.kernelspec.get_kernel_dict()
+        )
+        spec.argv = [*_KERNEL["prefix"], *spec.argv]
+        return spec
+
+
+class _CurrentEnvKernelManager(AsyncKernelManager):
+    @default("kernel_spec_manager")
+    def _current_env_specs(self):
+        return _CurrentEnvSpecs(data_dir=self.data_dir)
+
+
+class _Client(NotebookClient):
+    """A NotebookClient that keeps only error outputs (a cell printing forever costs no memory)."""
+
+    def output(self, outs, msg, display_id, cell_index):
+        if msg["msg_type"] == "error":
+            return super().output(outs, msg, display_id, cell_index)
+        return None
+
+
+@dataclass
+class _Outcome:
+    status: str  # "ok", "error", "timeout" or "dead"
+    message: str = ""
+
+
+class _Run:
+    """One submission's steps in one kernel, restarting it when it hangs or dies."""
+
+    def __init__(
+        self,
+        steps: list[_Step],
+        n_checks: int,
+        workdir: str,
+        cell_timeout: float,
+        timeout: float,
+        answers_dir: str | None = None,
+        hidden_seeds=(),
+    ):
+        self.steps, self.workdir = steps, workdir
+        self.answers_dir, self.hidden_seeds = answers_dir or workdir, tuple(hidden_seeds)
+        self.cell_timeout, self.timeout = cell_timeout, timeout
+        self.results: list[tuple[str, str] | None] = [None] * n_checks
+        self.deadline = time.monotonic() + timeout
+        self.timeout_name = f"GradingTimeout_{secrets.token_hex(4)}"  # no student cell raises it
+        self.replay: list[_Step] = []  # cells that ran cleanly: re-run after a restart
+        self.problems: list[tuple[int, str, str]] = []  # (step position, status, "cell 5 …")
+        self.restarts = 0
+        self.client: _Client | None = None
+
+    def finish(self, result: str, message: str) -> None:
+        """Give every check that has no result yet this (result, message)."""
+        self.results = [(result, message) if r is None else r for r in self.results]
+
+    async def _start(self) -> _Client:
+        client = _Client(
+            nbformat.v4.new_notebook(),
+            kernel_manager_class=_CurrentEnvKernelManager,
+            kernel_name="python3",
+            interrupt_on_timeout=True,
+            force_raise_errors=True,
+            error_on_timeout={"ename": self.timeout_name, "evalue": "", "traceback": []},
+            shutdown_kernel="immediate",
+            startup_timeout=120,
+        )
+        self.client = client
+        client.km = client.create_kernel_manager()
+        if _KERNEL["ipc"]:  # Unix sockets in our private folder: they cross network namespaces
+            client.km.transport = "ipc"
+            client.km.ip = str(Path(self.answers_dir) / f"kernel-{secrets.token_hex(3)}")
+        # the kernel's own stdout/stderr (C-level prints, ipykernel warnings) are not wanted
+        await client.async_start_new_kernel(cwd=self.workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        await client.async_start_new_kernel_client()
+        return client
+
+    async def stop(self) -> None:
+        """Shut the kernel down (at once) if one is running."""
+        client, self.client = self.client, None
+        if client is not None and client.km is not None:
+            await client._async_cleanup_kernel()
+
+    async def _execute(self, client: _Client, source: str, limit: float) -> _Outcome:
+        cell = nbformat.v4.new_code_cell(source)
+        client.nb.cells = [cell]
+        client.timeout = max(1, math.ceil(limit))
+        try:
+            await client.async_execute_cell(cell, 0)
+        except CellExecutionError as err:
+            if err.ename == self.timeout_name:
+                return _Outcome("timeout")
+            return _Outcome("error", one_line(err.ename, err.evalue))
+        except DeadKernelError:
+            return _Outcome("dead")
+        return _Outcome("ok")
+
+    def _left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def _out_of_time(self, where: str) -> None:
+        self.finish("not run", f"the notebook's time limit of {self.timeout:g} s ran out {where}")
+
+    async def run(self) -> None:
+        """Run every step, restarting the kernel at most MAX_RESTARTS times; fills
+        self.results with (result, message) per reference check."""
+        position = 0
+        try:
+            while position < len(self.steps):
+                client = await self._start()
+                if self.restarts and not await self._replay(client):
+                    return
+                position, restart = await self._run_from(client, position)
+                await self.stop()
+                if not restart:
+                    break
+                self.restarts += 1
+                if self.restarts > MAX_RESTARTS:
+                    self.finish(
+                        "not run",
+                        f"the kernel was restarted {MAX_RESTARTS} times, the "
+                        f"last time after {self.steps[position - 1].label}; gave up",
+                    )
+                    return
+        finally:
+            await self.stop()
+        self.finish("not run", "the notebook ended before this check")
+
+    async def _replay(self, client: _Client) -> bool:
+        for step in self.replay:
+            if self._left() <= 0:
+                self._out_of_time("while re-running cells after a kernel restart")
+                return False
+            outcome = await self._execute(client, step.source, min(self.cell_timeout, self._left()))
+            if outcome.status in ("timeout", "dead"):
+                self.finish(
+                    "not run",
+                    f"{step.label} did not run again after a kernel restart "
+                    f"({'timed out' if outcome.status == 'timeout' else 'kernel died'})",
+                )
+                return False
+        return True
+
+    async def _run_from(self, client: _Client, position: int) -> tuple[int, bool]:
+        """Run steps from `position` on; return where to go on and whether to restart."""
+        while position < len(self.steps):
+            step, left = self.steps[position], self._left()
+            if left <= 0:
+                self._out_of_time(f"before {step.label}")
+                return len(self.steps), False
+            limit = min(self.cell_timeout, left)
+            source, answers = step.source, None
+            if step.check is not None:
+                answers = Path(self.answers_dir) / f"answers-{position}-{secrets.token_hex(4)}.pt"
+                source = _check_prelude(source, answers, self.hidden_seeds) + source
+            outcome = await self._execute(client, source, limit)
+            if answers is not None and outcome.status in ("ok", "error"):
+                await self._execute(client, _STOP_RECORDING, PROBE_SECONDS)
+            self._record(position, step, outcome, limit, answers)
+            position += 1
+            if outcome.status == "dead":
+                return position, True
+            if outcome.status == "timeout":
+                if limit < self.cell_timeout:  # the whole notebook ran out of time
+                    self._out_of_time(f"in {step.label}")
+                    return len(self.steps), False
+                if not await self._answers(client):  # the interrupt was ignored: start afresh
+                    if self.problems and self.problems[-1][0] == position - 1:
+                        at, status, text = self.problems[-1]
+                        self.problems[-1] = (
+                            at,
+                            status,
+                            text.replace("and was interrupted", "and ignored the interrupt; kernel restarted"),
+                        )
+                    return position, True
+        return position, False
+
+    async def _answers(self, client: _Client) -> bool:
+        """Whether the kernel runs code again after an interrupt. nbclient has already waited
+        `iopub_timeout` seconds for the interrupted cell to end, so a short probe suffices."""
+        saved, client.iopub_timeout = client.iopub_timeout, 1
+        try:
+            return (await self._execute(client, "pass", PROBE_SECONDS)).status == "ok"
+        finally:
+            client.iopub_timeout = saved
+
+    def _context(self, position: int, undefined: bool) -> tuple[str, str]:
+        """The (status, text) of the problem before a check that most likely explains its
+        failure: the last one since the previous check, else, when the check met an undefined
+        name, the first one in the notebook (a failed import cell, say)."""
+        previous = max((p for p, s in enumerate(self.steps[:position]) if s.check is not None), default=-1)
+        section = [(status, text) for p, status, text in self.problems if previous < p < position]
+        earlier = [(status, text) for p, status, text in self.problems if p < position]
+        if section:
+            return section[-1]
+        return earlier[0] if earlier and undefined else ("", "")
+
+    def _record(self, position: int, step: _Step, outcome: _Outcome, limit: float, answers: Path | None = None) -> None:
+        what = step.label if step.check is None else "the check"
+        if limit >= self.cell_timeout:
+            timed_out = f"{what} timed out after {limit:g} s and was interrupted"
+        else:
+            timed_out = f"{what} was stopped when the notebook's time limit of {self.timeout:g} s ran out"
+        texts = {
+            "timeout": timed_out,
+            "dead": f"the kernel died in {what} (os._exit, a crash or running out of memory?) and was restarted",
+            "error": f"{step.label} raised {outcome.message}",
+        }
+        if step.check is None:
+            if outcome.status == "ok":
+                self.replay.append(step)
+            else:
+                self.problems.append((position, outcome.status, texts[outcome.status]))
+            return
+        if outcome.status in ("timeout", "dead"):
+            self.results[step.check] = (_RESULT_OF[outcome.status], texts[outcome.status])
+            return
+        # The verdict: the recorded answers judged here, never what the kernel printed or raised.
+        verdict = replay_check(step.source, answers, self.hidden_seeds) if answers else ("fail", "")
+        if verdict[0] == "pass":
+            self.results[step.check] = verdict
+            return
+        # the check did not get to the answers (say why), or judged them wrong; either way the
+        # problem just before it (a cell that failed, timed out or crashed) may explain it
+        message = outcome.message if outcome.status == "error" else verdict[1]
+        status, context = self._context(position, "NameError" in message)
+        message = f"{context}; then {message}" if context else message
+        self.results[step.check] = (_RESULT_OF.get(status, "fail"), message)
+
+
+_RESULT_OF = {"timeout": "timeout", "dead": "crash"}  # a check's result after such a problem
+
+
+def _read_notebook(path: Path):
+    """nbformat's reading plus the structure the grader relies on; raises ValueError."""
+    try:
+        notebook = nbformat.read(path, as_version=4)
+    except Exception as exc:  # not JSON, not a notebook, unreadable: all one answer
+        raise ValueError(f"not a valid notebook: {one_line(type(exc).__name__, str(exc))}") from exc
+    cells = notebook.get("cells")
+    if not isinstance(cells, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("cell_type"), str) and isinstance(c.get("source", ""), (str, list))
+        for c in cells
+    ):
+        raise ValueError("not a valid notebook: it has no list of cells with a type and a source")
+    return notebook
+
+
+def grade_submission(
+    submission: Submission, *, cell_timeout: float = 300, timeout: float = 1800, hidden_seeds=()
+) -> list[ExerciseResult]:
+    """Run one submission in a fresh kernel and grade it: one ExerciseResult per check cell of
+    its course notebook (one row with result ``error`` when there is no course notebook or it
+    cannot be read). The checks also run on the inputs of `hidden_seeds`. Never raises for a
+    broken submission. (This runs the kernel as a child of this process: :func:`grade` runs each
+    submission in a process of its own.)"""
+    try:
+        return _grade_submission(submission, cell_timeout, timeout, tuple(hidden_seeds))
+    except Exception as exc:  # a grader bug must not end the run for everyone else
+        message = f"grader error: {one_line(type(exc).__name__, str(exc))}"
+        return [ExerciseResult(submission.student, submission.path.name, submission.file, "", "error", "", message)]
+
+
+def _grade_submission(
+    submission: Submission, cell_timeout: float, timeout: float, hidden_seeds: tuple[int, ...] = ()
+) -> list[ExerciseResult]:
+    def rows(results, status=None):
+        return [
+            ExerciseResult(
+                submission.student,
+                notebook_name,
+                submission.file,
+                check.name,
+                result,
+                status[k] if status else "",
+                message,
+                check.points if result == "pass" else 0.0,
+                check.points,
+            )
+            for k, (check, (result, message)) in enumerate(zip(checks, results))
+        ]
+
+    notebook_name = submission.reference.name if submission.reference else submission.path.name
+    if submission.reference is None:
+        return [
+            ExerciseResult(
+                submission.student,
+                notebook_name,
+                submission.file,
+                "",
+                "error",
+                "",
+                f"unknown notebook {submission.path.name!r}: no course notebook "
+                "of that name; rename it like the course notebook it answers",
+            )
+        ]
+    try:
+        checks = reference_checks(_read_notebook(submission.reference))
+    except ValueError as exc:
+        return [
+            ExerciseResult(
+                submission.student,
+                notebook_name,
+                submission.file,
+                "",
+                "error",
+                "",
+                f"reference {submission.reference}: {exc}",
+            )
+        ]
+    if not checks:
+        return [
+            ExerciseResult(
+                submission.student,
+                notebook_name,
+                submission.file,
+                "",
+                "error",
+                "",
+                f"reference {submission.reference} has no cell tagged 'check'",
+            )
+        ]
+    try:
+        notebook = _read_notebook(submission.path)
+    except ValueError as exc:
+        return rows([("error", str(exc))] * len(checks))
+    steps, status = plan_cells(notebook, checks)
+    with (
+        tempfile.TemporaryDirectory(prefix="onehot2gpt-grading-") as workdir,
+        tempfile.TemporaryDirectory(prefix="onehot2gpt-answers-") as answers_dir,
+    ):
+        run = _Run(steps, len(checks), workdir, cell_timeout, timeout, answers_dir, hidden_seeds)
+        try:
+            run_sync(run.run)()
+        except Exception as exc:  # the kernel would not start, or a grader bug: report, go on
+            run.finish("error", f"grader error: {one_line(type(exc).__name__, str(exc))}")
+        finally:
+            if run.client is not None:  # interrupted (Ctrl-C) or failed mid-way
+                try:
+                    run_sync(run.stop)()
+                except Exception:
+                    pass
+    results = []
+    for (result, message), state in zip(run.results, status):
+        if state != "ok":
+            note = f"check cell {state}: graded with the reference check cell"
+            message = f"{note}; {message}" if message else note
+        results.append((result, message))
+    return rows(results, status)

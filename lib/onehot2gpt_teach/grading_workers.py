@@ -1,0 +1,344 @@
+"""Grading, part 3: a class's submissions, one process each, several at a time, with a journal
+to resume from (:func:`grade`). See :mod:`onehot2gpt_teach.grading`."""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .grading_checks import ExerciseResult, Submission, find_submissions, reference_checks
+from .grading_kernel import _KERNEL, _UNSHARE, _read_notebook, grade_submission, network_isolation_available
+
+# --------------------------------------------------------------------------------------------
+# A class: one process per submission, several at a time, a journal to resume from
+# --------------------------------------------------------------------------------------------
+
+WORKER_GRACE = 120  # seconds a submission's process may take beyond --timeout (start-up, replays)
+MEMORY_GB = 8.0  # address space for a submission's process and its kernel (RLIMIT_AS)
+JOURNAL = "results.jsonl"
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _file_rows(submission: Submission, result: str, message: str) -> list[ExerciseResult]:
+    """Every exercise of the submission's course notebook with one result (or one file row)."""
+    notebook = submission.reference.name if submission.reference else submission.path.name
+    try:
+        checks = reference_checks(_read_notebook(submission.reference)) if submission.reference else []
+    except ValueError:
+        checks = []
+    if not checks:
+        return [ExerciseResult(submission.student, notebook, submission.file, "", result, "", message)]
+    return [
+        ExerciseResult(submission.student, notebook, submission.file, c.name, result, "", message, 0.0, c.points)
+        for c in checks
+    ]
+
+
+def _limit_resources(memory_gb: float | None) -> list[str]:
+    """Limit this process (and the kernel it starts) to `memory_gb` of address space; → what was
+    limited, for the report."""
+    done = []
+    try:
+        import resource
+
+        if memory_gb:
+            limit = int(memory_gb * 2**30)
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            done.append(f"{memory_gb:g} GB of memory")
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ImportError, ValueError, OSError):  # not POSIX, or the limit is above the hard one
+        pass
+    return done
+
+
+def _worker(spec_path: str) -> int:
+    """``python -m onehot2gpt_teach.grading --worker SPEC``: grade one submission in this process (its
+    kernel a child of it) and write the rows to the spec's result file."""
+    import json
+    import os
+    import shutil
+
+    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    _limit_resources(spec.get("memory_gb"))
+    if not spec.get("network", True) and network_isolation_available():
+        _KERNEL.update(prefix=list(_UNSHARE), ipc=True)
+    home = tempfile.mkdtemp(prefix="onehot2gpt-home-")  # a private HOME for the kernel
+    os.environ.update(
+        HOME=home,
+        IPYTHONDIR=str(Path(home) / ".ipython"),
+        MPLCONFIGDIR=str(Path(home) / ".matplotlib"),
+        **spec.get("env", {}),
+    )
+    try:
+        sub = spec["submission"]
+        submission = Submission(
+            Path(sub["path"]), sub["file"], sub["student"], Path(sub["reference"]) if sub["reference"] else None
+        )
+        rows = grade_submission(
+            submission, cell_timeout=spec["cell_timeout"], timeout=spec["timeout"], hidden_seeds=spec["hidden_seeds"]
+        )
+        out = Path(spec["result"])
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps([r.row() for r in rows]), encoding="utf-8")
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return 0
+
+
+class _Workers:
+    """Starts one grading process per submission, each in a session of its own (so that a
+    submission killing its process group reaches no one else), and kills what is left of it."""
+
+    def __init__(self):
+        import threading
+
+        self.running: set = set()
+        self.lock = threading.Lock()
+
+    def run(
+        self,
+        submission: Submission,
+        *,
+        cell_timeout: float,
+        timeout: float,
+        hidden_seeds,
+        memory_gb: float | None,
+        threads: int | None,
+        network: bool = True,
+    ) -> list[ExerciseResult]:
+        import json
+        import signal
+
+        from onehot2gpt.data import cache_dir
+
+        with tempfile.TemporaryDirectory(prefix="onehot2gpt-worker-") as tmp:
+            result = Path(tmp) / "rows.json"
+            env = {"ONEHOT2GPT_CACHE": str(cache_dir())}
+            if threads:
+                env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+            spec = {
+                "submission": {
+                    "path": str(submission.path),
+                    "file": submission.file,
+                    "student": submission.student,
+                    "reference": str(submission.reference) if submission.reference else "",
+                },
+                "cell_timeout": cell_timeout,
+                "timeout": timeout,
+                "hidden_seeds": list(hidden_seeds),
+                "memory_gb": memory_gb,
+                "result": str(result),
+                "env": env,
+                "network": network,
+            }
+            spec_path = Path(tmp) / "spec.json"
+            spec_path.write_text(json.dumps(spec), encoding="utf-8")
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "onehot2gpt_teach.grading", "--worker", str(spec_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            with self.lock:
+                self.running.add(proc)
+            timed_out = False
+            try:
+                proc.wait(timeout=timeout + WORKER_GRACE)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            finally:
+                self._kill(proc)
+                with self.lock:
+                    self.running.discard(proc)
+            try:
+                return [ExerciseResult.from_row(r) for r in json.loads(result.read_text(encoding="utf-8"))]
+            except (OSError, ValueError, TypeError):
+                pass
+        if timed_out:
+            return _file_rows(
+                submission,
+                "timeout",
+                f"grading this submission took longer than "
+                f"{timeout + WORKER_GRACE:g} s (--timeout plus {WORKER_GRACE} s) and was stopped",
+            )
+        code = proc.returncode
+        how = (
+            f"was killed by signal {signal.Signals(-code).name}"
+            if code is not None and code < 0
+            else f"ended with exit code {code}"
+        )
+        return _file_rows(
+            submission,
+            "crash",
+            f"the process grading this submission {how} before it "
+            "finished (did the submission kill its kernel's parent, or run out of memory?)",
+        )
+
+    def _kill(self, proc) -> None:
+        """Kill the process's whole session: the grading process and its kernel."""
+        import os
+        import signal
+
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def kill_all(self) -> None:
+        with self.lock:
+            running = list(self.running)
+        for proc in running:
+            self._kill(proc)
+
+
+def read_journal(path: str | Path) -> tuple[tuple[int, ...] | None, dict[tuple[str, str], list[ExerciseResult]]]:
+    """A journal written by :func:`grade` → (its hidden seeds, {(file, sha256): rows}). Lines that
+    cannot be read (a run killed mid-write) are skipped: those submissions are graded again."""
+    import json
+
+    seeds, done = None, {}
+    path = Path(path)
+    if not path.exists():
+        return None, {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+            if "hidden_seeds" in entry and "file" not in entry:
+                seeds = tuple(int(x) for x in entry["hidden_seeds"])
+            else:
+                done[(entry["file"], entry["sha256"])] = [ExerciseResult.from_row(r) for r in entry["rows"]]
+        except (ValueError, KeyError, TypeError):
+            continue
+    return seeds, done
+
+
+def _append(path: Path, entry: dict) -> None:
+    import json
+    import os
+
+    with path.open("a+", encoding="utf-8") as f:
+        f.seek(0, 2)
+        if f.tell():  # a run killed mid-line left no line break: start a new line
+            f.seek(f.tell() - 1)
+            if f.read(1) != "\n":
+                f.write("\n")
+        f.write(json.dumps(entry) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def grade(
+    submissions_dir: str | Path,
+    reference_dir: str | Path = "notebooks",
+    *,
+    cell_timeout: float = 300,
+    timeout: float = 1800,
+    log=None,
+    jobs: int = 1,
+    hidden_seeds=None,
+    journal: str | Path | None = None,
+    memory_gb: float | None = MEMORY_GB,
+    network: bool = False,
+    on_result=None,
+) -> list[ExerciseResult]:
+    """Grade every notebook under `submissions_dir` against the course notebooks in
+    `reference_dir` → all ExerciseResults, in submission order.
+
+    Each submission runs in a process of its own (its kernel a child of it, in a session of its
+    own, limited to `memory_gb` of memory, with a private HOME and, unless `network`, no network
+    where the OS allows it (:func:`network_isolation_available`)), `jobs` at a time. A submission
+    that kills its process or its kernel is reported as a ``crash``; one that outlives
+    `timeout` plus :data:`WORKER_GRACE` as a ``timeout``; the run goes on. The checks also run on
+    the inputs of `hidden_seeds` (default: one random seed, or the journal's). With `journal`
+    (a ``.jsonl`` file), every graded submission is appended as soon as it is done, and a run
+    that finds the file takes the submissions graded before (same file, same contents) from it:
+    an interrupted run resumes. `log(text)` hears one line per submission; `on_result(results)`
+    is called with the results so far after each one."""
+    import concurrent.futures
+    import os
+
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a whole number ≥ 1, got {jobs!r}")
+    submissions = find_submissions(submissions_dir, reference_dir)
+    done: dict = {}
+    if journal is not None:
+        journal = Path(journal)
+        recorded, done = read_journal(journal)
+        if hidden_seeds is None:
+            hidden_seeds = recorded
+        elif recorded is not None and done and tuple(hidden_seeds) != recorded:
+            raise ValueError(
+                f"{journal} holds grades made with other hidden seeds {list(recorded)}: "
+                f"grade with the same --hidden-seed, or delete the file to start afresh"
+            )
+    if hidden_seeds is None:
+        hidden_seeds = (secrets.randbelow(2**31 - 2) + 1,)
+    hidden_seeds = tuple(int(x) for x in hidden_seeds)
+    if journal is not None and not journal.exists():
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        _append(journal, {"hidden_seeds": list(hidden_seeds)})
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    results: dict[int, list[ExerciseResult]] = {}
+    todo = []
+    for i, submission in enumerate(submissions):
+        key = (submission.file, _sha256(submission.path))
+        if key in done:
+            results[i] = done[key]
+            if log:
+                log(f"{submission.file}: graded before ({journal.name}), not run again")
+        else:
+            todo.append((i, submission, key))
+    workers = _Workers()
+    import threading
+
+    lock = threading.Lock()
+
+    def one(item):
+        i, submission, key = item
+        start = time.monotonic()
+        rows = workers.run(
+            submission,
+            cell_timeout=cell_timeout,
+            timeout=timeout,
+            hidden_seeds=hidden_seeds,
+            memory_gb=memory_gb,
+            threads=threads,
+            network=network,
+        )
+        with lock:
+            results[i] = rows
+            if journal is not None:
+                _append(journal, {"file": key[0], "sha256": key[1], "rows": [r.row() for r in rows]})
+            if log:
+                passed = sum(r.result == "pass" for r in rows)
+                total = sum(1 for r in rows if r.exercise)
+                summary = f"{passed}/{total} passed" if total else f"{rows[0].result}: {rows[0].message}"
+                log(f"{submission.file}: {summary} ({time.monotonic() - start:.1f} s)")
+            if on_result:
+                on_result([r for k in sorted(results) for r in results[k]])
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
+    try:
+        for future in [pool.submit(one, item) for item in todo]:
+            future.result()
+    except BaseException:  # Ctrl-C: stop every grading process, keep the journal
+        workers.kill_all()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return [r for i in sorted(results) for r in results[i]]

@@ -1,0 +1,101 @@
+"""The lecturer's console scripts (onehot2gpt_teach, [project.scripts] in pyproject.toml): each is
+installed, answers --help, and turns a bad argument into an error naming the option and the value."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+from onehot2gpt_teach import autograders, course, figures, grading, student
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = {
+    "onehot2gpt-student": "onehot2gpt_teach.student:main",
+    "onehot2gpt-grade": "onehot2gpt_teach.grading:main",
+    "onehot2gpt-autograder": "onehot2gpt_teach.autograders:main",
+    "onehot2gpt-prepare": "onehot2gpt_teach.course:main",
+    "onehot2gpt-figures": "onehot2gpt_teach.figures:main",
+}
+
+
+def test_pyproject_declares_every_script():
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    assert {name: declared.get(name) for name in SCRIPTS} == SCRIPTS
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_script_is_installed_and_answers_help(name):
+    script = Path(sys.executable).parent / name
+    assert script.exists(), f"{script} missing: reinstall with pip install -e . --no-deps --no-build-isolation"
+    run = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.startswith(f"usage: {name}"), run.stdout[:300]
+
+
+@pytest.mark.parametrize("module", ["student", "grading", "autograders", "course", "figures"])
+def test_python_dash_m_still_works(module):
+    run = subprocess.run(
+        [sys.executable, "-m", f"onehot2gpt_teach.{module}", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0 and run.stdout.startswith("usage: "), run.stderr[-2000:]
+
+
+def _error(main, argv, capsys) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_a_missing_notebook_is_named(tmp_path, capsys):
+    missing = str(tmp_path / "01_nothing.ipynb")
+    for main, argv in [
+        (student.main, [missing, "--out", str(tmp_path / "out")]),
+        (course.main, [missing]),
+        (autograders.main, ["gradescope", missing, "--out", str(tmp_path / "a.zip")]),
+        (autograders.main, ["classroom", missing, "--out", str(tmp_path / "starter")]),
+    ]:
+        err = _error(main, argv, capsys)
+        assert f"notebook {missing}: no such file" in err, err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "a.zip").exists()
+
+
+def test_an_out_folder_that_is_a_file_is_named(tmp_path, capsys):
+    taken = tmp_path / "taken.txt"
+    taken.write_text("x")
+    notebook = tmp_path / "01_x.ipynb"
+    notebook.write_text("{}")
+    for main, argv in [
+        (student.main, [str(notebook), "--out", str(taken)]),
+        (figures.main, ["--out", str(taken)]),
+        (grading.main, [str(tmp_path), "--out", str(taken)]),
+        (autograders.main, ["classroom", str(notebook), "--out", str(taken)]),
+    ]:
+        err = _error(main, argv, capsys)
+        assert f"--out {taken}: is a file, not a folder" in err, err
+    assert taken.read_text() == "x"
+
+
+def test_an_out_that_cannot_be_made_is_named(tmp_path, capsys):
+    """A folder inside a file can never be made (whoever runs this, root included)."""
+    taken = tmp_path / "taken.txt"
+    taken.write_text("x")
+    inside = taken / "figures"
+    err = _error(figures.main, ["--out", str(inside)], capsys)
+    assert f"--out {inside}: {taken} cannot be written" in err, err
+    err = _error(autograders.main, ["gradescope", str(_notebook(tmp_path)), "--out", str(taken / "a.zip")], capsys)
+    assert f"--out {taken / 'a.zip'}: {taken} cannot be written" in err, err
+
+
+def _notebook(folder: Path) -> Path:
+    notebook = folder / "01_x.ipynb"
+    notebook.write_text("{}")
+    return notebook
+
+
+def test_the_gradescope_out_must_be_a_zip(tmp_path, capsys):
+    notebook = tmp_path / "01_x.ipynb"
+    notebook.write_text("{}")
+    err = _error(autograders.main, ["gradescope", str(notebook), "--out", str(tmp_path / "bundle.tar")], capsys)
+    assert f"--out {tmp_path / 'bundle.tar'}: give a file name ending in .zip" in err, err
