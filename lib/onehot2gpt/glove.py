@@ -20,15 +20,12 @@ each word i, then fits vectors to those counts directly:
 
 It returns :class:`~onehot2gpt.word_vectors.WordVectors`, scored with the same analogy and
 WordSim-353 evaluation as word2vec. The course checkpoint is made with
-``python -m onehot2gpt.glove train --out data/checkpoints/glove-wikitext2``.
+``python recipes/glove-wikitext2.py --out DIR``.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import shlex
-import sys
 import time
 import warnings
 from collections.abc import Sequence
@@ -42,7 +39,7 @@ from onehot2gpt.utils import check_finite_loss, check_positive_int, check_positi
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
 
-__all__ = ["cooccurrence", "glove_weight", "glove_loss", "GloVe", "train_glove", "build_parser", "main"]
+__all__ = ["cooccurrence", "glove_weight", "glove_loss", "GloVe", "train_glove"]
 
 
 def _check_ids(ids, vocab_size: int, sentence_ids) -> tuple[Tensor, Tensor]:
@@ -213,57 +210,3 @@ def train_glove(
         "threads": torch.get_num_threads(),
     }
     return WordVectors(model.vectors(), vocab, config)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """``python -m onehot2gpt.glove train --out DIR``; its defaults built the committed checkpoint
-    (x_max 10 for this small corpus, 30 epochs)."""
-    parser = argparse.ArgumentParser(prog="python -m onehot2gpt.glove", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    train = sub.add_parser("train", help="train on WikiText-2 (lower-cased) and save the vectors")
-    train.add_argument("--out", required=True, help="checkpoint directory to write")
-    train.add_argument("--dim", type=int, default=100)
-    train.add_argument("--window", type=int, default=10)
-    train.add_argument("--min-count", type=int, default=5)
-    train.add_argument("--x-max", type=float, default=10.0)
-    train.add_argument("--epochs", type=int, default=30)
-    train.add_argument("--lr", type=float, default=0.05)
-    train.add_argument("--batch-size", type=int, default=8192)
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--threads", type=int, default=2)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
-    from onehot2gpt import data
-    from onehot2gpt.utils import set_threads
-
-    set_threads(args.threads)
-    start = time.perf_counter()
-    wv = train_glove(
-        data.wikitext_sentences("train", lower=True),
-        dim=args.dim,
-        window=args.window,
-        min_count=args.min_count,
-        x_max=args.x_max,
-        epochs=args.epochs,
-        lr=args.lr,
-        batch_size=args.batch_size,
-        seed=args.seed,
-        corpus_name="wikitext-2 train, lower-cased",
-    )
-    wv.config["wall_seconds"] = round(time.perf_counter() - start, 1)
-    wv.config["command"] = shlex.join(["python", "-m", "onehot2gpt.glove", *(sys.argv[1:] if argv is None else argv)])
-    analogies = wv.evaluate_analogies(data.read_analogies())
-    wordsim = wv.evaluate_wordsim(data.read_wordsim353())
-    wv.config.update(analogy_accuracy=round(analogies["accuracy"], 4), wordsim_spearman=round(wordsim["spearman"], 4))
-    wv.save(args.out)
-    print(
-        f"trained {wv} in {wv.config['wall_seconds']:.1f} s; Google analogies {analogies['accuracy']:.3f}, "
-        f"WordSim-353 {wordsim['spearman']:.3f}; saved to {args.out}"
-    )
-
-
-if __name__ == "__main__":
-    main()

