@@ -7,7 +7,6 @@ import math
 import pytest
 import torch
 from onehot2gpt.bert import (
-    HF_BERT_KEYS,
     BertConfig,
     BertForPreTraining,
     BertForQuestionAnswering,
@@ -16,15 +15,12 @@ from onehot2gpt.bert import (
     BertModel,
     best_span,
     freeze,
-    hf_key_map,
-    load_bert,
-    load_hf_bert,
-    load_hf_pretraining,
     save_bert,
     set_dropout,
     train_top_layers,
 )
-from onehot2gpt.pretrained import from_pretrained
+from onehot2gpt.checkpoints import load
+from onehot2gpt.pretrained import HF_BERT_KEYS, from_pretrained, hf_key_map, load_hf_bert, load_hf_pretraining
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -204,21 +200,21 @@ def test_mlm_decoder_is_the_token_embedding_after_load_and_round_trip(hf_tiny, t
 
     stored = load_file(str(tmp_path / "tiny" / "weights.safetensors"))
     assert "mlm.decoder.weight" not in stored and "bert.embeddings.tok_emb.weight" in stored  # saved once
-    back = load_bert(tmp_path / "tiny")
+    back = load(tmp_path / "tiny").model
     assert isinstance(back, BertForPreTraining) and tied(back)
     ids = random_ids(2, 10, 99)
     with torch.no_grad():
         torch.testing.assert_close(back(ids).mlm_logits, ours(ids).mlm_logits, atol=0, rtol=0)
 
 
-def test_load_bert_rejects_weights_that_do_not_fit_the_config(tmp_path):
+def test_load_rejects_bert_weights_that_do_not_fit_the_config(tmp_path):
     save_bert(BertModel(small()), tmp_path / "m")
     config_file = tmp_path / "m" / "config.json"
     data = json.loads(config_file.read_text())
     data["config"]["d_ff"] = 128
     config_file.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="ff.linear1.weight"):
-        load_bert(tmp_path / "m")
+        load(tmp_path / "m")
 
 
 def test_from_pretrained_offline_says_what_to_do(tmp_path):
@@ -454,14 +450,10 @@ def test_course_checkpoint_loads_and_beats_a_unigram_guess():
     from collections import Counter
 
     from onehot2gpt.bert_pretraining import evaluate_pretraining, pretraining_batch, tokenize_articles
-    from onehot2gpt.checkpoints import checkpoint_path
     from onehot2gpt.data import wikitext_articles
-    from onehot2gpt.subword import WordPieceTokenizer
     from onehot2gpt.utils import IGNORE_INDEX
 
-    directory = checkpoint_path("bert-wikitext2")
-    model = load_bert(directory)
-    tok = WordPieceTokenizer.load(directory / "vocab.txt")
+    model, tok, _, _ = load("bert-wikitext2")
     assert isinstance(model, BertForPreTraining) and len(tok) == model.config.vocab_size
     assert model.mlm.decoder.weight is model.bert.embeddings.tok_emb.weight
     valid = tokenize_articles(tok, wikitext_articles("valid")[:20])
@@ -530,12 +522,9 @@ def test_pseudo_log_likelihood_masks_one_position_at_a_time():
 
 
 def test_mlm_continue_writes_with_the_course_bert():
-    from onehot2gpt.bert import load_bert, mlm_continue
-    from onehot2gpt.checkpoints import checkpoint_path
-    from onehot2gpt.subword import WordPieceTokenizer
+    from onehot2gpt.bert import mlm_continue
 
-    directory = checkpoint_path("bert-wikitext2")
-    model, tok = load_bert(directory), WordPieceTokenizer.load(directory / "vocab.txt")
+    model, tok, _, _ = load("bert-wikitext2")
     text = mlm_continue(model, tok, "the river flows through the city", 5)
     assert isinstance(text, str) and text.strip()
     ids = tok.encode("the river flows through the city")["input_ids"][:-1]
@@ -558,6 +547,6 @@ def test_masked_lm_utilities_need_a_model_with_an_mlm_head():
         with pytest.raises(
             TypeError,
             match=r"needs a model with an MLM head \(a BertForPreTraining\).*"
-            r"minilm_bert",
+            r"load\(.all-MiniLM-L6-v2.\)",
         ):
             call()

@@ -147,7 +147,7 @@ WORDS = ["the", "river", "bank", "money", "in", "and", "a", "un", "##aff", "##ab
 def word_model():
     """A tiny random BERT (Hugging Face's and ours, equal weights) and our tokenizer for it."""
     transformers = pytest.importorskip("transformers")
-    from onehot2gpt.bert import load_hf_bert
+    from onehot2gpt.pretrained import load_hf_bert
     from onehot2gpt.subword import SPECIALS, WordPieceTokenizer
 
     tok = WordPieceTokenizer(list(SPECIALS) + WORDS)

@@ -8,12 +8,11 @@ notebook 06 with GELU (the same :class:`~onehot2gpt.transformer.Encoder`, eps 1e
 
 Layout: the config, then the model (embeddings, :class:`BertModel`, the MLM head and
 :class:`BertForPreTraining`, which notebook 07 assembles in its cells as ``MyBert`` and proves equal
-on the course checkpoint), then the fine-tuning heads; after them the Hugging Face key map and
-loaders, the masked-LM utilities (``fill_mask`` …) and our own checkpoint I/O.
+on the course checkpoint), then the fine-tuning heads; after them the masked-LM utilities
+(``fill_mask`` …) and our own checkpoint I/O.
 
-Our weights have readable names (``tok_emb``, ``self_attn.in_proj``); :data:`HF_BERT_KEYS` and
-:data:`HF_PRETRAINING_HEAD_KEYS` map them to Hugging Face's. That one key map is used by the
-loaders (:func:`load_hf_bert`, :func:`load_hf_pretraining`) and by the parity tests. Downloads
+Our weights have readable names (``tok_emb``, ``self_attn.in_proj``); the one key map to Hugging
+Face's names and its loaders (``load_hf_bert``, ``load_hf_pretraining``), downloads
 (``from_pretrained``) and the offline MiniLM (``minilm_bert``) live in :mod:`onehot2gpt.pretrained`.
 """
 
@@ -476,129 +475,6 @@ def best_span(start_logits, end_logits, max_answer_len: int = 30, allowed=None):
     if score == float("-inf"):
         return None
     return best // T, best % T, score
-
-
-# ---------------------------------------------------------------------------------------------
-# Hugging Face weights: one key map
-
-# Our parameter name → Hugging Face's (transformers.BertModel). "{i}" is the layer number. A tuple
-# lists HF tensors concatenated along dim 0 into ours: the packed in_proj is [W^Q; W^K; W^V].
-HF_BERT_KEYS: dict[str, str | tuple[str, ...]] = {
-    "embeddings.tok_emb.weight": "embeddings.word_embeddings.weight",
-    "embeddings.seg_emb.weight": "embeddings.token_type_embeddings.weight",
-    "embeddings.pos_emb.weight": "embeddings.position_embeddings.weight",
-    "embeddings.norm.weight": "embeddings.LayerNorm.weight",
-    "embeddings.norm.bias": "embeddings.LayerNorm.bias",
-    "encoder.layers.{i}.self_attn.in_proj.weight": (
-        "encoder.layer.{i}.attention.self.query.weight",
-        "encoder.layer.{i}.attention.self.key.weight",
-        "encoder.layer.{i}.attention.self.value.weight",
-    ),
-    "encoder.layers.{i}.self_attn.in_proj.bias": (
-        "encoder.layer.{i}.attention.self.query.bias",
-        "encoder.layer.{i}.attention.self.key.bias",
-        "encoder.layer.{i}.attention.self.value.bias",
-    ),
-    "encoder.layers.{i}.self_attn.out_proj.weight": "encoder.layer.{i}.attention.output.dense.weight",
-    "encoder.layers.{i}.self_attn.out_proj.bias": "encoder.layer.{i}.attention.output.dense.bias",
-    "encoder.layers.{i}.norm1.weight": "encoder.layer.{i}.attention.output.LayerNorm.weight",
-    "encoder.layers.{i}.norm1.bias": "encoder.layer.{i}.attention.output.LayerNorm.bias",
-    "encoder.layers.{i}.ff.linear1.weight": "encoder.layer.{i}.intermediate.dense.weight",
-    "encoder.layers.{i}.ff.linear1.bias": "encoder.layer.{i}.intermediate.dense.bias",
-    "encoder.layers.{i}.ff.linear2.weight": "encoder.layer.{i}.output.dense.weight",
-    "encoder.layers.{i}.ff.linear2.bias": "encoder.layer.{i}.output.dense.bias",
-    "encoder.layers.{i}.norm2.weight": "encoder.layer.{i}.output.LayerNorm.weight",
-    "encoder.layers.{i}.norm2.bias": "encoder.layer.{i}.output.LayerNorm.bias",
-    "pooler.weight": "pooler.dense.weight",
-    "pooler.bias": "pooler.dense.bias",
-}
-
-# BertForPreTraining's heads (its BertModel part is HF_BERT_KEYS with "bert." on both sides). The MLM
-# decoder weight is absent on purpose: on both sides it is the token embedding itself (tied).
-HF_PRETRAINING_HEAD_KEYS: dict[str, str | tuple[str, ...]] = {
-    "mlm.dense.weight": "cls.predictions.transform.dense.weight",
-    "mlm.dense.bias": "cls.predictions.transform.dense.bias",
-    "mlm.norm.weight": "cls.predictions.transform.LayerNorm.weight",
-    "mlm.norm.bias": "cls.predictions.transform.LayerNorm.bias",
-    "mlm.decoder.bias": "cls.predictions.bias",
-    "nsp.weight": "cls.seq_relationship.weight",
-    "nsp.bias": "cls.seq_relationship.bias",
-}
-
-
-def hf_key_map(n_layers: int, pooler: bool = True, pretraining: bool = False) -> dict[str, tuple[str, ...]]:
-    """The key map written out for one model: each of our parameter names → its HF names (1, or Q, K, V)."""
-
-    def expand(items, prefix=""):
-        out = {}
-        for ours, theirs in items:
-            theirs = (theirs,) if isinstance(theirs, str) else theirs
-            for i in range(n_layers) if "{i}" in ours else [""]:
-                named = tuple(prefix + t.replace("{i}", str(i)) for t in theirs)
-                out[prefix + ours.replace("{i}", str(i))] = named
-        return out
-
-    bert = [kv for kv in HF_BERT_KEYS.items() if pooler or not kv[0].startswith("pooler.")]
-    if not pretraining:
-        return expand(bert)
-    return {**expand(bert, "bert."), **expand(HF_PRETRAINING_HEAD_KEYS.items())}
-
-
-def _copy_hf_weights(ours: nn.Module, hf_model: nn.Module, key_map: dict[str, tuple[str, ...]]):
-    """Fill every parameter of `ours` from `hf_model` via `key_map`, after checking that the map
-    covers both sides exactly and every shape fits; ValueError naming the keys otherwise."""
-    mine = dict(ours.named_parameters())  # tied weights appear once, under their first name
-    theirs = dict(hf_model.named_parameters())
-    used = {t for names in key_map.values() for t in names}
-    problems = [f"our {k} has no entry in the key map" for k in mine if k not in key_map]
-    problems += [
-        f"the checkpoint lacks {t} (for our {k})" for k, names in key_map.items() for t in names if t not in theirs
-    ]
-    problems += [f"the checkpoint's {t} has no place in our model" for t in theirs if t not in used]
-    problems += [f"key map names our {k}, which the model lacks" for k in key_map if k not in mine]
-    sources = {}
-    for k, names in key_map.items():
-        if k in mine and all(t in theirs for t in names):
-            sources[k] = torch.cat([theirs[t].detach() for t in names])  # (3D, …) for Q, K, V; else a copy
-            if sources[k].shape != mine[k].shape:
-                problems.append(
-                    f"our {k} is {tuple(mine[k].shape)} but the checkpoint's "
-                    f"{' + '.join(names)} gives {tuple(sources[k].shape)}"
-                )
-    if problems:
-        shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
-        raise ValueError(
-            f"the Hugging Face weights do not fit this {type(ours).__name__}: {shown}. "
-            f"Build it with BertConfig.from_hf(hf_model.config) (the default) so the "
-            f"sizes agree"
-        )
-    with torch.no_grad():
-        for k, tensor in sources.items():
-            mine[k].copy_(tensor)
-    return ours
-
-
-def load_hf_bert(hf_model, config: BertConfig | None = None) -> BertModel:
-    """A transformers BertModel (or a BertFor… model: its .bert) → our BertModel, in eval mode."""
-    hf_bert = getattr(hf_model, "bert", hf_model)
-    config = config or BertConfig.from_hf(hf_bert.config)
-    pooler = getattr(hf_bert, "pooler", None) is not None
-    ours = BertModel(config, add_pooler=pooler)
-    return _copy_hf_weights(ours, hf_bert, hf_key_map(config.n_layers, pooler)).eval()
-
-
-def load_hf_pretraining(hf_model, config: BertConfig | None = None) -> BertForPreTraining:
-    """A transformers BertForPreTraining → our BertForPreTraining (MLM + NSP heads), in eval mode."""
-    if not (hasattr(hf_model, "bert") and hasattr(hf_model, "cls")):
-        raise TypeError(
-            f"expected a transformers BertForPreTraining (with .bert and .cls); got "
-            f"{type(hf_model).__name__}. For an encoder alone use load_hf_bert"
-        )
-    if getattr(hf_model.bert, "pooler", None) is None:
-        raise ValueError("the checkpoint has no pooler, which next-sentence prediction reads")
-    config = config or BertConfig.from_hf(hf_model.config)
-    ours = BertForPreTraining(config)
-    return _copy_hf_weights(ours, hf_model, hf_key_map(config.n_layers, pretraining=True)).eval()
 
 
 def _require_mlm_head(model, what: str, parts: tuple[str, ...] = ()) -> None:
