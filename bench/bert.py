@@ -44,12 +44,10 @@ from onehot2gpt.bert import (
     BertForSequenceClassification,
     BertForTokenClassification,
     BertModel,
-    load_bert,
 )
 from onehot2gpt.bert_pretraining import evaluate_pretraining, tokenize_articles
-from onehot2gpt.checkpoints import checkpoint_path
+from onehot2gpt.checkpoints import load
 from onehot2gpt.pretrained import _quiet_transformers, minilm_bert, minilm_path
-from onehot2gpt.subword import WordPieceTokenizer
 from onehot2gpt.utils import set_seed, set_threads
 
 
@@ -81,8 +79,7 @@ def speed_and_parity(repeats: int, batch: int = 8, length: int = 128):
 
 
 def course_bert():
-    directory = checkpoint_path("bert-wikitext2")
-    return load_bert(directory), WordPieceTokenizer.load(directory / "vocab.txt")
+    return load("bert-wikitext2")[:2]
 
 
 def fresh_encoder(pretrained: bool, seed: int = 0) -> BertModel:

@@ -48,8 +48,8 @@ from collections.abc import Sequence
 
 import torch
 from onehot2gpt import data
-from onehot2gpt.checkpoints import checkpoint_path
-from onehot2gpt.elmo import ElmoFeatures, bilm_info, bilm_perplexity, load_bilm, split_sentences
+from onehot2gpt.checkpoints import load
+from onehot2gpt.elmo import ElmoFeatures, bilm_perplexity, split_sentences
 from onehot2gpt.probing import sentence_features, token_features, train_probe
 from onehot2gpt.rnn_lm import NGramLM
 from onehot2gpt.utils import set_seed, set_threads
@@ -286,13 +286,12 @@ def main() -> None:
     wall = time.perf_counter()
     set_seed(SEED)
     threads = set_threads(args.threads)
-    bilm_dir = args.bilm or checkpoint_path("bilm-wikitext2")
-    bilm, vocab = load_bilm(bilm_dir)
-    wv = WordVectors.load(checkpoint_path("word2vec-wikitext2"))
+    bilm_dir = args.bilm or "bilm-wikitext2"
+    bilm, vocab, _, trained = load(bilm_dir, kind="bilm")
+    wv = load("word2vec-wikitext2").model
     features = ElmoFeatures(bilm, vocab, lower=True, batch_size=64)
     c = bilm.config
     n_params = sum(p.numel() for p in bilm.parameters())
-    trained = bilm_info(bilm_dir)
     print(
         f"biLM {bilm_dir}: {n_params:,} parameters, L={c.n_layers} layers of 2x{c.hidden} "
         f"(ELMo vectors {c.output_dim}), vocabulary {len(vocab):,}, trained {trained.get('train_minutes', '?')} min; "

@@ -9,7 +9,7 @@ What notebook 08 shows live in a few seconds, at the size where the numbers sett
 * ``snli_accuracy``: the same recipe on SNLI sentence pairs, ``[CLS] premise [SEP] hypothesis
   [SEP]``, trained on the 9,842 labelled dev pairs, scored on the 9,824 labelled test pairs.
 * ``squad_exact_match``, ``squad_f1`` (0–100): the course's QA checkpoint (``minilm-qa-squad``,
-  built by ``python -m onehot2gpt.recipes minilm-qa``: MiniLM's top layers fine-tuned on 34 of
+  built by ``python recipes/minilm-qa-squad.py``: MiniLM's top layers fine-tuned on 34 of
   SQuAD 1.1 dev's 48 articles) scored on every question of the 14 articles it never trained on
   (``recipes.qa_split``), with SQuAD's official normalisation. A question whose answer falls
   outside the 256-piece window counts as a miss.
@@ -38,14 +38,19 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import time
+from pathlib import Path
 
 from onehot2gpt import bert_tasks, data
 from onehot2gpt.bert import BertForSequenceClassification
-from onehot2gpt.pretrained import minilm_bert, minilm_path, minilm_qa
-from onehot2gpt.recipes import qa_split
+from onehot2gpt.checkpoints import load
+from onehot2gpt.pretrained import minilm_bert, minilm_path
 from onehot2gpt.subword import WordPieceTokenizer
 from onehot2gpt.utils import seeded, set_threads
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
+from _qa import null_threshold_report, qa_split  # noqa: E402  (recipes/_qa.py: the QA recipe's split and scores)
 
 
 def fine_tune_minilm(train: dict, test: dict, n_labels: int, lr: float, epochs: int) -> float:
@@ -75,15 +80,13 @@ def run_snli(tok, lr: float, epochs: int, smoke: bool) -> float:
 
 
 def run_null(checkpoint, sample: int, smoke: bool) -> dict:
-    from onehot2gpt.recipes import null_threshold_report
-
-    model, tok = minilm_qa(checkpoint) if checkpoint else minilm_qa()
+    model, tok = load(checkpoint or "minilm-qa-squad", kind="minilm-qa")[:2]
     _, held_out = qa_split(*training_split())
     return null_threshold_report(model, tok, held_out, model_max_len(), 4 if smoke else sample, seed=0)
 
 
 def run_squad(smoke: bool) -> dict:
-    model, tok = minilm_qa()
+    model, tok = load("minilm-qa-squad")[:2]
     max_len = model_max_len()
     _, held_out = qa_split(*training_split())
     held_out = held_out[:32] if smoke else held_out
@@ -97,10 +100,9 @@ def run_squad(smoke: bool) -> dict:
 
 
 def _qa_arguments() -> dict:
-    from onehot2gpt.checkpoints import checkpoint_config
-    from onehot2gpt.pretrained import QA_CHECKPOINT
+    from onehot2gpt.checkpoints import checkpoint_path, read_record
 
-    return checkpoint_config(QA_CHECKPOINT)["info"]["arguments"]
+    return read_record(checkpoint_path("minilm-qa-squad"))["info"]["arguments"]
 
 
 def model_max_len() -> int:
