@@ -8,7 +8,7 @@ both compute the same function; neither returns attention weights (torch gets
 forward + backward pass, after warm-up; the two modules alternate so that a busy machine slows
 both alike. ``max_abs_diff`` is the largest |ours − torch| over outputs and input gradients.
 
-Run from the repository root (about a minute on 2 cores)::
+Run from the repository root::
 
     python bench/attention.py [--threads 2] [--repeats 15] [--smoke]
 

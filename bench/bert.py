@@ -20,7 +20,7 @@
      official EM/F1 normalisation (``squad_em``, ``squad_f1``), windows of 128 tokens (the
      course BERT's maximum), answers cut off by the window count as misses.
 
-Run from the repository root (about 15 minutes on 2 cores)::
+Run from the repository root::
 
     python bench/bert.py [--threads 2] [--epochs 2] [--sst2-train 8000] [--smoke]
 

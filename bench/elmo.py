@@ -26,7 +26,7 @@ Three parts, all with the course checkpoints (``bilm-wikitext2``, ``word2vec-wik
 All probes share one setting (Adam lr 1e-2, batch 512, seed 0; 10 epochs for POS, 20 for
 SST-2, layer norm before the mix); nothing is tuned on the test sets. Nothing is cached.
 
-Run from the repository root (about 10 minutes on 2 cores)::
+Run from the repository root::
 
     python bench/elmo.py [--pos-train 0] [--sst2-train 20000] [--threads 2] [--smoke]
 

@@ -14,7 +14,7 @@ Batch 1, ``torch.no_grad`` (``generate`` is decorated), 2 threads. Each timing i
 ``generate`` call; the two modes alternate, after one warm-up call each, and the median of
 ``--repeats`` is reported. Both modes must produce the same token sequence (asserted).
 
-Run from the repository root (under a minute on 2 cores)::
+Run from the repository root::
 
     python bench/generate.py [--threads 2] [--repeats 5] [--new-tokens 256] [--preset char|small] [--smoke]
 

@@ -5,7 +5,7 @@ student tests run them), one after the other, with ``--threads`` torch threads (
 default: 2). The time is wall-clock from kernel start to the last cell, kernel start included.
 Targets: each notebook ≤ 90 s and all of them ≤ 15 minutes on 2 cores.
 
-Run from the repository root (about 10 minutes)::
+Run from the repository root::
 
     python bench/notebooks.py [--threads 2] [--only 09 10] [--timeout 600]
 

@@ -24,7 +24,7 @@ What notebook 08 shows live in a few seconds, at the size where the numbers sett
 
 Targets (issue 15): SST-2 ≥ 0.85, SNLI ≥ 0.70, SQuAD F1 ≥ 50 on articles never trained on.
 
-Run from the repository root (about 20 minutes on 2 cores)::
+Run from the repository root::
 
     python bench/pretrained.py [--threads 2] [--sst2-train 20000] [--only sst2,snli,squad,null] [--smoke]
 
