@@ -33,17 +33,6 @@ from onehot2gpt.bert_tasks import (
     select,
     tag_accuracy,
 )
-from onehot2gpt.qa import (
-    decode_answer,
-    encode_squad,
-    predict_spans,
-    split_by_article,
-    squad_evaluate,
-    squad_exact_match,
-    squad_f1,
-    squad_normalize,
-    word_spans,
-)
 from onehot2gpt.subword import WordPieceTokenizer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -78,51 +67,51 @@ def squad():
 @pytest.fixture(scope="module")
 def squad_200(squad, bert_tok):
     examples = squad[:200]
-    return examples, encode_squad(bert_tok, examples, max_len=192)
+    return examples, qa.encode_squad(bert_tok, examples, max_len=192)
 
 
 # ----------------------------------------------------------------------- SQuAD's metrics
 
 
 def test_squad_normalize_follows_the_official_steps():
-    assert squad_normalize("The Quick, brown FOX!") == "quick brown fox"
-    assert squad_normalize("An apple a day") == "apple day"
-    assert squad_normalize("  the\ttheater  ") == "theater"  # whole words only
-    assert squad_normalize("U.S.-based") == "usbased"  # punctuation vanishes, no space
+    assert qa.squad_normalize("The Quick, brown FOX!") == "quick brown fox"
+    assert qa.squad_normalize("An apple a day") == "apple day"
+    assert qa.squad_normalize("  the\ttheater  ") == "theater"  # whole words only
+    assert qa.squad_normalize("U.S.-based") == "usbased"  # punctuation vanishes, no space
 
 
 def test_squad_exact_match_ignores_case_articles_punctuation_and_takes_the_best_gold():
-    assert squad_exact_match("Denver Broncos.", ["the denver broncos"]) == 1.0
-    assert squad_exact_match("Denver", ["Denver Broncos"]) == 0.0
-    assert squad_exact_match("Broncos", ["Denver Broncos", "the Broncos"]) == 1.0
-    assert squad_exact_match("The", ["a"]) == 1.0  # both normalise to ""
+    assert qa.squad_exact_match("Denver Broncos.", ["the denver broncos"]) == 1.0
+    assert qa.squad_exact_match("Denver", ["Denver Broncos"]) == 0.0
+    assert qa.squad_exact_match("Broncos", ["Denver Broncos", "the Broncos"]) == 1.0
+    assert qa.squad_exact_match("The", ["a"]) == 1.0  # both normalise to ""
 
 
 def test_squad_f1_by_hand():
     # "cat sat on mat" against "cat on mat": 3 shared words, P = 3/4, R = 3/3 → F1 = 6/7.
-    assert squad_f1("the cat sat on the mat", ["a cat on a mat"]) == pytest.approx(6 / 7)
+    assert qa.squad_f1("the cat sat on the mat", ["a cat on a mat"]) == pytest.approx(6 / 7)
     # Repeated words count as often as both sides have them: "x" twice, P = R = 2/3.
-    assert squad_f1("x x y", ["x x z"]) == pytest.approx(2 / 3)
-    assert squad_f1("dog", ["cat"]) == 0.0
-    assert squad_f1("the", ["a"]) == 0.0  # no words left: no overlap
-    assert squad_f1("red car", ["car", "blue car", "red car!"]) == 1.0  # the best gold wins
-    assert squad_f1("red car", ["car", "blue car"]) == pytest.approx(2 / 3)  # P 1/2, R 1
+    assert qa.squad_f1("x x y", ["x x z"]) == pytest.approx(2 / 3)
+    assert qa.squad_f1("dog", ["cat"]) == 0.0
+    assert qa.squad_f1("the", ["a"]) == 0.0  # no words left: no overlap
+    assert qa.squad_f1("red car", ["car", "blue car", "red car!"]) == 1.0  # the best gold wins
+    assert qa.squad_f1("red car", ["car", "blue car"]) == pytest.approx(2 / 3)  # P 1/2, R 1
 
 
 def test_squad_evaluate_averages_in_percent():
-    scores = squad_evaluate(["Denver", "cat"], [["Denver Broncos"], ["cat", "dog"]])
+    scores = qa.squad_evaluate(["Denver", "cat"], [["Denver Broncos"], ["cat", "dog"]])
     assert scores["exact_match"] == pytest.approx(50.0)
     assert scores["f1"] == pytest.approx(100 * (2 / 3 + 1) / 2)
     with pytest.raises(TypeError, match="list"):
-        squad_f1("x", "x")
+        qa.squad_f1("x", "x")
 
 
-# ------------------------------------------------------------------------- encode_squad
+# ------------------------------------------------------------------------- qa.encode_squad
 
 
 def test_word_spans_cover_the_text_without_whitespace():
     text = "Super Bowl 50 (NFL) was the 2015 season's final—really."
-    spans = word_spans(text)
+    spans = qa.word_spans(text)
     assert "".join(text[a:b] for a, b in spans) == "".join(text.split())
     assert all(a < b for a, b in spans) and all(b0 <= a1 for (_, b0), (a1, _) in zip(spans, spans[1:]))
     assert [text[a:b] for a, b in spans][3:6] == ["(", "NFL", ")"]
@@ -140,9 +129,9 @@ def test_encode_squad_gold_positions_decode_to_the_gold_answer(squad_200, bert_t
         if not answerable[i]:
             continue
         assert s <= e and f["context_mask"][i, s] and f["context_mask"][i, e]
-        decoded, gold = decode_answer(f, i, s, e), ex["answers"][0]["text"]
-        assert squad_normalize(gold) in squad_normalize(decoded)  # at worst widened to whole words
-        equal += squad_normalize(decoded) == squad_normalize(gold)
+        decoded, gold = qa.decode_answer(f, i, s, e), ex["answers"][0]["text"]
+        assert qa.squad_normalize(gold) in qa.squad_normalize(decoded)  # at worst widened to whole words
+        equal += qa.squad_normalize(decoded) == qa.squad_normalize(gold)
         identical += decoded == gold
     assert equal / sum(answerable) >= 0.95
     assert identical / sum(answerable) >= 0.95  # the very characters, not just normalised
@@ -166,7 +155,7 @@ def test_encode_squad_layout_and_segments(squad_200, bert_tok):
 
 def test_encode_squad_marks_answers_cut_off_by_truncation(squad, bert_tok):
     examples = squad[:200]
-    f = encode_squad(bert_tok, examples, max_len=64, max_question_len=16)
+    f = qa.encode_squad(bert_tok, examples, max_len=64, max_question_len=16)
     assert f["input_ids"].size(1) <= 64
     cut = ~f["answerable"]
     assert 0 < int(cut.sum()) < len(examples)
@@ -175,7 +164,7 @@ def test_encode_squad_marks_answers_cut_off_by_truncation(squad, bert_tok):
         last_char = max(b for o in f["offsets"][i] if o is not None for b in o[1:])
         a = examples[i]["answers"][0]
         assert a["answer_start"] + len(a["text"]) > last_char  # the answer ends beyond the window
-        assert decode_answer(f, i, 0, 0) == ""  # [CLS] decodes to no text
+        assert qa.decode_answer(f, i, 0, 0) == ""  # [CLS] decodes to no text
     kept = select(f, f["answerable"])
     assert len(kept["id"]) == kept["input_ids"].size(0) == int(f["answerable"].sum())
     assert kept["context_mask"][torch.arange(len(kept["id"])), kept["end_positions"]].all()
@@ -183,9 +172,9 @@ def test_encode_squad_marks_answers_cut_off_by_truncation(squad, bert_tok):
 
 def test_question_is_cut_to_max_question_len(bert_tok):
     ex = {"question": "why " * 50, "context": "Because it rains.", "answers": [{"text": "it rains", "answer_start": 8}]}
-    f = encode_squad(bert_tok, [ex], max_len=40, max_question_len=10)
+    f = qa.encode_squad(bert_tok, [ex], max_len=40, max_question_len=10)
     assert f["input_ids"].size(1) == 1 + 10 + 1 + 4 + 1
-    assert decode_answer(f, 0, int(f["start_positions"][0]), int(f["end_positions"][0])) == "it rains"
+    assert qa.decode_answer(f, 0, int(f["start_positions"][0]), int(f["end_positions"][0])) == "it rains"
 
 
 def test_answers_map_to_whole_words_and_punctuation_marks(bert_tok):
@@ -201,17 +190,17 @@ def test_answers_map_to_whole_words_and_punctuation_marks(bert_tok):
         {"question": "What?", "context": context, "answers": [{"text": a, "answer_start": context.index(a)}]}
         for a, _ in cases
     ]
-    f = encode_squad(bert_tok, examples)
+    f = qa.encode_squad(bert_tok, examples)
     for i, (_, want) in enumerate(cases):
-        assert decode_answer(f, i, int(f["start_positions"][i]), int(f["end_positions"][i])) == want
+        assert qa.decode_answer(f, i, int(f["start_positions"][i]), int(f["end_positions"][i])) == want
 
 
 def test_predict_spans_stays_in_the_context_and_under_the_length_limit():
     start = torch.tensor([[9.0, 0, 3, 1, 0, 0], [0, 0, 0, 5, 0, 0]])
     end = torch.tensor([[9.0, 0, 1, 2, 0, 4], [0, 0, 0, 0, 1, 5]])  # [CLS] (9 + 9) is not context
     context = torch.tensor([[0, 0, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1]], dtype=torch.bool)
-    assert predict_spans(start, end, context, max_answer_len=30) == [(2, 5), (3, 5)]
-    assert predict_spans(start, end, context, max_answer_len=2) == [(2, 3), (3, 4)]
+    assert qa.predict_spans(start, end, context, max_answer_len=30) == [(2, 5), (3, 5)]
+    assert qa.predict_spans(start, end, context, max_answer_len=2) == [(2, 3), (3, 4)]
 
 
 # ------------------------------------------------------------- the null span: "no answer"
@@ -222,7 +211,7 @@ def test_null_margins_compare_the_best_span_with_the_cls_span():
     end = torch.tensor([[1.0, 0, 1, 2, -1], [6.0, 0, 0, 1, 0]])
     context = torch.tensor([[0, 1, 1, 1, 1], [0, 1, 1, 1, 1]], dtype=torch.bool)
     spans, margins = qa.null_margins(start, end, context)
-    assert spans == predict_spans(start, end, context) == [(2, 3), (2, 3)]
+    assert spans == qa.predict_spans(start, end, context) == [(2, 3), (2, 3)]
     torch.testing.assert_close(margins, torch.tensor([5.0 - 2.0, 2.0 - 12.0]))
     assert qa.abstains(margins, 0.0).tolist() == [False, True]
     assert qa.abstains(margins, 3.0).tolist() == [True, True]  # a tie goes to the null
@@ -247,7 +236,7 @@ def test_best_span_and_predict_spans_refuse_nan_logits():
     with pytest.raises(ValueError, match="start_logits holds NaN at positions \\[1\\]"):
         best_span(torch.tensor([0.0, float("nan")]), torch.zeros(2))
     with pytest.raises(ValueError, match="end_logits holds NaN"):
-        predict_spans(torch.zeros(1, 3), torch.full((1, 3), float("nan")), torch.ones(1, 3, dtype=torch.bool))
+        qa.predict_spans(torch.zeros(1, 3), torch.full((1, 3), float("nan")), torch.ones(1, 3, dtype=torch.bool))
 
 
 def test_choose_null_threshold_separates_what_can_be_separated():
@@ -289,25 +278,25 @@ def test_unanswerable_pairs_take_a_paragraph_of_another_article_without_the_answ
         assert pair["question"] == ex["question"] and pair["answers"] == []
         assert paragraphs[pair["context"]] != ex["title"]
         assert not any(
-            f" {squad_normalize(a['text'])} " in f" {squad_normalize(pair['context'])} " for a in ex["answers"]
+            f" {qa.squad_normalize(a['text'])} " in f" {qa.squad_normalize(pair['context'])} " for a in ex["answers"]
         )
     assert qa.unanswerable_pairs(rows, seed=0) == pairs
     assert [p["context"] for p in qa.unanswerable_pairs(rows, seed=1)] != [p["context"] for p in pairs]
-    features = encode_squad(bert_tok, pairs[:3])
+    features = qa.encode_squad(bert_tok, pairs[:3])
     assert not features["answerable"].any() and (features["start_positions"] == 0).all()
     with pytest.raises(ValueError, match="at least two articles"):
         qa.unanswerable_pairs([ex for ex in squad if ex["title"] == squad[0]["title"]])
 
 
 def test_split_by_article_is_disjoint_and_deterministic(squad):
-    train, test = split_by_article(squad, test_fraction=0.3, seed=0)
+    train, test = qa.split_by_article(squad, test_fraction=0.3, seed=0)
     titles = {ex["title"] for ex in squad}
     train_titles, test_titles = {ex["title"] for ex in train}, {ex["title"] for ex in test}
     assert not train_titles & test_titles and train_titles | test_titles == titles
     assert len(train) + len(test) == len(squad)
     assert abs(len(test_titles) - 0.3 * len(titles)) <= 1
-    assert split_by_article(squad, 0.3, seed=0) == (train, test)
-    assert {ex["title"] for ex in split_by_article(squad, 0.3, seed=1)[1]} != test_titles
+    assert qa.split_by_article(squad, 0.3, seed=0) == (train, test)
+    assert {ex["title"] for ex in qa.split_by_article(squad, 0.3, seed=1)[1]} != test_titles
     assert [ex["id"] for ex in test] == [ex["id"] for ex in squad if ex["title"] in test_titles]
 
 
@@ -468,7 +457,7 @@ def test_finetune_tagging_overfits(tiny_tok):
 
 
 def test_finetune_question_answering_overfits(tiny_tok, squad):
-    f = encode_squad(tiny_tok, squad[:200], max_len=64, max_question_len=16)
+    f = qa.encode_squad(tiny_tok, squad[:200], max_len=64, max_question_len=16)
     cut = select(f, (~f["answerable"]).nonzero().flatten()[:4])
     f = select(f, f["answerable"].nonzero().flatten()[:8])
     assert len(f["id"]) == 8 and len(cut["id"]) == 4
@@ -567,14 +556,14 @@ def test_encode_squad_refuses_an_answer_that_is_not_at_answer_start(bert_tok):
         "context": "The Denver Broncos won Super Bowl 50.",
         "answers": [{"text": "Denver Broncos", "answer_start": 4}],
     }
-    assert encode_squad(bert_tok, [example])["answerable"].tolist() == [True]
+    assert qa.encode_squad(bert_tok, [example])["answerable"].tolist() == [True]
     moved = {**example, "answers": [{"text": "Denver Broncos", "answer_start": 8}]}
     with pytest.raises(
         ValueError,
         match=r"question 'q7'.*'Denver Broncos' should start at character 8.*"
         r"'er Broncos won' stands there.*occur at character 4",
     ):
-        encode_squad(bert_tok, [moved])
+        qa.encode_squad(bert_tok, [moved])
     missing = {**example, "answers": [{"text": "Carolina Panthers", "answer_start": 4}]}
     with pytest.raises(ValueError, match="does not occur in the context"):
-        encode_squad(bert_tok, [missing])
+        qa.encode_squad(bert_tok, [missing])
