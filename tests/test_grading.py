@@ -13,9 +13,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from onehot2gpt_teach import grading
 from onehot2gpt_teach.student import make_student_notebook
 
-# Seconds. The slowest honest cell, the first `import torch` of a fresh (or restarted) kernel, took
-# about 2 s on a fast 2-core machine but over 5 s on a slow one while the other test worker ran a
-# notebook (CI graded a restarted kernel's imports 'timeout'); 20 s leaves room on both.
+# Seconds. The slowest honest cell is the first `import torch` of a fresh (or restarted) kernel,
+# several times slower on a busy 2-core machine (CI once graded a restarted kernel's imports
+# 'timeout' with a tighter limit); this leaves room for it.
 CELL_TIMEOUT = 20
 REPO = Path(__file__).resolve().parents[1]
 STUBBORN_LOOP = (
@@ -612,8 +612,8 @@ def test_every_check_replays_the_answers_of_its_reference_recorded_in_another_pr
 def test_the_grading_commands_start_without_the_iri_grammar(command):
     """Every submission is graded in a fresh `python -m onehot2gpt_teach.grading --worker` process, and the
     autograders run one `python -m onehot2gpt_teach.autograders` per exercise; their start must not pay
-    for jsonschema's optional IRI checker (rfc3987_syntax compiles a grammar at import, about 0.9 s
-    per process), which the notebook schema never uses."""
+    for jsonschema's optional IRI checker (rfc3987_syntax compiles a grammar at import, most of
+    a process's start-up), which the notebook schema never uses."""
     import subprocess
     import sys
 

@@ -1,6 +1,7 @@
 """The lecturer's console scripts (onehot2gpt_teach, [project.scripts] in pyproject.toml): each is
 installed, answers --help, and turns a bad argument into an error naming the option and the value."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -99,3 +100,19 @@ def test_the_gradescope_out_must_be_a_zip(tmp_path, capsys):
     notebook.write_text("{}")
     err = _error(autograders.main, ["gradescope", str(notebook), "--out", str(tmp_path / "bundle.tar")], capsys)
     assert f"--out {tmp_path / 'bundle.tar'}: give a file name ending in .zip" in err, err
+
+
+def test_student_writes_nothing_when_one_notebook_is_bad(tmp_path, capsys):
+    cell = {"cell_type": "code", "metadata": {"tags": ["exercise"]}, "outputs": [], "execution_count": 1}
+    good = {"cells": [{**cell, "source": "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION"}]}
+    bad = {"cells": [{**cell, "source": "def f():\n    ### BEGIN SOLUTION\n    return 1"}]}
+    for name, nb in [("01_good.ipynb", good), ("02_bad.ipynb", bad)]:
+        (tmp_path / name).write_text(json.dumps({**nb, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    out = tmp_path / "student"
+    err = _error(
+        student.main, [str(tmp_path / "01_good.ipynb"), str(tmp_path / "02_bad.ipynb"), "--out", str(out)], capsys
+    )
+    assert f"notebook {tmp_path / '02_bad.ipynb'}: ### BEGIN SOLUTION without a matching ### END SOLUTION" in err, err
+    assert not out.exists()
+    assert student.main([str(tmp_path / "01_good.ipynb"), "--out", str(out)]) == 0
+    assert "raise NotImplementedError" in (out / "01_good.ipynb").read_text()

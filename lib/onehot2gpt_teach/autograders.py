@@ -1,7 +1,7 @@
 """The grader on the platforms lecturers already use: a Gradescope autograder bundle and a GitHub
 Classroom assignment, each made by one command from a course notebook.
 
-``python -m onehot2gpt_teach.autograders gradescope notebooks/10_zero_shot.ipynb --out autograder.zip``
+``onehot2gpt-autograder gradescope notebooks/10_zero_shot.ipynb --out autograder.zip``
 writes the zip to upload as a Gradescope "programming assignment" autograder: ``setup.sh``
 (installs Python, CPU PyTorch and this library, from the copy of the course inside the zip),
 ``run_autograder`` (grades ``/autograder/submission/*.ipynb`` with :mod:`onehot2gpt_teach.grading` and
@@ -10,7 +10,7 @@ points as ``max_score``, the check's message as ``output``), the course library,
 the checkpoints it loads. The hidden seed is drawn once and kept inside the zip: students never see
 it.
 
-``python -m onehot2gpt_teach.autograders classroom notebooks/10_zero_shot.ipynb --out starter/`` writes a
+``onehot2gpt-autograder classroom notebooks/10_zero_shot.ipynb --out starter/`` writes a
 starter repository for a GitHub Classroom assignment: the student version of the notebook, the
 check cells the grader runs (``.grading/``), and ``.github/workflows/classroom.yml``, which on every
 push runs ``pytest --nbval-lax`` on the notebook (does it run top to bottom?) and grades it once,
@@ -69,8 +69,8 @@ def _reference(notebook: str | Path):
 
 
 def _checkpoints(names=None) -> list[str]:
-    """The committed checkpoints to ship: all of them (about 60 MB; a notebook may load one through
-    a library function that names it), or `names`."""
+    """The committed checkpoints to ship: all of them (a notebook may load one through a library
+    function that names it), or `names`."""
     from onehot2gpt.checkpoints import list_checkpoints
 
     known = list_checkpoints()

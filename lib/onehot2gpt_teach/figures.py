@@ -10,7 +10,7 @@ kind of part (embeddings blue, recurrence green, attention orange, feed-forward 
 yellow, outputs pink), the same arrows. The SVGs in ``notebooks/figures/`` are the source of
 truth; rewrite them, byte for byte the same on every run, with::
 
-    python -m onehot2gpt_teach.figures [--out notebooks/figures]
+    onehot2gpt-figures [--out notebooks/figures]
 
 Beside each SVG the command writes a PNG at twice its size (``rsvg-convert`` from Debian's
 ``librsvg2-bin``, or ``cairosvg`` from PyPI), with the sha256 of the SVG it was drawn from in a
@@ -215,8 +215,7 @@ def figure_markdown(
     svg, png = (folder / name).read_bytes(), (folder / png_name(name)).read_bytes()
     if png_source_sha256(png) != _sha256(svg):
         raise ValueError(
-            f"{folder / png_name(name)} was drawn from another version of {name}: "
-            f"run python -m onehot2gpt_teach.figures first"
+            f"{folder / png_name(name)} was drawn from another version of {name}: run onehot2gpt-figures first"
         )
     source = f'<img src="{data_uri(png)}" alt="{_esc(alt)}" width="{width or _svg_width(svg)}"/>'
     if caption:

@@ -4,7 +4,7 @@ exercises pass.
 The exercises and their check cells are described in :mod:`onehot2gpt.exercises`. This module is
 for instructors::
 
-    python -m onehot2gpt_teach.grading submissions/ --reference notebooks --out grades
+    onehot2gpt-grade submissions/ --reference notebooks --out grades
 
 Submissions are the ``*.ipynb`` files anywhere under ``submissions/`` (hidden folders and
 ``.ipynb_checkpoints`` are skipped). A submission is matched to its course notebook by file name:

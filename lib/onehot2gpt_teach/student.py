@@ -85,28 +85,38 @@ def make_student_notebook(notebook: dict, name: str) -> dict:
 def write_student_notebook(src: str | Path, out_dir: str | Path) -> Path:
     """Read a source notebook, write its student version into `out_dir`, return the new path."""
     src = Path(src)
-    notebook = json.loads(src.read_text(encoding="utf-8"))
-    student = make_student_notebook(notebook, src.name)
-    out = Path(out_dir) / src.name
+    student = make_student_notebook(json.loads(src.read_text(encoding="utf-8")), src.name)
+    return _write(student, Path(out_dir) / src.name)
+
+
+def _write(notebook: dict, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(student, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="onehot2gpt-student", description="Generate student notebooks (solutions removed)."
+        prog="onehot2gpt-student",
+        description="Write the student versions of course notebooks: solutions replaced by "
+        "raise NotImplementedError, outputs cleared.",
     )
-    parser.add_argument("notebooks", nargs="+", help="source notebooks, e.g. notebooks/01_onehot.ipynb")
-    parser.add_argument("--out", default="notebooks/student", help="output folder")
+    parser.add_argument("notebooks", nargs="+", help="course notebooks, e.g. notebooks/[0-9][0-9]_*.ipynb")
+    parser.add_argument("--out", default="notebooks/student", help="output folder (default: notebooks/student)")
     args = parser.parse_args(argv)
-    output_folder(parser, "--out", args.out)
-    for path in args.notebooks:
-        input_file(parser, "notebook", path)
-        if not re.search(r"\d\d_.*\.ipynb$", path):
-            print(f"skipping {path}: not a numbered course notebook", file=sys.stderr)
+    out = output_folder(parser, "--out", args.out)
+    sources = [input_file(parser, "notebook", path) for path in args.notebooks]
+    made = {}  # every notebook is made before any is written: a bad one leaves the folder as it was
+    for src in sources:
+        if not re.search(r"\d\d_.*\.ipynb$", src.name):
+            print(f"skipping {src}: not a numbered course notebook (NN_name.ipynb)", file=sys.stderr)
             continue
-        print(write_student_notebook(path, args.out))
+        try:
+            made[src] = make_student_notebook(json.loads(src.read_text(encoding="utf-8")), src.name)
+        except (ValueError, KeyError) as exc:  # not JSON, not a notebook, or badly marked exercises
+            parser.error(f"notebook {src}: {exc}; fix the course notebook and run again")
+    for src, student in made.items():
+        print(_write(student, out / src.name))
     return 0
 
 
