@@ -454,13 +454,6 @@ def test_read_sst2_rows_and_labels(reader_env):
         assert all(sentence for sentence, _ in rows)
 
 
-def test_read_chinese_classic(reader_env):
-    analects = data.read_chinese_classic("lunyu")
-    assert analects and all(isinstance(p, str) for p in analects)
-    with pytest.raises(data.DataError, match="lunyu"):
-        data.read_chinese_classic("odyssey")
-
-
 @pytest.mark.usefixtures("reader_env")
 def test_read_fra_eng() -> None:
     pairs = data.read_fra_eng()

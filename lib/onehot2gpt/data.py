@@ -511,15 +511,6 @@ def read_sst2(split: str = "train") -> list[tuple[str, int]]:
     return rows
 
 
-def read_chinese_classic(name: str = "lunyu") -> list[str]:
-    """Paragraphs of a Chinese classic: ``lunyu`` (the Analects) or ``tangshi300`` (300 Tang poems)."""
-    files = {"lunyu": "lunyu.json", "tangshi300": "tangshi300.json"}
-    if name not in files:
-        raise UnknownName(f"unknown Chinese classic {name!r}; choose from {sorted(files)}")
-    with open(fetch("chinese-classics", files[name]), encoding="utf-8") as fh:
-        return [p for item in json.load(fh) for p in item["paragraphs"]]
-
-
 # ---------------------------------------------------------------------------------------------
 # A dataset we write ourselves: dates in many human formats → ISO 8601 (notebook 06)
 
