@@ -451,7 +451,7 @@ def minilm_qa(name_or_path: str | Path = QA_CHECKPOINT, device: str = "cpu"):
 
 def qa_null_threshold(name_or_path: str | Path = QA_CHECKPOINT) -> float:
     """The null threshold a QA checkpoint's recipe chose on held-out questions (``info["null"]``):
-    pass it to :func:`onehot2gpt.bert_tasks.answer_question` as `null_threshold`, so that the model
+    pass it to :func:`onehot2gpt.qa.answer_question` as `null_threshold`, so that the model
     says "no answer in this passage" when the [CLS] span is within it of the best span."""
     from .checkpoints import CheckpointError, checkpoint_folder, read_record
 

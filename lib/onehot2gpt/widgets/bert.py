@@ -156,7 +156,7 @@ class QuestionAnswerer(_SavedView, W.VBox):
     this passage" when the null span ([CLS]) wins (``answer_question``'s `null_threshold`), and
     the start and end probabilities over the passage's word pieces.
 
-    `answer(passage, question)` returns :func:`onehot2gpt.bert_tasks.answer_question`'s dict (bind the
+    `answer(passage, question)` returns :func:`onehot2gpt.qa.answer_question`'s dict (bind the
     model and tokenizer with ``functools.partial``). The question answers on Enter, the button on
     click. Editing the passage clears the answer until it is asked again, so what is shown always
     belongs to the text on screen. State for code: ``.result`` (None while there is no answer for
