@@ -324,7 +324,7 @@ def gpt2(name_or_path: str = "gpt2", **hf_kwargs):
         raise OSError(
             f"could not load the model {name_or_path!r}: it is neither a local folder nor in the "
             f"Hugging Face cache, and downloading it needs internet (e.g. on Colab). Offline, "
-            f"use the course's own GPTs (onehot2gpt.checkpoints.load, e.g. load(\"gpt-wikitext2\")). "
+            f'use the course\'s own GPTs (onehot2gpt.checkpoints.load, e.g. load("gpt-wikitext2")). '
             f"Hugging Face said: {str(exc).splitlines()[0]}"
         ) from exc
     return load_hf_gpt2(hf_model), tokenizer
@@ -438,15 +438,6 @@ def minilm_qa_from_checkpoint(record: dict, weights: dict, tokenizer=None):
         sub.register_parameter(k.replace(".", "__"), params[k])
     fill_module(sub, {k.replace(".", "__"): v.float() for k, v in weights.items()})
     return model.eval()
-
-
-def minilm_qa(name_or_path: str | Path = QA_CHECKPOINT, device: str = "cpu"):
-    """The course's extractive-QA model: all-MiniLM-L6-v2 with its top layers and a start/end head
-    fine-tuned on SQuAD (``python recipes/minilm-qa-squad.py``) → (BertForQuestionAnswering
-    in eval mode, WordPieceTokenizer), offline and checked like every course checkpoint."""
-    from .checkpoints import load
-
-    return load(name_or_path, device, kind="minilm-qa")[:2]
 
 
 def qa_null_threshold(name_or_path: str | Path = QA_CHECKPOINT) -> float:
