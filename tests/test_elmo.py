@@ -333,7 +333,7 @@ def test_mismatched_checkpoint_raises(tmp_path, vocab):
     data = json.loads(config_path.read_text())
     data["config"]["hidden"] += 1
     config_path.write_text(json.dumps(data))
-    with pytest.raises(ValueError, match="do not match"):
+    with pytest.raises(ValueError, match="do not fit"):
         load(tmp_path)
     data["config"]["hidden"] -= 1
     data["config"]["n_layers"] = 3

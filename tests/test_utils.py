@@ -341,3 +341,56 @@ def test_positive_int_and_number_checks_name_the_argument():
     ):
         with pytest.raises(error, match=f"lr must be {match}"):
             check_positive_number(bad, "lr")
+
+
+# ------------------------------------------------------------------ one eval mode, one weight copy
+
+
+def test_evaluating_turns_off_dropout_and_gradients_and_restores_every_submodule():
+    from onehot2gpt.utils import evaluating
+
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.9), torch.nn.Sequential(torch.nn.Dropout(0.9)))
+    net.train()
+    net[2].eval()  # a submodule the caller froze in eval mode stays so afterwards
+    x = torch.ones(2, 4)
+    with evaluating(net) as same:
+        assert same is net and not any(m.training for m in net.modules())
+        assert not torch.is_grad_enabled()
+        out = net(x)
+        assert torch.equal(out, net(x)) and not out.requires_grad  # no dropout, no graph
+    assert torch.is_grad_enabled()
+    assert [m.training for m in net.modules()] == [True, True, True, False, False]
+    with pytest.raises(RuntimeError, match="boom"):
+        with evaluating(net):
+            raise RuntimeError("boom")
+    assert [m.training for m in net.modules()] == [True, True, True, False, False]
+    with pytest.raises(TypeError, match="torch.nn.Module"):
+        with evaluating("model"):
+            pass
+
+
+def test_copy_weights_copies_from_a_model_or_a_dict_and_refuses_a_mismatch_before_copying():
+    from onehot2gpt.gpt import GPT, GPTConfig
+    from onehot2gpt.utils import copy_weights
+
+    torch.manual_seed(0)
+    source, target = GPT(GPTConfig.tiny(vocab_size=30)), GPT(GPTConfig.tiny(vocab_size=30))
+    assert copy_weights(target, source) is target
+    assert all(torch.equal(a, b) for a, b in zip(source.parameters(), target.parameters()))
+    assert target.lm_head.weight is target.tok_emb.weight  # the tied weight is copied once and stays tied
+    wider = GPT(GPTConfig.tiny(vocab_size=31))
+    before = [p.clone() for p in wider.parameters()]
+    weights = dict(source.named_parameters())
+    weights["extra.weight"] = torch.zeros(1)
+    del weights["pos_emb.weight"]
+    with pytest.raises(KeyError) as info:
+        copy_weights(
+            wider, weights, problems=["the caller's own problem"], what="the file", hint="do this", error=KeyError
+        )
+    message = info.value.args[0]
+    assert message.index("the caller's own problem") < message.index("missing pos_emb.weight")
+    assert "unexpected extra.weight" in message and "tok_emb.weight: shape (30, 32) in the file, (31, 32)" in message
+    assert message.startswith("the file do not fit this GPT: ") and message.endswith(". do this")
+    assert all(torch.equal(a, b) for a, b in zip(before, wider.parameters()))  # nothing half-copied
+    with pytest.raises(TypeError, match="source must be a torch.nn.Module or a dict"):
+        copy_weights(target, [1, 2])

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .utils import as_ids
+from .utils import as_ids, copy_weights
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, dropout: float = 0.0, training: bool = False):
@@ -200,5 +200,4 @@ def load_torch_mha(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> M
     if not theirs._qkv_same_embed_dim:
         raise ValueError("only MultiheadAttention with kdim = vdim = embed_dim can be copied")
     source = theirs.state_dict()
-    ours.load_state_dict({k: source[v] for k, v in TORCH_MHA_KEYS.items()}, strict=True)
-    return ours
+    return copy_weights(ours, {k: source[v] for k, v in TORCH_MHA_KEYS.items()}, what="torch's weights")

@@ -48,7 +48,7 @@ from typing import Any, NamedTuple
 import torch
 
 from .data import ASSETS
-from .utils import check_device, resolve_device
+from .utils import check_device, copy_weights, resolve_device
 
 __all__ = [
     "CheckpointError",
@@ -399,24 +399,11 @@ def config_from_record(cls, record: dict):
 
 
 def fill_module(model: torch.nn.Module, weights: dict) -> torch.nn.Module:
-    """Copy `weights` ({name: tensor}) into `model`'s parameters (a tied one is listed once), after
-    checking that the names and shapes agree exactly → the model. CheckpointError listing missing,
+    """Copy a checkpoint's `weights` ({name: tensor}) into `model`, built from its config, with
+    :func:`~onehot2gpt.utils.copy_weights` → the model; CheckpointError listing missing,
     unexpected and mis-shaped tensors, before anything is copied."""
-    expected = dict(model.named_parameters())
-    problems = [f"missing {k}" for k in expected if k not in weights]
-    problems += [f"unexpected {k}" for k in weights if k not in expected]
-    problems += [
-        f"{k}: shape {tuple(weights[k].shape)} in the file, {tuple(v.shape)} in the config"
-        for k, v in expected.items()
-        if k in weights and weights[k].shape != v.shape
-    ]
-    if problems:
-        shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
-        raise CheckpointError(f"the weights in {WEIGHTS} do not match {CONFIG}: {shown}")
-    with torch.no_grad():
-        for k, p in expected.items():
-            p.copy_(weights[k])
-    return model
+    hint = f"{CONFIG} gives the model's shapes: restore it, or save the model again"
+    return copy_weights(model, weights, what=f"the weights in {WEIGHTS}", hint=hint, error=CheckpointError)
 
 
 def read_checkpoint(name_or_path: str | Path, kind: str | None = None) -> tuple[dict, dict, object]:

@@ -31,7 +31,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention, causal_mask, merge_heads, scaled_dot_product_attention
 from .checkpoints import config_from_record, fill_module, save_checkpoint
-from .utils import InvalidIds, as_ids
+from .utils import InvalidIds, as_ids, copy_weights
 
 # ---------------------------------------------------------------------------------------------
 # Configuration
@@ -393,32 +393,18 @@ def load_hf_gpt2(hf_model, config: GPTConfig | None = None) -> GPT:
             "this checkpoint's lm_head differs from its token embedding (wte); our GPT ties "
             "them, as GPT-2 does, and cannot hold a separate output layer"
         )
-    ours = GPT(config)
-    mine = dict(ours.named_parameters())  # the tied weight appears once, as tok_emb.weight
     theirs = dict(body.named_parameters(prefix="transformer"))
-    key_map = hf_gpt2_key_map(config.n_layers)
+    key_map = hf_gpt2_key_map(config.n_layers)  # our name → (theirs, transposed?); the tied weight once
     used = {t for t, _ in key_map.values()}
-    problems = [f"our {k} has no entry in the key map" for k in mine if k not in key_map]
-    problems += [f"the checkpoint lacks {t} (for our {k})" for k, (t, _) in key_map.items() if t not in theirs]
+    problems = [f"the checkpoint lacks {t} (for our {k})" for k, (t, _) in key_map.items() if t not in theirs]
     problems += [f"the checkpoint's {t} has no place in our model" for t in theirs if t not in used]
-    sources = {}
-    for k, (t, transposed) in key_map.items():
-        if k in mine and t in theirs:
-            sources[k] = theirs[t].detach().T if transposed else theirs[t].detach()
-            if sources[k].shape != mine[k].shape:
-                problems.append(
-                    f"our {k} is {tuple(mine[k].shape)} but the checkpoint's {t} gives {tuple(sources[k].shape)}"
-                )
-    if problems:
-        shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
-        raise ValueError(
-            f"the Hugging Face weights do not fit this GPT: {shown}. Build it with "
-            f"GPTConfig.from_hf(hf_model.config) (the default) so the sizes agree"
-        )
-    with torch.no_grad():
-        for k, tensor in sources.items():
-            mine[k].copy_(tensor)
-    return ours.eval()
+    sources = {
+        k: theirs[t].detach().T if transposed else theirs[t].detach()
+        for k, (t, transposed) in key_map.items()
+        if t in theirs
+    }
+    hint = "Build it with GPTConfig.from_hf(hf_model.config) (the default) so the sizes agree"
+    return copy_weights(GPT(config), sources, problems=problems, what="the Hugging Face weights", hint=hint).eval()
 
 
 # ---------------------------------------------------------------------------------------------

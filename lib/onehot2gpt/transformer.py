@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from .attention import TORCH_MHA_KEYS, MultiHeadAttention, causal_mask, padding_mask
-from .utils import as_ids
+from .utils import as_ids, copy_weights
 
 # ---------------------------------------------------------------------------------------------
 # Config
@@ -426,8 +426,7 @@ def load_torch_layer(ours: nn.Module, theirs: nn.Module) -> nn.Module:
         raise ValueError(
             f"{type(theirs).__name__} lacks {missing}; pass the torch layer that matches {type(ours).__name__}"
         )
-    ours.load_state_dict({k: source[v] for k, v in keys.items()}, strict=True)
-    return ours
+    return copy_weights(ours, {k: source[v] for k, v in keys.items()}, what="torch's weights")
 
 
 def attention_source(model, vocab, tokenize):

@@ -1,5 +1,7 @@
-"""Small helpers every notebook uses: seeding, thread count, showing library source; and the checks
-the whole library shares: token ids (:func:`as_ids`) and a finite training loss (:func:`check_finite_loss`)."""
+"""Small helpers every notebook uses: seeding, thread count, showing library source, running a
+model in eval mode (:func:`evaluating`), copying weights between models (:func:`copy_weights`);
+and the checks the whole library shares: token ids (:func:`as_ids`) and a finite training loss
+(:func:`check_finite_loss`)."""
 
 from __future__ import annotations
 
@@ -39,6 +41,84 @@ def seeded(seed: int) -> Iterator[None]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield
+
+
+@contextmanager
+def evaluating(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
+    """Run a block with `model` in eval mode (dropout off) and without gradients, then give every
+    submodule back the train/eval state it had, even when the block raises.
+
+    Example:
+        >>> net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5)).train()
+        >>> with evaluating(net):
+        ...     net.training, net[1].training, torch.is_grad_enabled()
+        (False, False, False)
+        >>> net.training, net[1].training, torch.is_grad_enabled()
+        (True, True, True)
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"evaluating takes a torch.nn.Module (a model), got {type(model).__name__}")
+    modes = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield model
+    finally:
+        for module, mode in modes:
+            module.training = mode
+
+
+def copy_weights(
+    target: torch.nn.Module,
+    source,
+    *,
+    problems: list[str] | tuple[str, ...] = (),
+    what: str = "the weights",
+    hint: str = "",
+    error: type[Exception] = ValueError,
+) -> torch.nn.Module:
+    """Copy `source` (a model, or a dict {parameter name: tensor}) into the parameters of `target`
+    with the same names → `target`. The one weight-copy check of the library: first the names and
+    shapes must agree exactly (a tied weight counts once, as ``named_parameters`` lists it);
+    otherwise `error` lists every missing, unexpected and mis-shaped tensor, with the caller's own
+    `problems` first and then `hint`, and nothing is copied, so a model is never half-filled.
+    Values are converted to each parameter's dtype and device.
+
+    Example:
+        >>> a, b = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+        >>> copy_weights(b, a) is b and torch.equal(a.weight, b.weight)
+        True
+        >>> copy_weights(torch.nn.Linear(4, 2), a)
+        Traceback (most recent call last):
+        ...
+        ValueError: the weights do not fit this Linear: weight: shape (2, 3) in the weights, (2, 4) in the model
+    """
+    if not isinstance(target, torch.nn.Module):
+        raise TypeError(f"target must be a torch.nn.Module to copy weights into, got {type(target).__name__}")
+    if isinstance(source, torch.nn.Module):
+        weights = dict(source.named_parameters())
+    elif isinstance(source, dict):
+        weights = dict(source)
+    else:
+        raise TypeError(
+            f"source must be a torch.nn.Module or a dict {{parameter name: tensor}}, got {type(source).__name__}"
+        )
+    expected = dict(target.named_parameters())
+    problems = list(problems)
+    problems += [f"missing {k}" for k in expected if k not in weights]
+    problems += [f"unexpected {k}" for k in weights if k not in expected]
+    problems += [
+        f"{k}: shape {tuple(weights[k].shape)} in {what}, {tuple(v.shape)} in the model"
+        for k, v in expected.items()
+        if k in weights and tuple(weights[k].shape) != tuple(v.shape)
+    ]
+    if problems:
+        shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
+        raise error(f"{what} do not fit this {type(target).__name__}: {shown}{'. ' + hint if hint else ''}")
+    with torch.no_grad():
+        for k, p in expected.items():
+            p.copy_(weights[k])
+    return target
 
 
 def set_threads(n: int | None = None) -> int:
