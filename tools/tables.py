@@ -284,6 +284,46 @@ def bert_table() -> str:
     return table(["measure", "result"], rows) + "\n\n" + note
 
 
+def elmo_table() -> str:
+    r = load("elmo.json")
+    pos = ["POS accuracy"] + [
+        f"{r[k]:.3f}" if k in r else ""
+        for k in ("pos_acc_onehot", "pos_acc_word2vec", "pos_acc_elmo_layer0", "pos_acc_elmo_top", "pos_acc_elmo_mix")
+    ]
+    sst = ["SST-2 accuracy", "", f"{r['sst2_acc_word2vec']:.3f}", "", "", f"{r['sst2_acc_elmo_mix']:.3f}"]
+    probes = table(["", "one-hot", "word2vec", "ELMo token layer", "ELMo top layer", "ELMo scalar mix"], [pos, sst])
+    lm = table(
+        ["language model", "valid perplexity (forward)", "(backward)"],
+        [
+            [
+                f"{r['ngram_order']}-gram, interpolated Kneser–Ney",
+                f"{r['ngram_valid_ppl']:.1f}",
+                f"{r['ngram_valid_ppl_bwd']:.1f}",
+            ],
+            ["the course biLM", f"{r['bilm_valid_ppl']:.1f}", f"{r['bilm_valid_ppl_bwd']:.1f}"],
+        ],
+    )
+    note = f"{r['lm_predicted_tokens']:,} predicted tokens per direction. " + source("bench/results/elmo.json", r)
+    return probes + "\n\n" + lm + "\n\n" + note
+
+
+def pretrained_table() -> str:
+    r = load("pretrained.json")
+    rows = [
+        [f"SST-2 test, MiniLM fine-tuned on {r['sst2_train']:,} training sentences", f"{r['sst2_accuracy']:.4f}"],
+        ["SNLI test, fine-tuned on the labelled dev pairs", f"{r['snli_accuracy']:.4f}"],
+        [
+            f"SQuAD: EM / F1 on {r['squad_questions']:,} questions of {r['squad_articles']} held-out articles",
+            f"{r['squad_exact_match']:.2f} / {r['squad_f1']:.2f}",
+        ],
+    ]
+    seconds = ", ".join(f"{k} {v:.0f} s" for k, v in r["seconds"].items())
+    note = f"{r['epochs']} epoch(s), lr {r['lr']}, {r['threads']} threads; seconds per part: {seconds}. " + source(
+        "bench/results/pretrained.json", r
+    )
+    return table(["measure", "result"], rows) + "\n\n" + note
+
+
 def gpt_char_train_table() -> str:
     r = load("gpt_char.json")["train"]
     rows = []
@@ -383,20 +423,68 @@ def ulmfit_table() -> str:
     return table(["setting", "mean", f"seeds {seeds}", "best − worst seed"], rows) + "\n\n" + note
 
 
+# The recipe that rebuilds each committed checkpoint (docs/recipes.md), and the key of its config.json
+# "info" that holds the whole run's wall-clock seconds.
+RECIPE_TIMES = {
+    "word2vec-wikitext2": ("word2vec-wikitext2.py", "wall_seconds"),
+    "glove-wikitext2": ("glove-wikitext2.py", "wall_seconds"),
+    "bilm-wikitext2": ("bilm-wikitext2.py", "wall_time_s"),
+    "bert-wikitext2": ("bert-wikitext2.py", "total_seconds"),
+    "gpt-char-shakespeare": ("gpt-char-shakespeare.py", "total_seconds"),
+    "gpt-char-shakespeare-large": ("gpt-char-shakespeare-large.py", "total_seconds"),
+    "gpt-wikitext2": ("gpt-wikitext2.py", "total_seconds"),
+    "minilm-qa-squad": ("minilm-qa-squad.py", "train_seconds"),
+    "zero-shot-qa000": ("zero-shot-qa.py", "total_seconds"),
+    "zero-shot-qa005": ("zero-shot-qa.py", "total_seconds"),
+    "zero-shot-qa020": ("zero-shot-qa.py", "total_seconds"),
+    "zero-shot-qa100": ("zero-shot-qa.py", "total_seconds"),
+}
+
+
+def recipes_table() -> str:
+    """Each committed checkpoint, its recipe, and the time its own run took as its config.json
+    records it, with the command it recorded (the history: older runs name older commands)."""
+    folder = ROOT / "lib" / "onehot2gpt" / "assets"
+    rows = []
+    for name, (script, key) in RECIPE_TIMES.items():
+        info = json.loads((folder / "checkpoints" / name / "config.json").read_text())["info"]
+        where = info.get("device", "cpu")
+        threads = f"{info['threads']} thread{'s' * (info['threads'] != 1)}" if info.get("threads") else ""
+        first = info.get("phase1", {}).get("threads")
+        if first and first != info.get("threads"):  # the QA recipe's two phases ran on different threads
+            threads = f"{first} threads, then {threads}"
+        run = f"{info[key] / 60:.1f} min ({where}{', ' + threads if where == 'cpu' and threads else ''})"
+        rows.append([f"`{name}`", f"`python recipes/{script} --out DIR`", run, f"`{info['command']}`"])
+    ulmfit = json.loads((folder / "results" / "ulmfit-ablation.json").read_text())
+    run = f"{ulmfit['seconds'] / 60:.1f} min (cpu, {ulmfit['threads']} thread{'s' * (ulmfit['threads'] != 1)})"
+    rows.append(
+        ["`ulmfit-ablation.json`", "`python recipes/ulmfit-ablation.py --out DIR`", run, f"`{ulmfit['command']}`"]
+    )
+    note = (
+        "Source: each checkpoint's `lib/onehot2gpt/assets/checkpoints/NAME/config.json` (`info`: the time key of "
+        "`tools/tables.py` `RECIPE_TIMES`, `threads`, `device`, `command`) and "
+        "`lib/onehot2gpt/assets/results/ulmfit-ablation.json`, written by the command in the last column."
+    )
+    return table(["checkpoint", "recipe", "its run took", "the command that ran"], rows) + "\n\n" + note
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "notebooks": notebook_table,
     "teaching": teaching_table,
     "notebook-times": notebook_times_table,
     "word2vec": word2vec_table,
     "fasttext": fasttext_table,
+    "elmo": elmo_table,
     "attention": attention_table,
     "bert": bert_table,
     "gpt-char-train": gpt_char_train_table,
     "generate": generate_table,
     "zero-shot": zero_shot_table,
     "gpt-char-writes": gpt_char_writes_table,
+    "pretrained": pretrained_table,
     "qa-null": qa_null_table,
     "ulmfit": ulmfit_table,
+    "recipes": recipes_table,
 }
 
 
