@@ -1,8 +1,8 @@
 """Tests for onehot2gpt.data: the registry, the verified cache/mirror/download path, the readers.
 
 Offline: files come from the data mirror (``$ONEHOT2GPT_DATA_MIRROR``, else ``<repo>/../shared/data``)
-and downloads are faked by monkeypatching ``urllib.request.urlopen``. Without a mirror these tests
-skip, except under CI=true, where a missing mirror is a failure.
+and downloads are faked by monkeypatching ``urllib.request.urlopen``. Without a mirror the tests
+that read files fail, naming the variable (docs/install.md says how to get one).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from onehot2gpt import data
 
 REPO = Path(__file__).resolve().parents[1]
-REGISTRY = REPO / "data" / "registry.json"
+REGISTRY = REPO / "lib" / "onehot2gpt" / "assets" / "registry.json"
 GH = "https://raw.githubusercontent.com"
 
 
@@ -29,16 +29,14 @@ def _mirror_path() -> Path:
 
 
 def _require_mirror() -> Path:
-    """The mirror path; fail under CI=true, else skip, when it is missing."""
+    """The mirror path; a test that needs it fails when it is missing."""
     mirror = _mirror_path()
     if not (mirror / "MANIFEST.md").is_file():
         msg = (
             f"data mirror not found at {mirror} (no MANIFEST.md); set ONEHOT2GPT_DATA_MIRROR "
             "to the folder holding <dataset>/<file> copies and MANIFEST.md"
         )
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
+        pytest.fail(msg)
     return mirror
 
 
@@ -166,7 +164,7 @@ def test_registry_schema() -> None:
     assert "add a dataset" in reg["_comment"].lower()
     assert data.list_datasets() == sorted(reg["datasets"])
     assert data.REGISTRY_PATH.name == "registry.json"
-    assert data._REPO / "data" / "registry.json" == REGISTRY  # found relative to the package
+    assert data.ASSETS / "registry.json" == REGISTRY  # shipped inside the package (package data)
     for name, ds in reg["datasets"].items():
         for key in ("description", "licence", "homepage", "source", "files"):
             assert ds.get(key), f"{name}: missing {key}"
@@ -501,3 +499,32 @@ def test_temp_files_of_a_killed_download_are_cleaned_up(cache: Path) -> None:
     data.fetch("word-benchmarks", "wordsim353.tsv", progress=False)
     assert not stale.exists()
     assert fresh.exists()
+
+
+# -- where the cache lives: a clone keeps data/cache, an installed package the user's cache folder ----
+
+
+def test_the_cache_of_a_clone_is_its_data_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ONEHOT2GPT_CACHE", raising=False)
+    assert data._in_checkout()
+    assert data.cache_dir() == REPO / "data" / "cache"
+    monkeypatch.setenv("ONEHOT2GPT_CACHE", "/somewhere/else")
+    assert data.cache_dir() == Path("/somewhere/else")
+
+
+def test_an_installed_package_caches_in_the_user_cache_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Installed from a wheel, the package's parents hold no pyproject.toml and lib/onehot2gpt: the
+    cache is $XDG_CACHE_HOME/onehot2gpt, else ~/.cache/onehot2gpt, never inside site-packages."""
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    (site / "onehot2gpt").mkdir(parents=True)
+    monkeypatch.setattr(data, "_CHECKOUT", site.parent)
+    monkeypatch.delenv("ONEHOT2GPT_CACHE", raising=False)
+    assert not data._in_checkout()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert data.cache_dir() == tmp_path / "xdg" / "onehot2gpt"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert data.cache_dir() == tmp_path / "home" / ".cache" / "onehot2gpt"
+    monkeypatch.setenv("ONEHOT2GPT_CACHE", str(tmp_path / "mine"))
+    assert data.cache_dir() == tmp_path / "mine"
+    assert not data.cache_dir().is_relative_to(site)
