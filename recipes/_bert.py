@@ -52,11 +52,11 @@ def length_sorted_batches(
     pairs as `pool` calls of `batch_size`), sorts them by length, cuts the sorted list into `pool`
     batches, masks each with :func:`mask_pairs` and returns them in a random order (`generator`).
 
-    On WikiText-2 at 64 pieces about 14 % of a randomly drawn batch is padding, yet half its pairs
-    fill all 64 pieces, so nearly every batch is padded to the full length; grouped by length, the
-    shorter half of the pairs train in shorter, cheaper batches. A batch then holds pairs of
+    On WikiText-2 at 64 pieces most pairs fill the whole length, so nearly every randomly drawn
+    batch is padded to the full length; grouped by length, the shorter pairs train in shorter,
+    cheaper batches. A batch then holds pairs of
     similar length rather than a random mix, which is why the option is measured, not assumed
-    (bench/RECIPES_LOG.md)."""
+    (recipes/LOG.md)."""
     from onehot2gpt.utils import check_positive_int
 
     pool = check_positive_int(pool, "pool")
@@ -98,8 +98,8 @@ class _ChunkedLinearCrossEntropy(torch.autograd.Function):
                 # low precision (bfloat16 under autocast): the softmax of all rows at once, in
                 # `dtype` (PyTorch's CPU softmax computes in float32 and rounds its output once);
                 # it is the gradient's first term and, at the targets, gives the loss. No float32
-                # (rows × vocabulary) tensor is made: on 2 CPU cores the float32 log-softmax of
-                # bfloat16 logits, 128 rows at a time, took 24 ms at 880 × 8,000 rows; this 5 ms.
+                # (rows × vocabulary) tensor is made; on a CPU this is much faster than the float32
+                # log-softmax of bfloat16 logits chunk by chunk (recipes/LOG.md).
                 p = torch.softmax(torch.mm(x, w.t()), 1)
                 # −log p at the targets, p rounded to `dtype` (relative error ≤ 2⁻⁸: ≤ 0.004 per row
                 # in the loss); a p that underflowed to 0 counts as the smallest float32 instead of
@@ -145,14 +145,13 @@ def chunked_mlm_loss(model, hidden, targets, chunk: int = 128, pad_to: int = 64)
     tied embedding plus the decoder's bias, `chunk` rows at a time. Equal to
     ``F.cross_entropy(model.mlm(hidden), targets)`` (in float32 to rounding; under bfloat16
     autocast to bfloat16's rounding), with its gradients, but the (N × vocabulary) logits, their
-    log-softmax and its gradient are never held in float32 for all rows at once: at 64 × 64 pieces
-    and 25 % masking those are 26 MB tensors, a quarter of a step's time on 2 cores. Under bfloat16
+    log-softmax and its gradient are never held in float32 for all rows at once: with the recipe's
+    batches those are large tensors, a sizeable share of a step on 2 cores. Under bfloat16
     autocast the softmax is taken in bfloat16 for all rows at once (`chunk` applies in float32).
 
     The rows are padded with zeros to a multiple of `pad_to` (padding has no loss and no gradient):
     the number of masked pieces changes every batch, and on a CPU each new row count rebuilds the
-    head's matrix-product kernels (at about 850 rows × 8,000, 47 against 25 ms for the head's
-    forward and backward on 2 cores)."""
+    head's matrix-product kernels."""
     if hidden.dim() != 2 or targets.shape != hidden.shape[:1]:
         raise ValueError(f"hidden is (N, D) and targets (N,); got {tuple(hidden.shape)} and {tuple(targets.shape)}")
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
@@ -230,12 +229,11 @@ def fast_pretraining_loss(
     most of the (T × vocab) output layer's cost. The batch moves to the model's device.
 
     With `count_correct` False the count of correct predictions is None: the training loop skips
-    the arg-max over (masked pieces × vocabulary), 3 % (float32) to 9 % (bfloat16) of a step on 2 CPU cores. With
+    the arg-max over (masked pieces × vocabulary), which only the evaluation reports. With
     `explicit_attention` the encoder computes attention as written in notebook 05 (softmax of
     Q Kᵀ / √d_k, then × V; :func:`onehot2gpt.attention.scaled_dot_product_attention`) instead of
-    PyTorch's fused kernel: the same numbers, and under bfloat16 autocast on a CPU about twice as
-    fast per step, because the fused kernel's bfloat16 backward is slow there for short sequences
-    (and since the padding mask is added as a bias rather than filled in, about 0.73 × that again).
+    PyTorch's fused kernel: the same numbers, and under bfloat16 autocast on a CPU faster per step,
+    because the fused kernel's bfloat16 backward is slow there for short sequences.
     With `chunked_loss` (and `count_correct` False, as in training) the masked-LM loss is
     :func:`chunked_mlm_loss`: the same loss and gradients (to bfloat16's rounding under autocast)
     in less time per step. With `sparse_top` the encoder's top layer runs only at [CLS] and the
@@ -292,16 +290,16 @@ def pretrain_bert_fast(
 
     A sequence-length schedule, as the BERT paper's (90% of its steps at 128 tokens, the rest at
     512): with `short_len`, the first `short_steps` of the `steps` train on pairs cut to
-    `short_len` tokens, which cost about half as much per step at half the length; the rest at
+    `short_len` tokens, which cost less per step; the rest at
     `max_len`. The learning-rate schedule runs over all `steps`.
 
     `mask_prob` is the share of pieces chosen for prediction in training (BERT's 15 %; evaluation
     always uses 15 %). With `bf16` the forward pass runs under bfloat16 autocast (matrix products
-    in bfloat16, weights, gradients and the optimiser in float32): about 30 % less time per step
-    on a CPU with native bfloat16 (AVX512-BF16 or AMX), slower on one without
+    in bfloat16, weights, gradients and the optimiser in float32): less time per step on a CPU
+    with native bfloat16 (AVX512-BF16 or AMX), more on one without
     (:func:`native_bf16`). The loss minimised is MLM + `nsp_weight` × NSP (BERT's is 1).
     `explicit_attention` computes attention without the fused kernel (:func:`pretraining_loss`):
-    with `bf16` on a CPU, about half the time per step. `sample` "sentence" draws the pairs
+    faster with `bf16` on a CPU. `sample` "sentence" draws the pairs
     uniformly over sentences instead of over articles (:func:`pretraining_pairs`).
     `chunked_loss` computes the masked-LM loss with :func:`chunked_mlm_loss` (the same loss, less
     time). With `length_buckets` k > 0 the pairs of every k batches are drawn together and grouped
@@ -311,8 +309,7 @@ def pretrain_bert_fast(
 
     Progressive stacking (Gong et al., 2019, "Efficient Training of BERT by Progressively Stacking"):
     with `stack_steps` s > 0 the first s steps train only the bottom half of the encoder's layers
-    (the other half is left out of the forward pass and gets no gradient), which costs about 0.6-0.8
-    of a full step; then every trained layer is copied, with its optimiser state, onto the layer
+    (the other half is left out of the forward pass and gets no gradient), a cheaper step; then every trained layer is copied, with its optimiser state, onto the layer
     half the depth above it (layers 0, 1 of 4 into 2, 3), and the rest of the `steps` train the whole
     encoder. The learning-rate schedule runs over all `steps`."""
     if short_len is not None and not 8 <= short_len <= max_len:
@@ -449,9 +446,8 @@ def evaluate_nsp(
     of tokenised sentences) → {"nsp_accuracy", "pairs", "correct" (a bool tensor, one per pair,
     for comparing two models on the same pairs)}.
 
-    :func:`evaluate_pretraining` scores 50 batches of random pairs (3,200, with repeats: a standard
-    error of about 0.7 accuracy points); WikiText-2 valid holds about 16,000 pairs, each scored
-    once here. As in pre-training, the input is masked first (`mask_prob` of the pieces, BERT's
+    :func:`evaluate_pretraining` scores fixed batches of random pairs (with repeats); here every
+    pair of the held-out text is scored once. As in pre-training, the input is masked first (`mask_prob` of the pieces, BERT's
     80/10/10; 0 leaves it whole) and each part cut to fit `max_len`."""
     from onehot2gpt.utils import check_positive_int
 
