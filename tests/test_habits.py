@@ -5,6 +5,8 @@ run (none skipped)."""
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 import shutil
 import subprocess
@@ -108,3 +110,88 @@ def test_no_docstring_example_is_skipped():
         if re.search(r"doctest:\s*\+SKIP", line)
     ]
     assert not skipped, f"skipped docstring examples (make them run): {skipped}"
+
+
+# -- layering: who may import whom (CONTRIBUTING.md, "One audience per place") ---------------------
+
+RECIPE_HELPERS = {p.stem for p in (ROOT / "recipes").glob("_*.py")}
+# What a student's library must never reach for: the lecturer's package, the maintainers' scripts,
+# the tests, or a command line.
+NOT_IN_LIBRARY = {"onehot2gpt_teach", "recipes", "bench", "tests", "argparse"} | RECIPE_HELPERS
+NOT_IN_TEACH = {"recipes", "bench", "tests"} | RECIPE_HELPERS
+MODEL_MODULES = ["word2vec", "glove", "fasttext", "rnn_lm", "elmo", "attention", "transformer", "bert", "gpt"]
+# A model module never imports training, plots, widgets, tasks or exercises.
+NOT_IN_MODELS = (
+    "training",
+    "gpt_training",
+    "bert_pretraining",
+    "plots",
+    "widgets",
+    "exercises",
+    "lookinside",
+    "probing",
+)
+
+
+def _imports(path: Path) -> set[str]:
+    """The modules one file imports, anywhere in it: absolute names as written, relative ones as
+    ``onehot2gpt.<name>`` (resolved against the file's package)."""
+    package = path.relative_to(ROOT / "lib").with_suffix("").parts[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                name = ".".join([*base, *([node.module] if node.module else [])])
+                found |= {name} if node.module else {f"{name}.{alias.name}" for alias in node.names}
+            else:
+                found.add(node.module)
+    return found
+
+
+def _top(names: set[str]) -> set[str]:
+    return {name.split(".")[0] for name in names}
+
+
+def test_the_library_imports_only_itself_and_third_party_packages():
+    wrong = {
+        str(path.relative_to(ROOT)): sorted(_top(_imports(path)) & NOT_IN_LIBRARY)
+        for path in sorted((ROOT / "lib" / "onehot2gpt").rglob("*.py"))
+    }
+    wrong = {k: v for k, v in wrong.items() if v}
+    assert not wrong, f"lib/onehot2gpt imports what a student's library must not: {wrong}"
+
+
+def test_the_lecturer_package_imports_no_recipe_bench_or_test_code():
+    wrong = {
+        str(path.relative_to(ROOT)): sorted(_top(_imports(path)) & NOT_IN_TEACH)
+        for path in sorted((ROOT / "lib" / "onehot2gpt_teach").rglob("*.py"))
+    }
+    wrong = {k: v for k, v in wrong.items() if v}
+    assert not wrong, f"lib/onehot2gpt_teach imports recipe, bench or test code: {wrong}"
+
+
+@pytest.mark.parametrize("module", MODEL_MODULES)
+def test_a_model_module_imports_no_training_plots_widgets_or_tasks(module):
+    path = ROOT / "lib" / "onehot2gpt" / f"{module}.py"
+    assert path.is_file(), f"{path} is gone: update MODEL_MODULES in tests/test_habits.py"
+    library = {name.split(".")[1] for name in _imports(path) if name.startswith("onehot2gpt.")}
+    wrong = sorted(n for n in library if n.startswith(NOT_IN_MODELS) or n.endswith("_tasks"))
+    assert not wrong, f"{module}.py imports {wrong}: move what it needs below the models"
+
+
+def test_the_notebooks_import_only_the_library():
+    statement = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)")
+    wrong = {}
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        for cell in cells:
+            if cell["cell_type"] != "code":
+                continue
+            text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            names = {m[1] for line in text.splitlines() if (m := statement.match(line))}
+            if names & (NOT_IN_TEACH | {"onehot2gpt_teach"}):
+                wrong.setdefault(path.name, set()).update(names & (NOT_IN_TEACH | {"onehot2gpt_teach"}))
+    assert not wrong, f"notebooks import more than the library: {wrong}"
