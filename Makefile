@@ -61,7 +61,7 @@ student: $(STAMP)
 # as its last line, which this keeps in bench/results/<script>.json (with its command, commit and
 # date: tools/tables.py --stamp); `python tools/tables.py` then
 # rewrites the tables in README.md and docs/ from those files (docs/benchmarks.md). A script that
-# fails stops the run. The whole run takes hours on 2 cores; `python bench/<script>.py` runs one.
+# fails stops the run. The whole run is long (docs/benchmarks.md); `python bench/<script>.py` runs one.
 BENCH_RESULTS ?= bench/results
 bench: SHELL := /bin/bash
 bench: .SHELLFLAGS := -o pipefail -c
