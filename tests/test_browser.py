@@ -34,6 +34,7 @@ from browser_helpers import (
     LabPage,
     Notebook,
     block_the_internet,
+    browser_available,
     choose,
     control,
     copy_notebooks,
@@ -687,3 +688,91 @@ def test_bertviz_draws_with_no_network(lab, lab_page, tmp_path):
         page.screenshot(path=str(SCREENSHOTS / "bertviz-exported.png"), full_page=True)
     finally:
         page.close()
+
+
+# Every slide of a deck, visited in order: its position, whether it is then the one shown, the height
+# of its content (scrollHeight: a slide that overflows shows its full height) and its number of cells,
+# with reveal.js's transitions off.
+VISIT_EVERY_SLIDE = """() => {
+    Reveal.configure({transition: "none"});
+    return Reveal.getSlides().map((slide) => {
+        const at = Reveal.getIndices(slide);
+        Reveal.slide(at.h, at.v);
+        const current = Reveal.getCurrentSlide();
+        return [at.h, at.v || 0, current === slide, current.scrollHeight, current.querySelectorAll(".jp-Cell").length];
+    });
+}"""
+# Headings that do not open their slide: every #/##/### heading must be its slide's first heading,
+# in its first cell.
+STRAY_HEADINGS = """() => Array.from(document.querySelectorAll(".reveal .slides section h1, section h2, section h3"))
+    .filter((h) => {
+        const slide = h.closest("section");
+        const cell = slide.querySelector(".jp-Cell");
+        return !cell || !cell.contains(h) || cell.querySelector("h1, h2, h3") !== h;
+    })
+    .map((h) => h.textContent)"""
+
+
+def open_deck(browser, index, outside):
+    """A 1280 × 720 page showing the deck at `index`, every request that is not for a file refused (and
+    recorded in `outside`); returns the page and the lists of failed requests and page errors."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+
+    def refuse(route):
+        outside.append(route.request.url)
+        route.abort("blockedbyclient")
+
+    context.route(re.compile(r"^(?!file:)"), refuse)
+    page = context.new_page()
+    failed, errors = [], []
+    page.on("requestfailed", lambda request: failed.append(request.url))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(index.as_uri())
+    page.wait_for_function("window.onehot2gptDeck && (onehot2gptDeck.ready || onehot2gptDeck.error)", timeout=180_000)
+    return page, failed, errors
+
+
+def test_a_lecture_deck_fits_1280_by_720_and_needs_no_network(tmp_path):
+    """Notebook 05's deck (onehot2gpt-slides) in Chromium at 1280 × 720 with every request that is not
+    for a file refused: reveal.js starts, the formulas are typeset, nothing is asked of the network and
+    no file is missing, every heading opens a slide, and no slide is taller than 720 px. The same deck
+    without its split (--no-fit) has slides taller than that: the measurement sees an overflow.
+    Screenshots: tests/screenshots/slides-*.png."""
+    from onehot2gpt_teach.slides import HEIGHT, build_deck
+    from playwright.sync_api import sync_playwright
+
+    require(browser_available(), "Chromium and Playwright are needed for the browser test")
+    notebook = ROOT / "notebooks" / "05_attention.ipynb"
+    fitted = build_deck(notebook, tmp_path / "deck")
+    whole = build_deck(notebook, tmp_path / "whole", fit=False)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            outside = []
+            page, failed, errors = open_deck(browser, fitted, outside)
+            deck = page.evaluate("window.onehot2gptDeck")
+            assert deck["error"] is None and page.evaluate("Reveal.isReady()"), deck
+            assert outside == [] and failed == [] and errors == [], (outside, failed, errors)
+            assert page.locator("mjx-container svg").count() >= 10, "MathJax typeset the formulas"
+            assert page.evaluate(STRAY_HEADINGS) == []
+            slides = page.evaluate(VISIT_EVERY_SLIDE)
+            assert len(slides) == page.evaluate("Reveal.getTotalSlides()") and all(s[2] for s in slides)
+            assert len(slides) >= 10 and deck["split"] >= 1
+            assert [s for s in slides if s[4] == 0] == [], "slides without a cell"
+            tall = [s for s in slides if s[3] > HEIGHT]
+            assert tall == [], f"slides (h, v, shown, height, cells) taller than {HEIGHT} px: {tall}"
+            page.evaluate("Reveal.slide(0, 0)")
+            page.screenshot(path=str(SCREENSHOTS / "slides-05-first.png"))
+            h, v = max(slides, key=lambda s: s[3])[:2]
+            page.evaluate(f"Reveal.slide({h}, {v})")
+            page.screenshot(path=str(SCREENSHOTS / "slides-05-fullest.png"))
+            page.context.close()
+
+            page, failed, errors = open_deck(browser, whole, outside)
+            assert page.evaluate("onehot2gptDeck.ready") and outside == []
+            heights = [s[3] for s in page.evaluate(VISIT_EVERY_SLIDE)]
+            assert max(heights) > HEIGHT, f"the deck without its split should overflow: {heights}"
+            page.context.close()
+        finally:
+            browser.close()

@@ -86,60 +86,87 @@ def test_slide_types_follow_the_headings():
         course.prepare({"cells": [{"cell_type": "code", "source": "x = 1"}]}, "notebooks/x.ipynb")
 
 
+# On Colab, sys.modules holds google.colab from the kernel's start: a test puts a stand-in there.
+AS_ON_COLAB = 'import sys, types\nsys.modules["google.colab"] = types.ModuleType("google.colab")\n'
+
+
+def cell_from_this_checkout():
+    """The set-up cell with its address of onehot2gpt/colab.py (GitHub, at the release) replaced by
+    this checkout's copy of that file."""
+    assert course.SETUP_URL in course.COLAB_CELL
+    return course.COLAB_CELL.replace(course.SETUP_URL, (ROOT / "lib" / "onehot2gpt" / "colab.py").as_uri())
+
+
+def clean_env():
+    return {k: v for k, v in os.environ.items() if not k.startswith("ONEHOT2GPT_")}
+
+
+def test_colab_cell_is_three_lines_that_ruff_leaves_as_they_are(tmp_path):
+    """At most 3 lines, each within the line length, and ruff (format and lint, the project's settings)
+    changes and reports nothing in it as a notebook cell."""
+    import nbformat
+
+    lines = course.COLAB_CELL.splitlines()
+    assert len(lines) <= 3 and all(len(line) <= 120 for line in lines), lines
+    path = tmp_path / "setup.ipynb"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(course.COLAB_CELL)])
+    nb.metadata["language_info"] = {"name": "python"}
+    nbformat.write(nb, path)
+    config = ["--config", str(ROOT / "pyproject.toml")]
+    for command in (["format", "--check", "--diff"], ["check"]):
+        out = subprocess.run(
+            [sys.executable, "-m", "ruff", *command, *config, str(path)], capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 0, f"ruff {command[0]}: {out.stdout}{out.stderr}"
+
+
 def test_colab_cell_does_nothing_outside_colab(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ONEHOT2GPT_")}
+    """Outside Colab the cell fetches nothing, defines nothing, imports nothing and stays where it is."""
+    probe = '\nimport os, sys\nprint(os.getcwd(), "url" in dir(), "urllib.request" in sys.modules)'
     out = subprocess.run(
-        [sys.executable, "-c", course.COLAB_CELL + "\nprint(os.getcwd())"],
+        [sys.executable, "-c", course.COLAB_CELL + probe],
         cwd=tmp_path,
-        env=env,
+        env=clean_env(),
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert out.returncode == 0 and out.stdout.strip() == str(tmp_path) and not out.stderr
+    assert out.returncode == 0 and out.stdout.split() == [str(tmp_path), "False", "False"] and not out.stderr
     assert list(tmp_path.iterdir()) == []
 
 
-def test_colab_cell_says_what_failed_and_what_to_do(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ONEHOT2GPT_")}
-    env.update(
-        ONEHOT2GPT_FORCE_COLAB="1",
-        ONEHOT2GPT_REPO=(tmp_path / "no-such-repo").as_uri(),
-        ONEHOT2GPT_HOME=str(tmp_path / "course"),
+def test_the_repository_and_release_are_written_in_one_place():
+    """The badges and the set-up cell come from onehot2gpt.colab's REPOSITORY and RELEASE: a fork
+    edits those two lines and prepares the notebooks again. The cell fetches colab.py at the release
+    from where it is in the repository."""
+    from onehot2gpt import colab
+
+    assert (course.REPOSITORY, course.RELEASE) == (colab.REPOSITORY, colab.RELEASE)
+    assert colab.SETUP_URL == f"https://github.com/{colab.REPOSITORY}/raw/{colab.RELEASE}/lib/onehot2gpt/colab.py"
+    assert (ROOT / "lib" / "onehot2gpt" / "colab.py").is_file()
+    assert course.badge_url("notebooks/01_onehot.ipynb").endswith(
+        f"{colab.REPOSITORY}/blob/{colab.RELEASE}/notebooks/01_onehot.ipynb"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", course.COLAB_CELL],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+
+
+def test_colab_setup_says_what_failed_and_what_to_do(tmp_path):
+    env = clean_env()
+    env.update(ONEHOT2GPT_REPO=(tmp_path / "no-such-repo").as_uri(), ONEHOT2GPT_HOME=str(tmp_path / "course"))
+    run = dict(cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", AS_ON_COLAB + cell_from_this_checkout()], **run)
     assert out.returncode != 0
     assert "the course set-up failed running:\n  git clone" in out.stderr
     assert "no-such-repo" in out.stderr and "Check the address" in out.stderr and "run this cell again" in out.stderr
     assert "Username" not in out.stderr  # git never asked for a password
     (tmp_path / "course").mkdir()  # a folder in the way that is not a clone
-    out = subprocess.run(
-        [sys.executable, "-c", course.COLAB_CELL], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
-    )
+    out = subprocess.run([sys.executable, "-c", AS_ON_COLAB + cell_from_this_checkout()], **run)
     assert out.returncode != 0 and "is not a clone of the course: delete it" in out.stderr
 
 
-def test_the_repository_and_release_are_written_in_one_place():
-    """The badges and the set-up cell come from course.REPOSITORY and course.RELEASE: a fork edits
-    those two lines and re-prepares the notebooks."""
-    assert course.REPOSITORY_URL in course.COLAB_CELL and f'"{course.RELEASE}"' in course.COLAB_CELL
-    assert course.badge_url("notebooks/01_onehot.ipynb").endswith(
-        f"{course.REPOSITORY}/blob/{course.RELEASE}/notebooks/01_onehot.ipynb"
-    )
-    assert "GIT_TERMINAL_PROMPT" in course.COLAB_CELL
-
-
 def test_colab_cell_installs_the_course_in_a_fresh_environment(tmp_path):
-    """The Colab branch, forced, in a new virtual environment whose "preinstalled" packages (torch,
-    transformers, …, as on Colab) come from this one; the repository is this checkout."""
+    """The cell as on Colab (google.colab imported, colab.py from this checkout) in a new virtual
+    environment whose "preinstalled" packages (torch, transformers, ..., as on Colab) come from this
+    one; the repository it clones is this checkout."""
     env_dir = tmp_path / "colab-env"
     # No pip or setuptools of its own (ensurepip's setuptools is too old to build an editable wheel
     # offline): Colab's are recent, as are this environment's, which the .pth file below provides;
@@ -158,7 +185,6 @@ def test_colab_cell_installs_the_course_in_a_fresh_environment(tmp_path):
         ["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
     env.update(
-        ONEHOT2GPT_FORCE_COLAB="1",
         ONEHOT2GPT_REPO=ROOT.as_uri(),
         ONEHOT2GPT_HOME=str(home),
         ONEHOT2GPT_REF="" if branch in ("", "HEAD") else branch,  # a detached CI checkout: default
@@ -167,12 +193,13 @@ def test_colab_cell_installs_the_course_in_a_fresh_environment(tmp_path):
         PIP_DISABLE_PIP_VERSION_CHECK="1",
     )
     probe = (
-        "\nimport onehot2gpt, torch\nprint(onehot2gpt.__file__)\nprint(os.getcwd())\n"
+        "\nimport os\nimport onehot2gpt, torch\nprint(onehot2gpt.__file__)\nprint(os.getcwd())\n"
         "from onehot2gpt.checkpoints import checkpoint_path\nprint(checkpoint_path('zero-shot-qa100'))"
     )
     (tmp_path / "content").mkdir()  # Colab's working directory
+    cell = AS_ON_COLAB + cell_from_this_checkout()
     out = subprocess.run(
-        [str(python), "-c", course.COLAB_CELL + probe],
+        [str(python), "-c", cell + probe],
         cwd=tmp_path / "content",
         env=env,
         capture_output=True,
@@ -194,30 +221,132 @@ def test_colab_cell_installs_the_course_in_a_fresh_environment(tmp_path):
     )
     assert Path(again.stdout.strip()).is_relative_to(home / "lib")
     assert not (Path(own_site) / "torch").exists()
-    # Run twice (Colab's "Run all" again): the existing clone is reused.
+    # Run twice (Colab's "Run all" again): the existing clone and install are reused.
     second = subprocess.run(
-        [str(python), "-c", course.COLAB_CELL],
-        cwd=tmp_path / "content",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        [str(python), "-c", cell], cwd=tmp_path / "content", env=env, capture_output=True, text=True, timeout=600
     )
     assert second.returncode == 0, second.stderr[-2000:]
 
 
-def test_a_notebook_becomes_a_slide_deck(tmp_path):
-    """nbconvert's slides exporter makes one <section> per slide/sub-slide and leaves the set-up cell out."""
-    import nbformat
-    from nbconvert import SlidesExporter
+def test_markdown_cells_are_cut_at_their_headings():
+    from onehot2gpt_teach.slides import split_at_headings
+
+    cell = {
+        "cell_type": "markdown",
+        "id": "a",
+        "metadata": {},
+        "source": "Text before.\n\n## 4. A section\nIts text.\n```\n# not a heading\n```\n### A part\nmore",
+    }
+    parts = split_at_headings(cell)
+    assert [p["source"] for p in parts] == [
+        "Text before.",
+        "## 4. A section\nIts text.\n```\n# not a heading\n```",
+        "### A part\nmore",
+    ]
+    assert [p["id"] for p in parts] == ["a", "a-1", "a-2"] and cell["source"].startswith("Text before.")
+    assert [course.slide_type(p) for p in parts] == ["-", "slide", "subslide"]
+    assert split_at_headings({"cell_type": "markdown", "source": "## Only a heading\ntext"})[0]["source"].startswith(
+        "##"
+    )
+    assert len(split_at_headings({"cell_type": "code", "source": "x = 1\n## 2"})) == 1
+
+
+def test_a_notebook_becomes_a_deck_that_needs_no_network(tmp_path):
+    """onehot2gpt-slides writes index.html, deck.js, deck.css and the shipped reveal.js and MathJax; a
+    slide for each #/##/### heading, the set-up cell and the badge left out, nothing fetched from
+    outside the folder. (tests/test_browser.py shows it in a browser.)"""
+    from onehot2gpt_teach import slides
 
     path = ROOT / "notebooks" / "11_beyond.ipynb"
-    nb = load(path)
-    html, _ = SlidesExporter().from_notebook_node(nbformat.read(path, as_version=4))
-    starts = sum(c["metadata"]["slideshow"]["slide_type"] in ("slide", "subslide") for c in nb["cells"])
-    assert starts >= 5 and html.count("<section") >= starts
-    assert "ONEHOT2GPT_FORCE_COLAB" not in html  # the skipped cell is not shown
-    assert "XLNet" in html
+    index = slides.build_deck(path, tmp_path / "deck")
+    html = index.read_text(encoding="utf-8")
+    headings = [
+        line
+        for c in load(path)["cells"]
+        if c["cell_type"] == "markdown"
+        for line in source(c).splitlines()
+        if re.match(r"#{1,3} ", line)
+    ]
+    assert len(headings) >= 5 and html.count("<section") >= len(headings)
+    assert "XLNet" in html and "google.colab" not in html and "colab-badge" not in html
+    cells = slides.deck_notebook(load(path))["cells"]
+    assert source(cells[0]).startswith("# 11") and all(source(c).strip() for c in cells if c["cell_type"] == "markdown")
+    assert slides.external_addresses(html) == []
+    for relative in slides.vendor_files():
+        assert (tmp_path / "deck" / "vendor" / relative).is_file()
+    assert 'src="vendor/reveal.js-5.2.1/dist/reveal.js"' in html and (tmp_path / "deck" / "deck.js").is_file()
+    # The same notebook through nbconvert's own slides template asks CDNs for its scripts.
+    from nbconvert import SlidesExporter
+
+    cdn, _ = SlidesExporter().from_notebook_node(nbformat_read(path))
+    assert any("unpkg.com/reveal.js" in a for a in slides.external_addresses(cdn))
+
+
+def nbformat_read(path):
+    import nbformat
+
+    return nbformat.read(path, as_version=4)
+
+
+def test_external_addresses_are_the_ones_a_browser_would_fetch():
+    from onehot2gpt_teach.slides import external_addresses
+
+    html = (
+        "<script src=\"https://cdn.example/r.js\"></script><img src='//img.example/a.png'>"
+        '<link rel="stylesheet" href="http://css.example/t.css"><style>@import url("https://f.example/f.css");'
+        'x { background: url(https://bg.example/b.png) }</style><a href="https://docs.example/">a link</a>'
+        '<img src="data:image/png;base64,AAAA"><script src="vendor/reveal.js"></script>'
+    )
+    assert external_addresses(html) == [
+        "//img.example/a.png",
+        "http://css.example/t.css",
+        "https://bg.example/b.png",
+        "https://cdn.example/r.js",
+        "https://f.example/f.css",
+    ]
+
+
+def test_the_deck_command_names_bad_input(tmp_path, capsys):
+    from onehot2gpt_teach import slides
+
+    with pytest.raises(SystemExit):
+        slides.main([str(tmp_path / "missing.ipynb"), "--out", str(tmp_path / "deck")])
+    assert "notebook=" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(SystemExit):
+        slides.main([str(ROOT / "notebooks" / "11_beyond.ipynb"), "--out", str(tmp_path / "file")])
+    err = capsys.readouterr().err
+    assert "out=" in err and "is a file" in err
+    with pytest.raises(ValueError, match="no cells"):
+        slides.deck_notebook({"cells": []})
+
+
+def test_the_shipped_reveal_js_and_mathjax_are_the_published_files(tmp_path, monkeypatch):
+    """Each shipped file has the sha256 the manifest records (taken from the npm packages), the
+    versions the files themselves say, a licence; a changed file stops the deck."""
+    import shutil
+
+    from onehot2gpt_teach import slides
+
+    libraries = slides.manifest()
+    assert set(libraries) == {"reveal.js", "mathjax"}
+    assert libraries["reveal.js"]["license"] == "MIT" and libraries["mathjax"]["license"] == "Apache-2.0"
+    for entry in libraries.values():
+        assert (slides.VENDOR_DIR / entry["license_file"]).is_file()
+        assert "npm package" in entry["origin"] and len(entry["npm_tarball_sha256"]) == 64
+    files = slides.vendor_files()  # checks every sha256
+    assert len(files) == sum(len(e["files"]) for e in libraries.values())
+    reveal = (slides.VENDOR_DIR / "reveal.js-5.2.1" / "dist" / "reveal.js").read_text(encoding="utf-8")
+    assert reveal.startswith("/*!\n * reveal.js 5.2")
+    mathjax = (slides.VENDOR_DIR / "mathjax-3.2.2" / "es5" / "tex-svg-full.js").read_text(encoding="utf-8")
+    assert '"3.2.2"' in mathjax[:200_000]
+    copy = tmp_path / "vendor"
+    shutil.copytree(slides.VENDOR_DIR, copy)
+    with open(copy / files[0], "ab") as f:
+        f.write(b" ")
+    monkeypatch.setattr(slides, "VENDOR_DIR", copy)
+    with pytest.raises(RuntimeError, match="restore it from git"):
+        slides.vendor_files()
 
 
 def test_prepare_drops_the_saved_state_of_widgets_that_store_their_own_picture():

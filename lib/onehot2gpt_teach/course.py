@@ -2,10 +2,11 @@
 slide layout.
 
 Every notebook starts with a title cell carrying a badge that opens it in Colab, then
-:data:`COLAB_CELL`, which installs the course when it runs in Colab and does nothing anywhere
-else. Cells carry ``slideshow`` metadata so that ``jupyter nbconvert --to slides`` makes a
-lecture deck: each ``#``/``##`` heading starts a slide, each ``###`` heading a sub-slide, the set-up
-cell is left out. ``python -m onehot2gpt_teach.course notebooks/[0-9][0-9]_*.ipynb`` applies all three
+:data:`COLAB_CELL`, three lines that install the course when it runs in Colab (by running
+``onehot2gpt/colab.py``) and do nothing anywhere else. Cells carry ``slideshow`` metadata: each
+``#``/``##`` heading starts a slide, each ``###`` heading a sub-slide, the set-up cell is left out
+(``onehot2gpt-slides`` makes the lecture deck, see :mod:`onehot2gpt_teach.slides`).
+``onehot2gpt-prepare notebooks/[0-9][0-9]_*.ipynb`` applies all three
 (idempotent: a notebook that is already prepared is left byte for byte as it was); a test checks
 that every notebook is prepared.
 """
@@ -18,51 +19,25 @@ import re
 import sys
 from pathlib import Path
 
+from onehot2gpt.colab import RELEASE, REPOSITORY, SETUP_URL
+from onehot2gpt.colab import REPOSITORY_URL as REPOSITORY_URL
+
 from ._cli import input_file, input_folder
 
-# Where the course lives, in one place: the GitHub repository and the release (a branch or tag)
-# that the badges open and the set-up cell installs. A fork, or a course's own copy, changes these
-# two lines and runs `python -m onehot2gpt_teach.course notebooks/[0-9][0-9]_*.ipynb`; at run time the
-# set-up cell also reads ONEHOT2GPT_REPO and ONEHOT2GPT_REF.
-REPOSITORY = "one-hot-to-gpt/one-hot-to-gpt"
-RELEASE = "main"
-REPOSITORY_URL = f"https://github.com/{REPOSITORY}"
+# Where the course lives (the repository and the release that the badges open and the set-up cell
+# installs) is written once, in onehot2gpt.colab: a fork changes REPOSITORY and RELEASE there and runs
+# `onehot2gpt-prepare notebooks/[0-9][0-9]_*.ipynb`.
 COLAB_BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
 SETUP_TAG = "colab-setup"
 
-# The first code cell of every notebook. It must work before the library exists, so it is plain
-# Python. ONEHOT2GPT_FORCE_COLAB (and ONEHOT2GPT_HOME) let a test run the Colab branch anywhere.
-# It installs the course without upgrading anything Colab has (the library's lower bounds are at
-# or below Colab's versions), prints what failed and what to do, and may be run again.
-COLAB_CELL = f'''\
-# Set-up for Google Colab: clone the course and install its library; Colab's own packages are kept.
-# Anywhere else this cell does nothing: install the course with `make lab` (see the README).
-import os, subprocess, sys
-if "google.colab" in sys.modules or os.environ.get("ONEHOT2GPT_FORCE_COLAB") == "1":
-    _repo = os.environ.get("ONEHOT2GPT_REPO", "{REPOSITORY_URL}")
-    _ref = os.environ.get("ONEHOT2GPT_REF", "{RELEASE}")   # a branch or tag; "" for the default branch
-    _home = os.path.abspath(os.environ.get("ONEHOT2GPT_HOME", "one-hot-to-gpt"))
-
-    def _run(command):
-        done = subprocess.run(command, capture_output=True, text=True,
-                              env=dict(os.environ, GIT_TERMINAL_PROMPT="0"))   # never ask for a password
-        if done.returncode:
-            tail = "\\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-            raise RuntimeError(f"the course set-up failed running:\\n  {{' '.join(command)}}\\n{{tail}}\\n"
-                               f"Check the address {{_repo}} (branch or tag {{_ref!r}}) and the network, "
-                               f"then run this cell again (Runtime → Restart session first if it installed half).")
-
-    if not os.path.isdir(os.path.join(_home, ".git")):
-        if os.path.exists(_home):
-            raise RuntimeError(f"{{_home}} exists but is not a clone of the course: delete it "
-                               "(or set ONEHOT2GPT_HOME) and run this cell again")
-        _run(["git", "clone", "--quiet", "--depth", "1", *(["--branch", _ref] if _ref else []), _repo, _home])
-    if not os.path.exists(os.path.join(_home, ".installed")):
-        _run([sys.executable, "-m", "pip", "install", "--progress-bar", "off", "-e", _home + "[hf]"])
-        open(os.path.join(_home, ".installed"), "w").close()
-    if os.path.join(_home, "lib") not in sys.path:
-        sys.path.insert(0, os.path.join(_home, "lib"))  # this kernel started before the install
-    os.chdir(os.path.join(_home, "notebooks"))'''
+# The first code cell of every notebook, three lines that ruff leaves as they are. On Colab it fetches
+# onehot2gpt/colab.py from the repository at the release and runs it in the notebook's namespace (it
+# clones and installs the course, puts its library on sys.path and opens its notebooks folder);
+# anywhere else it does nothing. No import statement: ruff's formatter would add a blank line after it.
+COLAB_CELL = f"""\
+if "google.colab" in __import__("sys").modules:  # Colab set-up (docs/colab.md); elsewhere this cell does nothing
+    url = "{SETUP_URL}"
+    exec(__import__("urllib.request").request.urlopen(url).read())  # clone, install, open the notebooks"""
 
 
 def badge_url(path: str) -> str:

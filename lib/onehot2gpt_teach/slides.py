@@ -67,17 +67,45 @@ def vendor_files() -> list[Path]:
     return out
 
 
+_HEADING = re.compile(r"#{1,3} ")
+
+
+def split_at_headings(cell: dict) -> list[dict]:
+    """A markdown cell cut before each ``#``/``##``/``###`` heading that is not its first line (outside
+    fenced code), so that every such heading can start a slide; other cells as they are."""
+    if cell["cell_type"] != "markdown":
+        return [cell]
+    parts, fenced = [[]], False
+    for line in course._source(cell).split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        if not fenced and _HEADING.match(line) and any(x.strip() for x in parts[-1]):
+            parts.append([])
+        parts[-1].append(line)
+    if len(parts) == 1:
+        return [cell]
+    out = []
+    for n, lines in enumerate(parts):
+        part = copy.deepcopy(cell)
+        part["source"] = "\n".join(lines).strip("\n")
+        if "id" in part:
+            part["id"] = f"{cell['id']}-{n}" if n else cell["id"]
+        out.append(part)
+    return out
+
+
 def deck_notebook(notebook: dict) -> dict:
-    """A copy of `notebook` (nbformat JSON) laid out as a deck: slide types from the headings, the
-    Colab badge and set-up cell out, the saved widget state out."""
+    """A copy of `notebook` (nbformat JSON) laid out as a deck: markdown cells cut at their headings,
+    slide types from the headings, the Colab badge and set-up cell out, the saved widget state out."""
     nb = copy.deepcopy(notebook)
     cells = nb.get("cells")
     if not cells:
         raise ValueError("the notebook has no cells: give a course notebook such as notebooks/05_attention.ipynb")
-    for cell in cells:
-        cell.setdefault("metadata", {})["slideshow"] = {"slide_type": course.slide_type(cell)}
     if cells[0]["cell_type"] == "markdown":
         cells[0]["source"] = course._without_badge(course._source(cells[0]))
+    cells[:] = [part for cell in cells for part in split_at_headings(cell)]
+    for cell in cells:
+        cell.setdefault("metadata", {})["slideshow"] = {"slide_type": course.slide_type(cell)}
     nb.get("metadata", {}).pop("widgets", None)
     return nb
 
