@@ -14,7 +14,7 @@ changing only the input format and a small output layer (the heads are in :mod:`
 Every ``encode_*`` takes a tokenizer with the :class:`~onehot2gpt.subword.WordPieceTokenizer`
 interface and returns a dict of LongTensors (B, T), right-padded to the longest row, which
 :func:`finetune` (AdamW, linear warm-up then linear decay, as in the paper) trains on and
-:func:`evaluate` scores. Used by notebook 08 and ``bench/bert.py``.
+:func:`evaluate` scores (notebook 08).
 """
 
 from __future__ import annotations
