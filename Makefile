@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-colab student bench lock clean-env
+.PHONY: lab test test-colab student slides bench lock clean-env
 
 # The pinned set: requirements-lock.txt's two halves by two pip processes at once (every package
 # pinned, nothing to resolve), then requirements.txt and pip check (tools/lock.py).
@@ -56,6 +56,12 @@ test-colab:
 # Regenerate the student notebooks (solutions removed, outputs cleared) from the course notebooks.
 student: $(STAMP)
 	$(PY) -m onehot2gpt_teach.student notebooks/[0-9][0-9]_*.ipynb --out notebooks/student
+
+# A lecture deck of every notebook (reveal.js, 1280 x 720, no network needed; docs/teaching.md):
+# open build/decks/NN_topic/index.html.
+slides: $(STAMP)
+	for nb in notebooks/[0-9][0-9]_*.ipynb; do \
+		$(PY) -m onehot2gpt_teach.slides $$nb --out build/decks/$$(basename $$nb .ipynb) || exit 1; done
 
 # Every script in bench/ is a living benchmark: it runs with no arguments and prints one JSON object
 # as its last line, which this keeps in bench/results/<script>.json (with its command, commit and
