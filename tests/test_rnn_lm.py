@@ -164,7 +164,9 @@ def test_lm_batches_are_contiguous_and_shifted():
 def test_train_lm_lowers_loss_and_perplexity(model):
     torch.manual_seed(0)
     ids = torch.tensor([5, 6, 7, 8, 9] * 80)
+    model.train()
     before = perplexity(model, ids, batch_size=4, seq_len=10)
+    assert model.training  # measured in eval mode, then given back as it was
     history = train_lm(model, ids, epochs=8, batch_size=4, seq_len=10, lr=2e-2, progress=False)
     after = perplexity(model, ids, batch_size=4, seq_len=10)
     assert len(history) == 8 * len(lm_batches(ids, 4, 10))

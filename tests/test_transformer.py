@@ -170,6 +170,7 @@ def test_seq2seq_overfits_one_batch_and_decodes_it(seq2seq):
     assert loss.item() < 0.05
     out = seq2seq.greedy_decode(src, bos_id=2, eos_id=3, max_new=8)
     assert torch.equal(out[:, :5], tgt[:, 1:])
+    assert seq2seq.training and not out.requires_grad  # decoded in eval mode, then given back as it was
 
 
 def test_attention_source_serves_the_encoder_maps(encoder_model, seq2seq):

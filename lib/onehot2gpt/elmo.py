@@ -52,7 +52,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from onehot2gpt.checkpoints import WEIGHTS, config_from_record, fill_module, save_checkpoint
-from onehot2gpt.utils import as_ids, check_finite_loss
+from onehot2gpt.utils import as_ids, check_finite_loss, evaluating
 from onehot2gpt.vocab import BOS, EOS, PAD, Vocab
 
 __all__ = [
@@ -395,18 +395,18 @@ class ElmoFeatures:
         The sentences run in batches of similar length (each batch only as long as its longest
         sentence), and come back in the order given."""
         ids, mask = self.ids(sentences)
-        self.bilm.eval()
         device = next(self.bilm.parameters()).device
         lengths = mask.sum(1)
         order = lengths.argsort(stable=True)  # similar lengths share a batch
         layers = None
-        for i in range(0, len(ids), self.batch_size):
-            rows = order[i : i + self.batch_size]
-            n = int(lengths[rows].max())
-            part = self.bilm.representations(ids[rows, :n].to(device), mask[rows, :n].to(device)).cpu()
-            if layers is None:
-                layers = part.new_zeros(len(ids), ids.shape[1], *part.shape[2:])
-            layers[rows, :n] = part
+        with evaluating(self.bilm):
+            for i in range(0, len(ids), self.batch_size):
+                rows = order[i : i + self.batch_size]
+                n = int(lengths[rows].max())
+                part = self.bilm.representations(ids[rows, :n].to(device), mask[rows, :n].to(device)).cpu()
+                if layers is None:
+                    layers = part.new_zeros(len(ids), ids.shape[1], *part.shape[2:])
+                layers[rows, :n] = part
         layers = layers[:, 1:-1]  # drop <bos>, last <eos>
         # Row b has its <eos> at position len_b (after dropping <bos>): mask it out.
         real = mask[:, 2:]  # (B, T)
@@ -495,19 +495,14 @@ def _batches(seqs: list[list[int]], batch_size: int, rng: random.Random | None =
     return batches
 
 
-@torch.no_grad()
 def bilm_perplexity(bilm: BiLM, seqs: list[list[int]], batch_size: int = 64) -> tuple[float, float]:
     """(forward, backward) perplexity over id sequences that each start <bos> and end <eos>."""
-    was_training = bilm.training
-    bilm.eval()
     fwd = bwd = 0.0
     n = 0
-    try:
+    with evaluating(bilm):
         for batch in _batches(seqs, batch_size):
             f, b, k = bilm.nll(*_pad(batch))
             fwd, bwd, n = fwd + f.item(), bwd + b.item(), n + k
-    finally:
-        bilm.train(was_training)
     return math.exp(fwd / n), math.exp(bwd / n)
 
 

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from onehot2gpt.utils import as_ids, check_finite_logits, check_finite_loss
+from onehot2gpt.utils import as_ids, check_finite_logits, check_finite_loss, evaluating
 from onehot2gpt.vocab import BOS, EOS, PAD, UNK, Vocab
 
 __all__ = ["NGramLM", "LSTMLM", "encode_corpus", "lm_batches", "perplexity", "train_lm"]
@@ -281,9 +281,7 @@ class LSTMLM(nn.Module):
         if temperature <= 0:
             raise ValueError(f"temperature must be positive, got {temperature}")
         ids = as_ids(prompt_ids, self.vocab_size, dims=1, name="prompt_ids")
-        was_training = self.training
-        self.eval()
-        try:
+        with evaluating(self):
             logits, state = self(ids.unsqueeze(0))  # read the whole prompt once
             out: list[int] = []
             for _ in range(max_new_tokens):
@@ -294,8 +292,6 @@ class LSTMLM(nn.Module):
                 if nxt == eos_id:
                     break
                 logits, state = self(torch.tensor([[nxt]]), state)
-        finally:
-            self.train(was_training)
         return out
 
 
@@ -342,19 +338,14 @@ def _detach(state):
     return tuple(s.detach() for s in state)
 
 
-@torch.no_grad()
 def perplexity(model: LSTMLM, ids: torch.Tensor, batch_size: int = 16, seq_len: int = 64) -> float:
     """exp(mean next-token NLL) of `model` over a 1-D id stream, the state carried throughout."""
-    was_training = model.training
-    model.eval()
     total, count, state = 0.0, 0, None
-    try:
+    with evaluating(model):
         for x, y in lm_batches(ids, batch_size, seq_len):
             logits, state = model(x, state)
             total += F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum").item()
             count += y.numel()
-    finally:
-        model.train(was_training)
     return math.exp(total / count)
 
 

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from .attention import TORCH_MHA_KEYS, MultiHeadAttention, causal_mask, padding_mask
-from .utils import as_ids, copy_weights
+from .utils import as_ids, copy_weights, evaluating
 
 # ---------------------------------------------------------------------------------------------
 # Config
@@ -373,24 +373,21 @@ class Seq2SeqTransformer(nn.Module):
             return logits, None
         return logits, {"encoder": enc_maps, "decoder": self_maps, "cross": cross_maps}
 
-    @torch.no_grad()
     def greedy_decode(self, src, bos_id: int, eos_id: int, max_new: int | None = None):
         """src (B, S) → generated ids (B, ≤ max_new), without <bos>; stops when every row has
         produced <eos> (tokens after a row's <eos> are <pad>)."""
-        was_training = self.training
-        self.eval()
         max_new = max_new or self.config.max_len - 1
-        memory, memory_mask, _ = self.encode(src)
-        out = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
-        done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
-        for _ in range(max_new):
-            logits, _, _ = self.decode(out, memory, memory_mask)
-            nxt = logits[:, -1].argmax(-1).masked_fill(done, self.config.pad_id)
-            out = torch.cat([out, nxt[:, None]], dim=1)
-            done |= nxt == eos_id
-            if bool(done.all()):
-                break
-        self.train(was_training)
+        with evaluating(self):
+            memory, memory_mask, _ = self.encode(src)
+            out = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
+            done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+            for _ in range(max_new):
+                logits, _, _ = self.decode(out, memory, memory_mask)
+                nxt = logits[:, -1].argmax(-1).masked_fill(done, self.config.pad_id)
+                out = torch.cat([out, nxt[:, None]], dim=1)
+                done |= nxt == eos_id
+                if bool(done.all()):
+                    break
         return out[:, 1:]
 
 
@@ -446,14 +443,11 @@ def attention_source(model, vocab, tokenize):
                 f"{len(vocab)} tokens, e.g. {vocab.itos[4:14]}"
             )
         ids = torch.tensor([vocab.encode(tokens)])
-        was_training = model.training
-        model.eval()
-        with torch.no_grad():
+        with evaluating(model):
             if isinstance(model, Seq2SeqTransformer):
                 maps = model.encode(ids, output_attentions=True)[2]
             else:
                 maps = model(ids, output_attentions=True)[1]
-        model.train(was_training)
         return list(tokens), maps
 
     return source

@@ -34,7 +34,7 @@ from torch import nn
 
 from .data import ASSETS
 from .elmo import BiLM
-from .utils import check_positive_int, check_positive_number, set_seed
+from .utils import check_positive_int, check_positive_number, evaluating, set_seed
 
 __all__ = [
     "slanted_triangular_lr",
@@ -284,14 +284,13 @@ def finetune_classifier(
     return model.eval()
 
 
-@torch.no_grad()
 def classifier_accuracy(model: LMClassifier, ids: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor) -> float:
-    """The share of rows whose top class is their label (the model in eval mode)."""
+    """The share of rows whose top class is their label (the model in eval mode, then as it was)."""
     if not isinstance(model, LMClassifier):
         raise TypeError(f"model must be an LMClassifier, got {type(model).__name__}")
     _check_labelled(ids, mask, labels, "test")
-    model.eval()
-    return (model(ids, mask).argmax(-1) == labels).float().mean().item()
+    with evaluating(model):
+        return (model(ids, mask).argmax(-1) == labels).float().mean().item()
 
 
 def load_ablation(path: str | Path | None = None) -> dict:
