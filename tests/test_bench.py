@@ -96,3 +96,18 @@ def test_each_script_has_a_docstring_and_a_main_guard(script):
         if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) and "__name__" in ast.unparse(node.test)
     ]
     assert guards, f"{script.name}: no `if __name__ == '__main__'` block"
+
+
+def test_every_script_imports():
+    """Each script's imports resolve (a renamed or removed library function breaks a benchmark that
+    no test runs otherwise): all of them imported in one fresh process, without running main()."""
+    code = (
+        "import importlib.util, sys\n"
+        "for path in sys.argv[1:]:\n"
+        "    spec = importlib.util.spec_from_file_location('bench_' + path.rsplit('/', 1)[-1][:-3], path)\n"
+        "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *map(str, SCRIPTS)], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
