@@ -500,8 +500,11 @@ def fill_mask(model: BertForPreTraining, tokenizer, text: str, top_k: int = 5):
     its ``encode`` / ``convert_ids_to_tokens``).
 
     Example:
-        >>> fill_mask(model, tokenizer, "the [MASK] of france is paris .")   # doctest: +SKIP
-        [(2, [('capital', 0.41), ...])]
+        >>> from onehot2gpt.checkpoints import load
+        >>> model, tokenizer, config, info = load("bert-wikitext2")
+        >>> [(position, best)] = fill_mask(model, tokenizer, "he was born in the united [MASK] .", top_k=3)
+        >>> position, [token for token, probability in best]
+        (7, ['states', 'kingdom', 'nations'])
     """
     _require_mlm_head(model, "fill_mask", ("bert", "mlm"))
     if not isinstance(text, str) or not text.strip():

@@ -460,7 +460,9 @@ def load(name_or_path: str | Path, device: str | torch.device | None = "cpu", *,
     "minilm-qa") refuses a folder of another kind.
 
     Example:
-        >>> gpt, vocab, config, info = load("gpt-char-shakespeare")     # doctest: +SKIP
+        >>> gpt, vocab, config, info = load("gpt-char-shakespeare")
+        >>> type(gpt).__name__, config.n_layers, gpt.training
+        ('GPT', 4, False)
     """
     if name_or_path == MINILM and kind is None:
         return _load_minilm(device)

@@ -16,8 +16,10 @@ are written to a temporary name and renamed only once complete and verified, so 
 Ctrl-C never leaves a partial file behind. ``.gz`` and ``.zip`` files are unpacked the same way.
 
 Example:
-    >>> path = fetch("word-benchmarks", "wordsim353.tsv")    # doctest: +SKIP
-    >>> read_wordsim353()[0]                                 # doctest: +SKIP
+    >>> path = fetch("word-benchmarks", "wordsim353.tsv")
+    >>> path.name
+    'wordsim353.tsv'
+    >>> read_wordsim353()[0]
     ('love', 'sex', 6.77)
 """
 

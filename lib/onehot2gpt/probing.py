@@ -129,8 +129,9 @@ def contextual_vectors(bert, tokenizer, sentences: Sequence[str], word: str) -> 
     `word`, ignoring case, is used, and a word cut into several WordPieces gets their mean.
 
     Example:
-        >>> minilm, tok = minilm_bert()          # 6 layers, 384 wide          # doctest: +SKIP
-        >>> contextual_vectors(minilm, tok, ["a bank loan", "a river bank"], "bank").shape  # doctest: +SKIP
+        >>> from onehot2gpt.checkpoints import load
+        >>> minilm, tok, config, info = load("all-MiniLM-L6-v2")   # 6 layers, 384 wide
+        >>> contextual_vectors(minilm, tok, ["a bank loan", "a river bank"], "bank").shape
         torch.Size([2, 7, 384])
     """
     if isinstance(sentences, str) or not isinstance(sentences, Sequence):

@@ -161,8 +161,13 @@ def decode_answer(features: dict, i: int, start: int, end: int) -> str:
     (its case, accents and spacing kept). "" when the span is not inside the context (e.g. [CLS]).
 
     Example:
-        >>> decode_answer(features, 0, 25, 26)    # doctest: +SKIP
-        'Denver Broncos'
+        >>> from onehot2gpt.checkpoints import load
+        >>> example = {"id": "1", "question": "Who won?", "context": "The Denver Broncos won the game.",
+        ...            "answers": [{"text": "Denver Broncos", "answer_start": 4}]}
+        >>> features = encode_squad(load("all-MiniLM-L6-v2").tokenizer, [example])
+        >>> start, end = features["start_positions"][0].item(), features["end_positions"][0].item()
+        >>> decode_answer(features, 0, start, end), decode_answer(features, 0, 0, 0)
+        ('Denver Broncos', '')
     """
     offsets = features["offsets"][i]
     if not 0 <= start <= end < len(offsets) or offsets[start] is None or offsets[end] is None:

@@ -221,8 +221,11 @@ def generate(
     NaN (its training diverged) raises a ValueError that says so.
 
     Example:
-        >>> generate(model, torch.tensor([[0]]), 5, temperature=0)   # doctest: +SKIP
-        tensor([[ 0, 17,  3, 17,  3, 17]])
+        >>> from onehot2gpt.checkpoints import load
+        >>> gpt = load("gpt-char-shakespeare").model
+        >>> out = generate(gpt, torch.tensor([[0]]), 5, temperature=0)
+        >>> out.shape, out[0, 0].item()   # the prompt, then 5 new tokens
+        (torch.Size([1, 6]), 0)
     """
     _check_temperature(temperature, allow_zero=True)
     for value, check in ((top_k, _check_top_k), (top_p, _check_top_p)):

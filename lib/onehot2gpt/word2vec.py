@@ -31,8 +31,9 @@ save/load (safetensors, float16). The course checkpoint is made with
 ``python recipes/word2vec-wikitext2.py --out DIR``.
 
 Example:
-    >>> wv = load("word2vec-wikitext2").model                          # doctest: +SKIP
-    >>> wv.analogy("france", "paris", "germany")                       # doctest: +SKIP
+    >>> from onehot2gpt.checkpoints import load
+    >>> wv = load("word2vec-wikitext2").model
+    >>> wv.analogy("france", "paris", "germany")
     [('berlin', 0.7386)]
 """
 
