@@ -351,45 +351,21 @@ def _grade_submission(
         ]
 
     notebook_name = submission.reference.name if submission.reference else submission.path.name
+
+    def file_error(message: str) -> list[ExerciseResult]:  # one row about the whole file
+        return [ExerciseResult(submission.student, notebook_name, submission.file, "", "error", "", message)]
+
     if submission.reference is None:
-        return [
-            ExerciseResult(
-                submission.student,
-                notebook_name,
-                submission.file,
-                "",
-                "error",
-                "",
-                f"unknown notebook {submission.path.name!r}: no course notebook "
-                "of that name; rename it like the course notebook it answers",
-            )
-        ]
+        return file_error(
+            f"unknown notebook {submission.path.name!r}: no course notebook "
+            "of that name; rename it like the course notebook it answers"
+        )
     try:
         checks = reference_checks(_read_notebook(submission.reference))
     except ValueError as exc:
-        return [
-            ExerciseResult(
-                submission.student,
-                notebook_name,
-                submission.file,
-                "",
-                "error",
-                "",
-                f"reference {submission.reference}: {exc}",
-            )
-        ]
+        return file_error(f"reference {submission.reference}: {exc}")
     if not checks:
-        return [
-            ExerciseResult(
-                submission.student,
-                notebook_name,
-                submission.file,
-                "",
-                "error",
-                "",
-                f"reference {submission.reference} has no cell tagged 'check'",
-            )
-        ]
+        return file_error(f"reference {submission.reference} has no cell tagged 'check'")
     try:
         notebook = _read_notebook(submission.path)
     except ValueError as exc:

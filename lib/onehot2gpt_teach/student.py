@@ -96,11 +96,8 @@ def _write(notebook: dict, out: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="onehot2gpt-student",
-        description="Write the student versions of course notebooks: solutions replaced by "
-        "raise NotImplementedError, outputs cleared.",
-    )
+    what = "Write the student versions of course notebooks: solutions stubbed, outputs cleared."
+    parser = argparse.ArgumentParser(prog="onehot2gpt-student", description=what)
     parser.add_argument("notebooks", nargs="+", help="course notebooks, e.g. notebooks/[0-9][0-9]_*.ipynb")
     parser.add_argument("--out", default="notebooks/student", help="output folder (default: notebooks/student)")
     args = parser.parse_args(argv)
