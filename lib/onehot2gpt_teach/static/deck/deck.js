@@ -1,8 +1,9 @@
 // The course's lecture deck (onehot2gpt_teach.slides): start reveal.js at the deck's size, typeset the
 // formulas, then give every slide whose content is taller than the slide a continuation slide below
 // it, moving the cells that do not fit there in order (again and again, until every slide fits). A
-// single cell taller than a slide keeps its place and scrolls. window.onehot2gptDeck.ready is true
-// when the deck is laid out; .split and .scrolled count what was done, .error says what failed.
+// code cell taller than a slide continues with its outputs on the next slide; code or outputs still
+// taller than a slide scroll. window.onehot2gptDeck.ready is true when the deck is laid out; .split
+// and .scrolled count what was done, .error says what failed.
 (function () {
   "use strict";
   var settings = window.ONEHOT2GPT_DECK;
@@ -57,14 +58,26 @@
       if (k < 0) k = items.length - 1;
       var start = slide.classList.contains("deck-continued") ? 1 : 0; // after the "(continued)" line
       if (k <= start) {
-        // One cell taller than the slide: it scrolls (its code and outputs stay whole).
-        k = start;
-        var first = items[k];
-        first.style.maxHeight = Math.max(120, bottom - first.offsetTop) + "px";
-        first.style.overflowY = "auto";
-        first.style.boxSizing = "border-box";
-        first.classList.add("deck-scrolls");
-        deck.scrolled += 1;
+        var cell = items[k];
+        var input = cell.querySelector(":scope > .jp-Cell-inputWrapper");
+        if (input && input.nextElementSibling && !cell.classList.contains("deck-outputs")) {
+          // A code cell whose code and outputs do not fit together: its outputs go on, as a cell of
+          // their own, to the next slide (and scroll there if they alone are taller than a slide).
+          var rest = cell.cloneNode(false);
+          rest.removeAttribute("id");
+          rest.classList.add("deck-outputs");
+          while (input.nextSibling) rest.appendChild(input.nextSibling);
+          cell.parentNode.insertBefore(rest, cell.nextSibling);
+          items = Array.prototype.slice.call(slide.children);
+        }
+        if (cell.offsetTop + cell.offsetHeight > bottom) {
+          // One cell taller than the slide: it scrolls.
+          cell.style.maxHeight = Math.max(120, bottom - cell.offsetTop) + "px";
+          cell.style.overflowY = "auto";
+          cell.style.boxSizing = "border-box";
+          cell.classList.add("deck-scrolls");
+          deck.scrolled += 1;
+        }
         k += 1;
       }
       if (k >= items.length) return null;
