@@ -90,9 +90,12 @@ def encode_sentences(
     `max_len` tokens.
 
     Example:
-        >>> enc = encode_sentences(tok, ["a fine film", "dull"], [1, 0])   # doctest: +SKIP
-        >>> enc["input_ids"].shape, enc["labels"]                          # doctest: +SKIP
-        (torch.Size([2, 5]), tensor([1, 0]))
+        >>> from onehot2gpt.subword import WordPieceTokenizer
+        >>> tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "fine", "film", "dull"])
+        >>> enc = encode_sentences(tok, ["a fine film", "dull"], [1, 0])
+        >>> enc["input_ids"], enc["labels"]
+        (tensor([[2, 5, 6, 7, 3],
+                [2, 8, 3, 0, 0]]), tensor([1, 0]))
     """
     out = tokenizer.encode_batch(list(texts), max_len=max_len, truncation=True)
     if labels is not None:
@@ -135,9 +138,11 @@ def encode_tagged(
     longer than `max_len` tokens is cut: the words whose first piece is cut off get no label.
 
     Example:
-        >>> enc = encode_tagged(tok, [["Unaffable", "!"]], [["ADJ", "PUNCT"]])  # doctest: +SKIP
-        >>> enc["labels"]     # un ##aff ##able ! between [CLS] and [SEP]        # doctest: +SKIP
-        tensor([[-100, 0, -100, -100, 12, -100]])
+        >>> from onehot2gpt.subword import WordPieceTokenizer
+        >>> tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "!"])
+        >>> enc = encode_tagged(tok, [["Unaffable", "!"]], [["ADJ", "PUNCT"]])
+        >>> enc["labels"]     # un ##aff ##able ! between [CLS] and [SEP]
+        tensor([[-100,    0, -100, -100,   12, -100]])
     """
     if tags is not None and len(tags) != len(sentences):
         raise ValueError(f"got {len(sentences)} sentences but {len(tags)} tag lists")
