@@ -423,8 +423,9 @@ class WordPieceTokenizer:
     def wordpiece(self, word: str) -> list[str]:
         """One pre-tokenised word → its pieces, longest match first; ``[UNK]`` if impossible.
 
-        Example (with a vocabulary holding "un", "##aff", "##able"):
-            >>> tok.wordpiece("unaffable")                  # doctest: +SKIP
+        Example (a vocabulary holding "un", "##aff", "##able"):
+            >>> tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "!"])
+            >>> tok.wordpiece("unaffable")
             ['un', '##aff', '##able']
         """
         return list(self._pieces(word))
@@ -457,7 +458,8 @@ class WordPieceTokenizer:
         """Text → WordPiece tokens (strings).
 
         Example:
-            >>> tok.tokenize("Unaffable!")                  # doctest: +SKIP
+            >>> tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "!"])
+            >>> tok.tokenize("Unaffable!")
             ['un', '##aff', '##able', '!']
         """
         _check_text(text)
@@ -573,7 +575,8 @@ class WordPieceTokenizer:
         Label a word by its first piece: the positions where ``word_index`` changes value.
 
         Example:
-            >>> tok.encode_words(["Unaffable", "!"])["word_index"]   # doctest: +SKIP
+            >>> tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "!"])
+            >>> tok.encode_words(["Unaffable", "!"])["word_index"]
             [None, 0, 0, 0, 1, None]
         """
         if isinstance(words, str) or not all(isinstance(w, str) for w in words):
