@@ -17,6 +17,7 @@ SCRIPTS = {
     "onehot2gpt-autograder": "onehot2gpt_teach.autograders:main",
     "onehot2gpt-prepare": "onehot2gpt_teach.course:main",
     "onehot2gpt-figures": "onehot2gpt_teach.figures:main",
+    "onehot2gpt-slides": "onehot2gpt_teach.slides:main",
 }
 
 
@@ -34,7 +35,7 @@ def test_script_is_installed_and_answers_help(name):
     assert run.stdout.startswith(f"usage: {name}"), run.stdout[:300]
 
 
-@pytest.mark.parametrize("module", ["student", "grading", "autograders", "course", "figures"])
+@pytest.mark.parametrize("module", ["student", "grading", "autograders", "course", "figures", "slides"])
 def test_python_dash_m_still_works(module):
     run = subprocess.run(
         [sys.executable, "-m", f"onehot2gpt_teach.{module}", "--help"], capture_output=True, text=True, timeout=120
