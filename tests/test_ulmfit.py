@@ -183,7 +183,7 @@ def _record(**changes):
 
 
 def test_load_ablation_reads_the_committed_run_and_refuses_a_broken_one(tmp_path):
-    committed = load_ablation()  # data/results/ulmfit-ablation.json
+    committed = load_ablation()  # onehot2gpt/assets/results/ulmfit-ablation.json, shipped with the package
     assert set(ABLATION_SETTINGS) <= set(committed["accuracy"]) and len(committed["seeds"]) >= 3
     good = tmp_path / "good.json"
     good.write_text(json.dumps(_record()), encoding="utf-8")
