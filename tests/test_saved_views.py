@@ -7,14 +7,13 @@ from pathlib import Path
 
 import pytest
 from onehot2gpt import widgets
+from onehot2gpt.widgets._base import SavedView
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 COURSE_WIDGETS = tuple(
-    name
-    for name, c in vars(widgets).items()
-    if isinstance(c, type) and issubclass(c, widgets._SavedView) and not name.startswith("_")
+    name for name, c in vars(widgets).items() if isinstance(c, type) and issubclass(c, SavedView) and c is not SavedView
 )
 
 

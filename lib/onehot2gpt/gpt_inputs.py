@@ -104,7 +104,7 @@ def multiple_choice_inputs(context, answers, start=START, delim=DELIM, extract=E
     return [entailment_input(context, answer, start, delim, extract) for answer in answers]
 
 
-def _check_labels(labels, n_labels: int, choices: bool = False) -> None:
+def check_labels(labels, n_labels: int, choices: bool = False) -> None:
     if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= n_labels):
         has = f"each question has {n_labels} answers" if choices else f"the head has n_labels={n_labels}"
         raise ValueError(
@@ -153,7 +153,7 @@ def _label_ids(labels, label_names, n: int) -> torch.Tensor:
     if out.numel() and int(out.min()) < 0:
         raise ValueError(f"labels must be ≥ 0 (class ids); got {int(out.min())}")
     if label_names is not None:
-        _check_labels(out, len(label_names))
+        check_labels(out, len(label_names))
     return out
 
 
@@ -282,7 +282,7 @@ def encode_choices_for_gpt(
                 f"(the index of the right answer) per question"
             )
         labels = _label_ids(labels, None, len(contexts))
-        _check_labels(labels, K, choices=True)
+        check_labels(labels, K, choices=True)
     pairs = [(context, answer) for context, options in zip(contexts, answers) for answer in options]
     rows = encode_for_gpt(encode, pairs, None, special_ids, max_len, truncation=truncation, pad_id=pad_id)
     N, T = len(contexts), rows["input_ids"].size(1)

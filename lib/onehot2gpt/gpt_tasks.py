@@ -38,7 +38,7 @@ from .attention import causal_mask
 from .gpt import GPT
 from .gpt_inputs import (  # noqa: F401 (notebook 09 reads the input transformations from here)
     GPT1_SPECIALS,
-    _check_labels,
+    check_labels,
     classification_input,
     encode_choices_for_gpt,
     encode_for_gpt,
@@ -250,7 +250,7 @@ def gpt1_loss(model: GPTForSequenceClassification, batch: dict, lm_weight: float
     n_classes = _n_classes(model, ids)
     rows, row_lengths = _rows(ids, batch.get("lengths"))
     row_lengths = last_positions(rows, row_lengths) + 1  # (R,)
-    _check_labels(labels, n_classes, choices=ids.dim() == 3)
+    check_labels(labels, n_classes, choices=ids.dim() == 3)
     logits, hidden = model.logits_and_states(ids, row_lengths.view(ids.shape[:-1]))
     clf = F.cross_entropy(logits, labels)
     with torch.set_grad_enabled(torch.is_grad_enabled() and lm_weight != 0):  # λ = 0: L1 only reported
@@ -273,7 +273,7 @@ def _check_data(model, data: dict, training: bool) -> None:
     n_classes = _n_classes(model, data["input_ids"])
     last_positions(*_rows(data["input_ids"], data["lengths"]))  # lengths fit the rows
     if "labels" in data:
-        _check_labels(data["labels"], n_classes, choices=data["input_ids"].dim() == 3)
+        check_labels(data["labels"], n_classes, choices=data["input_ids"].dim() == 3)
 
 
 def _batch(data: dict, index: torch.Tensor, device) -> dict[str, torch.Tensor]:

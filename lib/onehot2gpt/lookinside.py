@@ -107,7 +107,7 @@ def _check_heads(heads, n_layers: int, n_heads: int) -> set[tuple[int, int]]:
     return out
 
 
-def _one_sequence(ids, config, what: str = "the model") -> torch.Tensor:
+def one_sequence(ids, config, what: str = "the model") -> torch.Tensor:
     """Token ids of one sequence, (T,) or (1, T), as a (T,) long tensor; a clear error otherwise."""
     ids = as_ids(ids, config.vocab_size, dims=(1, 2))
     if ids.dim() == 2:
@@ -134,7 +134,7 @@ def _check_count(name: str, k) -> None:
         raise ValueError(f"{name} must be a whole number ≥ 1; got {k!r}")
 
 
-def _check_temperature(temperature) -> None:
+def check_temperature(temperature) -> None:
     if not (
         isinstance(temperature, (int, float))
         and not isinstance(temperature, bool)
@@ -144,7 +144,7 @@ def _check_temperature(temperature) -> None:
         raise ValueError(f"temperature must be a number > 0 (1 leaves the logits as they are); got {temperature!r}")
 
 
-def _attend(s: dict, x, attn, allowed, n_heads: int, heads_off=()) -> None:
+def attend(s: dict, x, attn, allowed, n_heads: int, heads_off=()) -> None:
     """One multi-head self-attention on x (T, D), its stages written into `s`: q, k, v, scores,
     scaled, masked, weights, heads (the heads in `heads_off` zeroed) and attn_out."""
     T, D = x.shape
@@ -184,9 +184,9 @@ def trace_gpt(model, ids, *, temperature: float = 1.0, heads_off=(), mlps_off=()
     """
     check_gpt(model)
     c = model.config
-    ids = _one_sequence(ids, c)
+    ids = one_sequence(ids, c)
     T = ids.numel()
-    _check_temperature(temperature)
+    check_temperature(temperature)
     heads_off = _check_heads(heads_off, c.n_layers, c.n_heads)
     mlps_off = _check_positions("mlps_off (layer numbers)", mlps_off, c.n_layers)
     tokens_off = _check_positions("tokens_off (positions)", tokens_off, T)
@@ -207,7 +207,7 @@ def trace_gpt(model, ids, *, temperature: float = 1.0, heads_off=(), mlps_off=()
         s = {}
         s["resid_pre"] = x
         s["ln1"] = F.layer_norm(x, (D,), block.norm1.weight, block.norm1.bias, block.norm1.eps)
-        _attend(s, s["ln1"], block.attn, allowed, H, [h for (ll, h) in heads_off if ll == l])
+        attend(s, s["ln1"], block.attn, allowed, H, [h for (ll, h) in heads_off if ll == l])
         s["resid_mid"] = x + s["attn_out"]
         s["ln2"] = F.layer_norm(s["resid_mid"], (D,), block.norm2.weight, block.norm2.bias, block.norm2.eps)
         s["mlp_hidden"] = F.gelu(F.linear(s["ln2"], block.ff.linear1.weight, block.ff.linear1.bias), approximate="tanh")
@@ -246,10 +246,10 @@ def check_trace(model, trace: Trace, atol: float = 1e-4) -> dict[str, float]:
     difference per part; raises AssertionError naming the first part that differs by more than atol.
     """
     from .attention import causal_mask
-    from .lookinside_bert import BertTrace, _check_bert_trace
+    from .lookinside_bert import BertTrace, check_bert_trace
 
     if isinstance(trace, BertTrace):
-        return _require_close(_check_bert_trace(model, trace), atol)
+        return _require_close(check_bert_trace(model, trace), atol)
     if any(trace.switched_off.values()):
         raise ValueError(
             f"a trace with parts switched off ({trace.switched_off}) is not the model's own "
@@ -298,7 +298,7 @@ class Stage:
     layer: int | None
 
 
-def _attention_rows(s: dict, p: int, T: int, D: int, mask_note: str) -> list[tuple[str, str, torch.Tensor, str]]:
+def attention_rows(s: dict, p: int, T: int, D: int, mask_note: str) -> list[tuple[str, str, torch.Tensor, str]]:
     H, _, hs = s["q"].shape
     hth, htt = f"(H={H}, T={T}, hs={hs})", f"(H={H}, T={T}, T={T})"
     return [
@@ -320,10 +320,10 @@ def stages(trace, position: int = -1) -> list[Stage]:
     Takes a :class:`Trace` (GPT) or a :class:`~onehot2gpt.lookinside_bert.BertTrace`."""
     T = trace.ids.numel()
     p = _check_position(position, T)
-    from .lookinside_bert import BertTrace, _bert_stages
+    from .lookinside_bert import BertTrace, bert_stages
 
     if isinstance(trace, BertTrace):
-        return _bert_stages(trace, p)
+        return bert_stages(trace, p)
     D = trace.x0.size(-1)
     V = trace.logits.size(-1)
     out = [
@@ -341,7 +341,7 @@ def stages(trace, position: int = -1) -> list[Stage]:
         d_ff = s["mlp_hidden"].size(-1)
         td = f"(T={T}, D={D})"
         rows = [("LayerNorm 1", "(x − mean) / std · γ + β", s["ln1"][p], td)]
-        rows += _attention_rows(s, p, T, D, "−inf for keys after the query (and switched-off tokens)")
+        rows += attention_rows(s, p, T, D, "−inf for keys after the query (and switched-off tokens)")
         rows += [
             ("residual 1", "x + attention", s["resid_mid"][p], td),
             ("LayerNorm 2", "(x − mean) / std · γ + β", s["ln2"][p], td),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from .lookinside import Stage, _attend, _attention_rows, _check_temperature, _one_sequence, is_course_bert
+from .lookinside import Stage, attend, attention_rows, check_temperature, is_course_bert, one_sequence
 from .utils import as_ids
 
 
@@ -57,9 +57,9 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
             f"{type(model).__name__}. Load one with onehot2gpt.checkpoints.load('bert-wikitext2')"
         )
     c = model.config
-    ids = _one_sequence(ids, c, "this BERT")
+    ids = one_sequence(ids, c, "this BERT")
     T = ids.numel()
-    _check_temperature(temperature)
+    check_temperature(temperature)
     types = (
         torch.zeros_like(ids)
         if token_type_ids is None
@@ -81,7 +81,7 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
         if layer.norm_first:
             raise ValueError("trace_bert follows BERT's post-norm blocks; this encoder is pre-norm")
         s = {"resid_pre": x}
-        _attend(s, x, layer.self_attn, allowed, H)
+        attend(s, x, layer.self_attn, allowed, H)
         s["resid_mid"] = x + s["attn_out"]
         s["ln1"] = F.layer_norm(s["resid_mid"], (D,), layer.norm1.weight, layer.norm1.bias, layer.norm1.eps)
         s["mlp_hidden"] = F.gelu(F.linear(s["ln1"], layer.ff.linear1.weight, layer.ff.linear1.bias))
@@ -116,7 +116,7 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
 
 
 @torch.no_grad()
-def _check_bert_trace(model, trace: BertTrace) -> dict[str, float]:
+def check_bert_trace(model, trace: BertTrace) -> dict[str, float]:
     from .attention import padding_mask
 
     was_training = model.training
@@ -136,7 +136,7 @@ def _check_bert_trace(model, trace: BertTrace) -> dict[str, float]:
     return diffs
 
 
-def _bert_stages(trace: BertTrace, p: int) -> list[Stage]:
+def bert_stages(trace: BertTrace, p: int) -> list[Stage]:
     T, D = trace.ids.numel(), trace.x0.size(-1)
     V = trace.logits.size(-1)
     td = f"(T={T}, D={D})"
@@ -149,7 +149,7 @@ def _bert_stages(trace: BertTrace, p: int) -> list[Stage]:
     ]
     for l, s in enumerate(trace.layers):
         d_ff = s["mlp_hidden"].size(-1)
-        rows = _attention_rows(s, p, T, D, "−inf for padding keys only: BERT sees both sides")
+        rows = attention_rows(s, p, T, D, "−inf for padding keys only: BERT sees both sides")
         rows += [
             ("residual 1", "x + attention", s["resid_mid"][p], td),
             ("LayerNorm 1", "LN(x + attention): post-norm", s["ln1"][p], td),

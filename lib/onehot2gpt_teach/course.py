@@ -135,7 +135,7 @@ SNAPSHOT_CLASS = "onehot2gpt-snapshot"
 
 def drop_saved_view_widget_state(notebook: dict) -> list[str]:
     """Remove from the notebook's saved widget state every course widget that stores its own
-    picture (``text/html`` with the ``onehot2gpt-snapshot`` view, see ``widgets._SavedView``), and
+    picture (``text/html`` with the ``onehot2gpt-snapshot`` view, see ``onehot2gpt.widgets._base.SavedView``), and
     the models only it refers to; return the model ids removed.
 
     A reader without a kernel (nbconvert's HTML and slides, nbviewer, GitHub) draws a widget from

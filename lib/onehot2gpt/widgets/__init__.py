@@ -10,7 +10,7 @@ weights), :mod:`.attention`, :mod:`.bert`, :mod:`.sampling`, :mod:`.zero_shot` a
 :mod:`.inside_gpt`; :mod:`._base` holds the saved static view every widget shares.
 """
 
-from ._base import _SavedView, figure_to_png, snapshot_html
+from ._base import figure_to_png, snapshot_html
 from .attention import AllHeadsView, AttentionExplorer, bertviz_view, validate_attentions
 from .bert import PRECIPITATION, FillInTheBlank, MaskingExplorer, QuestionAnswerer
 from .inside_gpt import ForwardStepper, InterventionExplorer, LogitLens

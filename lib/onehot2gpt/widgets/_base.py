@@ -9,10 +9,10 @@ import io
 
 import ipywidgets as W
 
-_ERROR_STYLE = "color:#b00020"
+ERROR_STYLE = "color:#b00020"
 
 
-def _safe(update):
+def safe_update(update):
     """Run a widget update; show any exception as a message instead of raising in the kernel.
 
     The views and the attributes code reads stay as the last good update left them: an update
@@ -25,7 +25,7 @@ def _safe(update):
             self.status.value = ""
         except Exception as exc:  # a widget must never take the kernel or the student's state down
             self.status.value = (
-                f"<span style='{_ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
+                f"<span style='{ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
             )
 
     return wrapper
@@ -90,7 +90,7 @@ def snapshot_html(widget) -> str:
     return ""
 
 
-class _SavedView:
+class SavedView:
     """Displays the widget with a static picture of its state beside it (``text/html``): a
     notebook saved after running then reads on GitHub, nbviewer and in nbconvert's HTML and slides
     (which cannot draw a widget without a kernel), while JupyterLab, Notebook and Colab draw the
@@ -132,7 +132,7 @@ class _SavedView:
             self._handle_displayed(**kwargs)
 
 
-def _table(rows: list[list[str]], header: list[str] | None = None) -> str:
+def html_table(rows: list[list[str]], header: list[str] | None = None) -> str:
     cell = "border:1px solid #ccc;padding:2px 6px;text-align:center;font-family:monospace"
     out = ["<table style='border-collapse:collapse'>"]
     if header:
@@ -153,19 +153,19 @@ def figure_to_png(fig) -> bytes:
     return buffer.getvalue()
 
 
-_NOTICE_STYLE = "color:#8a5a00"
+NOTICE_STYLE = "color:#8a5a00"
 
 
-def _error_html(exc: Exception) -> str:
-    return f"<span style='{_ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
+def error_html(exc: Exception) -> str:
+    return f"<span style='{ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
 
 
-def _visible(token: str) -> str:
+def visible_token(token: str) -> str:
     """A token's text for a table cell: spaces, newlines and tabs made visible, HTML escaped."""
     return html.escape(token.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")) or "∅"
 
 
-def _num(x: float) -> str:
+def format_number(x: float) -> str:
     """A number for a small table: 3 significant digits, −∞ for a masked score."""
     if x == float("-inf"):
         return "−∞"
@@ -174,7 +174,7 @@ def _num(x: float) -> str:
     return f"{x:.3g}".replace("-", "−")
 
 
-def _heat(p: float) -> str:
+def heat_style(p: float) -> str:
     """A cell background for a probability or weight in [0, 1]."""
     p = max(0.0, min(1.0, float(p)))
     return f"background:rgba(33,150,243,{0.08 + 0.8 * p:.2f})"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as W
 
-from ._base import _ERROR_STYLE, _error_html, _SavedView, _table, figure_to_png
+from ._base import ERROR_STYLE, SavedView, error_html, figure_to_png, html_table
 
 if TYPE_CHECKING:
     import torch
@@ -115,7 +115,7 @@ def bertviz_view(
     return page
 
 
-class AttentionExplorer(_SavedView, W.VBox):
+class AttentionExplorer(SavedView, W.VBox):
     """Type a sentence, pick a model, layer, head and query token; see where that token looks.
 
     `sources` maps a model name to an attention source ``text -> (tokens, attentions)`` with one
@@ -204,9 +204,7 @@ class AttentionExplorer(_SavedView, W.VBox):
         try:
             step(**kwargs)
         except Exception as exc:  # a widget must never take the kernel or the student's state down
-            message = (
-                f"<span style='{_ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
-            )
+            message = f"<span style='{ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
             if new_input:
                 self._input_error = message
             self.status.value = message
@@ -274,7 +272,7 @@ class AttentionExplorer(_SavedView, W.VBox):
         self.image.value = figure_to_png(fig)
         self.weights = weights
         self.top = [(self.tokens[j], float(v)) for v, j in zip(values.tolist(), index.tolist())]
-        self.top_html.value = f"<p><b>{html.escape(self.tokens[q])}</b> (token {q}) attends most to:</p>" + _table(
+        self.top_html.value = f"<p><b>{html.escape(self.tokens[q])}</b> (token {q}) attends most to:</p>" + html_table(
             [[f"{j}: {html.escape(self.tokens[j])}", f"{v:.3f}"] for v, j in zip(values.tolist(), index.tolist())],
             header=["token", "weight"],
         )
@@ -295,7 +293,7 @@ def _thumbnail(weights, size: int = 64) -> bytes:
     return buffer.getvalue()
 
 
-class AllHeadsView(_SavedView, W.VBox):
+class AllHeadsView(SavedView, W.VBox):
     """Every layer × head attention map as a thumbnail (rows: layers); press a head's button to see
     it large with its tokens. A counterpart of bertviz's model view made of core widgets and PNGs
     only, nothing loaded from the internet.
@@ -373,4 +371,4 @@ class AllHeadsView(_SavedView, W.VBox):
             self.caption.value = f"Layer {layer}, head {head}:"
             self.status.value = ""
         except Exception as exc:
-            self.status.value = _error_html(exc)
+            self.status.value = error_html(exc)

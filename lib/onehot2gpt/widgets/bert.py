@@ -6,13 +6,13 @@ import html
 
 import ipywidgets as W
 
-from ._base import _error_html, _safe, _SavedView, _table
+from ._base import SavedView, error_html, html_table, safe_update
 
 _KIND_STYLE = {"mask": "background:#ffd54f", "random": "background:#ef9a9a", "same": "background:#a5d6a7", "": ""}
 _KIND_TEXT = {"mask": "→ [MASK]", "random": "→ random", "same": "kept", "": ""}
 
 
-class MaskingExplorer(_SavedView, W.VBox):
+class MaskingExplorer(SavedView, W.VBox):
     """Type a sentence; see which tokens BERT's masking chooses (15%) and what each becomes:
     [MASK] (80%), a random token (10%) or itself (10%). Draw again with another seed, change the
     rate, or mask whole words.
@@ -47,7 +47,7 @@ class MaskingExplorer(_SavedView, W.VBox):
             control.observe(self.update, names="value")
         self.update()
 
-    @_safe
+    @safe_update
     def update(self):
         import torch
 
@@ -91,12 +91,12 @@ class MaskingExplorer(_SavedView, W.VBox):
             f"<span style='{_KIND_STYLE[k]}'>{html.escape(i) if k else ''}</span>"
             for i, k in zip(self.inputs, self.kinds)
         ]
-        self.table.value = _table(
+        self.table.value = html_table(
             [["token"] + cells, ["model reads"] + became, ["what"] + [_KIND_TEXT[k] for k in self.kinds]]
         )
 
 
-class FillInTheBlank(_SavedView, W.VBox):
+class FillInTheBlank(SavedView, W.VBox):
     """Type a sentence with ``[MASK]``; see the model's top-k guesses and their probabilities.
 
     `predict(text, top_k)` returns [(position, [(token, probability), …]), …], one entry per
@@ -122,7 +122,7 @@ class FillInTheBlank(_SavedView, W.VBox):
         self.top_k.observe(self.update, names="value")
         self.update()
 
-    @_safe
+    @safe_update
     def update(self):
         predictions = self.predict(self.text.value, self.top_k.value)
         self.predictions = predictions
@@ -151,7 +151,7 @@ PRECIPITATION = (
 )
 
 
-class QuestionAnswerer(_SavedView, W.VBox):
+class QuestionAnswerer(SavedView, W.VBox):
     """Paste a passage, ask a question: the answer highlighted in the passage, or "no answer in
     this passage" when the null span ([CLS]) wins (``answer_question``'s `null_threshold`), and
     the start and end probabilities over the passage's word pieces.
@@ -203,7 +203,7 @@ class QuestionAnswerer(_SavedView, W.VBox):
             result = self.answer(passage, question)
         except Exception as exc:  # never the kernel; never an answer to other text
             self.result, self.output.value = None, ""
-            self.status.value = _error_html(exc)
+            self.status.value = error_html(exc)
             return
         self.result = result
         self.status.value = ""

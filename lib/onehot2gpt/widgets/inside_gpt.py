@@ -6,11 +6,11 @@ import html
 
 import ipywidgets as W
 
-from ._base import _NOTICE_STYLE, _error_html, _heat, _num, _SavedView, _table, _visible
+from ._base import NOTICE_STYLE, SavedView, error_html, format_number, heat_style, html_table, visible_token
 from .sampling import encode_prompt
 
 
-class _InsideGPT(_SavedView, W.VBox):
+class _InsideGPT(SavedView, W.VBox):
     """Shared by the look-inside widgets: a prompt for a course GPT, the position to read, a status.
 
     A prompt longer than the model's context is cropped to its last max_len tokens (with a notice);
@@ -49,7 +49,7 @@ class _InsideGPT(_SavedView, W.VBox):
         try:
             ids, notice = encode_prompt(self.encode, self.decode, self.prompt.value, self.vocab_size, self.max_len)
         except Exception as exc:
-            self.status.value = _error_html(exc)
+            self.status.value = error_html(exc)
             self._new_ids = None  # nothing acts on the last prompt until this one can be read
             return
         ids = ids[-self.max_len :]
@@ -79,13 +79,13 @@ class _InsideGPT(_SavedView, W.VBox):
             self.ids, self.tokens = ids, [self.token_text(i) for i in ids]
             self._draw()
         except Exception as exc:  # a widget must never take the kernel down; the views stay as they were
-            self.status.value = _error_html(exc)
+            self.status.value = error_html(exc)
             return
-        self.status.value = f"<span style='{_NOTICE_STYLE}'>ℹ {html.escape(notice)}</span>" if notice else ""
+        self.status.value = f"<span style='{NOTICE_STYLE}'>ℹ {html.escape(notice)}</span>" if notice else ""
 
     def _label(self, t: int, ids=None) -> str:
         ids = self.ids if ids is None else ids
-        return f"{t}: {_visible(self.token_text(ids[t]))}"
+        return f"{t}: {visible_token(self.token_text(ids[t]))}"
 
 
 class ForwardStepper(_InsideGPT):
@@ -180,7 +180,7 @@ class ForwardStepper(_InsideGPT):
         try:
             self._show()
         except Exception as exc:
-            self.status.value = _error_html(exc)
+            self.status.value = error_html(exc)
 
     def _show(self):
         s = self.stage
@@ -199,13 +199,14 @@ class ForwardStepper(_InsideGPT):
         if v.dim() == 1 and v.numel() == self.vocab_size:  # logits or probabilities: the top 10
             values, order = v.topk(min(10, v.numel()))
             rows = [
-                [html.escape(_visible(self.token_text(i))), _num(x)] for i, x in zip(order.tolist(), values.tolist())
+                [html.escape(visible_token(self.token_text(i))), format_number(x)]
+                for i, x in zip(order.tolist(), values.tolist())
             ]
-            return _table(rows, ["next token", "value"]) + f"<i>the 10 largest of {v.numel():,} values</i>"
+            return html_table(rows, ["next token", "value"]) + f"<i>the 10 largest of {v.numel():,} values</i>"
         if v.dim() == 1:
-            cells = [_num(x) for x in v[:n].tolist()] + (["…"] if v.numel() > n else [])
+            cells = [format_number(x) for x in v[:n].tolist()] + (["…"] if v.numel() > n else [])
             return (
-                _table([cells], [str(i) for i in range(min(n, v.numel()))] + (["…"] if v.numel() > n else []))
+                html_table([cells], [str(i) for i in range(min(n, v.numel()))] + (["…"] if v.numel() > n else []))
                 + f"<i>{min(n, v.numel())} of {v.numel()} values; norm {v.norm():.3g}, mean "
                 f"{v.mean():.3g}, std {v.std(unbiased=False):.3g}</i>"
             )
@@ -215,18 +216,22 @@ class ForwardStepper(_InsideGPT):
             rows = [
                 [str(h)]
                 + [
-                    (f"<span style='{_heat(x)}'>{_num(x)}</span>" if softmax and t <= p else _num(x))
+                    (
+                        f"<span style='{heat_style(x)}'>{format_number(x)}</span>"
+                        if softmax and t <= p
+                        else format_number(x)
+                    )
                     for t, x in enumerate(row)
                 ]
                 for h, row in enumerate(v.tolist())
             ]
-            return _table(rows, header) + f"<i>query {html.escape(self._label(p))} against every key</i>"
+            return html_table(rows, header) + f"<i>query {html.escape(self._label(p))} against every key</i>"
         rows = [
-            [str(h)] + [_num(x) for x in row[:n].tolist()] + (["…"] if v.size(-1) > n else [])
+            [str(h)] + [format_number(x) for x in row[:n].tolist()] + (["…"] if v.size(-1) > n else [])
             for h, row in enumerate(v)
         ]
         return (
-            _table(rows, ["head"] + [str(i) for i in range(min(n, v.size(-1)))] + (["…"] if v.size(-1) > n else []))
+            html_table(rows, ["head"] + [str(i) for i in range(min(n, v.size(-1)))] + (["…"] if v.size(-1) > n else []))
             + f"<i>one row per head, {min(n, v.size(-1))} of hs = {v.size(-1)} features</i>"
         )
 
@@ -259,11 +264,11 @@ class LogitLens(_InsideGPT):
         p = self.position.value
         header = ["after"] + [f"#{i + 1}" for i in range(int(self.k.value))]
         if self._target is not None:
-            header.append(f"next is “{html.escape(_visible(self.token_text(self._target)))}”")
+            header.append(f"next is “{html.escape(visible_token(self.token_text(self._target)))}”")
         rows = []
         for r in self.rows:
             cells = [r.layer] + [
-                f"<span style='{_heat(q)}'>{html.escape(_visible(self.token_text(i)))} ({q:.2f})</span>"
+                f"<span style='{heat_style(q)}'>{html.escape(visible_token(self.token_text(i)))} ({q:.2f})</span>"
                 for i, q in r.top
             ]
             if self._target is not None:
@@ -271,7 +276,7 @@ class LogitLens(_InsideGPT):
             rows.append(cells)
         self.table.value = (
             f"<p>Reading the residual stream at {html.escape(self._label(p))}: "
-            f"what comes next?</p>" + _table(rows, header)
+            f"what comes next?</p>" + html_table(rows, header)
         )
 
 
@@ -331,8 +336,8 @@ class InterventionExplorer(_InsideGPT):
         change = r.loss_change
         rows = [
             [
-                f"{html.escape(_visible(self.token_text(i)))} ({q:.3f})",
-                f"{html.escape(_visible(self.token_text(j)))} ({w:.3f})",
+                f"{html.escape(visible_token(self.token_text(i)))} ({q:.3f})",
+                f"{html.escape(visible_token(self.token_text(j)))} ({w:.3f})",
             ]
             for (i, q), (j, w) in zip(r.top_before, r.top_after)
         ]
@@ -341,5 +346,5 @@ class InterventionExplorer(_InsideGPT):
             f"<br>Mean next-token loss over the prompt: <b>{r.loss_before:.3f}</b> → "
             f"<b>{r.loss_after:.3f}</b> nats ({'+' if change >= 0 else '−'}{abs(change):.3f})</p>"
             f"<p>Top predictions after {html.escape(self._label(r.position))}:</p>"
-            + _table(rows, ["model as trained", "with the parts off"])
+            + html_table(rows, ["model as trained", "with the parts off"])
         )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as W
 
-from ._base import _ERROR_STYLE, _NOTICE_STYLE, _error_html, _SavedView, _visible
+from ._base import ERROR_STYLE, NOTICE_STYLE, SavedView, error_html, visible_token
 
 if TYPE_CHECKING:
     import torch
@@ -55,7 +55,7 @@ def encode_prompt(encode, decode, prompt: str, vocab_size: int, max_len: int) ->
     return ids, notice
 
 
-class SamplingExplorer(_SavedView, W.VBox):
+class SamplingExplorer(SavedView, W.VBox):
     """Type a prompt; see the next-token distribution before and after temperature, top-k and top-p,
     and sample a continuation with a seed.
 
@@ -198,9 +198,9 @@ class SamplingExplorer(_SavedView, W.VBox):
         try:
             notice = step()
         except Exception as exc:  # a widget must never take the kernel or the student's state down
-            self.status.value = _error_html(exc)
+            self.status.value = error_html(exc)
             return
-        self.status.value = f"<span style='{_NOTICE_STYLE}'>ℹ {html.escape(notice)}</span>" if notice else ""
+        self.status.value = f"<span style='{NOTICE_STYLE}'>ℹ {html.escape(notice)}</span>" if notice else ""
 
     def _device(self):
         try:
@@ -259,9 +259,9 @@ class SamplingExplorer(_SavedView, W.VBox):
                 f"width:{max(1, round(160 * p))}px'></div></td><td style='{cell}'>{p:.3f}</td>"
                 for p, colour in ((b, "#9db4d6"), (a, "#4c72b0"))
             )
-            removed = f"<span style='{_ERROR_STYLE}'>removed by {why}</span>" if why else ""
+            removed = f"<span style='{ERROR_STYLE}'>removed by {why}</span>" if why else ""
             rows.append(
-                f"<tr style='{style}'><td style='{cell}'>{_visible(self.token_text(i))}</td>"
+                f"<tr style='{style}'><td style='{cell}'>{visible_token(self.token_text(i))}</td>"
                 f"<td style='{cell}'>{i}</td>{bars}<td style='{cell}'>{removed}</td></tr>"
             )
         header = "".join(

@@ -7,10 +7,10 @@ import html
 import ipywidgets as W
 
 from ..vocab import Vocab, one_hot, tokenize_chars, tokenize_words
-from ._base import _ERROR_STYLE, _safe, _SavedView, _table, figure_to_png
+from ._base import ERROR_STYLE, SavedView, figure_to_png, html_table, safe_update
 
 
-class TokenExplorer(_SavedView, W.VBox):
+class TokenExplorer(SavedView, W.VBox):
     """Type a sentence; see its tokens, their ids (<unk> for unseen ones) and one-hot rows.
 
     `vocabs` maps a unit name ("words", "characters") to the Vocab used for it.
@@ -34,7 +34,7 @@ class TokenExplorer(_SavedView, W.VBox):
         self.unit.observe(self.update, names="value")
         self.update()
 
-    @_safe
+    @safe_update
     def update(self):
         vocab = self.vocabs[self.unit.value]
         tokens = self.TOKENIZERS[self.unit.value](self.text.value)
@@ -52,8 +52,8 @@ class TokenExplorer(_SavedView, W.VBox):
             f"{len(tokens)} tokens{more}, vocabulary of {len(vocab):,}: "
             f"<b>{n_unk}</b> unseen → <code>&lt;unk&gt;</code>"
         )
-        unk = f"style='{_ERROR_STYLE}'"
-        self.tokens_html.value = _table(
+        unk = f"style='{ERROR_STYLE}'"
+        self.tokens_html.value = html_table(
             [
                 ["token"] + [html.escape(t) for t in shown],
                 ["id"] + [f"<span {unk}>{i}</span>" if i == vocab.unk_id else str(i) for i in ids],
@@ -67,11 +67,11 @@ class TokenExplorer(_SavedView, W.VBox):
         ]
         self.one_hot_html.value = (
             f"<p>One-hot rows have {len(vocab):,} entries each; only the "
-            f"{len(columns)} columns that hold a 1 are shown.</p>" + _table(rows, header)
+            f"{len(columns)} columns that hold a 1 are shown.</p>" + html_table(rows, header)
         )
 
 
-class EmbeddingExplorer(_SavedView, W.VBox):
+class EmbeddingExplorer(SavedView, W.VBox):
     """Pick words; see them and their nearest neighbours in a 2-D PCA projection of the embedding.
 
     `word_vectors` needs `most_similar(word, k)`, `__getitem__(word)` and `__contains__(word)`
@@ -103,7 +103,7 @@ class EmbeddingExplorer(_SavedView, W.VBox):
             self._redraw()
         except Exception as exc:  # keep the last picture and the student's input
             self.status.value = (
-                f"<span style='{_ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
+                f"<span style='{ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
             )
 
     def _redraw(self):
@@ -136,7 +136,7 @@ class EmbeddingExplorer(_SavedView, W.VBox):
                     groups.append(g)
         if len(labels) < 2:
             self.status.value = (
-                f"<span style='{_ERROR_STYLE}'>Pick at least two known words "
+                f"<span style='{ERROR_STYLE}'>Pick at least two known words "
                 f"(or one word and some neighbours).</span>" + (f"<br>{notes[0]}" if notes else "")
             )
             return
@@ -150,10 +150,10 @@ class EmbeddingExplorer(_SavedView, W.VBox):
             "<table><tr><th>word</th><th>nearest neighbours (cosine)</th></tr>" + "".join(rows) + "</table>"
         )
         self.labels = labels
-        self.status.value = f"<span style='{_ERROR_STYLE}'>{notes[0]}</span>" if notes else ""
+        self.status.value = f"<span style='{ERROR_STYLE}'>{notes[0]}</span>" if notes else ""
 
 
-class LayerWeightExplorer(_SavedView, W.VBox):
+class LayerWeightExplorer(SavedView, W.VBox):
     """Pick a task and λ; see the layer weights a probe learns (trained on first use, then cached).
 
     `train(task, l2_lambda)` must return a :class:`onehot2gpt.probing.ProbeResult`.
@@ -195,7 +195,7 @@ class LayerWeightExplorer(_SavedView, W.VBox):
             self.cache[key] = self.train(task, l2_lambda)
         return self.cache[key]
 
-    @_safe
+    @safe_update
     def update(self):
         import matplotlib.pyplot as plt
 

@@ -6,7 +6,7 @@ import html
 
 import ipywidgets as W
 
-from ._base import _NOTICE_STYLE, _error_html, _SavedView, _visible
+from ._base import NOTICE_STYLE, SavedView, error_html, visible_token
 
 # The prompt shapes GPT-2's paper tried zero-shot; the course's world models read them the same way
 # (their tokenizer lower-cases and splits punctuation, so "Q:" and "q :" are the same two tokens).
@@ -38,7 +38,7 @@ def render_prompt(template: str, text: str, question: str = "", examples: list[s
     return f"{shots}{text} ="
 
 
-class ZeroShotPrompter(_SavedView, W.VBox):
+class ZeroShotPrompter(SavedView, W.VBox):
     """Prompt a GPT with a zero-shot template, or a few-shot one, and read the continuation token by
     token with the probability the model gave each.
 
@@ -165,7 +165,7 @@ class ZeroShotPrompter(_SavedView, W.VBox):
             self.status.value = ""
         except Exception as exc:  # a widget must never take the kernel or the student's state down
             self._input_error = exc  # the prompt box still holds the last good prompt: not used
-            self.status.value = _error_html(exc)
+            self.status.value = error_html(exc)
         finally:
             self._rendering = False
 
@@ -189,7 +189,7 @@ class ZeroShotPrompter(_SavedView, W.VBox):
             self.status.value = ""
         except Exception as exc:  # offline: say so, keep the previous model
             self.model_choice.value = self._current_model
-            self.status.value = _error_html(exc)
+            self.status.value = error_html(exc)
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -203,9 +203,9 @@ class ZeroShotPrompter(_SavedView, W.VBox):
                 )
             notice = self._run()
         except Exception as exc:  # a widget must never take the kernel or the student's state down
-            self.status.value = _error_html(exc)
+            self.status.value = error_html(exc)
             return
-        self.status.value = f"<span style='{_NOTICE_STYLE}'>ℹ {html.escape(notice)}</span>" if notice else ""
+        self.status.value = f"<span style='{NOTICE_STYLE}'>ℹ {html.escape(notice)}</span>" if notice else ""
 
     def _run(self) -> str:
         import torch
@@ -292,13 +292,13 @@ class ZeroShotPrompter(_SavedView, W.VBox):
         cell = "padding:1px 6px;font-family:monospace"
         spans = "".join(
             f"<span title='p = {s['p']:.3f}' style='background:rgba(76,114,176,{0.15 + 0.6 * s['p']:.2f});"
-            f"margin-right:2px'>{_visible(s['token'])}</span>"
+            f"margin-right:2px'>{visible_token(s['token'])}</span>"
             for s in self.steps
         )
         rows = "".join(
-            f"<tr><td style='{cell}'>{k + 1}</td><td style='{cell}'><b>{_visible(s['token'])}</b></td>"
+            f"<tr><td style='{cell}'>{k + 1}</td><td style='{cell}'><b>{visible_token(s['token'])}</b></td>"
             f"<td style='{cell}'>{s['p']:.3f}</td><td style='{cell}'>"
-            + ", ".join(f"{_visible(t)} {p:.2f}" for t, p in s["alternatives"])
+            + ", ".join(f"{visible_token(t)} {p:.2f}" for t, p in s["alternatives"])
             + "</td></tr>"
             for k, s in enumerate(self.steps)
         )
