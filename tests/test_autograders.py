@@ -92,6 +92,16 @@ def test_gradescope_bundle_refuses_a_notebook_without_checks(tmp_path):
     nbformat.write(tiny_course_notebook(), tmp_path / "tiny.ipynb")
     with pytest.raises(ValueError, match="no committed checkpoint gpt-huge"):
         autograders.gradescope_bundle(tmp_path / "tiny.ipynb", tmp_path / "a.zip", checkpoints=["gpt-huge"])
+    assert not (tmp_path / "a.zip").exists()
+
+
+def test_gradescope_bundle_needs_a_clone_of_the_course(tmp_path, monkeypatch):
+    """Installed from a wheel there is no source tree to ship: say so instead of a broken zip."""
+    nbformat.write(tiny_course_notebook(), tmp_path / "tiny.ipynb")
+    monkeypatch.setattr(autograders, "_REPO", tmp_path / "site-packages")
+    with pytest.raises(FileNotFoundError, match="is not a clone of the course: run this from a clone"):
+        autograders.gradescope_bundle(tmp_path / "tiny.ipynb", tmp_path / "a.zip")
+    assert not (tmp_path / "a.zip").exists()
 
 
 def _run_step(step: dict, cwd: Path, env: dict) -> subprocess.CompletedProcess:

@@ -119,6 +119,11 @@ def gradescope_bundle(
     out = Path(out)
     if out.suffix != ".zip":
         raise ValueError(f"--out must name a .zip file (what Gradescope uploads), got {out}")
+    if not (_REPO / "pyproject.toml").is_file():  # an installed wheel has no source tree to ship
+        raise FileNotFoundError(
+            f"the bundle ships the course's source tree, and {_REPO} is not a clone of the course: "
+            "run this from a clone installed with pip install -e ."
+        )
     path, nb, checks = _reference(notebook)
     shipped = _checkpoints(checkpoints)
     settings = {
