@@ -25,13 +25,16 @@ from onehot2gpt.bert_pretraining import (
     SAMPLES,
     _nsp_example,
     _special_ids,
+    heads_loss,
     mask_pairs,
     mask_tokens,
     pretraining_batch,
+    pretraining_optimizer,
     pretraining_pairs,
+    record_step,
 )
-from onehot2gpt.training import adamw, optimizer_step, pad_batch
-from onehot2gpt.utils import IGNORE_INDEX, check_finite_loss
+from onehot2gpt.training import optimizer_step, pad_batch
+from onehot2gpt.utils import IGNORE_INDEX
 from tqdm.auto import tqdm
 
 LENGTH_STEP = 16  # length_sorted_batches pads to a multiple of this: few distinct shapes
@@ -241,7 +244,6 @@ def fast_pretraining_loss(
     device = next(model.parameters()).device
     batch = {k: v.to(device) for k, v in batch.items()}
     chosen = batch["mlm_labels"] != IGNORE_INDEX
-    targets = batch["mlm_labels"][chosen]
     if sparse_top:
         hidden, pooled = encode_for_losses(model.bert, batch, chosen, explicit_attention)
     else:
@@ -249,15 +251,12 @@ def fast_pretraining_loss(
             batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], output_attentions=explicit_attention
         )
         hidden, pooled = out.last_hidden_state[chosen], out.pooled
-    if chunked_loss and not count_correct:
-        mlm_loss = chunked_mlm_loss(model, hidden, targets)
-        correct = None
-    else:
-        logits = model.mlm(hidden)  # (N masked, V)
-        mlm_loss = F.cross_entropy(logits, targets)
-        correct = int((logits.argmax(-1) == targets).sum()) if count_correct else None
+    if not (chunked_loss and not count_correct):
+        return heads_loss(model, hidden, pooled, batch, count_correct)
+    targets = batch["mlm_labels"][chosen]
+    mlm_loss = chunked_mlm_loss(model, hidden, targets)
     nsp_loss = F.cross_entropy(model.nsp(pooled), batch["nsp_labels"])
-    return mlm_loss + nsp_loss, mlm_loss, nsp_loss, correct, int(targets.numel())
+    return mlm_loss + nsp_loss, mlm_loss, nsp_loss, None, int(targets.numel())
 
 
 def pretrain_bert_fast(
@@ -342,10 +341,7 @@ def pretrain_bert_fast(
             f"the top half; this encoder has {len(layers)}"
         )
     g = torch.Generator().manual_seed(seed)
-    opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
-    )
+    opt, sched = pretraining_optimizer(model, lr, warmup, steps)
     history = {"loss": [], "mlm_loss": [], "nsp_loss": []}
     model.train()
     device = next(model.parameters()).device
@@ -389,12 +385,7 @@ def pretrain_bert_fast(
                     if nsp_weight != 1.0:
                         loss = mlm_loss + nsp_weight * nsp_loss
                 optimizer_step(loss, opt, sched, model.parameters(), 1.0)
-                check_finite_loss(loss, step, lr=lr, what=desc)
-                for key, value in (("loss", loss), ("mlm_loss", mlm_loss), ("nsp_loss", nsp_loss)):
-                    history[key].append(value.item())
-                bar.update()
-                if bar.n % 50 == 0:
-                    bar.set_postfix(mlm=f"{mlm_loss.item():.2f}", nsp=f"{nsp_loss.item():.2f}", refresh=False)
+                record_step(history, bar, step, (loss, mlm_loss, nsp_loss), lr, desc)
     finally:
         model.bert.encoder.layers = layers  # whole again, even if training stopped in the first phase
     model.eval()

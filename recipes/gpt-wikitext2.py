@@ -8,6 +8,7 @@ of pieces (articles separated by [SEP]) for 3,500 updates without dropout; the v
 the mean over fixed windows of WikiText-2 valid.
 """
 
+import _gpt
 import _recipe
 
 ITERS = 3500
@@ -30,8 +31,8 @@ def main() -> None:
 
     import torch
     from onehot2gpt.checkpoints import checkpoint_path
-    from onehot2gpt.gpt import GPT, GPTConfig, save_gpt
-    from onehot2gpt.gpt_training import train_gpt, wikitext_stream
+    from onehot2gpt.gpt import GPT, GPTConfig
+    from onehot2gpt.gpt_training import wikitext_stream
     from onehot2gpt.subword import WordPieceTokenizer
     from onehot2gpt.utils import set_threads
 
@@ -53,37 +54,15 @@ def main() -> None:
     torch.manual_seed(s["SEED"])
     config = GPTConfig.small(vocab_size=len(tokenizer), max_len=s["BLOCK_SIZE"], dropout=s["DROPOUT"])
     model = GPT(config).to(args.device)
-    history = train_gpt(
-        model,
-        train,
-        val,
-        **recipe,
-        eval_every=s["EVAL_EVERY"],
-        eval_batches=s["EVAL_BATCHES"],
-        eval_batch_size=32,
-        seed=s["SEED"],
-        desc="GPT WikiText-2",
-    )
+    history = _gpt.fit(model, train, val, recipe, s, eval_batch_size=32, desc="GPT WikiText-2")
     info = {
         "data": "WikiText-2 train as one WordPiece stream (wikitext_stream), the course BERT's vocabulary",
-        "command": _recipe.command_line(),
-        "arguments": s,
-        "recipe": {**recipe, "betas": list(recipe["betas"])},
-        "iters": history["iters"],
-        "seconds": round(history["train_seconds"], 1),
-        "ms_per_iter": round(history["ms_per_iter"], 1),
-        "total_seconds": round(time.time() - start, 1),
-        "val_loss": round(history["val_loss"], 4),
+        **_gpt.run_info(args, s, recipe, history, start),
         "val_perplexity": round(math.exp(history["val_loss"]), 1),
         "val_loss_is": f"mean of {s['EVAL_BATCHES']} fixed windows (32 x {s['BLOCK_SIZE']} pieces) of WikiText-2 valid",
         "dropout": s["DROPOUT"],
-        "threads": s["THREADS"],
-        "device": args.device,
-        "seed": s["SEED"],
     }
-    with _recipe.atomic_folder(args.out) as tmp:
-        save_gpt(model.cpu(), tmp, info=info, tokenizer=tokenizer)
-    _recipe.print_json({"out": str(args.out), **{k: v for k, v in info.items() if k != "arguments"}})
+    _gpt.save(args, model, info, tokenizer)
 
 
 if __name__ == "__main__":

@@ -91,12 +91,8 @@ def test_the_bert_recipe_passes_its_switches_to_the_fast_loop_and_records_them(t
 def test_pretrain_bert_sequence_length_schedule(monkeypatch):
     """The first short_steps steps train on pairs cut to short_len pieces, the rest at max_len."""
     import _bert as bert_pretraining
-    from onehot2gpt.bert import BertConfig, BertForPreTraining
 
-    torch.manual_seed(0)
-    model = BertForPreTraining(
-        BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32, max_len=32, dropout=0.0)
-    )
+    model = _model()
     lengths = []
     real = bert_pretraining.pretraining_batch
 
@@ -134,12 +130,8 @@ def test_pretrain_bert_sequence_length_schedule(monkeypatch):
 
 def test_pretrain_bert_bf16_autocast_trains_float32_weights_and_validates_mask_prob():
     from _bert import pretrain_bert_fast as pretrain_bert
-    from onehot2gpt.bert import BertConfig, BertForPreTraining
 
-    torch.manual_seed(0)
-    model = BertForPreTraining(
-        BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32, max_len=32, dropout=0.0)
-    )
+    model = _model()
     before = {k: v.clone() for k, v in model.state_dict().items()}
     history = pretrain_bert(
         model,
@@ -163,12 +155,8 @@ def test_pretrain_bert_bf16_autocast_trains_float32_weights_and_validates_mask_p
 
 def test_pretrain_bert_minimises_mlm_plus_nsp_weight_times_nsp():
     from _bert import pretrain_bert_fast as pretrain_bert
-    from onehot2gpt.bert import BertConfig, BertForPreTraining
 
-    torch.manual_seed(0)
-    model = BertForPreTraining(
-        BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32, max_len=32, dropout=0.0)
-    )
+    model = _model()
     h = pretrain_bert(
         model, _Tok(), _articles(), steps=3, batch_size=4, max_len=24, warmup=1, nsp_weight=3.0, progress=False
     )
@@ -185,13 +173,9 @@ def test_explicit_attention_gives_the_fused_kernels_loss_and_gradients(monkeypat
     from _bert import fast_pretraining_loss as pretraining_loss
     from _bert import pretrain_bert_fast as pretrain_bert
     from _bert import pretraining_batch
-    from onehot2gpt.bert import BertConfig, BertForPreTraining
 
     def model():
-        torch.manual_seed(0)
-        return BertForPreTraining(
-            BertConfig(vocab_size=VOCAB, d_model=16, n_layers=2, n_heads=2, d_ff=32, max_len=32, dropout=0.0)
-        )
+        return _model(n_layers=2)
 
     fused = torch.nn.functional.scaled_dot_product_attention
 
@@ -438,12 +422,8 @@ def test_chunked_mlm_loss_refuses_bad_shapes_and_chunks():
 def test_pretraining_loss_with_the_chunked_loss_trains_the_same_step():
     from _bert import fast_pretraining_loss as pretraining_loss
     from _bert import pretraining_batch
-    from onehot2gpt.bert import BertConfig, BertForPreTraining
 
-    torch.manual_seed(0)
-    model = BertForPreTraining(
-        BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32, max_len=32, dropout=0.0)
-    )
+    model = _model()
     batch = pretraining_batch(_articles(), 8, 24, _Tok(), torch.Generator().manual_seed(0))
     results = []
     for chunked in (False, True):
@@ -507,7 +487,6 @@ def test_length_sorted_batches_regroup_the_same_pairs_by_length():
 
 def test_pretrain_bert_with_length_buckets_trains_on_every_drawn_batch(monkeypatch):
     import _bert as bert_pretraining
-    from onehot2gpt.bert import BertConfig, BertForPreTraining
 
     pools, real = [], bert_pretraining.length_sorted_batches
 
@@ -516,10 +495,7 @@ def test_pretrain_bert_with_length_buckets_trains_on_every_drawn_batch(monkeypat
         return real(*args, **kwargs)
 
     monkeypatch.setattr(bert_pretraining, "length_sorted_batches", spy)
-    torch.manual_seed(0)
-    model = BertForPreTraining(
-        BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32, max_len=32, dropout=0.0)
-    )
+    model = _model()
     history = bert_pretraining.pretrain_bert_fast(
         model,
         _Tok(),
@@ -544,13 +520,8 @@ def test_pretrain_bert_with_length_buckets_trains_on_every_drawn_batch(monkeypat
 
 
 def _sparse_model(n_layers=2):
-    from onehot2gpt.bert import BertConfig, BertForPreTraining
 
-    torch.manual_seed(0)
-    model = BertForPreTraining(
-        BertConfig(vocab_size=VOCAB, d_model=16, n_layers=n_layers, n_heads=2, d_ff=32, max_len=32, dropout=0.0)
-    )
-    return model
+    return _model(n_layers=n_layers)
 
 
 @pytest.mark.parametrize("explicit", [False, True])

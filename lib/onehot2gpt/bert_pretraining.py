@@ -250,13 +250,43 @@ def pretraining_loss(model, batch, count_correct: bool = True):
     device = next(model.parameters()).device
     batch = {k: v.to(device) for k, v in batch.items()}
     chosen = batch["mlm_labels"] != IGNORE_INDEX
-    targets = batch["mlm_labels"][chosen]
     out = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
-    logits = model.mlm(out.last_hidden_state[chosen])  # (N masked, V)
+    return heads_loss(model, out.last_hidden_state[chosen], out.pooled, batch, count_correct)
+
+
+def heads_loss(model, hidden, pooled, batch, count_correct: bool = True):
+    """The two heads of :func:`pretraining_loss` on the encoder's states: `hidden` (N, D) at the
+    masked positions (in the order of ``batch["mlm_labels"] != -100``), `pooled` (B, D) → the same
+    tuple (loss, mlm_loss, nsp_loss, correct, masked predictions)."""
+    targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]
+    logits = model.mlm(hidden)  # (N masked, V)
     mlm_loss = F.cross_entropy(logits, targets)
     correct = int((logits.argmax(-1) == targets).sum()) if count_correct else None
-    nsp_loss = F.cross_entropy(model.nsp(out.pooled), batch["nsp_labels"])
+    nsp_loss = F.cross_entropy(model.nsp(pooled), batch["nsp_labels"])
     return mlm_loss + nsp_loss, mlm_loss, nsp_loss, correct, int(targets.numel())
+
+
+def pretraining_optimizer(model, lr: float, warmup: int, steps: int):
+    """BERT's optimiser for `steps` steps → (AdamW, its schedule): weight decay 0.01 on the
+    matrices only, β = (0.9, 0.98), the rate warmed up linearly over `warmup` steps to `lr`, then
+    decayed linearly to 0."""
+    opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
+    )
+    return opt, sched
+
+
+def record_step(history: dict, bar, step: int, losses, lr: float, desc: str) -> None:
+    """After a training step: stop on a loss that is not finite, append (loss, mlm_loss, nsp_loss)
+    to `history` and move the progress `bar` (the losses shown every 50 steps)."""
+    loss, mlm_loss, nsp_loss = losses
+    check_finite_loss(loss, step, lr=lr, what=desc)
+    for key, value in zip(("loss", "mlm_loss", "nsp_loss"), losses):
+        history[key].append(value.item())
+    bar.update()
+    if bar.n % 50 == 0:
+        bar.set_postfix(mlm=f"{mlm_loss.item():.2f}", nsp=f"{nsp_loss.item():.2f}", refresh=False)
 
 
 def pretrain_bert(
@@ -279,12 +309,9 @@ def pretrain_bert(
 
     Each step draws `batch_size` sentence pairs of at most `max_len` pieces and masks them
     (:func:`pretraining_batch`, seeded by `seed`), adds the two losses (:func:`pretraining_loss`),
-    clips the gradient norm to 1 and updates."""
+    clips the gradient norm to 1 and updates (:func:`pretraining_optimizer`)."""
     g = torch.Generator().manual_seed(seed)
-    opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
-    )
+    opt, sched = pretraining_optimizer(model, lr, warmup, steps)
     history = {"loss": [], "mlm_loss": [], "nsp_loss": []}
     model.train()
     with tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0) as bar:
@@ -292,12 +319,7 @@ def pretrain_bert(
             batch = pretraining_batch(articles, batch_size, max_len, tokenizer, g)
             loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(model, batch, count_correct=False)
             optimizer_step(loss, opt, sched, model.parameters(), 1.0)
-            check_finite_loss(loss, step, lr=lr, what=desc)
-            for key, value in (("loss", loss), ("mlm_loss", mlm_loss), ("nsp_loss", nsp_loss)):
-                history[key].append(value.item())
-            bar.update()
-            if bar.n % 50 == 0:
-                bar.set_postfix(mlm=f"{mlm_loss.item():.2f}", nsp=f"{nsp_loss.item():.2f}", refresh=False)
+            record_step(history, bar, step, (loss, mlm_loss, nsp_loss), lr, desc)
     model.eval()
     return history
 
