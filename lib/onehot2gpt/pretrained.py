@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from .bert import BertConfig, BertForPreTraining, BertModel
+from .utils import copy_weights
 
 AttentionSource = Callable[[str], tuple[list[str], tuple[torch.Tensor, ...]]]
 
@@ -183,37 +184,27 @@ def hf_key_map(n_layers: int, pooler: bool = True, pretraining: bool = False) ->
 
 
 def _copy_hf_weights(ours: nn.Module, hf_model: nn.Module, key_map: dict[str, tuple[str, ...]]):
-    """Fill every parameter of `ours` from `hf_model` via `key_map`, after checking that the map
-    covers both sides exactly and every shape fits; ValueError naming the keys otherwise."""
-    mine = dict(ours.named_parameters())  # tied weights appear once, under their first name
+    """Fill every parameter of `ours` from `hf_model` via `key_map` (Q, K and V concatenated into our
+    packed in_proj) with the one weight-copy check, :func:`onehot2gpt.utils.copy_weights`: the map
+    must cover both sides exactly and every shape fit; ValueError naming the keys otherwise."""
     theirs = dict(hf_model.named_parameters())
     used = {t for names in key_map.values() for t in names}
-    problems = [f"our {k} has no entry in the key map" for k in mine if k not in key_map]
-    problems += [
+    problems = [
         f"the checkpoint lacks {t} (for our {k})" for k, names in key_map.items() for t in names if t not in theirs
     ]
     problems += [f"the checkpoint's {t} has no place in our model" for t in theirs if t not in used]
-    problems += [f"key map names our {k}, which the model lacks" for k in key_map if k not in mine]
-    sources = {}
-    for k, names in key_map.items():
-        if k in mine and all(t in theirs for t in names):
-            sources[k] = torch.cat([theirs[t].detach() for t in names])  # (3D, …) for Q, K, V; else a copy
-            if sources[k].shape != mine[k].shape:
-                problems.append(
-                    f"our {k} is {tuple(mine[k].shape)} but the checkpoint's "
-                    f"{' + '.join(names)} gives {tuple(sources[k].shape)}"
-                )
-    if problems:
-        shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
-        raise ValueError(
-            f"the Hugging Face weights do not fit this {type(ours).__name__}: {shown}. "
-            f"Build it with BertConfig.from_hf(hf_model.config) (the default) so the "
-            f"sizes agree"
-        )
-    with torch.no_grad():
-        for k, tensor in sources.items():
-            mine[k].copy_(tensor)
-    return ours
+    sources = {
+        k: torch.cat([theirs[t].detach() for t in names])  # (3D, …) for Q, K, V; else a copy
+        for k, names in key_map.items()
+        if all(t in theirs for t in names)
+    }
+    return copy_weights(
+        ours,
+        sources,
+        problems=problems,
+        what="the Hugging Face weights",
+        hint="Build it with BertConfig.from_hf(hf_model.config) (the default) so the sizes agree",
+    )
 
 
 def load_hf_bert(hf_model, config: BertConfig | None = None) -> BertModel:
