@@ -117,3 +117,13 @@ def test_student_writes_nothing_when_one_notebook_is_bad(tmp_path, capsys):
     assert not out.exists()
     assert student.main([str(tmp_path / "01_good.ipynb"), "--out", str(out)]) == 0
     assert "raise NotImplementedError" in (out / "01_good.ipynb").read_text()
+
+
+def test_figures_without_a_clone_ask_for_out(tmp_path, monkeypatch, capsys):
+    """Installed from a wheel, the default folder (notebooks/figures of a clone) does not exist."""
+    monkeypatch.setattr(figures, "DEFAULT_OUT", tmp_path / "site-packages" / "notebooks" / "figures")
+    err = _error(figures.main, ["--svg-only"], capsys)
+    assert f"--out: {tmp_path / 'site-packages'} is not a clone of the course; give --out DIR" in err, err
+    assert not (tmp_path / "site-packages").exists()
+    assert figures.main(["--svg-only", "--out", str(tmp_path / "fig")]) == 0
+    assert sorted(p.name for p in (tmp_path / "fig").iterdir()) == sorted(figures.FIGURES)

@@ -36,6 +36,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -290,17 +291,20 @@ def embed_figure(
     return cell
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="onehot2gpt-figures", description="Write the course's architecture figures as SVG and PNG."
     )
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the .svg and .png files")
+    parser.add_argument("--out", type=Path, help="folder for the .svg and .png files (default: notebooks/figures)")
     parser.add_argument("--svg-only", action="store_true", help="write no PNG (needs no rasteriser)")
     args = parser.parse_args(argv)
-    output_folder(parser, "--out", args.out)
-    for path in write_all(args.out, png=not args.svg_only):
+    if args.out is None and not (DEFAULT_OUT.parents[1] / "pyproject.toml").is_file():
+        parser.error(f"--out: {DEFAULT_OUT.parents[1]} is not a clone of the course; give --out DIR")
+    out = output_folder(parser, "--out", args.out or DEFAULT_OUT)
+    for path in write_all(out, png=not args.svg_only):
         print(path)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
