@@ -149,6 +149,10 @@ def test_the_repository_and_release_are_written_in_one_place():
     )
 
 
+def test_docs_show_the_cell_as_it_is():
+    assert course.COLAB_CELL in (ROOT / "docs" / "colab.md").read_text(encoding="utf-8")
+
+
 def test_colab_setup_says_what_failed_and_what_to_do(tmp_path):
     env = clean_env()
     env.update(ONEHOT2GPT_REPO=(tmp_path / "no-such-repo").as_uri(), ONEHOT2GPT_HOME=str(tmp_path / "course"))
