@@ -48,6 +48,7 @@ BROWSER_HALF_B = {
     "01_onehot",
 }
 
+DOCTESTS = "lib/ (doctests)"
 # Seconds each group took on one thread per process (2 workers on 2 cores; the heaviest; every other
 # group counts 1). The two browser halves start first, one on each worker.
 EXPECTED_SECONDS = {
@@ -64,8 +65,9 @@ EXPECTED_SECONDS = {
     "tests/test_subword.py": 12,
     # Builds the wheel, installs it in a fresh venv and loads every checkpoint from it.
     "tests/test_install.py": 50,
+    # The docstring examples load a few committed checkpoints (BERT, MiniLM, the GPTs).
+    DOCTESTS: 30,
 }
-DOCTESTS = "lib/ (doctests)"
 STUDENT_RUN = "tests/test_notebooks.py::test_student_version_fails_exactly_its_checks_and_course_outputs_match"
 # The fallback runs (no browser): seconds of the same run in the browser on the slow 2-core machine.
 STUDENT_SECONDS = {
