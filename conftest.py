@@ -63,9 +63,10 @@ EXPECTED_SECONDS = {
     "tests/test_course.py": 15,
     "tests/test_bert_pretraining.py": 15,
     "tests/test_subword.py": 12,
-    # Builds the wheel, installs it in a fresh venv and loads every checkpoint from it.
+    # Not yet from a full run: from single-file runs while other jobs ran. The install test builds
+    # the wheel, installs it in a fresh venv and loads every checkpoint from it; the docstring
+    # examples load a few committed checkpoints (BERT, MiniLM, the GPTs).
     "tests/test_install.py": 50,
-    # The docstring examples load a few committed checkpoints (BERT, MiniLM, the GPTs).
     DOCTESTS: 30,
 }
 STUDENT_RUN = "tests/test_notebooks.py::test_student_version_fails_exactly_its_checks_and_course_outputs_match"
