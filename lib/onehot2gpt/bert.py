@@ -29,7 +29,7 @@ from torch import nn
 from .attention import padding_mask
 from .checkpoints import CheckpointError, config_from_record, fill_module, save_checkpoint
 from .transformer import Encoder
-from .utils import IGNORE_INDEX, as_ids
+from .utils import IGNORE_INDEX, as_ids, evaluating
 
 # ---------------------------------------------------------------------------------------------
 # Configuration
@@ -493,7 +493,6 @@ def _require_mlm_head(model, what: str, parts: tuple[str, ...] = ()) -> None:
         )
 
 
-@torch.no_grad()
 def fill_mask(model: BertForPreTraining, tokenizer, text: str, top_k: int = 5):
     """Predict every ``[MASK]`` in `text` → list of (position, [(token, probability), …] best
     first). `tokenizer` is a :class:`onehot2gpt.subword.WordPieceTokenizer` (or anything with
@@ -522,11 +521,9 @@ def fill_mask(model: BertForPreTraining, tokenizer, text: str, top_k: int = 5):
         )
     if not 1 <= top_k <= model.config.vocab_size:
         raise ValueError(f"top_k must be between 1 and {model.config.vocab_size}, got {top_k}")
-    was_training = model.training
-    model.eval()
-    out = model.bert(torch.tensor([ids]), torch.tensor([enc["token_type_ids"]]))
-    probs = torch.softmax(model.mlm(out.last_hidden_state[0, positions]), dim=-1)  # (n masks, V)
-    model.train(was_training)
+    with evaluating(model):
+        out = model.bert(torch.tensor([ids]), torch.tensor([enc["token_type_ids"]]))
+        probs = torch.softmax(model.mlm(out.last_hidden_state[0, positions]), dim=-1)  # (n masks, V)
     result = []
     for pos, row in zip(positions, probs):
         values, index = row.topk(top_k)
@@ -552,11 +549,8 @@ def pseudo_log_likelihood(model: BertForPreTraining, ids, mask_id: int) -> torch
     if not 0 <= int(mask_id) < model.config.vocab_size:
         raise ValueError(f"mask_id={mask_id} is outside the vocabulary; pass tokenizer.mask_id")
     batch[torch.arange(len(positions)), positions] = mask_id
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
+    with evaluating(model):
         logits = model(batch).mlm_logits[torch.arange(len(positions)), positions]  # (T − 2, V)
-    model.train(was_training)
     return torch.log_softmax(logits.float(), -1).gather(-1, ids[positions, None]).sum()
 
 
@@ -573,13 +567,10 @@ def mlm_continue(model: BertForPreTraining, tokenizer, text: str, n_new: int = 1
     if len(ids) + n_new + 2 > model.config.max_len:
         raise ValueError(f"{len(ids)} tokens + {n_new} new ones do not fit the model's {model.config.max_len}")
     start = len(ids)
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
+    with evaluating(model):
         for _ in range(n_new):
             x = torch.tensor([ids + [tokenizer.mask_id, tokenizer.sep_id]])
             ids.append(int(model(x).mlm_logits[0, len(ids)].argmax()))
-    model.train(was_training)
     return tokenizer.decode(ids[start:])
 
 
@@ -652,11 +643,8 @@ def attention_source(model, tokenizer):
                 f"the text is {len(ids)} tokens long but this BERT reads at most "
                 f"{bert.config.max_len} (max_len): shorten the text"
             )
-        was_training = bert.training
-        bert.eval()
-        with torch.no_grad():
+        with evaluating(bert):
             out = bert(torch.tensor([ids]), torch.tensor([enc["token_type_ids"]]), output_attentions=True)
-        bert.train(was_training)
         return tokenizer.convert_ids_to_tokens(ids), out.attentions
 
     return source

@@ -40,7 +40,7 @@ from .qa import (  # noqa: F401 (notebook 08 reads the QA functions as bert_task
     unanswerable_pairs,
 )
 from .training import epoch_batches, fine_tuning_optimizer, optimizer_step, pad_batch
-from .utils import IGNORE_INDEX, check_finite_loss
+from .utils import IGNORE_INDEX, check_finite_loss, evaluating
 
 SNLI_LABELS = ("entailment", "neutral", "contradiction")
 # The 17 universal part-of-speech tags of Universal Dependencies (v2), alphabetical.
@@ -337,41 +337,39 @@ def evaluate(model, data: dict, task: str, batch_size: int = 64, max_answer_len:
       texts ("predictions") and SQuAD's exact_match and f1 in percent; loss with gold positions.
     """
     _check_task(task, data, training=False)
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    N, T = data["input_ids"].shape
-    total_loss, correct, count = 0.0, 0, 0
-    outputs = []
-    # Rows in order of length, so that a batch holds rows of about the same length and little
-    # padding (the results are put back in the rows' order below).
-    order = data["attention_mask"].sum(1).argsort(stable=True)
-    back = torch.empty_like(order)
-    back[order] = torch.arange(N)
-    for index in order.split(batch_size):
-        batch = _batch(data, index, device)
-        loss, out = _forward(model, batch, task)
-        if loss is not None:  # weighted by what the loss averages over: rows, or tagged tokens
-            weight = int((batch["labels"] != IGNORE_INDEX).sum()) if task == "token" else len(index)
-            total_loss += loss.item() * weight
-        if task == "qa":
-            start, end = (torch.full((len(index), T), float("-inf")) for _ in range(2))
-            start[:, : out[0].size(1)], end[:, : out[1].size(1)] = out[0].float().cpu(), out[1].float().cpu()
-            outputs.append((start, end))
-            continue
-        if task == "token":
-            if "labels" in batch:
-                c, k = _tag_counts(out, batch["labels"])
-                correct, count = correct + c, count + k
-            pred = torch.full((len(index), T), IGNORE_INDEX, dtype=torch.long)
-            pred[:, : out.size(1)] = out.argmax(-1).cpu()
-        else:
-            pred = out.argmax(-1).cpu()
-            if "labels" in batch:
-                correct += int((pred == batch["labels"].cpu()).sum())
-                count += len(index)
-        outputs.append(pred)
-    model.train(was_training)
+    with evaluating(model):
+        device = next(model.parameters()).device
+        N, T = data["input_ids"].shape
+        total_loss, correct, count = 0.0, 0, 0
+        outputs = []
+        # Rows in order of length, so that a batch holds rows of about the same length and little
+        # padding (the results are put back in the rows' order below).
+        order = data["attention_mask"].sum(1).argsort(stable=True)
+        back = torch.empty_like(order)
+        back[order] = torch.arange(N)
+        for index in order.split(batch_size):
+            batch = _batch(data, index, device)
+            loss, out = _forward(model, batch, task)
+            if loss is not None:  # weighted by what the loss averages over: rows, or tagged tokens
+                weight = int((batch["labels"] != IGNORE_INDEX).sum()) if task == "token" else len(index)
+                total_loss += loss.item() * weight
+            if task == "qa":
+                start, end = (torch.full((len(index), T), float("-inf")) for _ in range(2))
+                start[:, : out[0].size(1)], end[:, : out[1].size(1)] = out[0].float().cpu(), out[1].float().cpu()
+                outputs.append((start, end))
+                continue
+            if task == "token":
+                if "labels" in batch:
+                    c, k = _tag_counts(out, batch["labels"])
+                    correct, count = correct + c, count + k
+                pred = torch.full((len(index), T), IGNORE_INDEX, dtype=torch.long)
+                pred[:, : out.size(1)] = out.argmax(-1).cpu()
+            else:
+                pred = out.argmax(-1).cpu()
+                if "labels" in batch:
+                    correct += int((pred == batch["labels"].cpu()).sum())
+                    count += len(index)
+            outputs.append(pred)
     result: dict = {}
     if task == "qa":
         result["start_logits"] = torch.cat([s for s, _ in outputs])[back]

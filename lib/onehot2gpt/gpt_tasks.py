@@ -48,7 +48,7 @@ from .gpt_inputs import (  # noqa: F401 (notebook 09 reads the input transformat
     similarity_inputs,
 )
 from .training import epoch_batches, fine_tuning_optimizer, optimizer_step
-from .utils import as_ids, check_finite_loss
+from .utils import as_ids, check_finite_loss, evaluating
 
 # ------------------------------------------------------------------------------ the head
 
@@ -361,26 +361,24 @@ def evaluate_gpt(model: GPTForSequenceClassification, data: dict, batch_size: in
     "loss" (mean cross-entropy of the labels, L2) and "lm_loss" (next-token loss per real token, L1).
     For multiple choice a prediction is the index of the answer with the highest score."""
     _check_data(model, data, training=False)
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    N = data["input_ids"].size(0)
-    predictions, clf_sum, lm_sum, lm_count = [], 0.0, 0.0, 0
-    # Rows in order of length, so that a batch holds rows of about the same length and little
-    # padding (the predictions are put back in the rows' order below).
-    order = _longest(data["lengths"]).argsort(stable=True)
-    back = torch.empty_like(order)
-    back[order] = torch.arange(N)
-    for index in order.split(batch_size):
-        batch = _batch(data, index, device)
-        logits, hidden = model.logits_and_states(batch["input_ids"], batch["lengths"])
-        predictions.append(logits.argmax(-1).cpu())
-        if "labels" in batch:
-            clf_sum += F.cross_entropy(logits.float(), batch["labels"], reduction="sum").item()
-            rows, row_lengths = _rows(batch["input_ids"], batch["lengths"])
-            s, c = _lm_sum(model.gpt, hidden, rows, last_positions(rows, row_lengths) + 1)
-            lm_sum, lm_count = lm_sum + s.item(), lm_count + c
-    model.train(was_training)
+    with evaluating(model):
+        device = next(model.parameters()).device
+        N = data["input_ids"].size(0)
+        predictions, clf_sum, lm_sum, lm_count = [], 0.0, 0.0, 0
+        # Rows in order of length, so that a batch holds rows of about the same length and little
+        # padding (the predictions are put back in the rows' order below).
+        order = _longest(data["lengths"]).argsort(stable=True)
+        back = torch.empty_like(order)
+        back[order] = torch.arange(N)
+        for index in order.split(batch_size):
+            batch = _batch(data, index, device)
+            logits, hidden = model.logits_and_states(batch["input_ids"], batch["lengths"])
+            predictions.append(logits.argmax(-1).cpu())
+            if "labels" in batch:
+                clf_sum += F.cross_entropy(logits.float(), batch["labels"], reduction="sum").item()
+                rows, row_lengths = _rows(batch["input_ids"], batch["lengths"])
+                s, c = _lm_sum(model.gpt, hidden, rows, last_positions(rows, row_lengths) + 1)
+                lm_sum, lm_count = lm_sum + s.item(), lm_count + c
     result: dict = {"predictions": torch.cat(predictions)[back]}
     if "labels" in data:
         result["accuracy"] = (result["predictions"] == data["labels"].cpu()).float().mean().item()

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from .utils import as_ids
+from .utils import as_ids, evaluating
 
 __all__ = [
     "read_out",
@@ -255,9 +255,7 @@ def check_trace(model, trace: Trace, atol: float = 1e-4) -> dict[str, float]:
             f"a trace with parts switched off ({trace.switched_off}) is not the model's own "
             f"forward; check the trace made without heads_off, mlps_off or tokens_off"
         )
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         ids = trace.ids.to(model.tok_emb.weight.device)[None]
         T = ids.size(1)
         diffs = {}
@@ -270,8 +268,6 @@ def check_trace(model, trace: Trace, atol: float = 1e-4) -> dict[str, float]:
             diffs[f"layer {l} attention"] = (w[0] - trace.layers[l]["weights"]).abs().max().item()
         out = model(ids)
         diffs["logits"] = (out.logits[0] - trace.logits).abs().max().item()
-    finally:
-        model.train(was_training)
     return _require_close(diffs, atol)
 
 

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from .lookinside import Stage, attend, attention_rows, check_temperature, is_course_bert, one_sequence
-from .utils import as_ids
+from .utils import as_ids, evaluating
 
 
 @dataclass
@@ -119,9 +119,7 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
 def check_bert_trace(model, trace: BertTrace) -> dict[str, float]:
     from .attention import padding_mask
 
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         device = model.bert.embeddings.tok_emb.weight.device
         ids, types = trace.ids.to(device)[None], trace.token_type_ids.to(device)[None]
         diffs = {"embedding": (model.bert.embeddings(ids, types)[0] - trace.x0).abs().max().item()}
@@ -131,8 +129,6 @@ def check_bert_trace(model, trace: BertTrace) -> dict[str, float]:
             diffs[f"layer {l} output"] = (x[0] - trace.layers[l]["ln2"]).abs().max().item()
             diffs[f"layer {l} attention"] = (w[0] - trace.layers[l]["weights"]).abs().max().item()
         diffs["logits"] = (model(ids, types).mlm_logits[0] - trace.logits).abs().max().item()
-    finally:
-        model.train(was_training)
     return diffs
 
 

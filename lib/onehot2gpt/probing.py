@@ -33,7 +33,7 @@ from torch import Tensor, nn
 
 from .elmo import ScalarMix
 from .subword import pretokenize
-from .utils import check_finite_loss, seeded
+from .utils import check_finite_loss, evaluating, seeded
 
 
 def token_features(layers: Tensor, mask: Tensor) -> Tensor:
@@ -75,33 +75,31 @@ def encoder_layers(bert, features: dict, batch_size: int = 64) -> Tensor:
             )
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    was_training = bert.training
-    bert.eval()
-    device = next(bert.parameters()).device
-    n, T = features["input_ids"].shape
-    lengths = features["attention_mask"].sum(1)
-    order = lengths.argsort()  # similar lengths share a batch
-    result = None
-    for start in range(0, n, batch_size):
-        rows = order[start : start + batch_size]
-        longest = max(1, int(lengths[rows].max()))  # skip the batch's pure padding
-        part = {
-            k: features[k][rows, :longest].to(device)
-            for k in ("input_ids", "token_type_ids", "attention_mask")
-            if k in features
-        }
-        # By name: Hugging Face's BertModel takes attention_mask second, ours token_type_ids.
-        out = bert(
-            input_ids=part["input_ids"],
-            token_type_ids=part.get("token_type_ids"),
-            attention_mask=part["attention_mask"],
-            output_hidden_states=True,
-        )
-        layers = torch.stack(out.hidden_states, dim=2).cpu()  # (b, longest, L+1, D)
-        if result is None:
-            result = layers.new_zeros(n, T, *layers.shape[2:])
-        result[rows, :longest] = layers
-    bert.train(was_training)
+    with evaluating(bert):
+        device = next(bert.parameters()).device
+        n, T = features["input_ids"].shape
+        lengths = features["attention_mask"].sum(1)
+        order = lengths.argsort()  # similar lengths share a batch
+        result = None
+        for start in range(0, n, batch_size):
+            rows = order[start : start + batch_size]
+            longest = max(1, int(lengths[rows].max()))  # skip the batch's pure padding
+            part = {
+                k: features[k][rows, :longest].to(device)
+                for k in ("input_ids", "token_type_ids", "attention_mask")
+                if k in features
+            }
+            # By name: Hugging Face's BertModel takes attention_mask second, ours token_type_ids.
+            out = bert(
+                input_ids=part["input_ids"],
+                token_type_ids=part.get("token_type_ids"),
+                attention_mask=part["attention_mask"],
+                output_hidden_states=True,
+            )
+            layers = torch.stack(out.hidden_states, dim=2).cpu()  # (b, longest, L+1, D)
+            if result is None:
+                result = layers.new_zeros(n, T, *layers.shape[2:])
+            result[rows, :longest] = layers
     return result
 
 
@@ -197,8 +195,8 @@ class ProbeResult:
             )
         if not torch.isfinite(x).all():
             raise ValueError("x holds NaN or inf: encode the sentences again and check the model's input")
-        self.model.eval()
-        return self.model(x).softmax(-1)
+        with evaluating(self.model):
+            return self.model(x).softmax(-1)
 
     def __repr__(self) -> str:
         w = ", ".join(f"{x:.2f}" for x in self.weights.tolist())
@@ -251,11 +249,11 @@ def _check_xy(x: Tensor, y: Tensor, name: str, onehot_size: int | None) -> None:
 
 @torch.no_grad()
 def _accuracy(model: nn.Module, x: Tensor, y: Tensor, batch_size: int) -> float:
-    model.eval()
-    correct = sum(
-        int((model(x[i : i + batch_size]).argmax(-1) == y[i : i + batch_size]).sum())
-        for i in range(0, len(x), batch_size)
-    )
+    with evaluating(model):
+        correct = sum(
+            int((model(x[i : i + batch_size]).argmax(-1) == y[i : i + batch_size]).sum())
+            for i in range(0, len(x), batch_size)
+        )
     return correct / len(x)
 
 

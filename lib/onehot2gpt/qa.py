@@ -28,6 +28,7 @@ import torch
 from .bert import best_span
 from .subword import is_punctuation
 from .training import pad_batch
+from .utils import evaluating
 
 # -- encoding questions and passages, decoding spans ----------------------------------------------
 
@@ -381,16 +382,14 @@ def answer_question(
         max_len=max_len,
         max_question_len=max_question_len,
     )
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    batch = {k: features[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask", "context_mask")}
-    span_mask = batch["context_mask"].clone()
-    span_mask[:, 0] = True  # [CLS]: the null span, "no answer in this passage"
-    start_logits, end_logits = model(
-        batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], span_mask=span_mask
-    )
-    model.train(was_training)
+    with evaluating(model):
+        device = next(model.parameters()).device
+        batch = {k: features[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask", "context_mask")}
+        span_mask = batch["context_mask"].clone()
+        span_mask[:, 0] = True  # [CLS]: the null span, "no answer in this passage"
+        start_logits, end_logits = model(
+            batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], span_mask=span_mask
+        )
     (s, e), margin = (x[0] for x in null_margins(start_logits, end_logits, features["context_mask"], max_answer_len))
     start_logits, end_logits = start_logits[0].float().cpu(), end_logits[0].float().cpu()
     inside = features["context_mask"][0]

@@ -15,14 +15,13 @@ past_key_values=…, use_cache=…)`` returns ``.logits`` (B, T, V) and ``.past_
 
 from __future__ import annotations
 
-import contextlib
 import math
 import numbers
 import warnings
 
 import torch
 
-from .utils import as_ids, check_finite_logits
+from .utils import as_ids, check_finite_logits, evaluating
 
 # ---------------------------------------------------------------------------------------------
 # Filters on logits
@@ -141,17 +140,6 @@ def _as_batch(ids, vocab_size: int | None = None):
     return (ids[None], True) if ids.dim() == 1 else (ids, False)
 
 
-@contextlib.contextmanager
-def _eval_mode(model):
-    """No dropout while decoding; the model's training flag is restored afterwards."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
-
-
 def _crop_notice(T: int, max_new_tokens: int, max_len: int, on_crop: str):
     """Warn (or raise, on_crop="error") when the model would have to read more than max_len tokens."""
     if on_crop not in ("crop", "error"):
@@ -188,7 +176,7 @@ def next_token_distribution(model, ids, temperature: float = 1.0, top_k: int | N
     batch, squeeze = _as_batch(ids, getattr(model.config, "vocab_size", None))
     max_len = model.config.max_len
     _crop_notice(batch.size(1), 1, max_len, "crop")
-    with _eval_mode(model):
+    with evaluating(model):
         logits = model(batch[:, -max_len:]).logits[:, -1]  # (B, V)
     probs = _distribution(logits, temperature, top_k, top_p)
     return probs[0] if squeeze else probs
@@ -238,7 +226,7 @@ def generate(
     _crop_notice(out.size(1), max_new_tokens, max_len, on_crop)
     greedy = greedy or temperature == 0
     past = None
-    with _eval_mode(model):
+    with evaluating(model):
         for _ in range(max_new_tokens):
             # 1. Logits for the next token: only the newest token while the cache has room,
             #    otherwise (first step, no cache, or a full cache) the last max_len tokens.

@@ -6,6 +6,7 @@ import html
 
 import ipywidgets as W
 
+from ..utils import evaluating
 from ._base import NOTICE_STYLE, SavedView, error_html, visible_token
 
 # The prompt shapes GPT-2's paper tried zero-shot; the course's world models read them the same way
@@ -251,39 +252,34 @@ class ZeroShotPrompter(SavedView, W.VBox):
         top_k, top_p = int(self.top_k.value) or None, float(self.top_p.value)
         steps, new = [], []
         x, past = torch.tensor([ids], device=device), None
-        was_training = model.training
-        model.eval()
-        try:
-            with torch.no_grad():
-                for _ in range(n):
-                    out = model(x, past_key_values=past, use_cache=True)
-                    logits, past = out.logits[0, -1].float().cpu(), out.past_key_values
-                    probs = torch.softmax(logits, -1)
-                    if self.greedy.value:
-                        choice = int(torch.argmax(logits))
-                    else:
-                        filtered = logits / float(self.temperature.value)
-                        if top_k is not None:
-                            filtered = filter_top_k(filtered, min(top_k, vocab_size))
-                        if top_p < 1:
-                            filtered = filter_top_p(filtered, top_p)
-                        choice = int(torch.multinomial(torch.softmax(filtered, -1), 1, generator=generator))
-                    top = torch.topk(probs, 3)
-                    token = decode([choice])
-                    steps.append(
-                        {
-                            "token": token,
-                            "id": choice,
-                            "p": float(probs[choice]),
-                            "alternatives": [(decode([int(i)]), float(p)) for p, i in zip(top.values, top.indices)],
-                        }
-                    )
-                    new.append(choice)
-                    if self.stop_at_newline.value and "\n" in token:
-                        break
-                    x = torch.tensor([[choice]], device=device)
-        finally:
-            model.train(was_training)
+        with evaluating(model):
+            for _ in range(n):
+                out = model(x, past_key_values=past, use_cache=True)
+                logits, past = out.logits[0, -1].float().cpu(), out.past_key_values
+                probs = torch.softmax(logits, -1)
+                if self.greedy.value:
+                    choice = int(torch.argmax(logits))
+                else:
+                    filtered = logits / float(self.temperature.value)
+                    if top_k is not None:
+                        filtered = filter_top_k(filtered, min(top_k, vocab_size))
+                    if top_p < 1:
+                        filtered = filter_top_p(filtered, top_p)
+                    choice = int(torch.multinomial(torch.softmax(filtered, -1), 1, generator=generator))
+                top = torch.topk(probs, 3)
+                token = decode([choice])
+                steps.append(
+                    {
+                        "token": token,
+                        "id": choice,
+                        "p": float(probs[choice]),
+                        "alternatives": [(decode([int(i)]), float(p)) for p, i in zip(top.values, top.indices)],
+                    }
+                )
+                new.append(choice)
+                if self.stop_at_newline.value and "\n" in token:
+                    break
+                x = torch.tensor([[choice]], device=device)
         self.prompt_text, self.steps, self.continuation = text, steps, decode(new)
         self.output.value = self._html()
         return notice.strip()
