@@ -34,7 +34,7 @@ from onehot2gpt.bert_pretraining import (
     record_step,
 )
 from onehot2gpt.training import optimizer_step, pad_batch
-from onehot2gpt.utils import IGNORE_INDEX
+from onehot2gpt.utils import IGNORE_INDEX, evaluating
 from tqdm.auto import tqdm
 
 LENGTH_STEP = 16  # length_sorted_batches pads to a multiple of this: few distinct shapes
@@ -461,34 +461,32 @@ def evaluate_nsp(
     specials = _special_ids(tokenizer)
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
-    was_training = model.training
-    model.eval()
     predictions = []
-    for start in range(0, len(pairs), batch_size):
-        examples = [
-            _nsp_example(a, b, tokenizer.cls_id, tokenizer.sep_id, max_len)
-            for a, b, _ in pairs[start : start + batch_size]
-        ]
-        ids = pad_batch([ids for ids, _ in examples], tokenizer.pad_id)
-        inputs = (
-            ids
-            if mask_prob == 0
-            else mask_tokens(
-                ids,
-                mask_id=tokenizer.mask_id,
-                vocab_size=len(tokenizer),
-                special_ids=specials,
-                prob=mask_prob,
-                generator=g,
-            )[0]
-        )
-        out = model.bert(
-            inputs.to(device),
-            pad_batch([seg for _, seg in examples], 0).to(device),
-            (ids != tokenizer.pad_id).long().to(device),
-        )
-        predictions.append(model.nsp(out.pooled).argmax(-1).cpu())
-    model.train(was_training)
+    with evaluating(model):
+        for start in range(0, len(pairs), batch_size):
+            examples = [
+                _nsp_example(a, b, tokenizer.cls_id, tokenizer.sep_id, max_len)
+                for a, b, _ in pairs[start : start + batch_size]
+            ]
+            ids = pad_batch([ids for ids, _ in examples], tokenizer.pad_id)
+            inputs = (
+                ids
+                if mask_prob == 0
+                else mask_tokens(
+                    ids,
+                    mask_id=tokenizer.mask_id,
+                    vocab_size=len(tokenizer),
+                    special_ids=specials,
+                    prob=mask_prob,
+                    generator=g,
+                )[0]
+            )
+            out = model.bert(
+                inputs.to(device),
+                pad_batch([seg for _, seg in examples], 0).to(device),
+                (ids != tokenizer.pad_id).long().to(device),
+            )
+            predictions.append(model.nsp(out.pooled).argmax(-1).cpu())
     correct = torch.cat(predictions) == torch.tensor([label for *_, label in pairs])
     return {"nsp_accuracy": correct.float().mean().item(), "pairs": len(pairs), "correct": correct}
 

@@ -72,7 +72,8 @@ def minilm_qa_recipe(
 
     from onehot2gpt.bert import BertForQuestionAnswering
     from onehot2gpt.bert_tasks import encode_squad, evaluate, finetune, select, unanswerable_pairs
-    from onehot2gpt.pretrained import minilm_bert, minilm_path, minilm_qa, qa_trainable, save_minilm_qa
+    from onehot2gpt.checkpoints import load
+    from onehot2gpt.pretrained import minilm_bert, minilm_path, qa_trainable, save_minilm_qa
     from onehot2gpt.subword import WordPieceTokenizer
     from onehot2gpt.utils import seeded
 
@@ -108,10 +109,7 @@ def minilm_qa_recipe(
             for p in model.parameters():
                 p.copy_(p.half().float())
     else:
-        from onehot2gpt.checkpoints import checkpoint_config
-
-        model, _ = minilm_qa(resume)
-        phase1 = checkpoint_config(resume)["info"]
+        model, _, _, phase1 = load(resume, kind="minilm-qa")
         if "phase2" in phase1:
             raise ValueError(
                 f"{resume} has been through phase 2 already: resume from a phase-1 checkpoint "

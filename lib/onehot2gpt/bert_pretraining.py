@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .training import adamw, optimizer_step, pad_batch
-from .utils import IGNORE_INDEX, as_ids, check_finite_loss
+from .utils import IGNORE_INDEX, as_ids, check_finite_loss, evaluating
 
 
 def mask_tokens(
@@ -329,20 +329,18 @@ def evaluate_pretraining(
     model, tokenizer, articles, *, batches: int = 50, batch_size: int = 64, max_len: int = 64, seed: int = 1234
 ) -> dict[str, float]:
     """Masked-token accuracy, MLM loss and NSP accuracy on fixed random batches of `articles`."""
-    was_training = model.training
-    model.eval()
     g = torch.Generator().manual_seed(seed)
     correct = count = nsp_correct = nsp_count = 0
     mlm_total = 0.0
-    for _ in range(batches):
-        batch = pretraining_batch(articles, batch_size, max_len, tokenizer, g)
-        _, mlm_loss, _, c, n = pretraining_loss(model, batch)
-        batch = {k: v.to(next(model.parameters()).device) for k, v in batch.items()}
-        out = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
-        nsp_correct += int((model.nsp(out.pooled).argmax(-1) == batch["nsp_labels"]).sum())
-        nsp_count += batch_size
-        correct, count, mlm_total = correct + c, count + n, mlm_total + mlm_loss.item() * n
-    model.train(was_training)
+    with evaluating(model):
+        for _ in range(batches):
+            batch = pretraining_batch(articles, batch_size, max_len, tokenizer, g)
+            _, mlm_loss, _, c, n = pretraining_loss(model, batch)
+            batch = {k: v.to(next(model.parameters()).device) for k, v in batch.items()}
+            out = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+            nsp_correct += int((model.nsp(out.pooled).argmax(-1) == batch["nsp_labels"]).sum())
+            nsp_count += batch_size
+            correct, count, mlm_total = correct + c, count + n, mlm_total + mlm_loss.item() * n
     return {"mlm_accuracy": correct / count, "mlm_loss": mlm_total / count, "nsp_accuracy": nsp_correct / nsp_count}
 
 

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .training import adamw, cosine_lr, optimizer_step
-from .utils import check_finite_loss
+from .utils import check_finite_loss, evaluating
 from .vocab import Vocab, tokenize_chars
 
 
@@ -98,17 +98,13 @@ def estimate_loss(
     """Mean next-token loss (nats) of `model` on `batches` random windows of `data` (N,), in eval
     mode. The windows depend only on `seed`, so every call scores the same text, and losses taken
     at different moments of training differ only because the model changed."""
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     total = 0.0
-    try:
+    with evaluating(model):
         for _ in range(batches):
             x, y = lm_batch(data, batch_size, block_size, g)
             total += _next_token_loss(model, x.to(device), y.to(device)).item()
-    finally:
-        model.train(was_training)
     return total / batches
 
 
@@ -210,29 +206,6 @@ def train_gpt(
         val_loss=history["evals"][-1][2] if history["evals"] else None,
     )
     return history
-
-
-# The two recipes for GPTConfig.char on Tiny Shakespeare that bench/gpt_char.py compares.
-# nanoGPT's CPU run (its README, config/train_shakespeare_char.py with --batch_size=12
-# --block_size=64 --n_layer=4 --n_head=4 --n_embd=128 --max_iters=2000 --dropout=0.0).
-NANOGPT_CHAR_RECIPE = dict(
-    iters=2000,
-    batch_size=12,
-    block_size=64,
-    lr=1e-3,
-    min_lr=1e-4,
-    warmup=100,
-    weight_decay=0.1,
-    betas=(0.9, 0.99),
-    clip=1.0,
-)
-# The course's recipe, chosen by bench/gpt_char.py runs on 2 cores (its results file has the
-# numbers): a shallower, wider model (2 layers x 192 instead of 4 x 128, about the same parameters)
-# costs fewer kernel launches per update, so more updates fit in a second; with 3x nanoGPT's
-# learning rate (and floor), half the warm-up and the cosine over 1,000 updates. Batch stays 12: on
-# a CPU a larger batch costs about proportionally more per update.
-COURSE_CHAR_MODEL = dict(n_layers=2, n_heads=4, d_model=192)
-COURSE_CHAR_RECIPE = dict(NANOGPT_CHAR_RECIPE, iters=1000, lr=3e-3, min_lr=3e-4, warmup=50)
 
 
 def wikitext_stream(tokenizer, split: str = "train") -> torch.Tensor:

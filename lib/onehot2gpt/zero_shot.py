@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .utils import seeded
+from .utils import evaluating, seeded
 from .zero_shot_world import (  # the world, its corpus and its tokenizer
     ANIMALS,
     EOD,
@@ -491,10 +491,8 @@ def _agree(model, rows, starts, batch_size):
             raise ValueError(f"row {i}: the prompt must be 1 … {len(r) - 1} ids long, got {s}")
     agrees, firsts = [False] * len(rows), [0] * len(rows)
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
-    with torch.no_grad():
+    with evaluating(model):
         for b in range(0, len(order), batch_size):
             chunk = order[b : b + batch_size]
             width = max(len(rows[i]) for i in chunk)
@@ -506,7 +504,6 @@ def _agree(model, rows, starts, batch_size):
                 r, s = rows[i], starts[i]
                 agrees[i] = bool((pred[j, s - 1 : len(r) - 1] == torch.as_tensor(list(r[s:]))).all())
                 firsts[i] = int(pred[j, s - 1])
-    model.train(was_training)
     return agrees, firsts
 
 
