@@ -221,7 +221,7 @@ def test_from_pretrained_offline_says_what_to_do(tmp_path):
     # An empty cache and no network access: the Hub model cannot be had.
     with pytest.raises(OSError, match="bert-base-uncased") as info:
         from_pretrained("bert-base-uncased", local_files_only=True, cache_dir=tmp_path)
-    assert "internet" in str(info.value) and "minilm_bert()" in str(info.value)
+    assert "internet" in str(info.value) and "load('all-MiniLM-L6-v2')" in str(info.value)
 
 
 # ------------------------------------------------------------------ contracts of our own model
@@ -538,7 +538,7 @@ def test_mlm_continue_writes_with_the_course_bert():
 def test_masked_lm_utilities_need_a_model_with_an_mlm_head():
     from onehot2gpt.bert import fill_mask, mlm_continue, pseudo_log_likelihood
 
-    encoder = BertModel(small(max_len=16))  # what minilm_bert() gives: no MLM head
+    encoder = BertModel(small(max_len=16))  # what load('all-MiniLM-L6-v2') gives: no MLM head
     for call in (
         lambda: fill_mask(encoder, None, "the [MASK] sat"),
         lambda: pseudo_log_likelihood(encoder, [2, 5, 3], mask_id=4),

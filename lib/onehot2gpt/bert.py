@@ -350,7 +350,9 @@ def _as_bert(bert, freeze_bert: bool) -> BertModel:
     if isinstance(bert, BertConfig):
         bert = BertModel(bert)
     if not isinstance(bert, BertModel):
-        raise TypeError(f"pass a BertModel (e.g. from minilm_bert()) or a BertConfig; got {type(bert).__name__}")
+        raise TypeError(
+            f"pass a BertModel (e.g. load('all-MiniLM-L6-v2').model) or a BertConfig; got {type(bert).__name__}"
+        )
     return freeze(bert) if freeze_bert else bert
 
 

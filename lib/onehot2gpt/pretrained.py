@@ -248,7 +248,7 @@ def from_pretrained(name_or_path: str, pretraining: bool = False, **hf_kwargs):
         raise OSError(
             f"could not load the model {name_or_path!r}: it is neither a local folder nor in the "
             f"Hugging Face cache, and downloading it needs internet (e.g. on Colab). Offline, "
-            f"minilm_bert() (or pretrained.load_minilm()) gives a pretrained BERT from a pip "
+            f"onehot2gpt.checkpoints.load('all-MiniLM-L6-v2') gives a pretrained BERT from a pip "
             f"package. Hugging Face said: {str(exc).splitlines()[0]}"
         ) from exc
     return (load_hf_pretraining if pretraining else load_hf_bert)(hf_model)
