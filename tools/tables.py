@@ -110,6 +110,11 @@ def source(file: str, record: dict, *, dated: bool = True) -> str:
     return f"Source: `{file}`, written by `{command}`{where}.{typed}"
 
 
+def count(n: int, word: str) -> str:
+    """`n` and `word`, plural where n is not 1: count(1, "thread") == "1 thread"."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
@@ -151,7 +156,7 @@ def notebook_times_table() -> str:
     t = record.get("targets", {})
     met = "every notebook met both" if not record["over_90_s"] and not record["failed"] else "not met"
     note = f"Targets: each notebook ≤ {t.get('each_s', 90):.0f} s, all ≤ {t.get('total_s', 900) / 60:.0f} min ({met}); "
-    note += f"{record['threads']} torch threads. " + source("bench/results/notebooks.json", record)
+    note += f"{count(record['threads'], 'torch thread')}. " + source("bench/results/notebooks.json", record)
     return table(["notebook", "seconds"], rows) + "\n\n" + note
 
 
@@ -176,7 +181,7 @@ def fasttext_table() -> str:
     met = ", ".join(f"{k} {'met' if v else '**not met**'}" for k, v in r["met"].items())
     note = (
         f"Time ratio {r['time_ratio']:.1f}×; targets: {r['targets']['quality']}; {r['targets']['time']} ({met}); "
-        f"{r['threads']} threads, {r['epochs']} epochs. " + source("bench/results/fasttext.json", r)
+        f"{count(r['threads'], 'thread')}, {count(r['epochs'], 'epoch')}. " + source("bench/results/fasttext.json", r)
     )
     return table(["", "ours", "gensim `FastText`"], rows) + "\n\n" + note
 
@@ -217,7 +222,7 @@ def zero_shot_table() -> str:
     ]
     items = sorted(set(r["items_per_test"].values()))
     note = (
-        f"Each cell: zero-shot / few-shot; {', '.join(map(str, items))} items per test, {r['threads']} thread(s). "
+        f"Each cell: zero-shot / few-shot; {', '.join(map(str, items))} items per test, {count(r['threads'], 'thread')}. "
         + source("bench/results/zero_shot.json", r)
     )
     return table(header, rows) + "\n\n" + note
@@ -226,8 +231,9 @@ def zero_shot_table() -> str:
 def word2vec_table() -> str:
     r = load("word2vec.json")
     rows = against_gensim(r, "vocabulary and training")
-    note = f"Time ratio {r['time_ratio']:.2f}×; {r['threads']} threads, {r['epochs']} epochs. " + source(
-        "bench/results/word2vec.json", r
+    note = (
+        f"Time ratio {r['time_ratio']:.2f}×; {count(r['threads'], 'thread')}, {count(r['epochs'], 'epoch')}. "
+        + source("bench/results/word2vec.json", r)
     )
     return table(["", "ours", "gensim `Word2Vec` (sg=1)"], rows) + "\n\n" + note
 
@@ -239,7 +245,7 @@ def attention_table() -> str:
         [str(t), f"{r[f'ours_ms_T{t}']:.3g}", f"{r[f'torch_ms_T{t}']:.3g}", f"{r[f'ratio_T{t}']:.2f}"] for t in lengths
     ]
     note = (
-        f"Batch {r['batch']}, d_model {r['d_model']}, {r['n_heads']} heads, {r['threads']} threads, median of "
+        f"Batch {r['batch']}, d_model {r['d_model']}, {r['n_heads']} heads, {count(r['threads'], 'thread')}, median of "
         f"{r['repeats']} alternating repeats; largest difference over outputs and input gradients "
         f"{r['max_abs_diff']}. " + source("bench/results/attention.json", r)
     )
@@ -255,7 +261,7 @@ def generate_table() -> str:
     ]
     note = (
         f"{r['new_tokens']} new tokens from a prompt of {r['prompt_tokens']} tokens, batch {r['batch']}, "
-        f"{r['threads']} threads, median of {r['repeats']} alternating repeats; the two outputs identical. "
+        f"{count(r['threads'], 'thread')}, median of {r['repeats']} alternating repeats; the two outputs identical. "
         + source("bench/results/generate.json", r)
     )
     return table(["measure", "value"], rows) + "\n\n" + note
@@ -280,8 +286,9 @@ def bert_table() -> str:
         ["SQuAD 1.1 dev, split by article 70/30: EM / F1", f"{r['squad_em']:.1f} / {r['squad_f1']:.1f}"],
     ]
     seconds = ", ".join(f"{k} {v:.0f} s" for k, v in r["seconds"].items())
-    note = f"{r['epochs']} epochs, lr {r['lr']}, {r['threads']} threads; seconds per part: {seconds}. " + source(
-        "bench/results/bert.json", r
+    note = (
+        f"{count(r['epochs'], 'epoch')}, lr {r['lr']}, {count(r['threads'], 'thread')}; seconds per part: {seconds}. "
+        + source("bench/results/bert.json", r)
     )
     return table(["measure", "result"], rows) + "\n\n" + note
 
@@ -320,14 +327,22 @@ def pretrained_table() -> str:
         ],
     ]
     seconds = ", ".join(f"{k} {v:.0f} s" for k, v in r["seconds"].items())
-    note = f"{r['epochs']} epoch(s), lr {r['lr']}, {r['threads']} threads; seconds per part: {seconds}. " + source(
-        "bench/results/pretrained.json", r
+    note = (
+        f"{count(r['epochs'], 'epoch')}, lr {r['lr']}, {count(r['threads'], 'thread')}; seconds per part: {seconds}. "
+        + source("bench/results/pretrained.json", r)
     )
     return table(["measure", "result"], rows) + "\n\n" + note
 
 
+def part(record: dict, name: str) -> dict:
+    """One part of a results file (gpt_char.json's "train" or "writes"), with the file's own command,
+    commit, date and machine where the part does not name its own."""
+    meta = {k: record[k] for k in ("command", "commit", "date", "machine", "threads", "torch") if k in record}
+    return {**meta, **record[name]}
+
+
 def gpt_char_train_table() -> str:
-    r = load("gpt_char.json")["train"]
+    r = part(load("gpt_char.json"), "train")
     rows = []
     for name, label in (("nanogpt_settings", "nanoGPT's settings"), ("course_recipe", "course recipe")):
         m = r[name]
@@ -337,8 +352,9 @@ def gpt_char_train_table() -> str:
             else f"{m['seconds_to_val_1_90']} ({m['iters_to_val_1_90']:,} updates)"
         )
         rows.append([label, f"{m['ms_per_iter']}", f"{m['val_loss_final']:.3f} ({m['iters']:,} updates)", reached])
-    note = f"Validation on {r['eval_batches']} windows of {r['eval_windows']}, {r['threads']} threads. " + source(
-        "bench/results/gpt_char.json", r
+    note = (
+        f"Validation on {r['eval_batches']} windows of {r['eval_windows']}, {count(r['threads'], 'thread')}. "
+        + source("bench/results/gpt_char.json", r)
     )
     header = [
         "recipe",
@@ -350,8 +366,7 @@ def gpt_char_train_table() -> str:
 
 
 def gpt_char_writes_table() -> str:
-    r = load("gpt_char.json")
-    w = r["writes"]
+    w = part(load("gpt_char.json"), "writes")
     rows = []
     for name, m in w["models"].items():
         c = m["model"]
@@ -362,13 +377,13 @@ def gpt_char_writes_table() -> str:
                 f"{c['n_layers']} × {c['d_model']}, {c['max_len']} characters, {m['params'] / 1e6:.1f}M",
                 f"{m['val_loss']:.3f}",
                 f"{100 * m['real_word_share']:.1f}%",
-                f"{m['total_minutes']}{cpu}, {m['threads_of_the_run']} thread(s), {m['precision']}",
+                f"{m['total_minutes']}{cpu}, {count(m['threads_of_the_run'], 'thread')}, {m['precision']}",
             ]
         )
     t = w["targets"]
     met = ", ".join(f"{k} {'met' if v else '**not met**'}" for k, v in w["met"].items())
     note = (
-        f"Validation: {w['val_windows']}; real words: {w['samples']} samples of {w['chars_per_sample']} characters "
+        f"Validation: {w['val_windows']}; real words: {count(w['samples'], 'sample')} of {w['chars_per_sample']} characters "
         f"at temperature {w['temperature']}, {w['known_words']}. Training minutes are what the checkpoint's own "
         f"run recorded. Targets for `{w['scored_first']}`: loss ≤ {t['val_loss_at_most']}, "
         f"≤ {t['train_minutes_at_most']} min, ≥ {100 * t['real_word_share_at_least']:.0f}% real words ({met}). "
@@ -419,7 +434,7 @@ def ulmfit_table() -> str:
     seeds = f"{r['seeds'][0]}–{r['seeds'][-1]}"
     file = ABLATION_FILE.relative_to(ROOT) if ABLATION_FILE.is_relative_to(ROOT) else ABLATION_FILE.name
     note = (
-        f"{r['train_sentences']} training sentences, {r['test_sentences']} test sentences, {r['threads']} thread(s), "
+        f"{r['train_sentences']} training sentences, {r['test_sentences']} test sentences, {count(r['threads'], 'thread')}, "
         f"{r['seconds'] / 60:.1f} minutes. " + source(str(file), r)
     )
     return table(["setting", "mean", f"seeds {seeds}", "best − worst seed"], rows) + "\n\n" + note
