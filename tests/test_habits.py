@@ -155,22 +155,21 @@ def _top(names: set[str]) -> set[str]:
     return {name.split(".")[0] for name in names}
 
 
-def test_the_library_imports_only_itself_and_third_party_packages():
+@pytest.mark.parametrize(
+    "package, forbidden",
+    [("onehot2gpt", NOT_IN_LIBRARY), ("onehot2gpt_teach", NOT_IN_TEACH)],
+    ids=[
+        "the library imports only itself and third-party packages",
+        "the lecturer's package no recipe, bench or test code",
+    ],
+)
+def test_a_package_imports_nothing_from_the_layers_above_it(package, forbidden):
     wrong = {
-        str(path.relative_to(ROOT)): sorted(_top(_imports(path)) & NOT_IN_LIBRARY)
-        for path in sorted((ROOT / "lib" / "onehot2gpt").rglob("*.py"))
+        str(path.relative_to(ROOT)): sorted(_top(_imports(path)) & forbidden)
+        for path in sorted((ROOT / "lib" / package).rglob("*.py"))
     }
     wrong = {k: v for k, v in wrong.items() if v}
-    assert not wrong, f"lib/onehot2gpt imports what a student's library must not: {wrong}"
-
-
-def test_the_lecturer_package_imports_no_recipe_bench_or_test_code():
-    wrong = {
-        str(path.relative_to(ROOT)): sorted(_top(_imports(path)) & NOT_IN_TEACH)
-        for path in sorted((ROOT / "lib" / "onehot2gpt_teach").rglob("*.py"))
-    }
-    wrong = {k: v for k, v in wrong.items() if v}
-    assert not wrong, f"lib/onehot2gpt_teach imports recipe, bench or test code: {wrong}"
+    assert not wrong, f"lib/{package} imports what CONTRIBUTING.md's layering forbids: {wrong}"
 
 
 @pytest.mark.parametrize("module", MODEL_MODULES)
