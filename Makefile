@@ -48,7 +48,8 @@ test-colab:
 	$(COLAB_PY) -m pip install --quiet -e ".[hf]"
 	$(COLAB_PY) -m pip install --quiet --no-deps -r requirements-colab.txt
 	$(COLAB_PY) -m pytest -o addopts="-p no:cacheprovider" tests --ignore=tests/test_browser.py \
-		--ignore=tests/test_course.py --ignore=tests/test_notebooks.py --ignore=tests/test_environment.py
+		--ignore=tests/test_course.py --ignore=tests/test_notebooks.py --ignore=tests/test_environment.py \
+		--ignore=tests/test_habits.py --ignore=tests/test_install.py
 	$(COLAB_PY) -m pytest -o addopts="-p no:cacheprovider" --nbval-lax --nbval-current-env \
 		--nbval-cell-timeout 600 notebooks/[0-9][0-9]_*.ipynb
 	$(COLAB_PY) -m pytest -o addopts="-p no:cacheprovider" tests/colab_classic_notebook.py
