@@ -43,18 +43,23 @@ import json
 import os
 import platform
 import random
+import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 from onehot2gpt import data
 from onehot2gpt.checkpoints import load
-from onehot2gpt.elmo import ElmoFeatures, bilm_perplexity, split_sentences
+from onehot2gpt.elmo import ElmoFeatures, split_sentences
 from onehot2gpt.probing import sentence_features, token_features, train_probe
 from onehot2gpt.rnn_lm import NGramLM
 from onehot2gpt.utils import set_seed, set_threads
 from onehot2gpt.vocab import BOS, EOS, UNK, Vocab
 from onehot2gpt.word2vec import WordVectors
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
+from _bilm import bilm_perplexity  # noqa: E402  (recipes/_bilm.py: the biLM recipe's perplexity)
 
 SEED = 0
 POS_PROBE = dict(epochs=10, lr=1e-2, batch_size=512, seed=SEED)
@@ -66,7 +71,7 @@ SST_PROBE = dict(epochs=20, lr=1e-2, batch_size=512, seed=SEED)
 
 def wikitext_pieces(split: str, max_tokens: int) -> list[list[str]]:
     """WikiText-2 as the biLM trained on it: lower-cased sentences cut after ".", and any longer
-    than max_tokens cut into pieces (as ``elmo._sequences`` does; none are in WikiText-2)."""
+    than max_tokens cut into pieces (as the biLM recipe's ``sentence_ids`` does; none are in WikiText-2)."""
     sentences = [s for p in data.wikitext_sentences(split, lower=True) for s in split_sentences(p)]
     return [s[i : i + max_tokens] for s in sentences for i in range(0, len(s), max_tokens)]
 

@@ -3,7 +3,7 @@
     python recipes/bilm-wikitext2.py --out DIR
 
 Sentences of WikiText-2 (lower-cased, cut after '.'), a vocabulary of the 20,000 most frequent words
-seen at least 3 times, two epochs of :func:`onehot2gpt.elmo.train_bilm` without dropout, and, for
+seen at least 3 times, two epochs of :func:`_bilm.train_bilm` without dropout, and, for
 comparison, a Kneser-Ney n-gram model on the same words. The perplexities of both go into ``info``.
 """
 
@@ -32,8 +32,9 @@ def main() -> None:
     import time
 
     import torch
+    from _bilm import bilm_perplexity, sentence_ids, train_bilm
     from onehot2gpt.data import wikitext_sentences
-    from onehot2gpt.elmo import BiLM, BiLMConfig, _sequences, bilm_perplexity, save_bilm, split_sentences, train_bilm
+    from onehot2gpt.elmo import BiLM, BiLMConfig, save_bilm, split_sentences
     from onehot2gpt.rnn_lm import NGramLM
     from onehot2gpt.utils import set_seed, set_threads
     from onehot2gpt.vocab import Vocab
@@ -47,7 +48,7 @@ def main() -> None:
     config = BiLMConfig(
         vocab_size=len(vocab), d_model=s["D_MODEL"], hidden=s["HIDDEN"], n_layers=s["N_LAYERS"], dropout=s["DROPOUT"]
     )
-    seqs = {split: _sequences(x, vocab, config.max_len) for split, x in sentences.items()}
+    seqs = {split: sentence_ids(x, vocab, config.max_len) for split, x in sentences.items()}
     # the count-based baseline: the same vocabulary, sentences and predicted tokens
     ngram = {}
     for direction in ("fwd", "bwd"):
