@@ -23,6 +23,7 @@ def main() -> None:
     import time
 
     from onehot2gpt import zero_shot as zs
+    from onehot2gpt.gpt import save_gpt
     from onehot2gpt.utils import set_threads
 
     set_threads(s["THREADS"])
@@ -50,7 +51,7 @@ def main() -> None:
                 "seed": s["SEED"],
                 "total_seconds": round(time.time() - start, 1),
             }
-            zs.save_variant(model, setup, tmp / zs.checkpoint_name(share), info)
+            save_gpt(model, tmp / zs.checkpoint_name(share), info=info, tokenizer=setup.tokenizer)
             _recipe.print_json(
                 {zs.share_label(share): {k: info[k] for k in ("accuracy", "train_seconds", "final_loss")}}
             )

@@ -108,7 +108,6 @@ __all__ = [
     "share_label",
     "checkpoint_name",
     "load_course_models",
-    "save_variant",
 ]
 
 
@@ -624,11 +623,3 @@ def load_course_models(shares: Sequence[float] = SHARES) -> dict:
             )
         models[share] = (model, tokenizer)
     return models
-
-
-def save_variant(model, s: Setup, directory, info: dict | None = None):
-    """A model of the experiment → `directory`: a checkpoint folder (:func:`onehot2gpt.gpt.save_gpt`)
-    with its WorldTokenizer's vocab.json."""
-    from .gpt import save_gpt
-
-    return save_gpt(model, directory, info=info, tokenizer=s.tokenizer)
