@@ -134,7 +134,7 @@ def language_models(bilm, vocab: Vocab, order: int, smoke: bool) -> dict:
     )
 
     start = time.perf_counter()
-    seqs = [[vocab[BOS]] + vocab.encode(s) + [vocab[EOS]] for s in valid]
+    seqs = [[vocab[BOS]] + vocab.encode_tokens(s) + [vocab[EOS]] for s in valid]
     assert sum(len(s) - 1 for s in seqs) == n_predicted  # bilm.nll: n−1 predictions per row
     bilm_fwd, bilm_bwd = bilm_perplexity(bilm, seqs)
     bilm_seconds = time.perf_counter() - start
@@ -197,7 +197,7 @@ def pos_tagging(features: ElmoFeatures, wv: WordVectors, n_train: int, smoke: bo
         )
 
     # one-hot over the biLM vocabulary: the probe is a table of tag scores per word id
-    onehot = {k: torch.tensor(features.vocab.encode([w for s in v for w in s])) for k, v in words.items()}
+    onehot = {k: torch.tensor(features.vocab.encode_tokens([w for s in v for w in s])) for k, v in words.items()}
     run("onehot", onehot["train"], onehot["test"], onehot_size=len(features.vocab))
 
     w2v = {k: wv.vectors[word2vec_ids(wv, v)[0]][:, None, :] for k, v in words.items()}  # (N, 1, 100)

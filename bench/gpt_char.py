@@ -161,12 +161,12 @@ def score(name, train_text, val, *, samples, chars, temperature, eval_batches) -
         model, val, batches=eval_batches, batch_size=EVAL_BATCH_SIZE, block_size=model.config.max_len
     )
     eval_seconds = time.time() - start
-    newline = torch.tensor([vocab.encode(["\n"], strict=True)])
+    newline = torch.tensor([vocab.encode_tokens(["\n"], strict=True)])
     texts, shares = [], []
     start = time.time()
     for seed in range(samples):
         out = generate(model, newline, chars, temperature=temperature, generator=torch.Generator().manual_seed(seed))
-        text = "".join(vocab.decode(out[0, 1:].tolist()))
+        text = vocab.decode(out[0, 1:].tolist())
         texts.append(text)
         shares.append(real_word_share(text, known))
     sample_seconds = time.time() - start

@@ -176,7 +176,7 @@ def test_bilm_round_trip_gives_identical_outputs(tmp_path, softmax):
     model = BiLM(config).eval()
     back, back_vocab, _, _ = load(save_bilm(model, vocab, tmp_path / "bilm", half=False))
     assert back.config == config and back_vocab.itos == vocab.itos
-    ids = torch.tensor([vocab.encode(["w1", "w2", "w3"])])
+    ids = torch.tensor([vocab.encode_tokens(["w1", "w2", "w3"])])
     for key, value in model(ids).items():
         torch.testing.assert_close(back(ids)[key], value, atol=0, rtol=0)
 

@@ -259,7 +259,7 @@ def test_elmo_features_pad_strip_boundaries_and_map_unknown_words(features, voca
     assert mask.tolist()[1] == [True, True, False, False, False]
     assert not layers.requires_grad and (layers[~mask] == 0).all()
     # Same as running the biLM on <bos> … <eos> and dropping the two boundary positions.
-    ids = torch.tensor([[vocab[BOS]] + vocab.encode(["she", "paid"]) + [vocab[EOS]]])
+    ids = torch.tensor([[vocab[BOS]] + vocab.encode_tokens(["she", "paid"]) + [vocab[EOS]]])
     torch.testing.assert_close(layers[1, :2], features.bilm.representations(ids)[0, 1:3])
     # Lower-cased lookup; unknown words are <unk>.
     alone, _ = features.encode([["the", "bank", "of", "the", "river"]])
@@ -318,7 +318,7 @@ def test_save_load_round_trip(tmp_path, vocab, softmax):
     loaded, loaded_vocab, loaded_config, info = load(tmp_path / "ck")
     assert loaded.config == config == loaded_config and loaded_vocab.itos == vocab.itos
     assert info == {"note": "test"}
-    ids = torch.tensor([vocab.encode(["the", "bank", "river"])])
+    ids = torch.tensor([vocab.encode_tokens(["the", "bank", "river"])])
     for key, value in model(ids).items():
         torch.testing.assert_close(loaded(ids)[key], value)
     save_bilm(model, vocab, tmp_path / "half")  # float16 by default

@@ -181,7 +181,7 @@ def test_attention_source_serves_the_encoder_maps(encoder_model, seq2seq):
     source = attention_source(encoder_model, vocab, list)
     tokens, maps = source("abc")
     assert tokens == ["a", "b", "c"] and len(maps) == 2 and maps[0].shape == (1, 2, 3, 3)
-    _, expected = encoder_model(torch.tensor([vocab.encode(tokens)]), output_attentions=True)
+    _, expected = encoder_model(torch.tensor([vocab.encode_tokens(tokens)]), output_attentions=True)
     torch.testing.assert_close(maps[0], expected[0])
     with pytest.raises(ValueError, match="not in the model's vocabulary"):
         source("az")

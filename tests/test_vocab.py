@@ -51,17 +51,33 @@ def test_max_size_keeps_most_frequent():
 
 def test_unknown_tokens_map_to_unk_or_raise_when_strict():
     vocab = Vocab.build([["x", "y"]])
-    assert vocab.encode(["x", "zebra"]) == [vocab["x"], vocab.unk_id]
+    assert vocab.encode_tokens(["x", "zebra"]) == [vocab["x"], vocab.unk_id]
     with pytest.raises(KeyError, match="zebra"):
-        vocab.encode(["zebra"], strict=True)
+        vocab.encode_tokens(["zebra"], strict=True)
+    with pytest.raises(KeyError, match="'z' is not in the vocabulary"):
+        vocab.encode("xz", strict=True)  # one-character tokens: the text is split into characters
 
 
 def test_encode_decode_round_trip_with_unicode():
     tokens = tokenize_words("Déjà vu: 潮水 退了!")
     vocab = Vocab.build([tokens])
-    assert vocab.decode(vocab.encode(tokens)) == tokens
-    assert vocab.decode(torch.tensor(vocab.encode(tokens))) == tokens
-    assert vocab.encode([]) == [] and vocab.decode([]) == []
+    assert vocab.decode_tokens(vocab.encode_tokens(tokens)) == tokens
+    assert vocab.decode_tokens(torch.tensor(vocab.encode_tokens(tokens))) == tokens
+    assert vocab.encode_tokens([]) == [] and vocab.decode_tokens([]) == []
+
+
+def test_encode_takes_a_text_and_decode_gives_one_back_split_as_the_vocabulary_says():
+    words = Vocab.build([tokenize_words("the cat sat on the mat")])
+    assert words.split == "words"
+    tokens = ["the", "cat", "sat", ",", "on", "the", "mat"]
+    assert words.encode("The cat sat, on the mat") == words.encode_tokens(tokens)
+    assert words.decode(words.encode("the cat sat on the mat")) == "the cat sat on the mat"
+    chars = Vocab.build([list("to be or not")])
+    assert chars.split == "chars"
+    assert chars.decode(chars.encode("not to be")) == "not to be"
+    assert Vocab(["ab", "c"], split="chars").encode("abc") == [1, 1, 5]  # split given: every character
+    with pytest.raises(ValueError, match="split must be one of"):
+        Vocab(["a"], split="bytes")
 
 
 @pytest.mark.parametrize(
@@ -72,19 +88,26 @@ def test_build_rejects_bad_input_with_advice(bad, error):
         Vocab.build(bad)
 
 
-def test_encode_rejects_a_raw_string_and_decode_an_out_of_range_id():
+def test_encode_and_decode_refuse_bad_input_with_advice():
     vocab = Vocab.build([["a"]])
-    with pytest.raises(TypeError, match="tokenize"):
-        vocab.encode("a b")
-    with pytest.raises(IndexError, match="outside"):
-        vocab.decode([len(vocab)])
+    with pytest.raises(TypeError, match="encode_tokens takes a list of tokens"):
+        vocab.encode_tokens("a b")
+    with pytest.raises(TypeError, match="text must be a string.*encode_tokens"):
+        vocab.encode(["a", "b"])
+    with pytest.raises(ValueError, match="text is empty"):
+        vocab.encode("")
+    for decode in (vocab.decode, vocab.decode_tokens):
+        with pytest.raises(IndexError, match="outside"):
+            decode([len(vocab)])
 
 
 def test_save_load_round_trip(tmp_path):
     vocab = Vocab.build([tokenize_words("the cat sat on the 墊子")])
     vocab.save(tmp_path / "v.json")
     loaded = Vocab.load(tmp_path / "v.json")
-    assert loaded.itos == vocab.itos and loaded.counts == vocab.counts
+    assert loaded.itos == vocab.itos and loaded.counts == vocab.counts and loaded.split == "words"
+    Vocab(["a", "b"], split="words").save(tmp_path / "w.json")
+    assert Vocab.load(tmp_path / "w.json").split == "words"  # a split that inference would not give
 
 
 def test_specials_come_first_with_fixed_ids():

@@ -14,7 +14,7 @@ def explorer():
 
 def test_token_explorer_shows_ids_and_one_hot(explorer):
     assert explorer.tokens == ["the", "cat"]
-    assert explorer.ids == explorer.vocabs["words"].encode(["the", "cat"])
+    assert explorer.ids == explorer.vocabs["words"].encode_tokens(["the", "cat"])
     assert "0</b> unseen" in explorer.summary.value
     assert explorer.one_hot_html.value.count("<b>1</b>") == 2
 
@@ -300,7 +300,7 @@ def test_attention_explorer_with_our_own_encoder(one_thread):
     explorer = AttentionExplorer(
         {"ours": attention_source(model, vocab, tokenize_words)}, text=TEXT, token="it", layer=2, head=1
     )
-    ids = torch.tensor([vocab.encode(tokenize_words(TEXT))])
+    ids = torch.tensor([vocab.encode_tokens(tokenize_words(TEXT))])
     _, maps = model.eval()(ids, output_attentions=True)
     tokens = tokenize_words(TEXT)
     assert (explorer.layer.max, explorer.head.max) == (2, 1)

@@ -351,7 +351,7 @@ def test_training_builds_a_frequency_ordered_vocab_and_drops_rare_words():
     sentences = [["a", "b", "a", "c"], ["a", "b", "rare"]] * 5 + [["only", "once"]]
     wv = train_word2vec(sentences, dim=4, min_count=2, epochs=1, progress=False)
     assert wv.vocab.itos == ["a", "b", "c", "rare"] and wv.vectors.shape == (4, 4)
-    ids = [torch.tensor(wv.vocab.encode(s)) for s in sentences[:-1]]
+    ids = [torch.tensor(wv.vocab.encode_tokens(s)) for s in sentences[:-1]]
     assert train_word2vec(ids, vocab=wv.vocab, dim=4, epochs=1, progress=False).vectors.shape == (4, 4)
 
 

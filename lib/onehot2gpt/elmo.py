@@ -375,7 +375,7 @@ class ElmoFeatures:
                     "Split it into shorter pieces"
                 )
             words = [t.lower() for t in tokens] if self.lower else list(tokens)
-            rows.append([self.vocab[BOS]] + self.vocab.encode(words) + [self.vocab[EOS]])
+            rows.append([self.vocab[BOS]] + self.vocab.encode_tokens(words) + [self.vocab[EOS]])
         T = max(map(len, rows))
         ids = torch.full((len(rows), T), self.vocab.stoi.get(PAD, 0), dtype=torch.long)
         for b, row in enumerate(rows):

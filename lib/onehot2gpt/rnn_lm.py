@@ -92,7 +92,7 @@ class NGramLM:
 
     def _padded_ids(self, tokens: Sequence[str]) -> list[int]:
         """<bos>·(n−1) + ids + <eos>: every real token and <eos> gets a full-length context."""
-        return [self.bos] * (self.n - 1) + self.vocab.encode(tokens) + [self.eos]
+        return [self.bos] * (self.n - 1) + self.vocab.encode_tokens(tokens) + [self.eos]
 
     def fit(self, token_lists: Sequence[Sequence[str]]) -> NGramLM:
         """Count the n-grams of sentences (lists of tokens); each is wrapped in <bos> … <eos>.
@@ -124,7 +124,7 @@ class NGramLM:
         """The last n−1 ids of <bos>-padded `context` (a list of tokens)."""
         if isinstance(context, str):
             raise TypeError("context must be a list of tokens, e.g. ['the', 'cat'], not a string")
-        ids = [self.bos] * (self.n - 1) + self.vocab.encode(context)
+        ids = [self.bos] * (self.n - 1) + self.vocab.encode_tokens(context)
         return tuple(ids[len(ids) - (self.n - 1) :]) if self.n > 1 else ()
 
     def _prob_id(self, ctx: tuple[int, ...], w: int) -> float:
@@ -305,7 +305,7 @@ def encode_corpus(token_lists: Sequence[Sequence[str]], vocab: Vocab) -> torch.T
     """
     _check_token_lists(token_lists)
     eos = vocab[EOS]
-    ids = [i for tokens in token_lists for i in vocab.encode(tokens) + [eos]]
+    ids = [i for tokens in token_lists for i in vocab.encode_tokens(tokens) + [eos]]
     return torch.tensor(ids, dtype=torch.long)
 
 

@@ -442,7 +442,7 @@ def attention_source(model, vocab, tokenize):
                 f"not in the model's vocabulary: {unknown}; this model knows "
                 f"{len(vocab)} tokens, e.g. {vocab.itos[4:14]}"
             )
-        ids = torch.tensor([vocab.encode(tokens)])
+        ids = torch.tensor([vocab.encode_tokens(tokens)])
         with evaluating(model):
             if isinstance(model, Seq2SeqTransformer):
                 maps = model.encode(ids, output_attentions=True)[2]

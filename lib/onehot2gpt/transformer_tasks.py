@@ -32,8 +32,8 @@ def encode_pairs(
     """(source, target) strings → src (N, S) ids, tgt (N, T) ids as <bos> target <eos>, padded."""
     if not pairs:
         raise ValueError("no pairs to encode")
-    src = [src_vocab.encode(tokenize(s)) for s, _ in pairs]
-    tgt = [[tgt_vocab[BOS]] + tgt_vocab.encode(tokenize(t)) + [tgt_vocab[EOS]] for _, t in pairs]
+    src = [src_vocab.encode_tokens(tokenize(s)) for s, _ in pairs]
+    tgt = [[tgt_vocab[BOS]] + tgt_vocab.encode_tokens(tokenize(t)) + [tgt_vocab[EOS]] for _, t in pairs]
     if not all(src) or any(len(t) == 2 for t in tgt):
         raise ValueError("a source or target is empty; every pair needs text on both sides")
     return pad_batch(src, src_vocab.pad_id), pad_batch(tgt, tgt_vocab.pad_id)
@@ -103,11 +103,11 @@ def translate(
         raise ValueError(
             f"characters the model never saw: {unknown}; use only {''.join(t for t in src_vocab.itos if len(t) == 1)!r}"
         )
-    src = pad_batch([src_vocab.encode(tokenize(t)) for t in texts], src_vocab.pad_id)
+    src = pad_batch([src_vocab.encode_tokens(tokenize(t)) for t in texts], src_vocab.pad_id)
     out = model.greedy_decode(src, tgt_vocab[BOS], tgt_vocab[EOS], max_new)
     results = []
     for row in out.tolist():
-        tokens = tgt_vocab.decode(row)
+        tokens = tgt_vocab.decode_tokens(row)
         results.append("".join(tokens[: tokens.index(EOS)] if EOS in tokens else tokens))
     return results
 

@@ -4,12 +4,19 @@ Taught in notebook 01 (one-hot and the vocabulary). A :class:`Vocab` maps tokens
 with a frequency cut-off and the four special tokens every later model uses; :func:`one_hot`
 turns ids into 1-of-N vectors and :func:`bag_of_words` sums them.
 
+Every tokenizer of the course has ``encode(text) -> ids`` and ``decode(ids) -> text``; a
+vocabulary also maps token lists (:meth:`Vocab.encode_tokens`, :meth:`Vocab.decode_tokens`).
+
 Example:
     >>> vocab = Vocab.build([tokenize_words("the cat sat on the mat")])
-    >>> vocab.encode(["the", "dog"])          # "dog" was never seen
+    >>> vocab.encode_tokens(["the", "dog"])          # "dog" was never seen
     [4, 1]
-    >>> vocab.decode([4, 1])
+    >>> vocab.decode_tokens([4, 1])
     ['the', '<unk>']
+    >>> vocab.encode("The cat sat.")                 # text: split into words first
+    [4, 5, 8, 1]
+    >>> vocab.decode([4, 5, 8])
+    'the cat sat'
 """
 
 from __future__ import annotations
@@ -67,16 +74,33 @@ def _check_text(text) -> None:
         )
 
 
-class Vocab:
-    """A two-way map between tokens and ids. Specials come first: <pad>=0, <unk>=1, <bos>=2, <eos>=3."""
+SPLITS = ("words", "chars")  # how Vocab.encode splits a text: tokenize_words, or into characters
 
-    def __init__(self, tokens: Sequence[str], counts: dict[str, int] | None = None, specials: Sequence[str] = SPECIALS):
+
+class Vocab:
+    """A two-way map between tokens and ids. Specials come first: <pad>=0, <unk>=1, <bos>=2, <eos>=3.
+
+    `split` says how :meth:`encode` cuts a text into tokens: ``"words"`` (:func:`tokenize_words`)
+    or ``"chars"`` (every character); by default ``"chars"`` when every token is one character,
+    else ``"words"``."""
+
+    def __init__(
+        self,
+        tokens: Sequence[str],
+        counts: dict[str, int] | None = None,
+        specials: Sequence[str] = SPECIALS,
+        split: str | None = None,
+    ):
+        if split is not None and split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS} (or None to infer it from the tokens), got {split!r}")
         self.specials = tuple(specials)
         self.itos: list[str] = list(self.specials) + [t for t in tokens if t not in self.specials]
         if len(set(self.itos)) != len(self.itos):
             raise ValueError("tokens must be unique; pass each token once")
         self.stoi: dict[str, int] = {t: i for i, t in enumerate(self.itos)}
         self.counts: dict[str, int] = dict(counts or {})
+        inferred = "chars" if all(len(t) == 1 for t in self.itos[len(self.specials) :]) else "words"
+        self.split: str = split or inferred
 
     @classmethod
     def build(
@@ -142,31 +166,51 @@ class Vocab:
             )
         return self.unk_id
 
-    def encode(self, tokens: Sequence[str], strict: bool = False) -> list[int]:
-        """Token list → id list (unseen tokens → <unk>)."""
+    def encode_tokens(self, tokens: Sequence[str], strict: bool = False) -> list[int]:
+        """Token list → id list (unseen tokens → <unk>, or a KeyError if `strict`)."""
         if isinstance(tokens, str):
             raise TypeError(
-                "encode takes a list of tokens; tokenize the text first, e.g. vocab.encode(tokenize_words(text))"
+                "encode_tokens takes a list of tokens, e.g. vocab.encode_tokens(tokenize_words(text)); "
+                "for a text use vocab.encode(text)"
             )
         return [self.lookup(t, strict=strict) for t in tokens]
 
-    def decode(self, ids: Iterable[int]) -> list[str]:
+    def decode_tokens(self, ids: Iterable[int]) -> list[str]:
         """Id list (or 1-D tensor) → token list."""
         ids = as_ids(
             list(ids) if not isinstance(ids, (torch.Tensor, list, tuple)) else ids, len(self), dims=1, allow_empty=True
         )
         return [self.itos[i] for i in ids.tolist()]
 
+    def tokenize(self, text: str) -> list[str]:
+        """A text → its tokens, split as :attr:`split` says (words, lower-cased; or characters)."""
+        if not isinstance(text, str):
+            raise TypeError(
+                f"text must be a string, got {type(text).__name__}; for a list of tokens use vocab.encode_tokens"
+            )
+        if not text:
+            raise ValueError("text is empty: give at least one character to encode")
+        return tokenize_words(text) if self.split == "words" else tokenize_chars(text)
+
+    def encode(self, text: str, strict: bool = False) -> list[int]:
+        """A text → ids: :meth:`tokenize`, then :meth:`encode_tokens` (unseen tokens → <unk>, or a
+        KeyError if `strict`)."""
+        return self.encode_tokens(self.tokenize(text), strict=strict)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Ids (list or 1-D tensor) → text: the tokens joined by spaces (words) or nothing (chars)."""
+        return (" " if self.split == "words" else "").join(self.decode_tokens(ids))
+
     def save(self, path: str | Path) -> None:
-        """Write the vocabulary as JSON (tokens in id order, specials, counts)."""
-        data = {"specials": list(self.specials), "itos": self.itos, "counts": self.counts}
+        """Write the vocabulary as JSON (tokens in id order, specials, counts, split)."""
+        data = {"specials": list(self.specials), "itos": self.itos, "counts": self.counts, "split": self.split}
         Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
 
     @classmethod
     def load(cls, path: str | Path) -> Vocab:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         specials = data["specials"]
-        return cls(data["itos"][len(specials) :], counts=data.get("counts"), specials=specials)
+        return cls(data["itos"][len(specials) :], counts=data.get("counts"), specials=specials, split=data.get("split"))
 
 
 def one_hot(ids, vocab_size: int) -> torch.Tensor:

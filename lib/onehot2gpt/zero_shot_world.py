@@ -445,10 +445,13 @@ class WorldTokenizer:
         return sorted({t for t in self.tokenize(text) if t not in self.vocab})
 
     def encode(self, text: str) -> list[int]:
-        return self.vocab.encode(self.tokenize(text))
+        """A text → ids (unknown words → <unk>; an empty text → [], which the experiment's
+        functions report as an empty prompt)."""
+        return self.vocab.encode_tokens(self.tokenize(text))
 
     def decode(self, ids) -> str:
-        text = " ".join(self.vocab.decode(ids)).replace("tl ; dr", "tl;dr")
+        """Ids (list or 1-D tensor) → text, line breaks and "tl;dr" as the corpus writes them."""
+        text = " ".join(self.vocab.decode_tokens(ids)).replace("tl ; dr", "tl;dr")
         return text.replace(f" {NL} ", NL).replace(f" {NL}", NL).replace(f"{NL} ", NL)
 
     def __len__(self) -> int:

@@ -44,7 +44,7 @@ class TokenExplorer(SavedView, W.VBox):
             self.tokens_html.value = self.one_hot_html.value = ""
             return
         shown = tokens[: self.max_tokens]
-        ids = vocab.encode(shown)
+        ids = vocab.encode_tokens(shown)
         self.tokens, self.ids = tokens, ids  # set together: both describe the sentence shown
         n_unk = sum(i == vocab.unk_id for i in ids)
         more = f" (showing the first {self.max_tokens})" if len(tokens) > self.max_tokens else ""
