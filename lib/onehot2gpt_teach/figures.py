@@ -41,7 +41,7 @@ import zlib
 from pathlib import Path
 
 from ._cli import output_folder
-from .figures_canvas import Box, Canvas, _esc, text_width
+from .figures_canvas import Box, Canvas, escape, text_width
 from .figures_drawings import (
     FIGURES,
     attention,
@@ -218,7 +218,7 @@ def figure_markdown(
         raise ValueError(
             f"{folder / png_name(name)} was drawn from another version of {name}: run onehot2gpt-figures first"
         )
-    source = f'<img src="{data_uri(png)}" alt="{_esc(alt)}" width="{width or _svg_width(svg)}"/>'
+    source = f'<img src="{data_uri(png)}" alt="{escape(alt)}" width="{width or _svg_width(svg)}"/>'
     if caption:
         source += f"\n\n*{caption}*"
     return {

@@ -32,7 +32,7 @@ def _num(v: float) -> str:
     return str(int(v)) if v == int(v) else f"{v:g}"
 
 
-def _esc(s: str) -> str:
+def escape(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
@@ -71,7 +71,7 @@ def _rich(label: str, size: float) -> str:
     """
     out, base = [], 0.0
     for text, shift, fs in _parse(label, 0.0, size, 0):
-        text = _esc(text)
+        text = escape(text)
         if shift == 0.0 and base == 0.0:
             out.append(text)
             continue
@@ -283,7 +283,7 @@ class Canvas:
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{_num(self.width)}" '
             f'height="{_num(self.height)}" viewBox="0 0 {_num(self.width)} {_num(self.height)}" '
             f'font-family="{FONT}" role="img">\n'
-            f"<title>{_esc(self.title)}</title>\n<defs>\n"
+            f"<title>{escape(self.title)}</title>\n<defs>\n"
         )
         markers = "".join(
             f'<marker id="{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" '
@@ -295,7 +295,7 @@ class Canvas:
         return head + markers + background + "\n".join(self.parts) + "\n</svg>\n"
 
 
-def _sequence(c: Canvas, x: float, y: float, parts: list[tuple[str, str]], h: float = 34, size: float = 13) -> Box:
+def sequence(c: Canvas, x: float, y: float, parts: list[tuple[str, str]], h: float = 34, size: float = 13) -> Box:
     """Adjacent boxes sized to their text, as one token sequence; returns its bounding box."""
     x0 = x
     for label, kind in parts:

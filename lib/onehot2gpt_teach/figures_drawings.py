@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .figures_canvas import MUTED, Box, Canvas, _sequence
+from .figures_canvas import MUTED, Box, Canvas, sequence
 
 # --------------------------------------------------------------------------- the figures
 
@@ -533,7 +533,7 @@ def gpt1_input_transformations() -> str:
         ends = []
         for i, seq in enumerate(seqs):
             yy = y + 44 * i
-            bb = _sequence(c, 150, yy, seq, h=30, size=12)
+            bb = sequence(c, 150, yy, seq, h=30, size=12)
             tr = c.box(600, yy, 120, 30, "Transformer", "attn", 13)
             c.arrow(bb.right, tr.left)
             if how == "softmax":

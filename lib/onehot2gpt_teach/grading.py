@@ -89,7 +89,7 @@ from .grading_checks import (
 )
 from .grading_kernel import MAX_RESTARTS, PROBE_SECONDS, grade_submission, network_isolation_available
 from .grading_reports import duplicates, markdown_report, write_csv, write_feedback, write_reports, write_wide_csv
-from .grading_workers import JOURNAL, MEMORY_GB, WORKER_GRACE, _worker, grade, read_journal
+from .grading_workers import JOURNAL, MEMORY_GB, WORKER_GRACE, grade, read_journal, run_worker
 
 __all__ = [
     "CSV_COLUMNS",
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     """Command line: grade a folder of submissions, write the reports."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) == 2 and argv[0] == "--worker":
-        return _worker(argv[1])
+        return run_worker(argv[1])
     parser = argparse.ArgumentParser(
         prog="onehot2gpt-grade",
         description="Run submitted student notebooks in fresh kernels, one process each, and grade "

@@ -38,7 +38,7 @@ class ExerciseResult:
 
     def row(self) -> dict[str, str]:
         """The result as a dict keyed by CSV_COLUMNS."""
-        return {name: _number(v) if isinstance(v := getattr(self, name), float) else v for name in CSV_COLUMNS}
+        return {name: points_text(v) if isinstance(v := getattr(self, name), float) else v for name in CSV_COLUMNS}
 
     @classmethod
     def from_row(cls, row: dict) -> ExerciseResult:
@@ -51,7 +51,7 @@ class ExerciseResult:
         )
 
 
-def _number(x: float) -> str:
+def points_text(x: float) -> str:
     """1.0 → "1", 0.5 → "0.5"."""
     return f"{x:g}"
 
@@ -212,13 +212,13 @@ def find_submissions(submissions_dir: str | Path, reference_dir: str | Path) -> 
 
 
 @dataclass
-class _Step:
+class Step:
     source: str
     label: str  # "cell 7" (1-based position in the submission) or "check"
     check: int | None = None  # index into the reference checks
 
 
-def plan_cells(notebook, checks: list[ReferenceCheck]) -> tuple[list[_Step], list[str]]:
+def plan_cells(notebook, checks: list[ReferenceCheck]) -> tuple[list[Step], list[str]]:
     """The steps to run for a submission (its code cells, each of its check cells replaced by
     the reference check) and, per reference check, ``"ok"``, ``"modified"`` or ``"missing"``.
     A missing check goes right after the submission's copy of the code cell before it in the
@@ -272,18 +272,18 @@ def plan_cells(notebook, checks: list[ReferenceCheck]) -> tuple[list[_Step], lis
                 break
         inserted_after.setdefault(anchor, []).append(k)
     for k in inserted_after.pop(-1, []):  # an empty notebook: checks only
-        steps.append(_Step(checks[k].source, "check", k))
+        steps.append(Step(checks[k].source, "check", k))
     for i, cell in enumerate(cells):
         if i in matched:
-            steps.append(_Step(checks[matched[i]].source, "check", matched[i]))
+            steps.append(Step(checks[matched[i]].source, "check", matched[i]))
         elif cell.get("cell_type") == "code" and "check" not in _tags(cell):
-            steps.append(_Step(_source(cell), f"cell {i + 1}"))
+            steps.append(Step(_source(cell), f"cell {i + 1}"))
         for k in inserted_after.get(i, []):
-            steps.append(_Step(checks[k].source, "check", k))
+            steps.append(Step(checks[k].source, "check", k))
     return steps, status
 
 
-def _check_prelude(check_source: str, answers: str | Path | None = None, hidden_seeds=()) -> str:
+def check_prelude(check_source: str, answers: str | Path | None = None, hidden_seeds=()) -> str:
     """Code run just before a reference check: reload the exercises module and bind again the
     check names the cell uses, so that a check_* redefined by the student cannot stand in; with
     `answers`, make the checks record the student's answers to that file (and for the inputs of
@@ -311,7 +311,7 @@ def _check_prelude(check_source: str, answers: str | Path | None = None, hidden_
     return "\n".join(lines) + "\n"
 
 
-_STOP_RECORDING = (
+STOP_RECORDING = (
     "import onehot2gpt.exercises.checking as _grading_checking\n"
     "_grading_checking.stop_recording()\ndel _grading_checking\n"
 )

@@ -23,11 +23,11 @@ except ImportError as exc:  # these come with the test extra, not with the libra
     raise ImportError(f"grading needs nbclient, nbformat and ipykernel ({exc}): pip install -e '.[test]'") from exc
 
 from .grading_checks import (
-    _STOP_RECORDING,
+    STOP_RECORDING,
     ExerciseResult,
+    Step,
     Submission,
-    _check_prelude,
-    _Step,
+    check_prelude,
     one_line,
     plan_cells,
     reference_checks,
@@ -44,9 +44,15 @@ PROBE_SECONDS = 2  # after interrupting a cell: how long the kernel may take to 
 
 # How this process starts kernels: a command before the kernel's own (["unshare", "-rn"] to cut
 # the network) and whether the kernel talks to us over Unix sockets (a kernel in a network
-# namespace of its own cannot reach our TCP ports). Set by a grading process (:func:`_worker`).
+# namespace of its own cannot reach our TCP ports). Set by a grading process (:func:`run_worker`).
 _KERNEL: dict = {"prefix": [], "ipc": False}
 _UNSHARE = ["unshare", "--user", "--map-root-user", "--net"]
+
+
+def isolate_kernels() -> None:
+    """From now on, start this process's kernels without network, talking over Unix sockets (see
+    :func:`network_isolation_available`)."""
+    _KERNEL.update(prefix=list(_UNSHARE), ipc=True)
 
 
 def network_isolation_available() -> bool:
@@ -101,7 +107,7 @@ class _Run:
 
     def __init__(
         self,
-        steps: list[_Step],
+        steps: list[Step],
         n_checks: int,
         workdir: str,
         cell_timeout: float,
@@ -115,7 +121,7 @@ class _Run:
         self.results: list[tuple[str, str] | None] = [None] * n_checks
         self.deadline = time.monotonic() + timeout
         self.timeout_name = f"GradingTimeout_{secrets.token_hex(4)}"  # no student cell raises it
-        self.replay: list[_Step] = []  # cells that ran cleanly: re-run after a restart
+        self.replay: list[Step] = []  # cells that ran cleanly: re-run after a restart
         self.problems: list[tuple[int, str, str]] = []  # (step position, status, "cell 5 …")
         self.restarts = 0
         self.client: _Client | None = None
@@ -222,10 +228,10 @@ class _Run:
             source, answers = step.source, None
             if step.check is not None:
                 answers = Path(self.answers_dir) / f"answers-{position}-{secrets.token_hex(4)}.pt"
-                source = _check_prelude(source, answers, self.hidden_seeds) + source
+                source = check_prelude(source, answers, self.hidden_seeds) + source
             outcome = await self._execute(client, source, limit)
             if answers is not None and outcome.status in ("ok", "error"):
-                await self._execute(client, _STOP_RECORDING, PROBE_SECONDS)
+                await self._execute(client, STOP_RECORDING, PROBE_SECONDS)
             self._record(position, step, outcome, limit, answers)
             position += 1
             if outcome.status == "dead":
@@ -265,7 +271,7 @@ class _Run:
             return section[-1]
         return earlier[0] if earlier and undefined else ("", "")
 
-    def _record(self, position: int, step: _Step, outcome: _Outcome, limit: float, answers: Path | None = None) -> None:
+    def _record(self, position: int, step: Step, outcome: _Outcome, limit: float, answers: Path | None = None) -> None:
         what = step.label if step.check is None else "the check"
         if limit >= self.cell_timeout:
             timed_out = f"{what} timed out after {limit:g} s and was interrupted"
@@ -301,7 +307,7 @@ class _Run:
 _RESULT_OF = {"timeout": "timeout", "dead": "crash"}  # a check's result after such a problem
 
 
-def _read_notebook(path: Path):
+def read_notebook(path: Path):
     """nbformat's reading plus the structure the grader relies on; raises ValueError."""
     try:
         notebook = nbformat.read(path, as_version=4)
@@ -361,13 +367,13 @@ def _grade_submission(
             "of that name; rename it like the course notebook it answers"
         )
     try:
-        checks = reference_checks(_read_notebook(submission.reference))
+        checks = reference_checks(read_notebook(submission.reference))
     except ValueError as exc:
         return file_error(f"reference {submission.reference}: {exc}")
     if not checks:
         return file_error(f"reference {submission.reference} has no cell tagged 'check'")
     try:
-        notebook = _read_notebook(submission.path)
+        notebook = read_notebook(submission.path)
     except ValueError as exc:
         return rows([("error", str(exc))] * len(checks))
     steps, status = plan_cells(notebook, checks)

@@ -7,7 +7,7 @@ import csv
 import re
 from pathlib import Path
 
-from .grading_checks import CSV_COLUMNS, ExerciseResult, _number
+from .grading_checks import CSV_COLUMNS, ExerciseResult, points_text
 
 # --------------------------------------------------------------------------------------------
 # Reports
@@ -78,7 +78,7 @@ def markdown_report(results: list[ExerciseResult], settings: str = "") -> str:
             problems.insert(0, f"duplicate: not counted, {not_counted[file]} counts")
         score = f"{passed}/{len(exercises)}" if exercises else "–"
         points = (
-            f"{_number(sum(r.points for r in exercises))}/{_number(sum(r.max_points for r in exercises))}"
+            f"{points_text(sum(r.points for r in exercises))}/{points_text(sum(r.max_points for r in exercises))}"
             if exercises
             else "–"
         )
@@ -110,7 +110,7 @@ def markdown_report(results: list[ExerciseResult], settings: str = "") -> str:
             "|---|---|---|---|---|",
         ]
         for r in rows:
-            pts = f"{_number(r.points)}/{_number(r.max_points)}" if r.exercise else ""
+            pts = f"{points_text(r.points)}/{points_text(r.max_points)}" if r.exercise else ""
             lines.append(
                 f"| {_cell(r.exercise or '(file)')} | {mark.get(r.result, r.result)} | {pts} | "
                 f"{r.check_cell} | {_cell(r.message)} |"
@@ -141,9 +141,9 @@ def write_wide_csv(results: list[ExerciseResult], path: str | Path) -> Path:
             writer.writerow(
                 [
                     student,
-                    _number(sum(earned.values())),
-                    _number(sum(columns.values())),
-                    *(_number(earned.get(c, 0.0)) for c in columns),
+                    points_text(sum(earned.values())),
+                    points_text(sum(columns.values())),
+                    *(points_text(earned.get(c, 0.0)) for c in columns),
                     "; ".join(files),
                     "; ".join(extra),
                 ]
@@ -171,7 +171,7 @@ def write_feedback(results: list[ExerciseResult], folder: str | Path) -> Path:
         rows = [r for r in counted if r.student == student]
         lines = [f"# Feedback for {student}", ""]
         total, most = sum(r.points for r in rows if r.exercise), sum(r.max_points for r in rows if r.exercise)
-        lines += [f"Points: **{_number(total)} of {_number(most)}**.", ""]
+        lines += [f"Points: **{points_text(total)} of {points_text(most)}**.", ""]
         for notebook in dict.fromkeys(r.notebook for r in rows):
             mine = [r for r in rows if r.notebook == notebook]
             lines += [f"## {notebook} ({mine[0].file})", ""]
@@ -184,7 +184,7 @@ def write_feedback(results: list[ExerciseResult], folder: str | Path) -> Path:
                     ]
             lines += ["| exercise | result | points | what to look at |", "|---|---|---|---|"]
             for r in mine:
-                pts = f"{_number(r.points)}/{_number(r.max_points)}" if r.exercise else ""
+                pts = f"{points_text(r.points)}/{points_text(r.max_points)}" if r.exercise else ""
                 lines.append(f"| {_cell(r.exercise or '(file)')} | {r.result} | {pts} | {_cell(r.message)} |")
             lines.append("")
         (folder / f"{name}.md").write_text("\n".join(lines), encoding="utf-8")

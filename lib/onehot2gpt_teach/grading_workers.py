@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from .grading_checks import ExerciseResult, Submission, find_submissions, reference_checks
-from .grading_kernel import _KERNEL, _UNSHARE, _read_notebook, grade_submission, network_isolation_available
+from .grading_kernel import grade_submission, isolate_kernels, network_isolation_available, read_notebook
 
 # --------------------------------------------------------------------------------------------
 # A class: one process per submission, several at a time, a journal to resume from
@@ -32,7 +32,7 @@ def _file_rows(submission: Submission, result: str, message: str) -> list[Exerci
     """Every exercise of the submission's course notebook with one result (or one file row)."""
     notebook = submission.reference.name if submission.reference else submission.path.name
     try:
-        checks = reference_checks(_read_notebook(submission.reference)) if submission.reference else []
+        checks = reference_checks(read_notebook(submission.reference)) if submission.reference else []
     except ValueError:
         checks = []
     if not checks:
@@ -60,7 +60,7 @@ def _limit_resources(memory_gb: float | None) -> list[str]:
     return done
 
 
-def _worker(spec_path: str) -> int:
+def run_worker(spec_path: str) -> int:
     """``python -m onehot2gpt_teach.grading --worker SPEC``: grade one submission in this process (its
     kernel a child of it) and write the rows to the spec's result file."""
     import json
@@ -70,7 +70,7 @@ def _worker(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     _limit_resources(spec.get("memory_gb"))
     if not spec.get("network", True) and network_isolation_available():
-        _KERNEL.update(prefix=list(_UNSHARE), ipc=True)
+        isolate_kernels()
     home = tempfile.mkdtemp(prefix="onehot2gpt-home-")  # a private HOME for the kernel
     os.environ.update(
         HOME=home,
