@@ -147,17 +147,31 @@ def gradescope_bundle(
         add_text("run_autograder", _RUN_AUTOGRADER.format(), 0o755)
         add_text(SETTINGS, json.dumps(settings, indent=2))
         add_text("course/notebooks/" + path.name, path.read_text(encoding="utf-8"))
-        for file in ("pyproject.toml", "README.md", "lib/onehot2gpt/assets/registry.json"):
+        for file in ("pyproject.toml", "README.md", "LICENSE"):
             if (_REPO / file).exists():
                 z.write(_REPO / file, "course/" + file)
-        for package in ("onehot2gpt", "onehot2gpt_teach"):
-            for file in sorted((_REPO / "lib" / package).rglob("*.py")):
-                z.write(file, "course/" + file.relative_to(_REPO).as_posix())
+        for file in _library_files():
+            z.write(file, "course/" + file.relative_to(_REPO).as_posix())
         for name in shipped:
             for file in sorted((_REPO / "lib" / "onehot2gpt" / "assets" / "checkpoints" / name).iterdir()):
                 z.write(file, f"course/lib/onehot2gpt/assets/checkpoints/{name}/{file.name}")
     tmp.replace(out)
     return out
+
+
+def _library_files() -> list[Path]:
+    """What the bundle's non-editable install needs of lib/: the library with its package data (the
+    registry, the recorded results, the JavaScript of bertviz's views) but not the checkpoints,
+    which are shipped by name; of the lecturer's tools the Python alone (the grader's part)."""
+    library = _REPO / "lib" / "onehot2gpt"
+    files = [
+        f
+        for f in library.rglob("*")
+        if f.is_file()
+        and "__pycache__" not in f.parts
+        and not f.relative_to(library).as_posix().startswith("assets/checkpoints/")
+    ]
+    return sorted(files + list((_REPO / "lib" / "onehot2gpt_teach").rglob("*.py")))
 
 
 def gradescope_results(results, settings: dict | None = None) -> dict:

@@ -155,8 +155,8 @@ def rasterize(svg: bytes, scale: float = PNG_SCALE) -> bytes:
 
 
 def _palette(png: bytes, colours: int = 64) -> bytes:
-    """The PNG reduced to a palette of `colours` (flat-coloured diagrams lose nothing visible;
-    the file, embedded in two notebooks, shrinks about 3×). Pillow comes with matplotlib."""
+    """The PNG reduced to a palette of `colours` (flat-coloured diagrams lose nothing visible,
+    and the file the notebooks embed gets several times smaller). Pillow comes with matplotlib."""
     import io
 
     from PIL import Image
