@@ -147,3 +147,12 @@ def test_no_module_of_the_tools_imports_another_modules_private_names():
                     if alias.name.startswith("_") and not alias.name.startswith("__")
                 ]
     assert not found, f"private names imported across modules: {found}"
+
+
+def test_prepare_changes_no_notebook_when_one_is_missing(tmp_path, capsys):
+    notebook = tmp_path / "01_x.ipynb"
+    notebook.write_text("not json")  # would fail if prepare reached it
+    missing = tmp_path / "02_missing.ipynb"
+    err = _error(course.main, [str(notebook), str(missing)], capsys)
+    assert f"notebook {missing}: no such file" in err, err
+    assert notebook.read_text() == "not json"

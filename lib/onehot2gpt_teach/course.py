@@ -186,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--root", type=Path, default=Path("."), help="the repository root (default: .)")
     args = p.parse_args(argv)
     input_folder(p, "--root", args.root)
-    for path in args.notebooks:
-        input_file(p, "notebook", path)
+    paths = [input_file(p, "notebook", path) for path in args.notebooks]  # all found before any is changed
+    for path in paths:
         print(f"{path}: {'updated' if prepare_file(path, args.root) else 'already prepared'}")
     return 0
 
