@@ -433,10 +433,10 @@ def test_fill_mask_ranks_the_mlm_distribution():
         BertConfig(vocab_size=len(tok), d_model=16, n_layers=1, n_heads=2, d_ff=32, max_len=12)
     ).eval()
     result = fill_mask(model, tok, "the [MASK] sat on the [MASK]", top_k=4)
-    enc = tok.encode("the [MASK] sat on the [MASK]")
-    positions = [i for i, t in enumerate(enc["input_ids"]) if t == tok.mask_id]
+    ids = tok.encode("the [MASK] sat on the [MASK]")
+    positions = [i for i, t in enumerate(ids) if t == tok.mask_id]
     assert [p for p, _ in result] == positions
-    logits = model(torch.tensor([enc["input_ids"]])).mlm_logits[0, positions[1]]
+    logits = model(torch.tensor([ids])).mlm_logits[0, positions[1]]
     values, index = torch.softmax(logits, -1).topk(4)
     assert [t for t, _ in result[1][1]] == tok.convert_ids_to_tokens(index.tolist())
     assert [p for _, p in result[1][1]] == pytest.approx(values.tolist(), abs=1e-6)
@@ -479,7 +479,7 @@ def test_attention_source_gives_the_maps_of_the_model_for_one_or_two_sentences()
     tokens, maps = source("the cat sat")
     assert tokens == ["[CLS]", "the", "cat", "sat", "[SEP]"]
     assert len(maps) == 2 and maps[0].shape == (1, 2, 5, 5)
-    ids = torch.tensor([tok.encode("the cat sat")["input_ids"]])
+    ids = torch.tensor([tok.encode("the cat sat")])
     model.eval()
     expected = model.bert(ids, output_attentions=True).attentions
     torch.testing.assert_close(maps[1], expected[1])
@@ -488,7 +488,7 @@ def test_attention_source_gives_the_maps_of_the_model_for_one_or_two_sentences()
     assert model.training  # the mode is given back
     tokens, maps = source("the cat [SEP] a dog")
     assert tokens == ["[CLS]", "the", "cat", "[SEP]", "a", "dog", "[SEP]"]
-    pair = tok.encode("the cat", "a dog")
+    pair = tok("the cat", "a dog")
     model.eval()
     expected = model.bert(
         torch.tensor([pair["input_ids"]]), torch.tensor([pair["token_type_ids"]]), output_attentions=True
@@ -527,7 +527,7 @@ def test_mlm_continue_writes_with_the_course_bert():
     model, tok, _, _ = load("bert-wikitext2")
     text = mlm_continue(model, tok, "the river flows through the city", 5)
     assert isinstance(text, str) and text.strip()
-    ids = tok.encode("the river flows through the city")["input_ids"][:-1]
+    ids = tok.encode("the river flows through the city")[:-1]
     with torch.no_grad():  # the first new token, by hand
         first = int(model(torch.tensor([ids + [tok.mask_id, tok.sep_id]])).mlm_logits[0, len(ids)].argmax())
     assert text.startswith(tok.decode([first]))

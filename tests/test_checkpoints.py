@@ -129,7 +129,7 @@ def test_the_pip_minilm_loads_by_name_as_the_course_bert_with_its_wordpiece_toke
     hf_model, hf_tokenizer = load_minilm()
     assert len(tokenizer) == config.vocab_size == hf_model.config.vocab_size
     sentence = "The river bank was full of money."
-    assert tokenizer.encode(sentence)["input_ids"] == hf_tokenizer(sentence)["input_ids"]
+    assert tokenizer.encode(sentence) == hf_tokenizer(sentence)["input_ids"]
     ids = torch.tensor([hf_tokenizer(sentence)["input_ids"]])
     with torch.no_grad():
         torch.testing.assert_close(model(ids)[0], hf_model(ids).last_hidden_state, atol=1e-4, rtol=1e-4)

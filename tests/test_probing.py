@@ -166,7 +166,7 @@ def word_model():
 
 
 def hidden_states(bert, tok, text):
-    ids = torch.tensor([tok.encode(text)["input_ids"]])
+    ids = torch.tensor([tok.encode(text)])
     with torch.no_grad():
         return torch.stack(bert(ids, output_hidden_states=True).hidden_states, dim=2)[0]  # (T, L+1, D)
 

@@ -129,7 +129,7 @@ def test_tokens_match_hugging_face(tok, hf, wiki_sentences):
 
 def test_single_text_ids_match_hugging_face(tok, hf, wiki_sentences):
     for text in SAMPLES + wiki_sentences:
-        ours, theirs = tok.encode(text), hf(text)
+        ours, theirs = tok(text), hf(text)
         for key in ("input_ids", "token_type_ids", "attention_mask"):
             assert ours[key] == theirs[key], (key, repr(text))
 
@@ -137,22 +137,34 @@ def test_single_text_ids_match_hugging_face(tok, hf, wiki_sentences):
 def test_pair_ids_match_hugging_face(tok, hf, wiki_sentences):
     texts = SAMPLES + wiki_sentences[:60]
     for a, b in zip(texts, texts[1:] + texts[:1]):
-        ours, theirs = tok.encode(a, b), hf(a, b)
+        ours, theirs = tok(a, b), hf(a, b)
         assert ours["input_ids"] == theirs["input_ids"], (a, b)
         assert ours["token_type_ids"] == theirs["token_type_ids"], (a, b)
 
 
 def test_without_special_tokens_matches_hugging_face(tok, hf):
     for a, b in [("Hello there", None), ("Hello there", "General Kenobi!"), ("", "x")]:
-        ours = tok.encode(a, b, add_special_tokens=False)
+        ours = tok(a, b, add_special_tokens=False)
         theirs = hf(a, b, add_special_tokens=False)
         assert ours["input_ids"] == theirs["input_ids"]
         assert ours["token_type_ids"] == theirs["token_type_ids"]
 
 
-def test_empty_text_encodes_to_cls_sep_like_hugging_face(tok, hf):
+def test_empty_text_calls_to_cls_sep_like_hugging_face_and_encode_refuses_it(tok, hf):
     assert tok.tokenize("") == []
-    assert tok.encode("")["input_ids"] == hf("")["input_ids"] == [tok.cls_id, tok.sep_id]
+    assert tok("")["input_ids"] == hf("")["input_ids"] == [tok.cls_id, tok.sep_id]
+    for empty in ("", "   "):
+        with pytest.raises(ValueError, match="text is empty"):
+            tok.encode(empty)
+
+
+def test_encode_gives_the_ids_of_a_call_like_hugging_face_encode(tok, hf, wiki_sentences):
+    texts = SAMPLES[:12] + wiki_sentences[:20]
+    for a, b in zip(texts, [None] * 6 + texts[6:]):
+        ours = tok.encode(a, b)
+        assert ours == tok(a, b)["input_ids"] == hf.encode(a, b), (a, b)
+        assert all(isinstance(i, int) for i in ours)
+    assert tok.encode("the cat", max_len=3, truncation=True) == hf.encode("the cat", max_length=3, truncation=True)
 
 
 def test_truncation_matches_hugging_face_longest_first(tok, hf):
@@ -166,14 +178,14 @@ def test_truncation_matches_hugging_face_longest_first(tok, hf):
     ]
     for a in texts:
         for b in texts:
-            n = len(tok.encode(a, b)["input_ids"])
+            n = len(tok(a, b)["input_ids"])
             for max_len in range(3, n + 2):
-                ours = tok.encode(a, b, max_len=max_len, truncation=True)
+                ours = tok(a, b, max_len=max_len, truncation=True)
                 theirs = hf(a, b, max_length=max_len, truncation=True)
                 assert ours["input_ids"] == theirs["input_ids"], (a, b, max_len)
                 assert ours["token_type_ids"] == theirs["token_type_ids"], (a, b, max_len)
         for max_len in range(2, 12):
-            ours = tok.encode(a, max_len=max_len, truncation=True)
+            ours = tok(a, max_len=max_len, truncation=True)
             assert ours["input_ids"] == hf(a, max_length=max_len, truncation=True)["input_ids"]
 
 
@@ -191,7 +203,7 @@ def test_batch_matches_hugging_face_padding(tok, hf, wiki_sentences):
 
 def test_decode_matches_hugging_face(tok, hf, wiki_sentences):
     for text in SAMPLES[:12] + wiki_sentences[:50]:
-        ids = tok.encode(text)["input_ids"]
+        ids = tok.encode(text)
         assert tok.decode(ids) == hf.decode(ids, skip_special_tokens=True), repr(text)
         assert tok.decode(ids, skip_special_tokens=False) == hf.decode(ids), repr(text)
 
@@ -437,7 +449,7 @@ def test_cased_tokenizer_keeps_case():
 def test_decode_round_trips_in_vocabulary_text(tok, wiki_sentences):
     checked = 0
     for text in SAMPLES + wiki_sentences:
-        ids = tok.encode(text)["input_ids"]
+        ids = tok(text)["input_ids"]  # SAMPLES hold the empty text, which encode refuses
         if tok.unk_id in ids:
             continue
         assert tok.decode(ids, clean_up_spaces=False) == " ".join(pretokenize(text)), repr(text)
@@ -460,14 +472,14 @@ def test_save_load_round_trip(tmp_path, tiny, tok, model_dir):
     assert (tmp_path / "vocab.txt").read_text(encoding="utf-8").splitlines() == tiny.itos
     again = WordPieceTokenizer.from_vocab_file(tmp_path / "vocab.txt")
     assert again.itos == tiny.itos
-    assert again.encode("abcde!", "un")["input_ids"] == tiny.encode("abcde!", "un")["input_ids"]
+    assert again("abcde!", "un")["input_ids"] == tiny("abcde!", "un")["input_ids"]
     tok.save(tmp_path)  # a directory gets vocab.txt
     original = (model_dir / "vocab.txt").read_text(encoding="utf-8").splitlines()
     assert (tmp_path / "vocab.txt").read_text(encoding="utf-8").splitlines() == original
 
 
 def test_encode_pair_layout(tiny):
-    out = tiny.encode("abc", "un!")
+    out = tiny("abc", "un!")
     cls, sep = tiny.cls_id, tiny.sep_id
     assert out["input_ids"] == [cls, tiny.stoi["abc"], sep, tiny.stoi["un"], tiny.stoi["!"], sep]
     assert out["token_type_ids"] == [0, 0, 0, 1, 1, 1]
@@ -476,15 +488,15 @@ def test_encode_pair_layout(tiny):
 
 def test_max_len_is_an_error_unless_truncating(tiny):
     with pytest.raises(ValueError, match=r"6 tokens but max_len is 4.*truncation=True"):
-        tiny.encode("abc", "un!", max_len=4)
-    full = tiny.encode("abc", "un!")
-    assert tiny.encode("abc", "un!", max_len=6) == full
-    cut = tiny.encode("abc", "un!", max_len=5, truncation=True)
+        tiny("abc", "un!", max_len=4)
+    full = tiny("abc", "un!")
+    assert tiny("abc", "un!", max_len=6) == full
+    cut = tiny("abc", "un!", max_len=5, truncation=True)
     assert len(cut["input_ids"]) == 5 and cut["token_type_ids"] == [0, 0, 0, 1, 1]
     with pytest.raises(ValueError, match="special tokens"):
-        tiny.encode("abc", "un", max_len=2, truncation=True)
+        tiny("abc", "un", max_len=2, truncation=True)
     with pytest.raises(ValueError, match="needs max_len"):
-        tiny.encode("abc", truncation=True)
+        tiny("abc", truncation=True)
 
 
 def test_encode_batch_pads_and_masks(tiny):
@@ -492,7 +504,7 @@ def test_encode_batch_pads_and_masks(tiny):
 
     texts = ["abc", "un ab abcde !", ""]
     batch = tiny.encode_batch(texts)
-    rows = [tiny.encode(t) for t in texts]
+    rows = [tiny(t) for t in texts]
     T = max(len(r["input_ids"]) for r in rows)
     assert batch["input_ids"].shape == batch["attention_mask"].shape == (3, T)
     for b, row in enumerate(rows):

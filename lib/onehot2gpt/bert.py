@@ -510,7 +510,7 @@ def fill_mask(model: BertForPreTraining, tokenizer, text: str, top_k: int = 5):
     _require_mlm_head(model, "fill_mask", ("bert", "mlm"))
     if not isinstance(text, str) or not text.strip():
         raise ValueError("type a sentence with [MASK] where a word is missing, e.g. 'the cat sat on the [MASK] .'")
-    enc = tokenizer.encode(text)
+    enc = tokenizer(text)
     ids = enc["input_ids"]
     positions = [i for i, t in enumerate(ids) if t == tokenizer.mask_id]
     if not positions:
@@ -565,7 +565,7 @@ def mlm_continue(model: BertForPreTraining, tokenizer, text: str, n_new: int = 1
         raise ValueError("give some text for the model to continue")
     if n_new < 1:
         raise ValueError(f"n_new must be at least 1, got {n_new}")
-    ids = tokenizer.encode(text)["input_ids"][:-1]  # [CLS] … without the final [SEP]
+    ids = tokenizer.encode(text)[:-1]  # [CLS] … without the final [SEP]
     if len(ids) + n_new + 2 > model.config.max_len:
         raise ValueError(f"{len(ids)} tokens + {n_new} new ones do not fit the model's {model.config.max_len}")
     start = len(ids)
@@ -638,7 +638,7 @@ def attention_source(model, tokenizer):
         if not isinstance(text, str) or not text.strip() or not tokenizer.tokenize(text.replace("[SEP]", " ")):
             raise ValueError("the text is empty: type a sentence to see its attention")
         first, _, second = text.partition("[SEP]")
-        enc = tokenizer.encode(first, second if second.strip() else None)
+        enc = tokenizer(first, second if second.strip() else None)
         ids = enc["input_ids"]
         if len(ids) > bert.config.max_len:
             raise ValueError(

@@ -21,10 +21,12 @@ Example:
     ...                           "un", "##aff", "##able", "!"])
     >>> tok.tokenize("Unaffable!")
     ['un', '##aff', '##able', '!']
-    >>> tok.encode("Unaffable!")["input_ids"]
+    >>> tok.encode("Unaffable!")
     [2, 5, 6, 7, 8, 3]
     >>> tok.decode([2, 5, 6, 7, 8, 3])
     'unaffable!'
+    >>> tok("Unaffable!")["token_type_ids"]          # Hugging Face's call: every list
+    [0, 0, 0, 0, 0, 0]
 """
 
 from __future__ import annotations
@@ -505,9 +507,26 @@ class WordPieceTokenizer:
         add_special_tokens: bool = True,
         max_len: int | None = None,
         truncation: bool = False,
+    ) -> list[int]:
+        """Text (and optional second text) → its ids, ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``
+        (Hugging Face's ``tokenizer.encode``); the same arguments as calling the tokenizer, which
+        also gives the token types and the attention mask. An empty `text` is a ValueError.
+        """
+        _check_text(text)
+        if not text.strip():
+            raise ValueError("text is empty: give at least one word to encode")
+        return self(text, text_pair, add_special_tokens, max_len, truncation)["input_ids"]
+
+    def __call__(
+        self,
+        text: str,
+        text_pair: str | None = None,
+        add_special_tokens: bool = True,
+        max_len: int | None = None,
+        truncation: bool = False,
     ) -> dict[str, list[int]]:
         """Text (and optional second text) → ``input_ids``, ``token_type_ids``,
-        ``attention_mask``, each a list of T ints.
+        ``attention_mask``, each a list of T ints (like calling a Hugging Face tokenizer).
 
         With special tokens: ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``; token type 0 up to
         and including the first ``[SEP]``, 1 for B and its ``[SEP]``. A result longer than
@@ -516,7 +535,7 @@ class WordPieceTokenizer:
         "able" is unknown (id 1): the vocabulary has only "##able", which continues a word.
 
         Example:
-            >>> enc = tok.encode("un", "able")     # doctest: +SKIP
+            >>> enc = tok("un", "able")     # doctest: +SKIP
             >>> enc["input_ids"], enc["token_type_ids"]   # doctest: +SKIP
             ([2, 5, 3, 1, 3], [0, 0, 0, 1, 1])
         """
@@ -611,7 +630,7 @@ class WordPieceTokenizer:
         if text_pairs is not None and len(text_pairs) != len(texts):
             raise ValueError(f"got {len(texts)} texts but {len(text_pairs)} text_pairs; pass one pair per text")
         pairs = text_pairs if text_pairs is not None else [None] * len(texts)
-        rows = [self.encode(a, b, max_len=max_len, truncation=truncation) for a, b in zip(texts, pairs)]
+        rows = [self(a, b, max_len=max_len, truncation=truncation) for a, b in zip(texts, pairs)]
         T = max(len(r["input_ids"]) for r in rows)
         pad = {"input_ids": self.pad_id, "token_type_ids": 0, "attention_mask": 0}
         return {
@@ -628,7 +647,7 @@ class WordPieceTokenizer:
         ``. , ! ?``; lower-casing, accents and the spaces around other punctuation are lost.
 
         Example:
-            >>> tok.decode(tok.encode("Unaffable!")["input_ids"])   # doctest: +SKIP
+            >>> tok.decode(tok.encode("Unaffable!"))   # doctest: +SKIP
             'unaffable!'
         """
         ids = as_ids(
