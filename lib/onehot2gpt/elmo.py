@@ -51,15 +51,7 @@ from onehot2gpt.checkpoints import WEIGHTS, config_from_record, fill_module, sav
 from onehot2gpt.utils import as_ids, evaluating
 from onehot2gpt.vocab import BOS, EOS, PAD, Vocab
 
-__all__ = [
-    "BiLMConfig",
-    "BiLM",
-    "ScalarMix",
-    "ElmoFeatures",
-    "reverse_padded",
-    "save_bilm",
-    "split_sentences",
-]
+__all__ = ["BiLMConfig", "BiLM", "ScalarMix", "ElmoFeatures", "reverse_padded", "save_bilm", "split_sentences"]
 
 _WEIGHTS = WEIGHTS
 
