@@ -48,6 +48,12 @@ def parse(
     parser.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="change one setting (repeatable)"
     )
+    if laptop:
+        parser.add_argument(
+            "--laptop",
+            action="store_true",
+            help="the 2-core variant: " + ", ".join(f"{k}={v!r}" for k, v in laptop.items()),
+        )
     if extra is not None:
         extra(parser)
     args = parser.parse_args(argv)

@@ -47,13 +47,7 @@ _PLAIN = dict(MASK_PROB=0.15, BF16=False, EXPLICIT_ATTENTION=False, CHUNKED_LOSS
 
 
 def main() -> None:
-    defaults = _recipe.constants(globals())
-    args = _recipe.parse(
-        __doc__.split("\n")[0],
-        defaults,
-        extra=lambda p: p.add_argument("--laptop", action="store_true", help="the 2-core variant: " + str(laptop)),
-        laptop=laptop,
-    )
+    args = _recipe.parse(__doc__.split("\n")[0], _recipe.constants(globals()), laptop=laptop)
     s = args.settings
     import json
     import time
