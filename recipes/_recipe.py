@@ -28,12 +28,12 @@ def constants(namespace: dict) -> dict:
 
 
 def parse(
-    description: str, defaults: dict, *, gpu: bool = True, extra=None, laptop: dict | None = None, argv=None
+    description: str, defaults: dict, *, gpu: bool = True, laptop: dict | None = None, argv=None
 ) -> argparse.Namespace:
     """The recipe's command line → its arguments: ``--out DIR`` (required; a new or empty folder
     that can be written), ``--device`` (cpu, or cuda where `gpu`), ``--dry-run`` and
-    ``--set NAME=VALUE``; `extra(parser)` adds the recipe's own options. With `laptop` (a dict of
-    settings) a ``--laptop`` option applies it before ``--set``. ``args.settings`` holds the settings after ``--set``."""
+    ``--set NAME=VALUE``. With `laptop` (a dict of settings) a ``--laptop`` option applies it
+    before ``--set``. ``args.settings`` holds the settings after ``--set``."""
     script = Path(sys.argv[0]).name if argv is None else "recipe.py"
     parser = argparse.ArgumentParser(
         prog=f"python recipes/{script}",
@@ -54,8 +54,6 @@ def parse(
             action="store_true",
             help="the 2-core variant: " + ", ".join(f"{k}={v!r}" for k, v in laptop.items()),
         )
-    if extra is not None:
-        extra(parser)
     args = parser.parse_args(argv)
     try:
         base = {**defaults, **laptop} if laptop and args.laptop else defaults
