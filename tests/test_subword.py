@@ -13,7 +13,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from onehot2gpt.subword import PREFIX, SPECIALS, WordPieceTokenizer, pretokenize, train_wordpiece
+from onehot2gpt.subword import PREFIX, SPECIALS, WordPieceTokenizer, pretokenize
+from onehot2gpt.subword_training import train_wordpiece
 
 REPO = Path(__file__).resolve().parents[1]
 
