@@ -101,7 +101,7 @@ def word2vec_means(wv: WordVectors, sentences: Sequence[Sequence[str]]) -> torch
     ids, _ = word2vec_ids(wv, sentences)
     lengths = torch.tensor([len(s) for s in sentences])
     owner = torch.repeat_interleave(torch.arange(len(sentences)), lengths)
-    sums = torch.zeros(len(sentences), wv.dim).index_add_(0, owner, wv.vectors[ids])
+    sums = torch.zeros(len(sentences), wv.d_model).index_add_(0, owner, wv.vectors[ids])
     return (sums / lengths[:, None].clamp_min(1))[:, None, :]
 
 
@@ -300,7 +300,7 @@ def main() -> None:
     print(
         f"biLM {bilm_dir}: {n_params:,} parameters, L={c.n_layers} layers of 2x{c.hidden} "
         f"(ELMo vectors {c.output_dim}), vocabulary {len(vocab):,}, trained {trained.get('train_minutes', '?')} min; "
-        f"word2vec: {len(wv):,} words x {wv.dim}; torch {torch.__version__}, {threads} threads, "
+        f"word2vec: {len(wv):,} words x {wv.d_model}; torch {torch.__version__}, {threads} threads, "
         f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()})"
         + (" [SMOKE TEST]" if args.smoke else "")
     )

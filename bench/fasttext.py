@@ -40,7 +40,7 @@ from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
 
 SETTINGS = dict(
-    dim=100,
+    d_model=100,
     window=5,
     negative=5,
     min_count=5,
@@ -103,7 +103,7 @@ def train_gensim(sentences, epochs: int, threads: int):
         sentences,
         sg=1,
         hs=0,
-        vector_size=SETTINGS["dim"],
+        vector_size=SETTINGS["d_model"],
         window=SETTINGS["window"],
         negative=SETTINGS["negative"],
         min_count=SETTINGS["min_count"],

@@ -34,7 +34,7 @@ from onehot2gpt import data
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word2vec import WordVectors, train_word2vec
 
-SETTINGS = dict(dim=100, window=5, negative=5, min_count=5, sample=1e-3, lr=0.025, min_lr=1e-4, seed=0)
+SETTINGS = dict(d_model=100, window=5, negative=5, min_count=5, sample=1e-3, lr=0.025, min_lr=1e-4, seed=0)
 
 
 def train_ours(sentences, epochs: int, threads: int) -> tuple[WordVectors, float]:
@@ -51,7 +51,7 @@ def train_gensim(sentences, epochs: int, threads: int) -> tuple[WordVectors, flo
         sentences,
         sg=1,
         hs=0,
-        vector_size=SETTINGS["dim"],
+        vector_size=SETTINGS["d_model"],
         window=SETTINGS["window"],
         negative=SETTINGS["negative"],
         min_count=SETTINGS["min_count"],

@@ -9,7 +9,7 @@ WordSim-353, and stores both scores in the checkpoint's ``info``.
 
 import _recipe
 
-DIM = 100
+D_MODEL = 100
 WINDOW = 10
 MIN_COUNT = 5
 X_MAX = 10.0

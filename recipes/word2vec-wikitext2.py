@@ -10,7 +10,7 @@ committed checkpoint's config records what its command recorded then).
 import _recipe
 
 MODEL = "skipgram"
-DIM = 100
+D_MODEL = 100
 WINDOW = 5
 NEGATIVE = 5
 MIN_COUNT = 5

@@ -50,7 +50,7 @@ def test_training_learns_and_unseen_spellings_land_near_their_word():
         sentences.append(words)
     ft = train_fasttext(
         sentences,
-        dim=16,
+        d_model=16,
         window=3,
         negative=3,
         min_count=1,
@@ -92,7 +92,7 @@ def test_one_thread_is_bit_reproducible_and_the_thread_count_is_restored():
     runs = [
         train_fasttext(
             sentences,
-            dim=8,
+            d_model=8,
             window=2,
             negative=2,
             min_count=1,

@@ -59,7 +59,7 @@ def test_training_fits_the_counts_and_groups_words_that_share_contexts():
         words = [f"{'ab'[family]}{int(torch.randint(0, 3, (1,), generator=gen))}" for _ in range(3)]
         words += [f"{'xy'[family]}{int(torch.randint(0, 3, (1,), generator=gen))}" for _ in range(3)]
         sentences.append(words)
-    wv = train_glove(sentences, dim=8, window=3, min_count=1, epochs=40, batch_size=16, lr=0.1, progress=False)
+    wv = train_glove(sentences, d_model=8, window=3, min_count=1, epochs=40, batch_size=16, lr=0.1, progress=False)
     losses = wv.config["epoch_losses"]
     assert losses[-1] < 0.3 * losses[0]
     cos = lambda a, b: float(torch.cosine_similarity(wv[a], wv[b], dim=0))
@@ -98,4 +98,4 @@ def test_a_diverging_run_stops_with_the_step_and_the_fix():
 
     sentences = [["a", "b", "c", "a", "b"]] * 20
     with pytest.raises(TrainingDiverged, match="GloVe"):
-        train_glove(sentences, dim=4, window=2, min_count=1, epochs=3, lr=1e30, progress=False)
+        train_glove(sentences, d_model=4, window=2, min_count=1, epochs=3, lr=1e30, progress=False)

@@ -224,7 +224,7 @@ def test_fast_cbow_step_uses_the_word2vec_c_convention(generator):
         net.out_embed.weight.normal_(generator=generator)
     contexts = torch.tensor([[1, 2, -1, 3], [4, -1, -1, 6]])
     centres, negatives = torch.tensor([0, 5]), torch.tensor([[2, 4], [0, 1]])
-    (net(contexts, centres, negatives) * 2).backward()
+    (net(centres, contexts, negatives) * 2).backward()  # SkipGram's argument order
     in_w, out_w = net.in_embed.weight.detach().clone(), net.out_embed.weight.detach().clone()
     train_step(in_w, out_w, contexts, centres, negatives, lr, cbow=True)
     torch.testing.assert_close(out_w, net.out_embed.weight.detach() - lr * net.out_embed.weight.grad)
@@ -233,6 +233,17 @@ def test_fast_cbow_step_uses_the_word2vec_c_convention(generator):
     # Rows 1, 2, 3 sit in a window of 3 words, rows 4 and 6 in one of 2.
     scale = torch.tensor([0, 3, 3, 3, 2, 0, 2.0])[:, None]
     torch.testing.assert_close(in_w, net.in_embed.weight.detach() - lr * scale * net.in_embed.weight.grad)
+
+
+def test_cbow_and_skipgram_take_their_arguments_in_the_same_order(generator):
+    import inspect
+
+    assert list(inspect.signature(CBOW.forward).parameters) == list(inspect.signature(SkipGram.forward).parameters)
+    net = CBOW(5, 3, generator)
+    centres, contexts, negatives = torch.tensor([0]), torch.tensor([[1, 2, -1]]), torch.tensor([[3, 4]])
+    mean = net.in_embed(torch.tensor([1, 2])).mean(0, keepdim=True)
+    expected = negative_sampling_loss(mean, net.out_embed(centres), net.out_embed(negatives))
+    torch.testing.assert_close(net(centres, contexts, negatives), expected)
 
 
 def test_a_word_repeated_in_a_batch_gets_a_damped_step(generator):
@@ -269,7 +280,7 @@ def test_training_separates_words_that_never_meet(two_topic_corpus, model):
     groups, sentences = two_topic_corpus
     wv = train_word2vec(
         sentences,
-        dim=16,
+        d_model=16,
         window=2,
         negative=3,
         min_count=1,
@@ -294,7 +305,7 @@ def test_max_steps_and_on_step_replay_the_trainer_by_hand(two_topic_corpus, mode
     noise draws, a linearly decayed lr and train_step. Replaying that by hand gives its losses."""
     _, sentences = two_topic_corpus
     settings = dict(
-        dim=8, window=3, negative=4, min_count=1, sample=1e-2, epochs=2, lr=0.02, min_lr=1e-4, batch_size=64
+        d_model=8, window=3, negative=4, min_count=1, sample=1e-2, epochs=2, lr=0.02, min_lr=1e-4, batch_size=64
     )
     recorded = []
     wv = train_word2vec(
@@ -337,7 +348,7 @@ def test_noise_sampler_draws_the_distribution(generator):
 
 def test_training_is_reproducible_and_hogwild_workers_also_learn(two_topic_corpus):
     groups, sentences = two_topic_corpus
-    kwargs = dict(dim=8, window=2, negative=2, min_count=1, sample=0, epochs=3, batch_size=128, progress=False)
+    kwargs = dict(d_model=8, window=2, negative=2, min_count=1, sample=0, epochs=3, batch_size=128, progress=False)
     a, b = train_word2vec(sentences, **kwargs), train_word2vec(sentences, **kwargs)
     assert torch.equal(a.vectors, b.vectors)
     assert not torch.equal(a.vectors, train_word2vec(sentences, seed=1, **kwargs).vectors)
@@ -349,10 +360,10 @@ def test_training_is_reproducible_and_hogwild_workers_also_learn(two_topic_corpu
 
 def test_training_builds_a_frequency_ordered_vocab_and_drops_rare_words():
     sentences = [["a", "b", "a", "c"], ["a", "b", "rare"]] * 5 + [["only", "once"]]
-    wv = train_word2vec(sentences, dim=4, min_count=2, epochs=1, progress=False)
+    wv = train_word2vec(sentences, d_model=4, min_count=2, epochs=1, progress=False)
     assert wv.vocab.itos == ["a", "b", "c", "rare"] and wv.vectors.shape == (4, 4)
     ids = [torch.tensor(wv.vocab.encode_tokens(s)) for s in sentences[:-1]]
-    assert train_word2vec(ids, vocab=wv.vocab, dim=4, epochs=1, progress=False).vectors.shape == (4, 4)
+    assert train_word2vec(ids, vocab=wv.vocab, d_model=4, epochs=1, progress=False).vectors.shape == (4, 4)
 
 
 @pytest.mark.parametrize(
@@ -362,7 +373,7 @@ def test_training_builds_a_frequency_ordered_vocab_and_drops_rare_words():
         (dict(sentences=[[], []]), "empty"),
         (dict(window=0), "window"),
         (dict(negative=0), "negative"),
-        (dict(dim=0), "dim"),
+        (dict(d_model=0), "d_model"),
         (dict(model="glove"), "skipgram"),
         (dict(sentences=[["a", "b"]], min_count=5), "min_count"),
         (dict(sentences=[torch.tensor([0, 1])]), "vocab"),
@@ -433,7 +444,7 @@ def test_save_load_round_trip(tmp_path, royal_vectors):
     loaded = load(tmp_path / "ckpt").model
     assert loaded.vocab.itos == royal_vectors.vocab.itos and loaded.vectors.dtype == torch.float32
     torch.testing.assert_close(loaded.vectors, royal_vectors.vectors, atol=1e-3, rtol=1e-3)
-    assert loaded.config["corpus"] == "hand-built" and loaded.config["dim"] == 4
+    assert loaded.config["corpus"] == "hand-built" and loaded.config["d_model"] == 4 == loaded.d_model
     assert loaded.analogy("man", "king", "woman")[0][0] == "queen"
     from safetensors.torch import load_file
 
@@ -453,7 +464,9 @@ def test_loading_mismatched_files_raises(tmp_path, royal_vectors):
 def test_course_checkpoint_loads():
     wv = load("word2vec-wikitext2").model
     config = json.loads((CHECKPOINT / "config.json").read_text())
-    assert config["config"]["dim"] == 100 and wv.dim == 100 and config["info"]["model"] == "skipgram"
+    # saved before the rename: config.json says "dim", the loaded vectors say d_model
+    assert config["config"]["dim"] == 100 and wv.d_model == 100 and wv.config["d_model"] == 100
+    assert "dim" not in wv.config and config["info"]["model"] == "skipgram"
     assert len(wv) == config["config"]["vocab_size"] and torch.isfinite(wv.vectors).all()
     assert {"the", "king", "queen"} <= set(wv.vocab.itos)
 
@@ -515,4 +528,4 @@ def test_word2vec_training_stops_with_the_shared_divergence_error():
     from onehot2gpt.utils import TrainingDiverged
 
     with pytest.raises(TrainingDiverged, match=r"word2vec \(epoch 1.*the loss is nan.*\(now 1e\+300\)"):
-        train_word2vec([["a", "b", "c", "d"]] * 20, dim=4, min_count=1, epochs=2, lr=1e300, progress=False)
+        train_word2vec([["a", "b", "c", "d"]] * 20, d_model=4, min_count=1, epochs=2, lr=1e300, progress=False)

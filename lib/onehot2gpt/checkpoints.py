@@ -498,8 +498,8 @@ def load(name_or_path: str | Path, device: str | torch.device | None = "cpu", *,
     if isinstance(model, torch.nn.Module):
         model = model.to(dev).eval()
     config = getattr(model, "config", None)
-    if not is_dataclass(config):
-        config = dict(record["config"])
+    if not is_dataclass(config):  # word vectors saved before the rename say "dim" for d_model
+        config = {("d_model" if k == "dim" else k): v for k, v in record["config"].items()}
     tokenizer = model.vocab if record["kind"] == "word2vec" else tokenizer
     return Loaded(model, tokenizer, config, dict(record.get("info") or {}))
 
@@ -543,7 +543,7 @@ def upgrade(directory: str | Path, tokenizer: str | None = None) -> Path:
         dtype = old.get("dtype", "float32")
     elif "format" not in old and (directory / "vectors.safetensors").is_file():
         kind, model, extra, dtype = "word2vec", "WordVectors", {}, old.get("stored_dtype", "float16")
-        config = {"vocab_size": old["vocab_size"], "dim": old["dim"]}
+        config = {"vocab_size": old["vocab_size"], "d_model": old["dim"]}
         info = {k: v for k, v in old.items() if k not in ("vocab_size", "dim", "stored_dtype")}
         (directory / "vectors.safetensors").rename(directory / WEIGHTS)  # the same bytes
     else:

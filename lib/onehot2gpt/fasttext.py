@@ -217,7 +217,7 @@ def train_fasttext(
     sentences: Sequence[Sequence[str]],
     *,
     vocab: Vocab | None = None,
-    dim: int = 100,
+    d_model: int = 100,
     window: int = 5,
     negative: int = 5,
     min_count: int = 5,
@@ -244,7 +244,7 @@ def train_fasttext(
     from onehot2gpt.word2vec import NoiseSampler, encode_corpus, epoch_batches, keep_probabilities, noise_distribution
 
     for name, value in (
-        ("dim", dim),
+        ("d_model", d_model),
         ("window", window),
         ("negative", negative),
         ("epochs", epochs),
@@ -261,9 +261,9 @@ def train_fasttext(
     keep = keep_probabilities(counts, sample)
     draw_noise = NoiseSampler(noise_distribution(counts))
     generator = torch.Generator().manual_seed(seed)
-    # word2vec.c's initialisation: inputs uniform in ±0.5 / dim, outputs 0
-    inputs = (torch.rand(V + buckets, dim, generator=generator) - 0.5) / dim
-    outputs = torch.zeros(V, dim)
+    # word2vec.c's initialisation: inputs uniform in ±0.5 / d_model, outputs 0
+    inputs = (torch.rand(V + buckets, d_model, generator=generator) - 0.5) / d_model
+    outputs = torch.zeros(V, d_model)
     history = []
     old_threads = torch.get_num_threads()
     if threads is not None:
@@ -300,7 +300,7 @@ def train_fasttext(
         torch.set_num_threads(old_threads)
     config = {
         "model": "fasttext-skipgram",
-        "dim": dim,
+        "d_model": d_model,
         "window": window,
         "negative": negative,
         "min_count": min_count,

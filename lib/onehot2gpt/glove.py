@@ -109,15 +109,15 @@ class GloVe(nn.Module):
     Initialised as in the reference code: uniform in ±0.5 / D. Rows are looked up with sparse
     gradients, so that an optimiser step touches only the words of the batch."""
 
-    def __init__(self, vocab_size: int, dim: int = 100, generator: torch.Generator | None = None):
+    def __init__(self, vocab_size: int, d_model: int = 100, generator: torch.Generator | None = None):
         super().__init__()
         check_positive_int(vocab_size, "vocab_size")
-        check_positive_int(dim, "dim")
+        check_positive_int(d_model, "d_model")
 
         def uniform(*shape):
-            return nn.Parameter((torch.rand(*shape, generator=generator) - 0.5) / dim)
+            return nn.Parameter((torch.rand(*shape, generator=generator) - 0.5) / d_model)
 
-        self.w, self.w_ctx = uniform(vocab_size, dim), uniform(vocab_size, dim)
+        self.w, self.w_ctx = uniform(vocab_size, d_model), uniform(vocab_size, d_model)
         self.b, self.b_ctx = uniform(vocab_size, 1), uniform(vocab_size, 1)
 
     def forward(self, rows: Tensor, cols: Tensor, counts: Tensor, x_max: float = 100.0, alpha: float = 0.75) -> Tensor:
@@ -142,7 +142,7 @@ def train_glove(
     sentences: Sequence[Sequence[str]],
     *,
     vocab: Vocab | None = None,
-    dim: int = 100,
+    d_model: int = 100,
     window: int = 10,
     min_count: int = 5,
     x_max: float = 100.0,
@@ -168,7 +168,7 @@ def train_glove(
     rows, cols, counts = cooccurrence(ids, len(vocab), window, sentence_ids)
     count_seconds = time.perf_counter() - start
     generator = torch.Generator().manual_seed(seed)
-    model = GloVe(len(vocab), dim, generator)
+    model = GloVe(len(vocab), d_model, generator)
     optimizer = torch.optim.Adagrad(model.parameters(), lr=lr, initial_accumulator_value=1.0)
     losses = []
     steps = epochs * math.ceil(len(counts) / batch_size)
@@ -192,7 +192,7 @@ def train_glove(
     bar.close()
     config = {
         "model": "glove",
-        "dim": dim,
+        "d_model": d_model,
         "window": window,
         "min_count": min_count,
         "x_max": x_max,

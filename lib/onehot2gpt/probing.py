@@ -212,7 +212,7 @@ class MixProbe(nn.Module):
     def __init__(
         self,
         n_layers: int,
-        dim: int,
+        d_model: int,
         n_classes: int,
         l2_lambda: float = 0.0,
         layer: int | None = None,
@@ -224,7 +224,7 @@ class MixProbe(nn.Module):
         self.layer = layer
         # One chosen layer is a "mix" of one: the same scaling and normalisation, weight 1.
         self.mix = ScalarMix(1 if layer is not None else n_layers, l2_lambda=l2_lambda, layer_norm=layer_norm)
-        self.classify = nn.Linear(dim, n_classes)
+        self.classify = nn.Linear(d_model, n_classes)
 
     def forward(self, x: Tensor) -> Tensor:
         if self.layer is not None:

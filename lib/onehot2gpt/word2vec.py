@@ -87,7 +87,7 @@ class Word2VecConfig:
     """Training settings; the defaults are the course checkpoint's (and gensim's, with sg=1)."""
 
     model: str = "skipgram"  # "skipgram" or "cbow"
-    dim: int = 100  # vector size
+    d_model: int = 100  # vector size
     window: int = 5  # max words on each side; each centre draws b in 1..window
     negative: int = 5  # noise words per centre (shared by its context words)
     min_count: int = 5  # rarer words are dropped from the corpus, like word2vec.c
@@ -103,7 +103,7 @@ class Word2VecConfig:
         if self.model not in MODELS:
             raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
         _check_positive(
-            dim=self.dim,
+            d_model=self.d_model,
             window=self.window,
             negative=self.negative,
             min_count=self.min_count,
@@ -126,16 +126,16 @@ class SkipGram(nn.Module):
     """Skip-gram with negative sampling: predict each context word from the centre word.
 
     ``in_embed`` holds the word vectors we keep, ``out_embed`` the vectors words have as
-    predictions. Initialised like word2vec.c: in uniform(−0.5/dim, 0.5/dim), out zeros.
+    predictions. Initialised like word2vec.c: in uniform(−0.5/d_model, 0.5/d_model), out zeros.
     """
 
-    def __init__(self, vocab_size: int, dim: int, generator: torch.Generator | None = None):
+    def __init__(self, vocab_size: int, d_model: int, generator: torch.Generator | None = None):
         super().__init__()
-        _check_positive(vocab_size=vocab_size, dim=dim)
-        self.in_embed = nn.Embedding(vocab_size, dim)
-        self.out_embed = nn.Embedding(vocab_size, dim)
+        _check_positive(vocab_size=vocab_size, d_model=d_model)
+        self.in_embed = nn.Embedding(vocab_size, d_model)
+        self.out_embed = nn.Embedding(vocab_size, d_model)
         with torch.no_grad():
-            self.in_embed.weight.copy_((torch.rand(vocab_size, dim, generator=generator) - 0.5) / dim)
+            self.in_embed.weight.copy_((torch.rand(vocab_size, d_model, generator=generator) - 0.5) / d_model)
             self.out_embed.weight.zero_()
 
     def forward(self, centers: Tensor, contexts: Tensor, negatives: Tensor) -> Tensor:
@@ -146,8 +146,9 @@ class SkipGram(nn.Module):
 class CBOW(SkipGram):
     """CBOW with negative sampling: predict the centre word from the mean of its context vectors."""
 
-    def forward(self, contexts: Tensor, centers: Tensor, negatives: Tensor) -> Tensor:
-        """contexts (B, C) ids padded with -1, centers (B,), negatives (B, K) → mean loss."""
+    def forward(self, centers: Tensor, contexts: Tensor, negatives: Tensor) -> Tensor:
+        """centers (B,), contexts (B, C) ids padded with -1, negatives (B, K) → mean loss (the
+        arguments in :meth:`SkipGram.forward`'s order)."""
         found = (contexts >= 0).unsqueeze(-1)  # (B, C, 1)
         summed = (self.in_embed(contexts.clamp_min(0)) * found).sum(1)  # (B, D)
         mean = summed / found.sum(1).clamp_min(1)
@@ -572,7 +573,7 @@ def train_word2vec(
     sentences: Sequence[Sequence[str]] | Sequence[Tensor],
     *,
     vocab: Vocab | None = None,
-    dim: int = 100,
+    d_model: int = 100,
     window: int = 5,
     negative: int = 5,
     min_count: int = 5,
@@ -589,7 +590,7 @@ def train_word2vec(
     max_steps: int | None = None,
     on_step: Callable[[int, float], None] | None = None,
 ) -> WordVectors:
-    """Train skip-gram or CBOW with negative sampling; sentences → :class:`WordVectors` (V, dim).
+    """Train skip-gram or CBOW with negative sampling; sentences → :class:`WordVectors` (V, d_model).
 
     ``sentences`` is a list of token lists (a vocabulary of the words seen ``min_count`` times is
     built, most frequent first) or a list of 1-D id tensors made with ``vocab``. Words not in the
@@ -610,7 +611,7 @@ def train_word2vec(
     """
     cfg = Word2VecConfig(
         model=model,
-        dim=dim,
+        d_model=d_model,
         window=window,
         negative=negative,
         min_count=min_count,
@@ -631,7 +632,7 @@ def train_word2vec(
     counts = torch.bincount(ids, minlength=len(vocab))
     keep = keep_probabilities(counts, sample)
     draw_noise = NoiseSampler(noise_distribution(counts))
-    net = (CBOW if model == "cbow" else SkipGram)(len(vocab), dim, generator)
+    net = (CBOW if model == "cbow" else SkipGram)(len(vocab), d_model, generator)
     in_w, out_w = net.in_embed.weight.data, net.out_embed.weight.data
     history = []
     steps = [0]  # updates done, over all workers

@@ -25,7 +25,7 @@ class WordVectors:
         vectors = torch.as_tensor(vectors, dtype=torch.float32)
         if vectors.dim() != 2 or vectors.shape[0] != len(vocab):
             raise ValueError(
-                f"vectors must have shape (vocab size, dim) = ({len(vocab)}, D), got "
+                f"vectors must have shape (vocab size, d_model) = ({len(vocab)}, D), got "
                 f"{tuple(vectors.shape)}; the vectors and vocabulary do not belong together"
             )
         self.vectors, self.vocab, self.config = vectors, vocab, dict(config or {})
@@ -35,7 +35,7 @@ class WordVectors:
         return len(self.vocab)
 
     def __repr__(self) -> str:
-        return f"WordVectors(words={len(self)}, dim={self.dim})"
+        return f"WordVectors(words={len(self)}, d_model={self.d_model})"
 
     def __contains__(self, word: str) -> bool:
         return word in self.vocab.stoi
@@ -44,7 +44,8 @@ class WordVectors:
         return self.vectors[self._id(word)]
 
     @property
-    def dim(self) -> int:
+    def d_model(self) -> int:
+        """The size of each vector."""
         return self.vectors.shape[1]
 
     @property
@@ -81,8 +82,8 @@ class WordVectors:
             exclude.add(word_or_vector)
         else:
             query = torch.as_tensor(word_or_vector, dtype=torch.float32)
-            if query.shape != (self.dim,):
-                raise ValueError(f"query vector must have shape ({self.dim},), got {tuple(query.shape)}")
+            if query.shape != (self.d_model,):
+                raise ValueError(f"query vector must have shape ({self.d_model},), got {tuple(query.shape)}")
         sims = self.unit_vectors @ (query / query.norm().clamp_min(1e-12))  # (V,)
         banned = sorted({self._id(w) for w in exclude if w in self})
         sims[banned] = -math.inf
@@ -185,7 +186,7 @@ class WordVectors:
         }
 
     # self.config fields stored outside the training record ("info") of config.json
-    _SHAPE_FIELDS = ("vocab_size", "dim", "stored_dtype")
+    _SHAPE_FIELDS = ("vocab_size", "d_model", "dim", "stored_dtype")
 
     def save(self, directory: str | Path) -> Path:
         """Write a checkpoint folder (:mod:`onehot2gpt.checkpoints`): ``weights.safetensors`` (the
@@ -195,7 +196,7 @@ class WordVectors:
         if not torch.isfinite(half).all():
             raise ValueError("some vectors overflow float16 (|x| > 65504); the training diverged")
         info = {k: v for k, v in self.config.items() if k not in self._SHAPE_FIELDS}
-        config = {"vocab_size": len(self), "dim": self.dim}
+        config = {"vocab_size": len(self), "d_model": self.d_model}
         return save_checkpoint(
             directory,
             "word2vec",
@@ -211,14 +212,17 @@ class WordVectors:
 def word_vectors_from_checkpoint(record: dict, weights: dict, vocab: Vocab) -> WordVectors:
     """WordVectors from a checkpoint's config.json `record`, its checked `weights` ({"vectors": (V, D)})
     and its vocabulary (what :func:`onehot2gpt.checkpoints.load` calls for kind "word2vec")."""
-    config = record["config"]
-    shape = (config.get("vocab_size"), config.get("dim"))
+    config = dict(record["config"])
+    if "dim" in config and "d_model" not in config:  # checkpoints saved before the rename say "dim"
+        config["d_model"] = config.pop("dim")
+    shape = (config.get("vocab_size"), config.get("d_model"))
     if set(weights) != {"vectors"} or tuple(weights["vectors"].shape) != shape:
         found = {k: tuple(v.shape) for k, v in weights.items()}
         raise CheckpointError(
             f"the weights in weights.safetensors do not match config.json: expected one "
-            f"tensor 'vectors' of shape (vocab_size, dim) = {shape}, found {found}"
+            f"tensor 'vectors' of shape (vocab_size, d_model) = {shape}, found {found}"
         )
+    info = {("d_model" if k == "dim" else k): v for k, v in record["info"].items()}  # training settings, renamed too
     return WordVectors(
-        weights["vectors"].float(), vocab, {**record["info"], **config, "stored_dtype": record.get("dtype", "float16")}
+        weights["vectors"].float(), vocab, {**info, **config, "stored_dtype": record.get("dtype", "float16")}
     )
