@@ -22,6 +22,16 @@ def _model(n_layers=1, dropout=0.0):
     )
 
 
+def _fast(model, **kw):
+    """pretrain_bert_fast on the test corpus, 4 pairs of at most 24 pieces a step unless `kw` says
+    otherwise, no progress bar."""
+    import _bert
+
+    return _bert.pretrain_bert_fast(
+        model, _Tok(), _articles(), **{"batch_size": 4, "max_len": 24, "progress": False, **kw}
+    )
+
+
 def test_the_fast_loop_with_every_switch_off_is_the_plain_loop_step_for_step():
     """pretrain_bert_fast without switches trains exactly as the library's pretrain_bert: the same
     losses at every step and the same weights after, with dropout on (the same random draws)."""
@@ -102,18 +112,7 @@ def test_pretrain_bert_sequence_length_schedule(monkeypatch):
         return batch
 
     monkeypatch.setattr(bert_pretraining, "pretraining_batch", recording)
-    history = bert_pretraining.pretrain_bert_fast(
-        model,
-        _Tok(),
-        _articles(),
-        steps=5,
-        batch_size=4,
-        max_len=24,
-        short_len=10,
-        short_steps=3,
-        warmup=1,
-        progress=False,
-    )
+    history = _fast(model, steps=5, short_len=10, short_steps=3, warmup=1)
     assert len(history["loss"]) == 5
     assert [asked for asked, _ in lengths] == [10, 10, 10, 24, 24]
     assert all(got <= asked for asked, got in lengths)  # pairs are cut to the length asked
@@ -133,18 +132,7 @@ def test_pretrain_bert_bf16_autocast_trains_float32_weights_and_validates_mask_p
 
     model = _model()
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    history = pretrain_bert(
-        model,
-        _Tok(),
-        _articles(),
-        steps=3,
-        batch_size=4,
-        max_len=24,
-        warmup=1,
-        bf16=True,
-        mask_prob=0.3,
-        progress=False,
-    )
+    history = _fast(model, steps=3, warmup=1, bf16=True, mask_prob=0.3)
     assert len(history["loss"]) == 3 and all(math.isfinite(v) for v in history["loss"])
     assert all(v.dtype == torch.float32 for v in model.state_dict().values() if v.is_floating_point())
     assert not torch.equal(before["nsp.weight"], model.state_dict()["nsp.weight"])  # it learned
@@ -171,7 +159,6 @@ def test_explicit_attention_gives_the_fused_kernels_loss_and_gradients(monkeypat
     instead of PyTorch's fused kernel): with padding in the batch, the loss, every gradient and a
     few training steps match the fused path; the training loop never counts correct pieces."""
     from _bert import fast_pretraining_loss as pretraining_loss
-    from _bert import pretrain_bert_fast as pretrain_bert
     from _bert import pretraining_batch
 
     def model():
@@ -206,17 +193,7 @@ def test_explicit_attention_gives_the_fused_kernels_loss_and_gradients(monkeypat
     for explicit in (False, True):
         only_fused_when(explicit)
         m = model()
-        pretrain_bert(
-            m,
-            _Tok(),
-            _articles(),
-            steps=3,
-            batch_size=4,
-            max_len=24,
-            warmup=1,
-            explicit_attention=explicit,
-            progress=False,
-        )
+        _fast(m, steps=3, warmup=1, explicit_attention=explicit)
         trained[explicit] = m.state_dict()
     for name, value in trained[False].items():
         torch.testing.assert_close(trained[True][name], value, msg=lambda m: f"{name}: {m}")
@@ -496,19 +473,7 @@ def test_pretrain_bert_with_length_buckets_trains_on_every_drawn_batch(monkeypat
 
     monkeypatch.setattr(bert_pretraining, "length_sorted_batches", spy)
     model = _model()
-    history = bert_pretraining.pretrain_bert_fast(
-        model,
-        _Tok(),
-        _articles(),
-        steps=10,
-        batch_size=4,
-        max_len=24,
-        short_len=12,
-        short_steps=3,
-        length_buckets=4,
-        chunked_loss=True,
-        progress=False,
-    )
+    history = _fast(model, steps=10, short_len=12, short_steps=3, length_buckets=4, chunked_loss=True)
     # 3 short steps from one pool of 4; the length changes, so the long steps draw new pools: 4 + 3
     assert pools == [12, 24, 24] and len(history["loss"]) == 10
     assert all(math.isfinite(x) for x in history["loss"])
@@ -548,7 +513,6 @@ def test_pretraining_loss_with_the_sparse_top_layer_gives_the_same_loss_and_grad
     parameter's gradient equal the full encoder's, with the plain and the chunked MLM loss, and a
     few training steps end at the same weights."""
     from _bert import fast_pretraining_loss as pretraining_loss
-    from _bert import pretrain_bert_fast as pretrain_bert
     from _bert import pretraining_batch
 
     batch = pretraining_batch(_articles(), 8, 24, _Tok(), torch.Generator().manual_seed(0), mask_prob=0.25)
@@ -576,18 +540,7 @@ def test_pretraining_loss_with_the_sparse_top_layer_gives_the_same_loss_and_grad
     trained = {}
     for sparse in (False, True):
         model = _sparse_model()
-        pretrain_bert(
-            model,
-            _Tok(),
-            _articles(),
-            steps=3,
-            batch_size=4,
-            max_len=24,
-            warmup=1,
-            mask_prob=0.25,
-            sparse_top=sparse,
-            progress=False,
-        )
+        _fast(model, steps=3, warmup=1, mask_prob=0.25, sparse_top=sparse)
         trained[sparse] = model.state_dict()
     for name, value in trained[False].items():
         torch.testing.assert_close(trained[True][name], value, rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}: {m}")
