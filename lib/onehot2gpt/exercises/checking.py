@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
 # How many wrong answers each exercise has had in this kernel: the first failure names the
 # concept; the code-level hint is added from the second wrong attempt on (never before a try).
@@ -280,8 +281,7 @@ def check_function(
 
     While grading (see the module's docstring) the trials of the grader's hidden seeds follow
     those of `seed`; in the student's kernel the answers are only recorded."""
-    if not callable(student_fn):
-        raise TypeError(f"pass your function itself (without calling it), got {describe(student_fn)}")
+    require_callable(student_fn)
     name = name or getattr(student_fn, "__name__", "your function")
     seeds = [seed, *_GRADING["hidden"]]
     if _GRADING["mode"] == "record":
@@ -367,6 +367,96 @@ def random_ids(gen: torch.Generator, max_len: int = 12, max_vocab: int = 20):
     vocab_size = rand_int(gen, 2, max_vocab)
     length = rand_int(gen, 1, max_len)
     return torch.randint(0, vocab_size, (length,), generator=gen), vocab_size
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers of the checks' wrappers and diagnoses
+# --------------------------------------------------------------------------------------------
+
+
+def require_callable(fn) -> None:
+    """A TypeError unless `fn` is a function (a check cell that passes ``my_fn()`` instead of ``my_fn``)."""
+    if not callable(fn):
+        raise TypeError(f"pass your function itself (without calling it), got {describe(fn)}")
+
+
+def without_grad(fn: Callable) -> Callable:
+    """`fn` run under ``torch.no_grad()`` (a check compares values, so no autograd graph is kept)."""
+    require_callable(fn)
+
+    def run(*args):
+        with torch.no_grad():
+            return fn(*args)
+
+    return run
+
+
+def close(got, expected, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
+    """Whether two tensors agree to the checks' tolerance, compared in float64."""
+    return torch.allclose(got.double(), expected.double(), rtol=rtol, atol=atol)
+
+
+def same_shape(got, expected) -> bool:
+    """Whether `got` is a tensor shaped like the tensor `expected` (a diagnosis compares only then)."""
+    return isinstance(got, torch.Tensor) and got.shape == expected.shape
+
+
+def first_match(got, mistakes: dict, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
+    """The first description in `mistakes` (description → what that mistake gives) whose tensor
+    `got` matches, else None."""
+    for words, wrong in mistakes.items():
+        if close(got, wrong, rtol, atol):
+            return words
+    return None
+
+
+def attention_variant(
+    x, w_qkv, b_qkv, w_o, b_o, n_heads, mask=None, *, scale=None, use_mask=True, out_proj=True, heads="split"
+):
+    """Multi-head self-attention over x (B, T, D) from its weights, with one step switchable to a
+    typical mistake: `scale` None (√(D/H)), "D" (√D) or a number; `use_mask`; `out_proj` (W^O
+    applied); `heads` "split" (consecutive features per head) or "round-robin". → (output (B, T, D),
+    weights (B, H, T, T))."""
+    B, T, D = x.shape
+    hs = D // n_heads
+
+    def split(t):
+        if heads == "split":
+            return t.view(B, T, n_heads, hs).transpose(1, 2)
+        return t.view(B, T, hs, n_heads).permute(0, 3, 1, 2)  # features dealt out round-robin
+
+    q, k, v = (split(t) for t in F.linear(x, w_qkv, b_qkv).split(D, dim=-1))
+    scores = q @ k.transpose(-2, -1) / {None: math.sqrt(hs), "D": math.sqrt(D)}.get(scale, scale)
+    if mask is not None and use_mask:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    w = torch.softmax(scores, -1)
+    out = (w @ v).transpose(1, 2).reshape(B, T, D)
+    return (F.linear(out, w_o, b_o) if out_proj else out), w
+
+
+def block_variant(x, p, n_heads, mask=None, *, attn="attn", act=torch.relu, pre_norm=False, residual=True, **slip):
+    """A Transformer block from its state_dict `p` (attention weights under `attn`, then ``ff.linear1``,
+    ``ff.linear2``, ``norm1``, ``norm2``), post- or pre-norm, with one step switchable to a typical
+    mistake (`residual`, and :func:`attention_variant`'s switches in `slip`)."""
+    D, keep = x.size(-1), 1.0 if residual else 0.0
+
+    def attention(h):
+        weights = (p[f"{attn}.{n}_proj.{w}"] for n in ("in", "out") for w in ("weight", "bias"))
+        return attention_variant(h, *weights, n_heads, mask, **slip)[0]
+
+    def ff(h):
+        return F.linear(
+            act(F.linear(h, p["ff.linear1.weight"], p["ff.linear1.bias"])), p["ff.linear2.weight"], p["ff.linear2.bias"]
+        )
+
+    def norm(h, i):
+        return F.layer_norm(h, (D,), p[f"norm{i}.weight"], p[f"norm{i}.bias"], 1e-5)
+
+    if pre_norm:
+        x = keep * x + attention(norm(x, 1))
+        return keep * x + ff(norm(x, 2))
+    x = norm(keep * x + attention(x), 1)
+    return norm(keep * x + ff(x), 2)
 
 
 # --------------------------------------------------------------------------------------------

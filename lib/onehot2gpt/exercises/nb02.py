@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from .checking import check_function, rand_int
+from .checking import check_function, rand_int, same_shape
 
 # ---------------------------------------------------------------------------------------------
 # Exercise 1: skip-gram pairs
@@ -110,7 +110,7 @@ def check_negative_sampling_loss(fn: Callable) -> None:
 
 
 def _noise_diagnose(got, expected, counts):
-    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+    if not same_shape(got, expected):
         return None
     got = got.double()
     if torch.allclose(got, counts.double() / counts.double().sum(), rtol=1e-4):
@@ -285,24 +285,7 @@ def check_sgns_step(fn: Callable) -> None:
     )
 
 
-_WORDS = [
-    "where",
-    "bank",
-    "a",
-    "of",
-    "unbelievable",
-    "rivers",
-    "learning",
-    "it",
-    "naïve",
-    "bookshelf",
-    "tokyo",
-    "runnning",
-    "the",
-    "x",
-    "ceo",
-    "embeddings",
-]
+_WORDS = "where bank a of unbelievable rivers learning it naïve bookshelf tokyo runnning the x ceo embeddings".split()
 
 
 def check_char_ngrams(fn: Callable) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .checking import check_function, describe, rand_int
+from .checking import check_function, close, describe, rand_int, same_shape, without_grad
 
 _WORDS = ["潮水", "退了", "就", "知道", "誰", "沒穿", "褲子", "the", "tide", "goes", "out"]
 
@@ -149,11 +149,8 @@ def _cell_from_gates(gates, c, H):
 
 def _lstm_cell_diagnose(got, expected, *args):
     h_got, c_got = got["h_new"], got["c_new"]
-    if not (isinstance(h_got, torch.Tensor) and isinstance(c_got, torch.Tensor)):
+    if not (same_shape(h_got, expected["h_new"]) and same_shape(c_got, expected["c_new"])):
         return None
-    if h_got.shape != expected["h_new"].shape or c_got.shape != expected["c_new"].shape:
-        return None
-    close = lambda a, b: torch.allclose(a.double(), b.double(), atol=1e-5, rtol=1e-4)
     if close(h_got, expected["c_new"]) and close(c_got, expected["h_new"]):
         return "the two results come back swapped: return the hidden state h first, then the cell c"
     for mistake, (h, c) in _lstm_cell_variants(*args).items():
@@ -166,8 +163,6 @@ def check_lstm_cell(fn: Callable) -> None:
     """Exercise: one LSTM step from the gate equations, x (B, in), h, c (B, H) and torch's stacked
     weights weight_ih (4H, in), weight_hh (4H, H), bias_ih, bias_hh (4H,) → (h_new, c_new), each
     (B, H); compared with ``torch.nn.LSTMCell`` holding the same weights."""
-    if not callable(fn):
-        raise TypeError(f"pass your function itself (without calling it), got {describe(fn)}")
 
     def make(gen):
         b, n_in, H = rand_int(gen, 1, 5), rand_int(gen, 1, 7), rand_int(gen, 1, 6)
@@ -182,9 +177,10 @@ def check_lstm_cell(fn: Callable) -> None:
         )
 
     def as_dict(cell):
+        cell = without_grad(cell)
+
         def run(*args):
-            with torch.no_grad():
-                got = cell(*args)
+            got = cell(*args)
             if not isinstance(got, (tuple, list)) or len(got) != 2:
                 raise TypeError(f"lstm_cell returned {describe(got)}; return two tensors: (h_new, c_new)")
             return {"h_new": got[0], "c_new": got[1]}

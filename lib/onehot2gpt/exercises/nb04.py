@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .checking import check_function, describe, rand_int
+from .checking import check_function, first_match, rand_int, without_grad
 
 
 def check_reverse_padded(fn: Callable) -> None:
@@ -152,11 +152,9 @@ def _bilm_layers_diagnose(got, expected, x, fwd_lstms, bwd_lstms, lengths):
     if got.shape != expected.shape:
         return None
     with torch.no_grad():
-        for mistake, kwargs in _BILM_MISTAKES.items():
-            wrong = _bilm_layers_variant(x, fwd_lstms, bwd_lstms, lengths, **kwargs)
-            if torch.allclose(got.double(), wrong.double(), atol=1e-5, rtol=1e-4):
-                return mistake
-    return None
+        return first_match(
+            got, {m: _bilm_layers_variant(x, fwd_lstms, bwd_lstms, lengths, **k) for m, k in _BILM_MISTAKES.items()}
+        )
 
 
 def check_bilm_layers(fn: Callable) -> None:
@@ -164,8 +162,6 @@ def check_bilm_layers(fn: Callable) -> None:
     ``nn.LSTM(H, H, batch_first=True)``) and lengths (B,) → the biLM's layers (B, T, L+1, 2H), the
     token layer [x; x] first, then [forward_j; backward_j], padded positions 0; compared with the
     library's :class:`~onehot2gpt.elmo.BiLM` holding the same LSTMs."""
-    if not callable(fn):
-        raise TypeError(f"pass your function itself (without calling it), got {describe(fn)}")
 
     def lstms(gen, H, L):
         stack = []
@@ -184,16 +180,9 @@ def check_bilm_layers(fn: Callable) -> None:
         lengths[1] = rand_int(gen, 1, T)  # one padded row
         return torch.randn(B, T, H, generator=gen), lstms(gen, H, L), lstms(gen, H, L), lengths
 
-    def no_grad(f):
-        def run(*args):
-            with torch.no_grad():
-                return f(*args)
-
-        return run
-
     check_function(
-        no_grad(fn),
-        no_grad(library_bilm_layers),
+        without_grad(fn),
+        without_grad(library_bilm_layers),
         make,
         name="bilm_layers",
         trials=5,

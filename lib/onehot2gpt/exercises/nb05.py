@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from .checking import check_function, rand_int
+from .checking import attention_variant, check_function, rand_int, same_shape
 
 # ---------------------------------------------------------------------------------------------
 # Exercise 1: attention with loops
@@ -59,7 +59,7 @@ def check_attention_with_loops(fn: Callable) -> None:
 
 
 def _causal_mask_diagnose(got, expected, T):
-    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+    if not same_shape(got, expected):
         return None
     if got.dtype != torch.bool:
         if torch.equal(got.to(torch.bool), expected):
@@ -101,7 +101,7 @@ def check_causal_mask(fn: Callable) -> None:
 
 
 def _split_heads_diagnose(got, expected, x, n_heads):
-    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+    if not same_shape(got, expected):
         return None
     B, T, D = x.shape
     hs = D // n_heads
@@ -158,28 +158,13 @@ def library_multi_head_attention(x, W_qkv, b_qkv, W_o, b_o, n_heads: int, mask=N
         return mha(x, mask=mask, need_weights=True)
 
 
-def _mha_variant(x, W_qkv, b_qkv, W_o, b_o, n_heads, mask, *, scale=None, use_mask=True, out_proj=True):
-    """The same computation with one step changed, to recognise a typical mistake."""
-    B, T, D = x.shape
-    hs = D // n_heads
-    q, k, v = (x @ W_qkv.T + b_qkv).split(D, dim=-1)
-    q, k, v = (t.view(B, T, n_heads, hs).transpose(1, 2) for t in (q, k, v))
-    scores = q @ k.transpose(-2, -1) / (math.sqrt(hs) if scale is None else scale)
-    if mask is not None and use_mask:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    w = torch.softmax(scores, -1)
-    out = (w @ v).transpose(1, 2).reshape(B, T, D)
-    return (out @ W_o.T + b_o if out_proj else out), w
-
-
 def _mha_diagnose(got, expected, x, W_qkv, b_qkv, W_o, b_o, n_heads, mask=None):
     if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(g, torch.Tensor) for g in got)):
         return None
     out, w = got
-    D = x.size(-1)
     variants = [
         (
-            dict(scale=math.sqrt(D)),
+            dict(scale="D"),
             "the scores are divided by √D, the full width; each head's "
             "dot products run over its D/H features, so divide by √(D/H)",
         ),
@@ -190,7 +175,7 @@ def _mha_diagnose(got, expected, x, W_qkv, b_qkv, W_o, b_o, n_heads, mask=None):
     if mask is None:
         variants = [v for v in variants if "mask" not in v[0]]
     for change, words in variants:
-        v_out, v_w = _mha_variant(x, W_qkv, b_qkv, W_o, b_o, n_heads, mask, **change)
+        v_out, v_w = attention_variant(x, W_qkv, b_qkv, W_o, b_o, n_heads, mask, **change)
         if (
             out.shape == v_out.shape
             and torch.allclose(out, v_out, atol=1e-5)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from .checking import check_function, rand_int
+from .checking import check_function, first_match, rand_int
 
 _LETTERS = "abcdefgh"
 
@@ -168,26 +168,20 @@ def _mlm_diagnose(got, expected, hidden, labels, dense, norm, embedding, bias):
         return "return the loss as one number in a 0-dimensional tensor (the mean over the chosen positions)"
     chosen = labels != -100
     h, y = hidden[chosen], labels[chosen]
+    skipped = "the transform (dense, GELU, LayerNorm) is skipped: the hidden states go straight to the output layer"
     with torch.no_grad():
         variants = {
             "the output layer's bias is missing": norm(F.gelu(dense(h))) @ embedding.T,
             "the GELU between the dense layer and the LayerNorm is missing": norm(dense(h)) @ embedding.T + bias,
             "the LayerNorm after the GELU is missing": F.gelu(dense(h)) @ embedding.T + bias,
-            "the transform (dense, GELU, LayerNorm) is skipped: the hidden states go straight to the output layer": h
-            @ embedding.T
-            + bias,
+            skipped: h @ embedding.T + bias,
         }
-        for problem, logits in variants.items():
-            if torch.allclose(got.double(), F.cross_entropy(logits, y).double(), rtol=1e-4, atol=1e-5):
-                return problem
-        if torch.allclose(
-            got.double(),
-            F.cross_entropy(norm(F.gelu(dense(h))) @ embedding.T + bias, y, reduction="sum").double(),
-            rtol=1e-4,
-            atol=1e-5,
-        ):
-            return "that is the sum over the chosen positions; the loss is their mean"
-    return None
+        losses = {problem: F.cross_entropy(logits, y) for problem, logits in variants.items()}
+        right = norm(F.gelu(dense(h))) @ embedding.T + bias
+        losses["that is the sum over the chosen positions; the loss is their mean"] = F.cross_entropy(
+            right, y, reduction="sum"
+        )
+        return first_match(got, losses)
 
 
 def check_mlm_loss(fn: Callable) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from .checking import check_function, describe, rand_int
+from .checking import check_function, rand_int, require_callable
 
 
 def check_first_piece_labels(fn: Callable) -> None:
@@ -62,8 +62,7 @@ def check_best_span(fn: Callable) -> None:
         except (TypeError, ValueError):
             return got
 
-    if not callable(fn):
-        raise TypeError(f"pass your function itself (without calling it), got {describe(fn)}")
+    require_callable(fn)
     check_function(
         as_ints,
         reference,

@@ -9,54 +9,31 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from .checking import check_function, describe, rand_int
+from .checking import (
+    block_variant,
+    check_function,
+    close,
+    describe,
+    rand_int,
+    require_callable,
+    same_shape,
+    without_grad,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Exercise 1: a GPT block's forward, from the block's weights
 
 
-def _block_reference(x, w, n_heads, *, mask=True, prenorm=True, residual=True, scale="hs", gelu="tanh", heads="split"):
-    """One pre-norm GPT block from a weight dict, with switches that reproduce common slips."""
-    B, T, D = x.shape
-    H, hs = n_heads, D // n_heads
-
-    def ln(z, which):
-        return F.layer_norm(z, (D,), w[f"{which}.weight"], w[f"{which}.bias"], 1e-5)
-
-    def split(z):  # (B, T, D) → (B, H, T, hs)
-        if heads == "split":
-            return z.view(B, T, H, hs).transpose(1, 2)
-        return z.view(B, T, hs, H).permute(0, 3, 1, 2)  # features dealt out round-robin
-
-    h = ln(x, "norm1") if prenorm else x
-    q, k, v = F.linear(h, w["attn.in_proj.weight"], w["attn.in_proj.bias"]).split(D, dim=-1)
-    q, k, v = split(q), split(k), split(v)
-    scores = q @ k.transpose(-2, -1) / {"hs": math.sqrt(hs), "D": math.sqrt(D), "none": 1.0}[scale]
-    if mask:
-        scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
-    a = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, D)  # (B, T, D)
-    a = F.linear(a, w["attn.out_proj.weight"], w["attn.out_proj.bias"])
-    x = x + a if residual else a
-    if not prenorm:
-        x = ln(x, "norm1")
-    h = ln(x, "norm2") if prenorm else x
-    m = F.linear(
-        F.gelu(F.linear(h, w["ff.linear1.weight"], w["ff.linear1.bias"]), approximate=gelu),
-        w["ff.linear2.weight"],
-        w["ff.linear2.bias"],
-    )
-    x = x + m if residual else m
-    return x if prenorm else ln(x, "norm2")
-
-
+# The GPT-2 block in block_variant's terms; each slip below changes one of its steps.
+_GPT2_BLOCK = dict(pre_norm=True, act=lambda z: F.gelu(z, approximate="tanh"))
 _BLOCK_SLIPS = [
     (
-        dict(mask=False),
+        dict(use_mask=False),
         "every position also attends to the positions after it: the causal mask is "
         "missing, so the block would read the characters it has to predict",
     ),
     (
-        dict(prenorm=False),
+        dict(pre_norm=False),
         "LayerNorm is applied after each residual sum (post-norm, the original "
         "Transformer); GPT-2 normalises the input of each sub-layer and adds the "
         "sub-layer's output to the un-normalised x",
@@ -69,8 +46,8 @@ _BLOCK_SLIPS = [
         dict(scale="D"),
         "the scores are divided by √D; each head compares vectors of hs = D / H features, so the scale is 1/√hs",
     ),
-    (dict(scale="none"), "the scores are not scaled by 1/√hs"),
-    (dict(gelu="none"), "the MLP uses the exact (erf) GELU; GPT-2 was trained with its tanh approximation"),
+    (dict(scale=1.0), "the scores are not scaled by 1/√hs"),
+    (dict(act=F.gelu), "the MLP uses the exact (erf) GELU; GPT-2 was trained with its tanh approximation"),
     (
         dict(heads="round-robin"),
         "right shape, but the heads' features are scrambled: head h owns "
@@ -80,12 +57,13 @@ _BLOCK_SLIPS = [
 
 
 def _block_diagnose(got, expected, x, w, n_heads):
-    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+    if not same_shape(got, expected):
         return None
+    mask = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
     for slip, words in _BLOCK_SLIPS:
-        if slip.get("mask") is False and x.size(1) == 1:
+        if slip.get("use_mask") is False and x.size(1) == 1:
             continue
-        if torch.allclose(got.double(), _block_reference(x, w, n_heads, **slip).double(), rtol=1e-4, atol=1e-5):
+        if close(got, block_variant(x, w, n_heads, mask, **{**_GPT2_BLOCK, **slip})):
             return words
     return None
 
@@ -111,8 +89,6 @@ def check_gpt_block(fn: Callable) -> None:
     the library's GPTBlock holding the same weights."""
     from ..attention import causal_mask
 
-    if not callable(fn):
-        raise TypeError(f"pass your function itself (without calling it), got {describe(fn)}")
     trial = iter(range(10**6))
 
     def make(gen):
@@ -128,12 +104,8 @@ def check_gpt_block(fn: Callable) -> None:
         block.load_state_dict(w)
         return block(x, causal_mask(x.size(1)))[0]
 
-    def student(x, w, n_heads):
-        with torch.no_grad():
-            return fn(x, w, n_heads)
-
     check_function(
-        student,
+        without_grad(fn),
         reference,
         make,
         name="gpt_block",
@@ -236,8 +208,7 @@ def check_top_k_filter(fn: Callable) -> None:
     exactly min(k, V) stay, a tie at the k-th place going to the lower token ids."""
     from ..sampling import filter_top_k
 
-    if not callable(fn):
-        raise TypeError(f"pass your function itself (without calling it), got {describe(fn)}")
+    require_callable(fn)
     trial = iter(range(10**6))
 
     def make(gen):
@@ -271,8 +242,7 @@ def check_top_p_filter(fn: Callable) -> None:
     of probability mass ≥ p (the nucleus)."""
     from ..sampling import filter_top_p
 
-    if not callable(fn):
-        raise TypeError(f"pass your function itself (without calling it), got {describe(fn)}")
+    require_callable(fn)
     trial = iter(range(10**6))
 
     def make(gen):
@@ -317,8 +287,7 @@ def check_kv_cache_step(fn: Callable) -> None:
     (out (B, H, 1, hs), k_all, v_all (B, H, T + 1, hs)): one attention step with a key/value cache."""
     from ..attention import scaled_dot_product_attention
 
-    if not callable(fn):
-        raise TypeError(f"pass your function itself (without calling it), got {describe(fn)}")
+    require_callable(fn)
     trial = iter(range(10**6))
 
     def make(gen):
@@ -367,7 +336,7 @@ def _reference_lens_readout(x, gain, bias, embedding):
 
 def _lens_diagnose(fn):
     def diagnose(got, expected, x, gain, bias, embedding):
-        if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        if not same_shape(got, expected):
             return None
         logits = F.layer_norm(x, (x.size(-1),), gain, bias, 1e-5) @ embedding.T
         if torch.allclose(got, logits, atol=1e-4):

@@ -9,26 +9,7 @@ import torch
 from ..utils import seeded
 from .checking import check_function, rand_int
 
-_WORDS = (
-    "mira",
-    "tolvan",
-    "lives",
-    "in",
-    "keeps",
-    "a",
-    "goat",
-    "baker",
-    "is",
-    "where",
-    "does",
-    "live",
-    "what",
-    "owl",
-    "the",
-    "cat",
-    "sailor",
-    "brisk",
-)
+_WORDS = tuple("mira tolvan lives in keeps a goat baker is where does live what owl the cat sailor brisk".split())
 
 
 def _random_sentence(gen: torch.Generator, low: int = 2, high: int = 7) -> str:
