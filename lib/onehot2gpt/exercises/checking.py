@@ -302,8 +302,8 @@ def check_function(
             except NotImplementedError:
                 raise fail(
                     name,
-                    "not written yet: replace the `raise NotImplementedError` line "
-                    "with your code, run that cell, then run this check again",
+                    "not written yet: replace the `raise NotImplementedError` line with your code, run that cell, "
+                    "then run this check again",
                 ) from None
             except _Unreadable as exc:
                 raise _wrong_answer(

@@ -18,12 +18,11 @@ def check_one_hot(fn: Callable) -> None:
         one_hot,
         lambda g: random_ids(g),
         name="one_hot",
-        concept="a one-hot matrix has one row per token and one column per vocabulary "
-        "entry; each row is all zeros except a single 1 in the column of that "
-        "token's id, and it holds real numbers (floats), because these vectors"
-        " are multiplied with weight matrices later",
-        hint="start from torch.zeros(len(ids), vocab_size) and put a 1.0 in row t, "
-        "column ids[t]; the result should be float",
+        concept="a one-hot matrix has one row per token and one column per vocabulary entry; each row is all zeros "
+        "except a single 1 in the column of that token's id, and it holds real numbers (floats), because these "
+        "vectors are multiplied with weight matrices later",
+        hint="start from torch.zeros(len(ids), vocab_size) and put a 1.0 in row t, column ids[t]; the result should "
+        "be float",
     )
 
 
@@ -36,12 +35,11 @@ def check_bag_of_words(fn: Callable) -> None:
         bag_of_words,
         lambda g: random_ids(g),
         name="bag_of_words",
-        concept="a bag of words keeps how often each vocabulary entry occurs and "
-        "forgets the order: it is one vector as long as the vocabulary, the "
-        "sum of the sentence's one-hot rows (counts, so a repeated word counts"
-        " twice), in floats",
-        hint="a bag of words is the sum of the one-hot rows: order is lost, "
-        "counts are kept; return floats of shape (vocab_size,)",
+        concept="a bag of words keeps how often each vocabulary entry occurs and forgets the order: it is one vector "
+        "as long as the vocabulary, the sum of the sentence's one-hot rows (counts, so a repeated word counts twice), "
+        "in floats",
+        hint="a bag of words is the sum of the one-hot rows: order is lost, counts are kept; return floats of shape "
+        "(vocab_size,)",
     )
 
 
@@ -65,12 +63,10 @@ def check_encode(fn: Callable) -> None:
         _reference_encode,
         make,
         name="encode",
-        concept="encoding maps each token to its id in the vocabulary, one id per "
-        "token in the same order; a token the vocabulary does not know must "
-        "still get an id: the one reserved for unknown tokens, never the "
-        "padding id",
-        hint="look each token up in the dict; a token that is not there gets unk_id "
-        "(dict.get(token, default) does exactly this)",
+        concept="encoding maps each token to its id in the vocabulary, one id per token in the same order; a token "
+        "the vocabulary does not know must still get an id: the one reserved for unknown tokens, never the padding id",
+        hint="look each token up in the dict; a token that is not there gets unk_id (dict.get(token, default) does "
+        "exactly this)",
     )
 
 
@@ -87,8 +83,7 @@ def check_cosine_similarity(fn: Callable) -> None:
         lambda a, b: float(cosine_similarity(a, b)),
         make,
         name="cosine_similarity",
-        concept="cosine similarity compares directions, not lengths: the dot product "
-        "of the two vectors divided by the product of their lengths, so it "
-        "lies between -1 and 1 and scaling a vector does not change it",
+        concept="cosine similarity compares directions, not lengths: the dot product of the two vectors divided by "
+        "the product of their lengths, so it lies between -1 and 1 and scaling a vector does not change it",
         hint="cos(a, b) = a·b / (|a| |b|); torch.dot and torch.linalg.norm help",
     )

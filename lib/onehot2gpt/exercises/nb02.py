@@ -30,8 +30,8 @@ def _skipgram_pairs_diagnose(got, expected, ids, window):
         return "the right pairs in another order: centre by centre, each centre's contexts left to right"
     if len(got) > len(expected) and all(p in got_set for p in expected_set):
         return (
-            "every expected pair is there, plus some more: a word is never its own context, and "
-            "the window reaches `window` words to each side, no further"
+            "every expected pair is there, plus some more: a word is never its own context, and the window reaches "
+            "`window` words to each side, no further"
         )
     if len(got) < len(expected):
         return "some pairs are missing: the window has `window` words on *each* side of the centre"
@@ -51,11 +51,11 @@ def check_skipgram_pairs(fn: Callable) -> None:
         _reference_skipgram_pairs,
         make,
         name="skipgram_pairs",
-        concept="a pair joins a centre word with each word 1 to `window` positions to its left "
-        "and right (never with itself, never past either end of the list); the pairs "
-        "come centre by centre, and each centre's contexts from left to right",
-        hint="for each position i, for each j from i - window to i + window, skip j == i "
-        "and j outside 0..len(ids)-1, and append (ids[i], ids[j]); return tuples of ints",
+        concept="a pair joins a centre word with each word 1 to `window` positions to its left and right (never with "
+        "itself, never past either end of the list); the pairs come centre by centre, and each centre's contexts from "
+        "left to right",
+        hint="for each position i, for each j from i - window to i + window, skip j == i and j outside 0..len(ids)-1, "
+        "and append (ids[i], ids[j]); return tuples of ints",
         diagnose=_skipgram_pairs_diagnose,
     )
 
@@ -74,8 +74,8 @@ def _loss_diagnose(got, expected, v, u, noise):
 
     if torch.allclose(got.detach().double(), negative_sampling_loss(v, u, -noise).double(), rtol=1e-4):
         return (
-            "the noise words are scored with the wrong sign: a noise word's term is "
-            "−log σ(−u_k·v_c), small when its score is low"
+            "the noise words are scored with the wrong sign: a noise word's term is −log σ(−u_k·v_c), small when its "
+            "score is low"
         )
     return None
 
@@ -94,13 +94,11 @@ def check_negative_sampling_loss(fn: Callable) -> None:
         negative_sampling_loss,
         make,
         name="negative_sampling_loss",
-        concept="the real context word should score high, so its term is −log σ of its score; "
-        "each noise word should score low, so its term is −log σ of minus its score, "
-        "summed over the K noise words; the loss is the mean of that over the batch, "
-        "kept as a tensor (a single number autograd can differentiate)",
-        hint="per example: -log σ(u_o·v_c) - Σ_k log σ(-u_k·v_c); F.logsigmoid is the "
-        "stable log σ; torch.bmm(noise, centre.unsqueeze(2)) gives the K scores; "
-        "then .mean() over the batch, without .item()",
+        concept="the real context word should score high, so its term is −log σ of its score; each noise word should "
+        "score low, so its term is −log σ of minus its score, summed over the K noise words; the loss is the mean of "
+        "that over the batch, kept as a tensor (a single number autograd can differentiate)",
+        hint="per example: -log σ(u_o·v_c) - Σ_k log σ(-u_k·v_c); F.logsigmoid is the stable log σ; torch.bmm(noise, "
+        "centre.unsqueeze(2)) gives the K scores; then .mean() over the batch, without .item()",
         diagnose=_loss_diagnose,
     )
 
@@ -129,9 +127,8 @@ def check_noise_distribution(fn: Callable) -> None:
         noise_distribution,
         lambda g: (torch.randint(1, 1000, (rand_int(g, 2, 20),), generator=g).float(),),
         name="noise_distribution",
-        concept="each word is drawn with probability proportional to its count raised to the "
-        "power 0.75, so the probabilities are those weights divided by their sum "
-        "(they add up to 1), one per word, in the counts' dtype",
+        concept="each word is drawn with probability proportional to its count raised to the power 0.75, so the "
+        "probabilities are those weights divided by their sum (they add up to 1), one per word, in the counts' dtype",
         hint="raise the counts to the power 0.75, then divide by their sum",
         diagnose=_noise_diagnose,
     )
@@ -173,12 +170,11 @@ def check_analogy(fn: Callable) -> None:
         _reference_analogy,
         make,
         name="analogy",
-        concept="3CosAdd: the answer is the word whose vector points most nearly the way of "
-        "b − a + c (for unit vectors, the highest dot product), and a, b and c "
-        "themselves are never answers; the answer is one word id, a Python int",
-        hint="score every word by its dot product with b - a + c (the vectors are unit "
-        "length, so that is cosine up to a constant), rule out a, b and c "
-        "themselves, and return int(...) of the id with the highest score",
+        concept="3CosAdd: the answer is the word whose vector points most nearly the way of b − a + c (for unit "
+        "vectors, the highest dot product), and a, b and c themselves are never answers; the answer is one word id, a "
+        "Python int",
+        hint="score every word by its dot product with b - a + c (the vectors are unit length, so that is cosine up "
+        "to a constant), rule out a, b and c themselves, and return int(...) of the id with the highest score",
         diagnose=_analogy_diagnose,
     )
 
@@ -243,8 +239,8 @@ def _step_diagnose(got, expected, in_w, out_w, contexts, centres, negatives, lr)
     except (TypeError, ValueError):
         return None
     return (
-        "some rows differ: if a word occurs more than once in the batch, are all its updates added "
-        "up, each computed from the vectors as they were before the step?"
+        "some rows differ: if a word occurs more than once in the batch, are all its updates added up, each computed "
+        "from the vectors as they were before the step?"
     )
 
 
@@ -269,18 +265,16 @@ def check_sgns_step(fn: Callable) -> None:
         _reference_step,
         _step_inputs,
         name="sgns_step",
-        concept="each context word's input vector v is scored against the centre's output "
-        "vector (label 1) and the K noise words' output vectors (label 0); σ(score) − "
-        "label is the error, and error × the other vector is each vector's gradient of "
-        "the loss summed over all predictions; both tables step by −lr × gradient, "
-        "computed from the vectors before the step; pads (-1) are not words, and a word "
-        "that appears several times gets the sum of its updates",
-        hint="found = contexts >= 0; b, m = found.nonzero().T; v = in_w[contexts[b, m]] (P, D); "
-        "u = out_w[targets[b]] with targets = cat(centres[:, None], negatives) (P, 1+K, D); "
-        "scores = bmm(u, v[..., None]); g = sigmoid(scores) − label; the loss is "
-        "softplus(−s) for the true word plus softplus(s) for the noise; then "
-        "in_w.index_add_(0, words, −lr · Σ_j g_j u_j) and out_w.index_add_(0, "
-        "targets, −lr · g v) so repeated rows add up",
+        concept="each context word's input vector v is scored against the centre's output vector (label 1) and the K "
+        "noise words' output vectors (label 0); σ(score) − label is the error, and error × the other vector is each "
+        "vector's gradient of the loss summed over all predictions; both tables step by −lr × gradient, computed from "
+        "the vectors before the step; pads (-1) are not words, and a word that appears several times gets the sum of "
+        "its updates",
+        hint="found = contexts >= 0; b, m = found.nonzero().T; v = in_w[contexts[b, m]] (P, D); u = out_w[targets[b]] "
+        "with targets = cat(centres[:, None], negatives) (P, 1+K, D); scores = bmm(u, v[..., None]); g = "
+        "sigmoid(scores) − label; the loss is softplus(−s) for the true word plus softplus(s) for the noise; then "
+        "in_w.index_add_(0, words, −lr · Σ_j g_j u_j) and out_w.index_add_(0, targets, −lr · g v) so repeated rows "
+        "add up",
         diagnose=_step_diagnose,
     )
 
@@ -317,10 +311,9 @@ def check_char_ngrams(fn: Callable) -> None:
         make,
         name="char_ngrams",
         diagnose=diagnose,
-        concept="fastText writes the word between boundary marks, <word>, and takes every "
-        "substring of each length from min_n to max_n, shortest first and left to "
-        "right within a length; the marks make prefixes and suffixes their own "
-        "n-grams ('<wh' is not 'wh' in the middle of a word)",
-        hint="s = '<' + word + '>'; return [s[i:i + n] for n in range(min_n, max_n + 1) "
-        "for i in range(len(s) - n + 1)]",
+        concept="fastText writes the word between boundary marks, <word>, and takes every substring of each length "
+        "from min_n to max_n, shortest first and left to right within a length; the marks make prefixes and suffixes "
+        "their own n-grams ('<wh' is not 'wh' in the middle of a word)",
+        hint="s = '<' + word + '>'; return [s[i:i + n] for n in range(min_n, max_n + 1) for i in range(len(s) - n + "
+        "1)]",
     )

@@ -30,12 +30,11 @@ def check_next_token_pairs(fn: Callable) -> None:
         _reference_next_token_pairs,
         make,
         name="next_token_pairs",
-        concept="every position of the sentence, and its end, is one prediction: the "
-        "context is everything before it, starting at the sentence-start marker, and "
-        "the last thing to predict is the end marker (an empty sentence still has one "
-        "pair: start → end)",
-        hint="put '<bos>' in front and '<eos>' at the end; for t = 1 .. len(padded) - 1 "
-        "the context is tuple(padded[:t]) and the target is padded[t]",
+        concept="every position of the sentence, and its end, is one prediction: the context is everything before it, "
+        "starting at the sentence-start marker, and the last thing to predict is the end marker (an empty sentence "
+        "still has one pair: start → end)",
+        hint="put '<bos>' in front and '<eos>' at the end; for t = 1 .. len(padded) - 1 the context is "
+        "tuple(padded[:t]) and the target is padded[t]",
     )
 
 
@@ -51,9 +50,8 @@ def check_perplexity(fn: Callable) -> None:
         lambda lp: float(torch.exp(-lp.double().mean())),
         make,
         name="perplexity",
-        concept="perplexity is an average per token turned back into a number of choices: "
-        "average the negative log-probabilities over the tokens (not their total), "
-        "then undo the logarithm",
+        concept="perplexity is an average per token turned back into a number of choices: average the negative "
+        "log-probabilities over the tokens (not their total), then undo the logarithm",
         hint="perplexity = exp(-mean(log_probs)): the exponential of the average negative log-probability per token",
     )
 
@@ -84,11 +82,11 @@ def check_bigram_prob(fn: Callable) -> None:
         make,
         name="bigram_prob",
         trials=20,
-        concept="a conditional probability counts only among the pairs that start with the "
-        "given previous word: how often this word follows it, out of everything "
-        "that follows it. A previous word never seen has no counts at all",
-        hint="P(word | prev) = count(prev, word) / Σ_w count(prev, w); return 0.0 when "
-        "prev was never seen (that zero is exactly why n-gram LMs need smoothing)",
+        concept="a conditional probability counts only among the pairs that start with the given previous word: how "
+        "often this word follows it, out of everything that follows it. A previous word never seen has no counts at "
+        "all",
+        hint="P(word | prev) = count(prev, word) / Σ_w count(prev, w); return 0.0 when prev was never seen (that zero "
+        "is exactly why n-gram LMs need smoothing)",
     )
 
 
@@ -126,8 +124,8 @@ def _lstm_cell_variants(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
         "the candidate g is squashed with a sigmoid; it is the one part that uses tanh, so it can be negative": cell(
             sig(a), sig(b), sig(g_), sig(d)
         ),
-        "the forget gate multiplies the candidate and the input gate the old cell: f keeps the "
-        "old memory, i admits the new": cell(sig(b), sig(a), tanh(g_), sig(d)),
+        "the forget gate multiplies the candidate and the input gate the old cell: f keeps the old memory, i admits "
+        "the new": cell(sig(b), sig(a), tanh(g_), sig(d)),
         "the new cell forgets the old one entirely: c_t must add f ⊙ c_{t-1}": cell(
             sig(a), sig(b), tanh(g_), sig(d), sig(a) * tanh(g_)
         ),
@@ -194,13 +192,11 @@ def check_lstm_cell(fn: Callable) -> None:
         name="lstm_cell",
         trials=6,
         diagnose=_lstm_cell_diagnose,
-        concept="all four gates come from one affine map of the input and the previous "
-        "hidden state, cut into four equal blocks in the order input, forget, "
-        "candidate, output. Three are squashed to (0, 1) as gates, the candidate to "
-        "(-1, 1). The new cell keeps the gated old cell and adds the gated "
-        "candidate; the new hidden state is the output gate times the squashed new cell",
-        hint="gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh, shape (B, 4H); "
-        "split it into four (B, H) blocks i, f, g, o (gates[:, :H], gates[:, H:2*H], …); "
-        "i, f, o = sigmoid, g = tanh; c_new = f * c + i * g; h_new = o * tanh(c_new); "
-        "return h_new, c_new",
+        concept="all four gates come from one affine map of the input and the previous hidden state, cut into four "
+        "equal blocks in the order input, forget, candidate, output. Three are squashed to (0, 1) as gates, the "
+        "candidate to (-1, 1). The new cell keeps the gated old cell and adds the gated candidate; the new hidden "
+        "state is the output gate times the squashed new cell",
+        hint="gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh, shape (B, 4H); split it into four (B, H) "
+        "blocks i, f, g, o (gates[:, :H], gates[:, H:2*H], …); i, f, o = sigmoid, g = tanh; c_new = f * c + i * g; "
+        "h_new = o * tanh(c_new); return h_new, c_new",
     )

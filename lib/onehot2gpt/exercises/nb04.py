@@ -27,11 +27,10 @@ def check_reverse_padded(fn: Callable) -> None:
         reverse_padded,
         make,
         name="reverse_padded",
-        concept="a backward LM must start at a row's last real token, so only the real "
-        "tokens of each row are put in reverse order; the padding after them stays "
-        "where it is (reversing the whole row would put the padding first)",
-        hint="for row b, positions 0..lengths[b]-1 take the tokens in reverse order, "
-        "e.g. ids[b, :n].flip(0); positions from lengths[b] on keep their <pad>",
+        concept="a backward LM must start at a row's last real token, so only the real tokens of each row are put in "
+        "reverse order; the padding after them stays where it is (reversing the whole row would put the padding first)",
+        hint="for row b, positions 0..lengths[b]-1 take the tokens in reverse order, e.g. ids[b, :n].flip(0); "
+        "positions from lengths[b] on keep their <pad>",
     )
 
 
@@ -54,11 +53,10 @@ def check_scalar_mix(fn: Callable) -> None:
         reference,
         make,
         name="scalar_mix",
-        concept="the raw weights become positive weights that sum to 1 (a softmax over the "
-        "layers); each layer's vector is scaled by its weight, the layers are added "
-        "up, and the sum is scaled by γ",
-        hint="w = torch.softmax(s, dim=0) has one weight per layer; multiply layer j by "
-        "w[j], sum over the layer dimension (dim -2), then scale by gamma",
+        concept="the raw weights become positive weights that sum to 1 (a softmax over the layers); each layer's "
+        "vector is scaled by its weight, the layers are added up, and the sum is scaled by γ",
+        hint="w = torch.softmax(s, dim=0) has one weight per layer; multiply layer j by w[j], sum over the layer "
+        "dimension (dim -2), then scale by gamma",
     )
 
 
@@ -79,13 +77,11 @@ def check_sense_score(fn: Callable) -> None:
         reference,
         make,
         name="sense_score",
-        concept="cosine similarity compares directions, so the vectors' lengths must not "
-        "matter; a vector compared with itself (cosine 1) is not a pair, and the "
-        "score is the average similarity of same-sense pairs minus that of "
-        "different-sense pairs",
-        hint="normalise the rows, take all pairwise cosines, average those of pairs with "
-        "the same label (leaving out each vector with itself) and subtract the "
-        "average over pairs with different labels",
+        concept="cosine similarity compares directions, so the vectors' lengths must not matter; a vector compared "
+        "with itself (cosine 1) is not a pair, and the score is the average similarity of same-sense pairs minus that "
+        "of different-sense pairs",
+        hint="normalise the rows, take all pairwise cosines, average those of pairs with the same label (leaving out "
+        "each vector with itself) and subtract the average over pairs with different labels",
     )
 
 
@@ -131,10 +127,10 @@ def _bilm_layers_variant(
 
 
 _BILM_MISTAKES = {
-    "the backward states are left in reading order: after the backward stack has read the reversed "
-    "rows, reverse its states back so that position k holds the state of token k": {"back": False},
-    "whole rows are reversed, padding included: the backward LM then starts each short row by "
-    "reading padding; reverse only each row's real tokens": {"whole_rows": True},
+    "the backward states are left in reading order: after the backward stack has read the reversed rows, reverse its "
+    "states back so that position k holds the state of token k": {"back": False},
+    "whole rows are reversed, padding included: the backward LM then starts each short row by reading padding; "
+    "reverse only each row's real tokens": {"whole_rows": True},
     "layers 2..L have no residual connection: each of them adds its input to its LSTM's output": {"residual": False},
     "the padded positions are not zero: multiply by the mask of real tokens": {"zero_pad": False},
     "the halves are swapped: each layer is [forward; backward]": {"swap": True},
@@ -187,16 +183,14 @@ def check_bilm_layers(fn: Callable) -> None:
         name="bilm_layers",
         trials=5,
         diagnose=_bilm_layers_diagnose,
-        concept="the forward stack reads each row left to right; the backward stack is the "
-        "same kind of stack reading each row's real tokens from last to first, and its "
-        "states are put back in sentence order so that position k of both halves "
-        "describes token k. Every layer after the first adds its input (a residual). "
-        "Token k's layers are the token layer twice, then forward and backward side by "
-        "side, one per LSTM layer; padding positions hold zeros",
-        hint="fwd = lstm_stack(fwd_lstms, x); bwd = [reverse_padded(h, lengths) for h in "
-        "lstm_stack(bwd_lstms, reverse_padded(x, lengths))]; layers = [cat([x, x], -1)] "
-        "+ [cat([f, b], -1) for f, b in zip(fwd, bwd)]; stack them on dim 2 and multiply "
-        "by the mask arange(T) < lengths[:, None], broadcast to (B, T, 1, 1)",
+        concept="the forward stack reads each row left to right; the backward stack is the same kind of stack reading "
+        "each row's real tokens from last to first, and its states are put back in sentence order so that position k "
+        "of both halves describes token k. Every layer after the first adds its input (a residual). Token k's layers "
+        "are the token layer twice, then forward and backward side by side, one per LSTM layer; padding positions "
+        "hold zeros",
+        hint="fwd = lstm_stack(fwd_lstms, x); bwd = [reverse_padded(h, lengths) for h in lstm_stack(bwd_lstms, "
+        "reverse_padded(x, lengths))]; layers = [cat([x, x], -1)] + [cat([f, b], -1) for f, b in zip(fwd, bwd)]; "
+        "stack them on dim 2 and multiply by the mask arange(T) < lengths[:, None], broadcast to (B, T, 1, 1)",
     )
 
 
@@ -246,10 +240,9 @@ def check_slanted_triangular_lr(fn: Callable) -> None:
         diagnose=diagnose,
         rtol=1e-6,
         atol=1e-12,
-        concept="STLR rises linearly from lr_max / ratio to lr_max over the first cut = "
-        "⌊total_steps · cut_frac⌋ steps (at least 1), then falls linearly for the "
-        "remaining steps, back towards lr_max / ratio; p goes 0 → 1 → 0 and the "
-        "rate is lr_max · (1 + p · (ratio − 1)) / ratio",
-        hint="cut = max(1, math.floor(total_steps * cut_frac)); p = step / cut if step < cut "
-        "else 1 - (step - cut) / (total_steps - cut); return lr_max * (1 + p * (ratio - 1)) / ratio",
+        concept="STLR rises linearly from lr_max / ratio to lr_max over the first cut = ⌊total_steps · cut_frac⌋ "
+        "steps (at least 1), then falls linearly for the remaining steps, back towards lr_max / ratio; p goes 0 → 1 → "
+        "0 and the rate is lr_max · (1 + p · (ratio − 1)) / ratio",
+        hint="cut = max(1, math.floor(total_steps * cut_frac)); p = step / cut if step < cut else 1 - (step - cut) / "
+        "(total_steps - cut); return lr_max * (1 + p * (ratio - 1)) / ratio",
     )

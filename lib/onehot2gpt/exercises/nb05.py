@@ -44,13 +44,11 @@ def check_attention_with_loops(fn: Callable) -> None:
         scaled_dot_product_attention,
         make,
         name="attention_with_loops",
-        concept="each query scores every key by a dot product scaled by 1/√d; the "
-        "softmax turns one query's scores into weights that sum to 1 over the "
-        "keys; the output for that query is the weighted average of the values",
+        concept="each query scores every key by a dot product scaled by 1/√d; the softmax turns one query's scores "
+        "into weights that sum to 1 over the keys; the output for that query is the weighted average of the values",
         diagnose=_attention_with_loops_diagnose,
-        hint="for each query i: scores[j] = q[i]·K[j] / sqrt(d) for every key j; "
-        "weights = softmax over j; output[i] = sum_j weights[j] * V[j]. "
-        "Return (output, weights)",
+        hint="for each query i: scores[j] = q[i]·K[j] / sqrt(d) for every key j; weights = softmax over j; output[i] "
+        "= sum_j weights[j] * V[j]. Return (output, weights)",
     )
 
 
@@ -64,9 +62,8 @@ def _causal_mask_diagnose(got, expected, T):
     if got.dtype != torch.bool:
         if torch.equal(got.to(torch.bool), expected):
             return (
-                "the right pattern, stored as numbers: a 0/1 float mask is *added* to the "
-                "scores by PyTorch's attention, so it would block nothing; masks here are "
-                "True/False"
+                "the right pattern, stored as numbers: a 0/1 float mask is *added* to the scores by PyTorch's "
+                "attention, so it would block nothing; masks here are True/False"
             )
         return None
     if T > 1 and torch.equal(got, expected.T):
@@ -85,14 +82,12 @@ def check_causal_mask(fn: Callable) -> None:
         causal_mask,
         lambda gen: (rand_int(gen, 1, 9),),
         name="causal_mask",
-        concept="row i is query i, column j is key j; query i may read keys 0 … i (its "
-        "past and itself), never a later one. The mask is a yes/no answer per "
-        "pair, so it is boolean: True = may attend. A float mask means something "
-        "else to PyTorch (a number added to the scores), so 0/1 floats would "
-        "not hide anything",
+        concept="row i is query i, column j is key j; query i may read keys 0 … i (its past and itself), never a "
+        "later one. The mask is a yes/no answer per pair, so it is boolean: True = may attend. A float mask means "
+        "something else to PyTorch (a number added to the scores), so 0/1 floats would not hide anything",
         diagnose=_causal_mask_diagnose,
-        hint="True on and below the diagonal, False above it, with dtype=torch.bool: "
-        "start from a (T, T) tensor of True and keep its lower triangle (.tril())",
+        hint="True on and below the diagonal, False above it, with dtype=torch.bool: start from a (T, T) tensor of "
+        "True and keep its lower triangle (.tril())",
     )
 
 
@@ -107,13 +102,13 @@ def _split_heads_diagnose(got, expected, x, n_heads):
     hs = D // n_heads
     if n_heads > 1 and hs > 1 and torch.equal(got, x.view(B, T, hs, n_heads).permute(0, 3, 1, 2)):
         return (
-            "right shape, but each head got every H-th feature: head h must own one "
-            "contiguous block of D/H features; which axis did you split into (H, D/H)?"
+            "right shape, but each head got every H-th feature: head h must own one contiguous block of D/H features; "
+            "which axis did you split into (H, D/H)?"
         )
     if torch.equal(got, x.reshape(B, n_heads, T, hs)) and not torch.equal(got, expected):
         return (
-            "right shape, but the heads' features are scrambled: reshaping (B, T, D) straight "
-            "to (B, H, T, D/H) mixes positions into heads. Which axis did you split?"
+            "right shape, but the heads' features are scrambled: reshaping (B, T, D) straight to (B, H, T, D/H) mixes "
+            "positions into heads. Which axis did you split?"
         )
     return None
 
@@ -131,13 +126,12 @@ def check_split_heads(fn: Callable) -> None:
         split_heads,
         make,
         name="split_heads",
-        concept="the D features of every position are cut into H consecutive groups of "
-        "D/H (head h owns features h·D/H … (h+1)·D/H − 1); then the head axis "
-        "moves in front of the positions, so each head holds a (T, D/H) matrix "
-        "of its own",
+        concept="the D features of every position are cut into H consecutive groups of D/H (head h owns features "
+        "h·D/H … (h+1)·D/H − 1); then the head axis moves in front of the positions, so each head holds a (T, D/H) "
+        "matrix of its own",
         diagnose=_split_heads_diagnose,
-        hint="view the last dimension as (n_heads, D // n_heads): x.view(B, T, H, hs), "
-        "then swap the T and H axes with .transpose(1, 2)",
+        hint="view the last dimension as (n_heads, D // n_heads): x.view(B, T, H, hs), then swap the T and H axes "
+        "with .transpose(1, 2)",
     )
 
 
@@ -165,8 +159,8 @@ def _mha_diagnose(got, expected, x, W_qkv, b_qkv, W_o, b_o, n_heads, mask=None):
     variants = [
         (
             dict(scale="D"),
-            "the scores are divided by √D, the full width; each head's "
-            "dot products run over its D/H features, so divide by √(D/H)",
+            "the scores are divided by √D, the full width; each head's dot products run over its D/H features, so "
+            "divide by √(D/H)",
         ),
         (dict(scale=1.0), "the scores are not scaled: divide each head's dot products by √(D/H)"),
         (dict(use_mask=False), "the mask is ignored: masked keys must get zero weight"),
@@ -191,8 +185,8 @@ def _mha_diagnose(got, expected, x, W_qkv, b_qkv, W_o, b_o, n_heads, mask=None):
             return words
     if w.shape == expected[1].shape and torch.allclose(w, expected[1], atol=1e-5):
         return (
-            "the weights are right, the output is not: merge the heads back to (B, T, D) in "
-            "head order, then apply W^O and its bias"
+            "the weights are right, the output is not: merge the heads back to (B, T, D) in head order, then apply "
+            "W^O and its bias"
         )
     return None
 
@@ -228,15 +222,13 @@ def check_multi_head_attention(fn: Callable) -> None:
         library_multi_head_attention,
         make,
         name="multi_head_attention",
-        concept="one projection gives every head's queries, keys and values at once "
-        "(the rows of W_qkv are W^Q, W^K, W^V stacked); each is split into H "
-        "heads of D/H features; every head attends on its own, scaled by "
-        "√(D/H) and with masked keys removed before the softmax; the heads' "
-        "outputs are concatenated back to D features and mixed by W^O",
+        concept="one projection gives every head's queries, keys and values at once (the rows of W_qkv are W^Q, W^K, "
+        "W^V stacked); each is split into H heads of D/H features; every head attends on its own, scaled by √(D/H) "
+        "and with masked keys removed before the softmax; the heads' outputs are concatenated back to D features and "
+        "mixed by W^O",
         diagnose=_mha_diagnose,
-        hint="q, k, v = (x @ W_qkv.T + b_qkv).split(D, dim=-1); split each with your "
-        "my_split_heads; scores = q @ k.transpose(-2, -1) / sqrt(D // H); "
-        "scores.masked_fill(~mask, float('-inf')) when a mask is given; weights = "
-        "softmax over the last axis; merge (weights @ v) with .transpose(1, 2)"
-        ".reshape(B, T, D); output = merged @ W_o.T + b_o",
+        hint="q, k, v = (x @ W_qkv.T + b_qkv).split(D, dim=-1); split each with your my_split_heads; scores = q @ "
+        "k.transpose(-2, -1) / sqrt(D // H); scores.masked_fill(~mask, float('-inf')) when a mask is given; weights = "
+        "softmax over the last axis; merge (weights @ v) with .transpose(1, 2).reshape(B, T, D); output = merged @ "
+        "W_o.T + b_o",
     )

@@ -27,8 +27,8 @@ def _positional_encoding_diagnose(got, expected, max_len, d_model):
         and not torch.allclose(g[:, 2], e[:, 2], atol=1e-4)
     ):
         return (
-            "the first pair is right, the later ones are not: the frequency of pair i is "
-            "1 / 10000^(2i / d_model), and both columns of a pair share it"
+            "the first pair is right, the later ones are not: the frequency of pair i is 1 / 10000^(2i / d_model), "
+            "and both columns of a pair share it"
         )
     return None
 
@@ -45,12 +45,11 @@ def check_positional_encoding(fn: Callable) -> None:
         sinusoidal_positions,
         make,
         name="positional_encoding",
-        concept="the columns come in pairs (2i, 2i+1) that share one frequency, "
-        "1 / 10000^(2i / d_model), from fast (i = 0) to slow; the even column of "
-        "a pair is the sine of position × frequency, the odd one its cosine",
+        concept="the columns come in pairs (2i, 2i+1) that share one frequency, 1 / 10000^(2i / d_model), from fast "
+        "(i = 0) to slow; the even column of a pair is the sine of position × frequency, the odd one its cosine",
         diagnose=_positional_encoding_diagnose,
-        hint="PE[pos, 2i] = sin(pos / 10000**(2i / d_model)) and PE[pos, 2i+1] = "
-        "cos(pos / 10000**(2i / d_model)); i runs over 0 … d_model/2 - 1",
+        hint="PE[pos, 2i] = sin(pos / 10000**(2i / d_model)) and PE[pos, 2i+1] = cos(pos / 10000**(2i / d_model)); i "
+        "runs over 0 … d_model/2 - 1",
     )
 
 
@@ -94,14 +93,12 @@ def check_layer_norm(fn: Callable) -> None:
         reference,
         make,
         name="layer_norm",
-        concept="each position's vector is normalised on its own, over its D features: "
-        "subtract their mean, divide by their standard deviation (the average "
-        "squared deviation, eps added before the square root), then scale by "
+        concept="each position's vector is normalised on its own, over its D features: subtract their mean, divide by "
+        "their standard deviation (the average squared deviation, eps added before the square root), then scale by "
         "the gain and shift by the bias, feature by feature",
         diagnose=_layer_norm_diagnose,
-        hint="mean and variance over the last dimension only (keepdim=True); use the "
-        "biased variance (unbiased=False, divide by D) and put eps inside the "
-        "square root: gain * (x - mean) / sqrt(var + eps) + bias",
+        hint="mean and variance over the last dimension only (keepdim=True); use the biased variance (unbiased=False, "
+        "divide by D) and put eps inside the square root: gain * (x - mean) / sqrt(var + eps) + bias",
     )
 
 
@@ -128,9 +125,8 @@ def _encoder_block_diagnose(got, expected, x, params, n_heads, mask=None):
     variants = [
         (
             dict(pre_norm=True),
-            "this is the pre-norm order (LayerNorm on each sub-layer's input); "
-            "this block is post-norm as in the paper: add the residual first, "
-            "then normalise the sum",
+            "this is the pre-norm order (LayerNorm on each sub-layer's input); this block is post-norm as in the "
+            "paper: add the residual first, then normalise the sum",
         ),
         (
             dict(residual=False),
@@ -184,18 +180,14 @@ def check_encoder_block(fn: Callable) -> None:
         make,
         name="encoder_block",
         atol=1e-4,
-        concept="a post-norm block has two sub-layers, each wrapped the same way: "
-        "x ← LayerNorm(x + Sublayer(x)). The first sub-layer is multi-head "
-        "self-attention (queries, keys and values all from x, masked keys "
-        "removed); the second is the position-wise feed-forward network "
-        "(linear, ReLU, linear), applied to the first one's result",
+        concept="a post-norm block has two sub-layers, each wrapped the same way: x ← LayerNorm(x + Sublayer(x)). The "
+        "first sub-layer is multi-head self-attention (queries, keys and values all from x, masked keys removed); the "
+        "second is the position-wise feed-forward network (linear, ReLU, linear), applied to the first one's result",
         diagnose=_encoder_block_diagnose,
-        hint="a = attention: F.linear(x, W_qkv, b_qkv).split(D, -1), split_heads, "
-        "scaled_dot_product_attention(q, k, v, mask), merge_heads, F.linear with "
-        "the out_proj weights; h = my_layer_norm(x + a, norm1 gain, norm1 bias); "
-        "f = linear2(relu(linear1(h))); return my_layer_norm(h + f, norm2 gain, "
-        "norm2 bias). The keys of params are the block's parameter names, e.g. "
-        "params['self_attn.in_proj.weight']",
+        hint="a = attention: F.linear(x, W_qkv, b_qkv).split(D, -1), split_heads, scaled_dot_product_attention(q, k, "
+        "v, mask), merge_heads, F.linear with the out_proj weights; h = my_layer_norm(x + a, norm1 gain, norm1 bias); "
+        "f = linear2(relu(linear1(h))); return my_layer_norm(h + f, norm2 gain, norm2 bias). The keys of params are "
+        "the block's parameter names, e.g. params['self_attn.in_proj.weight']",
     )
 
 
@@ -241,13 +233,11 @@ def check_greedy_decode(fn: Callable) -> None:
         make,
         name="greedy_decode",
         trials=8,
-        concept="the input is encoded once; the output grows one token at a time: the "
-        "decoder reads everything written so far (starting from <bos>) and the "
-        "most probable next token is appended, until the model writes <eos> or "
-        "the length limit is reached. The answer is the new tokens only",
+        concept="the input is encoded once; the output grows one token at a time: the decoder reads everything "
+        "written so far (starting from <bos>) and the most probable next token is appended, until the model writes "
+        "<eos> or the length limit is reached. The answer is the new tokens only",
         diagnose=_greedy_decode_diagnose,
-        hint="encode once (memory, memory_mask, _ = model.encode(src)); start from "
-        "[[bos_id]]; repeat: logits, _, _ = model.decode(out, memory, memory_mask), "
-        "append logits[0, -1].argmax(), stop after eos_id or max_new tokens; "
+        hint="encode once (memory, memory_mask, _ = model.encode(src)); start from [[bos_id]]; repeat: logits, _, _ = "
+        "model.decode(out, memory, memory_mask), append logits[0, -1].argmax(), stop after eos_id or max_new tokens; "
         "return the new ids without <bos> as a 1-D tensor",
     )

@@ -33,13 +33,12 @@ def check_wordpiece(fn: Callable) -> None:
         make,
         name="wordpiece",
         trials=30,
-        concept="WordPiece is greedy longest-match-first: at each position it takes the "
-        "longest piece the vocabulary holds (a piece inside a word carries the "
-        "'##' mark), moves past it and repeats; a word that cannot be covered "
-        "completely becomes the single unknown token, not a partial split",
-        hint="start at position 0; take the LONGEST piece word[start:end] that is in the "
-        "vocabulary (prefix '##' unless start == 0), then continue from `end`; if no "
-        "piece fits at some position the whole word becomes ['[UNK]']",
+        concept="WordPiece is greedy longest-match-first: at each position it takes the longest piece the vocabulary "
+        "holds (a piece inside a word carries the '##' mark), moves past it and repeats; a word that cannot be "
+        "covered completely becomes the single unknown token, not a partial split",
+        hint="start at position 0; take the LONGEST piece word[start:end] that is in the vocabulary (prefix '##' "
+        "unless start == 0), then continue from `end`; if no piece fits at some position the whole word becomes "
+        "['[UNK]']",
     )
 
 
@@ -62,11 +61,11 @@ def check_segment_ids(fn: Callable) -> None:
         make,
         name="segment_ids",
         trials=12,
-        concept="segment A is [CLS], the first sentence and the [SEP] that closes it; "
-        "segment B is everything after that first [SEP] (the second sentence and "
-        "its own [SEP]); a single sentence is all segment A. One id per token",
-        hint="everything up to and including the FIRST [SEP] is segment 0 ([CLS] too); "
-        "everything after it (sentence B and its [SEP]) is segment 1. Return a list",
+        concept="segment A is [CLS], the first sentence and the [SEP] that closes it; segment B is everything after "
+        "that first [SEP] (the second sentence and its own [SEP]); a single sentence is all segment A. One id per "
+        "token",
+        hint="everything up to and including the FIRST [SEP] is segment 0 ([CLS] too); everything after it (sentence "
+        "B and its [SEP]) is segment 1. Return a list",
     )
 
 
@@ -105,13 +104,12 @@ def check_apply_masking(fn: Callable) -> None:
         make,
         name="apply_masking",
         diagnose=_masking_diagnose,
-        concept="only the chosen positions change, and each chosen position does exactly "
-        "one of three things (80% [MASK], 10% a random token, 10% left as it "
-        "was); the labels keep the ORIGINAL token where the model must predict "
-        "and the ignore value -100 everywhere else; the input ids stay untouched",
-        hint="at chosen positions: action < 0.8 → mask_id; 0.8 ≤ action < 0.9 → the id from "
-        "random_ids; otherwise keep the token. labels = the ORIGINAL id at chosen "
-        "positions and -100 everywhere else. Don't modify ids in place (clone it)",
+        concept="only the chosen positions change, and each chosen position does exactly one of three things (80% "
+        "[MASK], 10% a random token, 10% left as it was); the labels keep the ORIGINAL token where the model must "
+        "predict and the ignore value -100 everywhere else; the input ids stay untouched",
+        hint="at chosen positions: action < 0.8 → mask_id; 0.8 ≤ action < 0.9 → the id from random_ids; otherwise "
+        "keep the token. labels = the ORIGINAL id at chosen positions and -100 everywhere else. Don't modify ids in "
+        "place (clone it)",
     )
 
 
@@ -195,12 +193,10 @@ def check_mlm_loss(fn: Callable) -> None:
         name="mlm_loss",
         trials=8,
         diagnose=_mlm_diagnose,
-        concept="the masked-LM loss is a cross-entropy at the chosen positions only (label "
-        "≠ -100), averaged over them; at each, the hidden vector goes through the "
-        "head's transform (dense, then GELU, then LayerNorm) and is scored against "
-        "EVERY token's input embedding (the output layer is the embedding matrix, "
-        "tied) plus one bias per token",
-        hint="chosen = labels != -100; h = hidden[chosen] is (N, D); "
-        "h = norm(F.gelu(dense(h))); logits = h @ embedding.T + bias is (N, V); "
-        "return F.cross_entropy(logits, labels[chosen])",
+        concept="the masked-LM loss is a cross-entropy at the chosen positions only (label ≠ -100), averaged over "
+        "them; at each, the hidden vector goes through the head's transform (dense, then GELU, then LayerNorm) and is "
+        "scored against EVERY token's input embedding (the output layer is the embedding matrix, tied) plus one bias "
+        "per token",
+        hint="chosen = labels != -100; h = hidden[chosen] is (N, D); h = norm(F.gelu(dense(h))); logits = h @ "
+        "embedding.T + bias is (N, V); return F.cross_entropy(logits, labels[chosen])",
     )

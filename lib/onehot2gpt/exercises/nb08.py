@@ -35,12 +35,12 @@ def check_first_piece_labels(fn: Callable) -> None:
         make,
         name="first_piece_labels",
         trials=30,
-        concept="a tag belongs to a word, and a word may be split into several pieces: only "
-        "the piece that STARTS a word carries its tag; its later pieces, [CLS], "
-        "[SEP] and padding get the ignore value -100 so that the loss skips them",
-        hint="walk over word_index; a token starts word w when word_index[t] is w (not None) "
-        "and the token before it belongs to another word; put tags[w] there and -100 on "
-        "every other token ([CLS], [SEP], padding, '##' continuation pieces). Return a list",
+        concept="a tag belongs to a word, and a word may be split into several pieces: only the piece that STARTS a "
+        "word carries its tag; its later pieces, [CLS], [SEP] and padding get the ignore value -100 so that the loss "
+        "skips them",
+        hint="walk over word_index; a token starts word w when word_index[t] is w (not None) and the token before it "
+        "belongs to another word; put tags[w] there and -100 on every other token ([CLS], [SEP], padding, '##' "
+        "continuation pieces). Return a list",
     )
 
 
@@ -69,12 +69,11 @@ def check_best_span(fn: Callable) -> None:
         make,
         name="best_span",
         trials=40,
-        concept="an answer span is a start and an end scored together (start score + end "
-        "score): the end may not come before the start (a one-token span is fine) "
-        "and the span may be at most max_len tokens long; the best pair is not "
-        "simply the best start with the best end",
-        hint="score every pair s ≤ e < s + max_len by start_logits[s] + end_logits[e] and "
-        "return the best (s, e) as a pair of ints; a one-token span (s == e) is allowed",
+        concept="an answer span is a start and an end scored together (start score + end score): the end may not come "
+        "before the start (a one-token span is fine) and the span may be at most max_len tokens long; the best pair "
+        "is not simply the best start with the best end",
+        hint="score every pair s ≤ e < s + max_len by start_logits[s] + end_logits[e] and return the best (s, e) as a "
+        "pair of ints; a one-token span (s == e) is allowed",
     )
 
 
@@ -100,15 +99,12 @@ def check_token_f1(fn: Callable) -> None:
         make,
         name="token_f1",
         trials=40,
-        concept="SQuAD's F1 compares bags of words after normalising both answers (case, "
-        "punctuation and the articles a/an/the do not count): precision is the "
-        "share of predicted words that are shared, recall the share of gold words, "
-        "a repeated word counts as often as it occurs in both, and no overlap "
-        "(or an empty answer) scores 0",
-        hint="normalise both strings with squad_normalize (lower case, no punctuation, no "
-        "a/an/the), split on spaces, count the shared tokens with collections.Counter "
-        "(min of the two counts per token); F1 = 2PR/(P+R) with P = shared/len(pred), "
-        "R = shared/len(gold); 0.0 when nothing is shared",
+        concept="SQuAD's F1 compares bags of words after normalising both answers (case, punctuation and the articles "
+        "a/an/the do not count): precision is the share of predicted words that are shared, recall the share of gold "
+        "words, a repeated word counts as often as it occurs in both, and no overlap (or an empty answer) scores 0",
+        hint="normalise both strings with squad_normalize (lower case, no punctuation, no a/an/the), split on spaces, "
+        "count the shared tokens with collections.Counter (min of the two counts per token); F1 = 2PR/(P+R) with P = "
+        "shared/len(pred), R = shared/len(gold); 0.0 when nothing is shared",
     )
 
 
@@ -184,8 +180,8 @@ def _qa_diagnose(got, expected, model, batch):
         (F.cross_entropy(context_only[0], s_pos) + F.cross_entropy(context_only[1], e_pos)) / 2
     ):
         return (
-            "the [CLS] position is not allowed: windows without the answer point at [CLS] "
-            "(position 0), so it must stay a possible start and end"
+            "the [CLS] position is not allowed: windows without the answer point at [CLS] (position 0), so it must "
+            "stay a possible start and end"
         )
     if close((F.cross_entropy(free[0], s_pos) + F.cross_entropy(free[1], e_pos)) / 2):
         return "the softmax runs over every token, question included; only the document and [CLS] may be picked"
@@ -207,13 +203,10 @@ def check_qa_loss(fn: Callable) -> None:
         name="qa_loss",
         trials=6,
         diagnose=_qa_diagnose,
-        concept="the start and the end are two separate choices among the tokens that may "
-        "hold an answer: the document's tokens and [CLS] (which stands for 'not in "
-        "this window'). Each is a softmax over those tokens only and a cross-entropy "
-        "against the gold position; the loss is the mean of the two, averaged over "
-        "the batch",
-        hint="span = batch['context_mask'].clone(); span[:, 0] = True; start, end = "
-        "model(input_ids, token_type_ids, attention_mask, span_mask=span) (each (B, T), "
-        "-inf where not allowed); log_softmax each over dim -1, pick the gold positions "
-        "with gather or indexing, and return -(mean start + mean end) / 2",
+        concept="the start and the end are two separate choices among the tokens that may hold an answer: the "
+        "document's tokens and [CLS] (which stands for 'not in this window'). Each is a softmax over those tokens "
+        "only and a cross-entropy against the gold position; the loss is the mean of the two, averaged over the batch",
+        hint="span = batch['context_mask'].clone(); span[:, 0] = True; start, end = model(input_ids, token_type_ids, "
+        "attention_mask, span_mask=span) (each (B, T), -inf where not allowed); log_softmax each over dim -1, pick "
+        "the gold positions with gather or indexing, and return -(mean start + mean end) / 2",
     )

@@ -29,14 +29,13 @@ _GPT2_BLOCK = dict(pre_norm=True, act=lambda z: F.gelu(z, approximate="tanh"))
 _BLOCK_SLIPS = [
     (
         dict(use_mask=False),
-        "every position also attends to the positions after it: the causal mask is "
-        "missing, so the block would read the characters it has to predict",
+        "every position also attends to the positions after it: the causal mask is missing, so the block would read "
+        "the characters it has to predict",
     ),
     (
         dict(pre_norm=False),
-        "LayerNorm is applied after each residual sum (post-norm, the original "
-        "Transformer); GPT-2 normalises the input of each sub-layer and adds the "
-        "sub-layer's output to the un-normalised x",
+        "LayerNorm is applied after each residual sum (post-norm, the original Transformer); GPT-2 normalises the "
+        "input of each sub-layer and adds the sub-layer's output to the un-normalised x",
     ),
     (
         dict(residual=False),
@@ -50,8 +49,8 @@ _BLOCK_SLIPS = [
     (dict(act=F.gelu), "the MLP uses the exact (erf) GELU; GPT-2 was trained with its tanh approximation"),
     (
         dict(heads="round-robin"),
-        "right shape, but the heads' features are scrambled: head h owns "
-        "the consecutive features h·hs … (h+1)·hs − 1 of Q, K and V",
+        "right shape, but the heads' features are scrambled: head h owns the consecutive features h·hs … (h+1)·hs − 1 "
+        "of Q, K and V",
     ),
 ]
 
@@ -111,19 +110,15 @@ def check_gpt_block(fn: Callable) -> None:
         name="gpt_block",
         trials=6,
         diagnose=_block_diagnose,
-        concept="a GPT-2 block is pre-norm: x + attention(LayerNorm₁(x)), then that plus "
-        "MLP(LayerNorm₂(of it)). The attention splits Q, K and V (one packed "
-        "projection, in that order) into H heads of hs = D / H consecutive "
-        "features, scores each query against the keys at or before its own "
-        "position, scaled by 1/√hs, and merges the heads back before the output "
-        "projection; the MLP is Linear, GELU (tanh approximation), Linear",
-        hint="h = F.layer_norm(x, (D,), w['norm1.weight'], w['norm1.bias']); "
-        "q, k, v = F.linear(h, w['attn.in_proj.weight'], w['attn.in_proj.bias'])"
-        ".split(D, dim=-1); each .view(B, T, H, hs).transpose(1, 2); scores = "
-        "q @ k.transpose(-2, -1) / hs**0.5, masked_fill where the key is after the "
-        "query (~torch.ones(T, T, dtype=torch.bool).tril()) with -inf; (softmax @ v)"
-        ".transpose(1, 2).reshape(B, T, D); x = x + F.linear(that, out_proj); then "
-        "x = x + F.linear(F.gelu(F.linear(LN₂(x), linear1), approximate='tanh'), linear2)",
+        concept="a GPT-2 block is pre-norm: x + attention(LayerNorm₁(x)), then that plus MLP(LayerNorm₂(of it)). The "
+        "attention splits Q, K and V (one packed projection, in that order) into H heads of hs = D / H consecutive "
+        "features, scores each query against the keys at or before its own position, scaled by 1/√hs, and merges the "
+        "heads back before the output projection; the MLP is Linear, GELU (tanh approximation), Linear",
+        hint="h = F.layer_norm(x, (D,), w['norm1.weight'], w['norm1.bias']); q, k, v = F.linear(h, "
+        "w['attn.in_proj.weight'], w['attn.in_proj.bias']).split(D, dim=-1); each .view(B, T, H, hs).transpose(1, 2); "
+        "scores = q @ k.transpose(-2, -1) / hs**0.5, masked_fill where the key is after the query (~torch.ones(T, T, "
+        "dtype=torch.bool).tril()) with -inf; (softmax @ v).transpose(1, 2).reshape(B, T, D); x = x + F.linear(that, "
+        "out_proj); then x = x + F.linear(F.gelu(F.linear(LN₂(x), linear1), approximate='tanh'), linear2)",
     )
 
 
@@ -190,13 +185,13 @@ def _top_k_diagnose(fn: Callable) -> Callable:
         at_or_above = rows >= kth
         if torch.equal(kept, at_or_above) and bool((at_or_above.sum(-1) > n).any()):
             return (
-                "on a tie at the k-th place you kept every tied token, so more than k stay; "
-                "exactly k must stay, the lower token ids first"
+                "on a tie at the k-th place you kept every tied token, so more than k stay; exactly k must stay, the "
+                "lower token ids first"
             )
         if bool((kept.sum(-1) == n).all()) and bool((kept <= at_or_above).all()):
             return (
-                "the right number of tokens and only the largest logits, but a tie at the k-th "
-                "place went to the higher token ids; among equal logits the lower ids stay"
+                "the right number of tokens and only the largest logits, but a tie at the k-th place went to the "
+                "higher token ids; among equal logits the lower ids stay"
             )
         return None
 
@@ -225,15 +220,13 @@ def check_top_k_filter(fn: Callable) -> None:
         name="top_k_filter",
         trials=16,
         diagnose=_top_k_diagnose(fn),
-        concept="top-k keeps, in each row (the last dimension), exactly the k tokens with the "
-        "largest logits and gives every other token the logit -inf, so the softmax "
-        "afterwards gives it probability 0; the kept logits stay as they were, in "
-        "the input's dtype. When several logits tie at the k-th place the lower "
-        "token ids are kept first, so exactly k stay; when k ≥ V every token stays",
-        hint="a stable sort, torch.sort(logits, dim=-1, descending=True, stable=True), "
-        "lists equal logits in id order; its first min(k, V) indices are the tokens "
-        "to keep: scatter True into a bool mask at those indices and "
-        "logits.masked_fill(~keep, float('-inf'))",
+        concept="top-k keeps, in each row (the last dimension), exactly the k tokens with the largest logits and "
+        "gives every other token the logit -inf, so the softmax afterwards gives it probability 0; the kept logits "
+        "stay as they were, in the input's dtype. When several logits tie at the k-th place the lower token ids are "
+        "kept first, so exactly k stay; when k ≥ V every token stays",
+        hint="a stable sort, torch.sort(logits, dim=-1, descending=True, stable=True), lists equal logits in id "
+        "order; its first min(k, V) indices are the tokens to keep: scatter True into a bool mask at those indices "
+        "and logits.masked_fill(~keep, float('-inf'))",
     )
 
 
@@ -264,17 +257,14 @@ def check_top_p_filter(fn: Callable) -> None:
         make,
         name="top_p_filter",
         trials=12,
-        concept="the nucleus is the smallest set of most likely tokens whose probabilities "
-        "add up to at least p: go down the tokens from most to least likely and keep "
-        "each one while the tokens before it hold less than p. The token that "
-        "takes the sum to p or past it is kept, and the most likely token always "
-        "is; every other token's logit becomes -inf, in its original place, and the "
-        "kept logits stay as they were",
-        hint="turn the logits into probabilities (softmax over the last dimension), sort them "
-        "from most to least likely and take the running sum; keep a token while the tokens "
-        "MORE likely than it add up to less than p. Set the others to float('-inf') in the "
-        "original order (scatter back through the sort indices), leaving the kept logits "
-        "unchanged",
+        concept="the nucleus is the smallest set of most likely tokens whose probabilities add up to at least p: go "
+        "down the tokens from most to least likely and keep each one while the tokens before it hold less than p. The "
+        "token that takes the sum to p or past it is kept, and the most likely token always is; every other token's "
+        "logit becomes -inf, in its original place, and the kept logits stay as they were",
+        hint="turn the logits into probabilities (softmax over the last dimension), sort them from most to least "
+        "likely and take the running sum; keep a token while the tokens MORE likely than it add up to less than p. "
+        "Set the others to float('-inf') in the original order (scatter back through the sort indices), leaving the "
+        "kept logits unchanged",
     )
 
 
@@ -312,15 +302,12 @@ def check_kv_cache_step(fn: Callable) -> None:
         make,
         name="kv_cache_step",
         trials=8,
-        concept="the cache holds the keys and values of every earlier position in time "
-        "order; the new token's key and value go after them (the cache may start "
-        "empty), and the new query attends to all of them, itself included, with "
-        "the usual scaled dot-product softmax; no mask is needed, since nothing in "
-        "the cache lies in the future",
-        hint="k_all = torch.cat([k_cache, k_new], dim=2), the same for v (this works for an "
-        "empty cache, T = 0, too); then scores = q_new @ k_all.transpose(-2, -1) / "
-        "sqrt(hs), shape (B, H, 1, T + 1); out = softmax(scores, dim=-1) @ v_all. "
-        "Return (out, k_all, v_all)",
+        concept="the cache holds the keys and values of every earlier position in time order; the new token's key and "
+        "value go after them (the cache may start empty), and the new query attends to all of them, itself included, "
+        "with the usual scaled dot-product softmax; no mask is needed, since nothing in the cache lies in the future",
+        hint="k_all = torch.cat([k_cache, k_new], dim=2), the same for v (this works for an empty cache, T = 0, too); "
+        "then scores = q_new @ k_all.transpose(-2, -1) / sqrt(hs), shape (B, H, 1, T + 1); out = softmax(scores, "
+        "dim=-1) @ v_all. Return (out, k_all, v_all)",
     )
 
 
@@ -343,8 +330,8 @@ def _lens_diagnose(fn):
             return "these are the logits: the lens reads probabilities, so finish with a softmax over the vocabulary"
         if torch.allclose(got, torch.softmax(x @ embedding.T, -1), atol=1e-4):
             return (
-                "the residual vector went straight into the output layer: the model's own read-out "
-                "first applies the final LayerNorm (with its gain and bias)"
+                "the residual vector went straight into the output layer: the model's own read-out first applies the "
+                "final LayerNorm (with its gain and bias)"
             )
         plain = F.layer_norm(x, (x.size(-1),), None, None, 1e-5)
         if torch.allclose(got, torch.softmax(plain @ embedding.T, -1), atol=1e-4):
@@ -375,10 +362,9 @@ def check_lens_readout(fn: Callable) -> None:
         name="lens_readout",
         trials=10,
         diagnose=_lens_diagnose(fn),
-        concept="the logit lens reads any residual vector the way the model reads its last one: "
-        "the final LayerNorm, then scores against every row of the (tied) token "
-        "embedding, then a softmax over the vocabulary, so every layer's guess is a "
-        "distribution over next tokens",
-        hint="F.layer_norm(x, (x.size(-1),), gain, bias, 1e-5) normalises the last dimension; "
-        "h @ embedding.T gives one score per vocabulary entry; torch.softmax(…, dim=-1)",
+        concept="the logit lens reads any residual vector the way the model reads its last one: the final LayerNorm, "
+        "then scores against every row of the (tied) token embedding, then a softmax over the vocabulary, so every "
+        "layer's guess is a distribution over next tokens",
+        hint="F.layer_norm(x, (x.size(-1),), gain, bias, 1e-5) normalises the last dimension; h @ embedding.T gives "
+        "one score per vocabulary entry; torch.softmax(…, dim=-1)",
     )

@@ -23,13 +23,12 @@ def check_permutation_mask(fn: Callable) -> None:
         make,
         name="permutation_mask",
         trials=8,
-        concept="in permutation language modelling a token may see exactly the tokens "
-        "predicted before it in the chosen order, whatever their positions in "
-        "the sentence; rows and columns are positions, and a token never sees "
-        "itself",
-        hint="first find each position's rank, when it is predicted: rank[order[k]] = k. Then "
-        "mask[i, j] = rank[j] < rank[i] (strictly: a token does not see itself in the query "
-        "stream). Index by position, not by rank: row i is the token at position i",
+        concept="in permutation language modelling a token may see exactly the tokens predicted before it in the "
+        "chosen order, whatever their positions in the sentence; rows and columns are positions, and a token never "
+        "sees itself",
+        hint="first find each position's rank, when it is predicted: rank[order[k]] = k. Then mask[i, j] = rank[j] < "
+        "rank[i] (strictly: a token does not see itself in the query stream). Index by position, not by rank: row i "
+        "is the token at position i",
     )
 
 
@@ -51,12 +50,11 @@ def check_chain_rule_log_prob(fn: Callable) -> None:
         make,
         name="chain_rule_log_prob",
         trials=8,
-        concept="the chain rule scores a sentence as the sum, over positions, of the "
-        "log-probability the model gave to the token that actually came next; "
-        "one number for the whole sentence",
-        hint="turn the scores into log-probabilities with torch.log_softmax(logits, dim=-1) (not "
-        "log of softmax: it underflows), pick at row t the entry of the token that came "
-        "next, ids[t + 1], and add them up: one number, a tensor of shape ()",
+        concept="the chain rule scores a sentence as the sum, over positions, of the log-probability the model gave "
+        "to the token that actually came next; one number for the whole sentence",
+        hint="turn the scores into log-probabilities with torch.log_softmax(logits, dim=-1) (not log of softmax: it "
+        "underflows), pick at row t the entry of the token that came next, ids[t + 1], and add them up: one number, a "
+        "tensor of shape ()",
     )
 
 
@@ -84,13 +82,11 @@ def check_independent_masks(fn: Callable) -> None:
         make,
         name="independent_masks",
         trials=10,
-        concept="two masks filled in one pass are predicted independently: each blank "
-        "only knows its own marginal probability, and the pair's probability "
-        "is the product of the two marginals, not the joint",
-        hint="each mask on its own only knows its marginal: P(first = a) is the sum of the joint "
-        "probabilities of all pairs starting with a, P(second = b) the sum over pairs ending "
-        "in b. Predicted independently, the pair gets their product (a float), even when the "
-        "pair itself never occurs",
+        concept="two masks filled in one pass are predicted independently: each blank only knows its own marginal "
+        "probability, and the pair's probability is the product of the two marginals, not the joint",
+        hint="each mask on its own only knows its marginal: P(first = a) is the sum of the joint probabilities of all "
+        "pairs starting with a, P(second = b) the sum over pairs ending in b. Predicted independently, the pair gets "
+        "their product (a float), even when the pair itself never occurs",
     )
 
 
@@ -113,10 +109,9 @@ def check_induction_score(fn: Callable) -> None:
         make,
         name="induction_score",
         trials=10,
-        concept="in the second copy, the token at position t appeared first at t − length; "
-        "the token that followed it then sits at t − length + 1, and that is where an "
-        "induction head looks. Average that weight over the queries of the second "
-        "copy (positions prefix + length … T − 1), one number per head",
-        hint="t = torch.arange(prefix + length, T) are the queries; weights[:, t, t - length + 1] "
-        "picks, for every head, the weight each query gives its key; .mean(-1) → (H,)",
+        concept="in the second copy, the token at position t appeared first at t − length; the token that followed it "
+        "then sits at t − length + 1, and that is where an induction head looks. Average that weight over the queries "
+        "of the second copy (positions prefix + length … T − 1), one number per head",
+        hint="t = torch.arange(prefix + length, T) are the queries; weights[:, t, t - length + 1] picks, for every "
+        "head, the weight each query gives its key; .mean(-1) → (H,)",
     )
