@@ -8,7 +8,6 @@ import torch
 
 from .checking import check_function, rand_int, same_shape
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 1: skip-gram pairs
 
 
@@ -60,7 +59,6 @@ def check_skipgram_pairs(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 2: the negative-sampling loss
 
 
@@ -103,7 +101,6 @@ def check_negative_sampling_loss(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 3: the noise distribution
 
 
@@ -134,7 +131,6 @@ def check_noise_distribution(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 4: analogies by 3CosAdd
 
 
@@ -179,19 +175,12 @@ def check_analogy(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 5: one skip-gram training step by hand (the library's fast trainer's step)
 
 
 def _step_inputs(gen):
     """Tables and one batch in the trainer's format, small enough that no row is damped."""
-    V, D, B, b, K = (
-        rand_int(gen, 6, 12),
-        rand_int(gen, 2, 6),
-        rand_int(gen, 1, 6),
-        rand_int(gen, 1, 4),
-        rand_int(gen, 1, 5),
-    )
+    V, D, B, b, K = (rand_int(gen, low, high) for low, high in ((6, 12), (2, 6), (1, 6), (1, 4), (1, 5)))
     in_w = torch.randn(V, D, generator=gen) * 0.5
     out_w = torch.randn(V, D, generator=gen) * 0.5
     contexts = torch.randint(0, V, (B, 2 * b), generator=gen)

@@ -90,7 +90,6 @@ def check_bigram_prob(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 4: the LSTM cell
 
 
@@ -164,15 +163,8 @@ def check_lstm_cell(fn: Callable) -> None:
 
     def make(gen):
         b, n_in, H = rand_int(gen, 1, 5), rand_int(gen, 1, 7), rand_int(gen, 1, 6)
-        return (
-            torch.randn(b, n_in, generator=gen),
-            torch.randn(b, H, generator=gen),
-            torch.randn(b, H, generator=gen),
-            torch.randn(4 * H, n_in, generator=gen),
-            torch.randn(4 * H, H, generator=gen),
-            torch.randn(4 * H, generator=gen),
-            torch.randn(4 * H, generator=gen),
-        )
+        shapes = (b, n_in), (b, H), (b, H), (4 * H, n_in), (4 * H, H), (4 * H,), (4 * H,)  # x, h, c, the weights
+        return tuple(torch.randn(shape, generator=gen) for shape in shapes)
 
     def as_dict(cell):
         cell = without_grad(cell)

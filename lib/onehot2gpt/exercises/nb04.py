@@ -85,7 +85,6 @@ def check_sense_score(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 2: the biLM's layers from a forward and a backward LSTM stack
 
 
@@ -194,7 +193,6 @@ def check_bilm_layers(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # ULMFiT: the slanted triangular learning rate
 
 

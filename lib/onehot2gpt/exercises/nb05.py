@@ -9,7 +9,6 @@ import torch
 
 from .checking import attention_variant, check_function, rand_int, same_shape
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 1: attention with loops
 
 
@@ -52,7 +51,6 @@ def check_attention_with_loops(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 2: the causal mask
 
 
@@ -91,7 +89,6 @@ def check_causal_mask(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 3: split the heads
 
 
@@ -135,7 +132,6 @@ def check_split_heads(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 4: multi-head attention from its weights
 
 

@@ -9,7 +9,6 @@ import torch.nn.functional as F
 
 from .checking import block_variant, check_function, rand_int, same_shape
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 1: the sinusoidal table
 
 
@@ -53,7 +52,6 @@ def check_positional_encoding(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 2: layer normalisation
 
 
@@ -102,7 +100,6 @@ def check_layer_norm(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 3: an encoder block's forward
 
 
@@ -191,7 +188,6 @@ def check_encoder_block(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 4: greedy decoding
 
 

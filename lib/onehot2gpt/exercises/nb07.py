@@ -113,7 +113,6 @@ def check_apply_masking(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 4: the masked-LM loss on the chosen positions, with the output layer tied to the input
 
 

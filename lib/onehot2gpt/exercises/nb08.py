@@ -108,7 +108,6 @@ def check_token_f1(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 4: the loss of extractive question answering
 
 

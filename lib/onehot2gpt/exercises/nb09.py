@@ -20,7 +20,6 @@ from .checking import (
     without_grad,
 )
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 1: a GPT block's forward, from the block's weights
 
 
@@ -122,7 +121,6 @@ def check_gpt_block(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercises 2 and 3: top-k and top-p filters
 
 
@@ -268,7 +266,6 @@ def check_top_p_filter(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 4: one step with a key/value cache
 
 
@@ -311,7 +308,6 @@ def check_kv_cache_step(fn: Callable) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 5: the logit lens's read-out of one residual vector
 
 
