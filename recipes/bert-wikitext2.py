@@ -4,7 +4,7 @@
     python recipes/bert-wikitext2.py --out DIR --laptop            # the 2-core variant (LOG.md)
 
 A WordPiece vocabulary of 8,000 pieces learned on WikiText-2 train (merging by frequency), the
-course-size BERT (``BertConfig.tiny``) and 20,000 steps of masked LM + next-sentence prediction by
+course-size BERT (``BertConfig.course``) and 20,000 steps of masked LM + next-sentence prediction by
 :func:`onehot2gpt.bert_pretraining.pretrain_bert`, the loop notebook 07 reads; then masked-piece
 and NSP accuracy on WikiText-2 valid, stored in ``info``.
 
@@ -75,7 +75,7 @@ def main() -> None:
     train_ids = tokenize_articles(tokenizer, train)
     valid_ids = tokenize_articles(tokenizer, wikitext_articles("valid"))
     torch.manual_seed(s["SEED"])
-    config = BertConfig.tiny(vocab_size=len(tokenizer), max_len=max(s["MAX_LEN"], 128), dropout=s["DROPOUT"])
+    config = BertConfig.course(vocab_size=len(tokenizer), max_len=max(s["MAX_LEN"], 128), dropout=s["DROPOUT"])
     model = BertForPreTraining(config).to(args.device)
     common = dict(
         steps=s["STEPS"],

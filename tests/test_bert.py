@@ -289,7 +289,7 @@ def test_inputs_are_checked_with_clear_errors():
 def test_losses_at_initialisation_are_those_of_uniform_guessing():
     torch.manual_seed(0)
     V = 1000
-    model = BertForPreTraining(BertConfig.tiny(vocab_size=V, n_layers=2, max_len=32)).eval()
+    model = BertForPreTraining(BertConfig.course(vocab_size=V, n_layers=2, max_len=32)).eval()
     ids = random_ids(4, 32, V)
     with torch.no_grad():
         out = model(ids, mlm_labels=ids, nsp_labels=torch.tensor([0, 1, 0, 1]))
@@ -403,6 +403,27 @@ def test_best_span_picks_the_highest_start_plus_end():
     assert best_span(start, end, allowed=torch.zeros(5, dtype=torch.bool)) is None
     inf = float("-inf")
     assert best_span(torch.tensor([inf, inf]), torch.tensor([0.0, 0.0])) is None
+
+
+def test_course_is_the_course_size_and_tiny_a_test_size_as_for_every_model():
+    from onehot2gpt.gpt import GPTConfig
+
+    course = BertConfig.course()
+    assert course == BertConfig()
+    assert (course.d_model, course.n_layers, course.n_heads, course.max_len) == (128, 4, 4, 128)
+    assert BertConfig.course(n_layers=2).n_layers == 2
+    tiny, gpt = BertConfig.tiny(), GPTConfig.tiny()
+    assert (tiny.vocab_size, tiny.d_model, tiny.n_layers, tiny.n_heads, tiny.max_len) == (
+        gpt.vocab_size,
+        gpt.d_model,
+        gpt.n_layers,
+        gpt.n_heads,
+        gpt.max_len,
+    )
+    assert BertConfig.tiny(vocab_size=30, dropout=0.0).vocab_size == 30
+    with torch.device("meta"):
+        sizes = [sum(p.numel() for p in BertModel(c).parameters()) for c in (tiny, course)]
+    assert sizes[0] * 20 < sizes[1]
 
 
 def test_presets_have_the_papers_sizes():

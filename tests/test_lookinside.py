@@ -212,7 +212,7 @@ def bert():
     from onehot2gpt.bert import BertConfig, BertForPreTraining
 
     torch.manual_seed(0)
-    m = BertForPreTraining(BertConfig.tiny(vocab_size=40, dropout=0.1))
+    m = BertForPreTraining(BertConfig.course(vocab_size=40, dropout=0.1))
     with torch.no_grad():
         for name, p in m.named_parameters():
             if "bias" in name or "norm" in name:

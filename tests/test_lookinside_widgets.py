@@ -158,7 +158,7 @@ def test_stepper_walks_a_bert_too():
     from onehot2gpt.lookinside_bert import trace_bert
 
     torch.manual_seed(0)
-    bert = BertForPreTraining(BertConfig.tiny(vocab_size=len(CHARS) + 1)).eval()
+    bert = BertForPreTraining(BertConfig.course(vocab_size=len(CHARS) + 1)).eval()
     w = ForwardStepper(bert, encode, decode, prompt="to be")
     assert len(w.stages) == 5 + 15 * bert.config.n_layers + 6 and max(w.check.values()) < 1e-4
     w.step.value = w.step.max

@@ -340,7 +340,7 @@ def _mlm_losses_and_grads(bf16, chunk, pad_to=64):
     from onehot2gpt.bert import BertConfig, BertForPreTraining
 
     torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig.tiny(vocab_size=500, max_len=32, dropout=0.0))
+    model = BertForPreTraining(BertConfig.course(vocab_size=500, max_len=32, dropout=0.0))
     with torch.no_grad():
         model.mlm.decoder.bias.normal_()  # a bias gradient that is not all alike
     torch.manual_seed(1)
@@ -383,7 +383,7 @@ def test_chunked_mlm_loss_refuses_bad_shapes_and_chunks():
     from _bert import chunked_mlm_loss
     from onehot2gpt.bert import BertConfig, BertForPreTraining
 
-    model = BertForPreTraining(BertConfig.tiny(vocab_size=50, max_len=32, dropout=0.0))
+    model = BertForPreTraining(BertConfig.course(vocab_size=50, max_len=32, dropout=0.0))
     with pytest.raises(ValueError, match=r"\(N, D\)"):
         chunked_mlm_loss(model, torch.randn(2, 3, 128), torch.zeros(2, dtype=torch.long))
     for chunk in (0, 2.5, True):

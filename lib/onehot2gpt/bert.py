@@ -37,7 +37,8 @@ from .utils import IGNORE_INDEX, as_ids, evaluating
 
 @dataclass(frozen=True)
 class BertConfig:
-    """Sizes of a BERT. Teaching-sized defaults (= :meth:`tiny`); the paper's sizes as presets."""
+    """Sizes of a BERT. The defaults are the course's size (= :meth:`course`); :meth:`tiny` is a
+    test size; the paper's sizes as presets."""
 
     vocab_size: int = 8000  # WordPiece vocabulary; the paper's is 30,522 (uncased English)
     d_model: int = 128  # "hidden size" H
@@ -57,9 +58,16 @@ class BertConfig:
             raise ValueError(f"pad_id={self.pad_id} is outside the vocabulary 0…{self.vocab_size - 1}")
 
     @classmethod
-    def tiny(cls, **overrides) -> BertConfig:
+    def course(cls, **overrides) -> BertConfig:
         """The course's size: 4 layers, 128 wide, 4 heads, 128 positions; pre-trains on a CPU."""
         return cls(**overrides)
+
+    @classmethod
+    def tiny(cls, vocab_size: int = 50, **overrides) -> BertConfig:
+        """Tests: 2 layers, 32 wide, 4 heads, 16 positions (as :meth:`GPTConfig.tiny <onehot2gpt.gpt.GPTConfig.tiny>`)."""
+        return cls(
+            **{**dict(vocab_size=vocab_size, d_model=32, n_layers=2, n_heads=4, d_ff=64, max_len=16), **overrides}
+        )
 
     @classmethod
     def mini(cls, **overrides) -> BertConfig:
