@@ -31,9 +31,10 @@ without dropout; ``docs/recipes.md`` says how long it takes). It stores in confi
 perplexities of both directions next to those of a Kneser–Ney trigram with the same vocabulary.
 
 Example:
-    >>> bilm, vocab, config, info = load("bilm-wikitext2")            # doctest: +SKIP
-    >>> layers, mask = ElmoFeatures(bilm, vocab).encode([["the", "river", "bank"]])  # doctest: +SKIP
-    >>> layers.shape                                                  # doctest: +SKIP
+    >>> from onehot2gpt.checkpoints import load
+    >>> bilm, vocab, config, info = load("bilm-wikitext2")
+    >>> layers, mask = ElmoFeatures(bilm, vocab).encode([["the", "river", "bank"]])
+    >>> layers.shape    # (sentences, words, layers, features)
     torch.Size([1, 3, 3, 448])
 """
 

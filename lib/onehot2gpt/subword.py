@@ -391,8 +391,9 @@ class WordPieceTokenizer:
         "able" is unknown (id 1): the vocabulary has only "##able", which continues a word.
 
         Example:
-            >>> enc = tok("un", "able")     # doctest: +SKIP
-            >>> enc["input_ids"], enc["token_type_ids"]   # doctest: +SKIP
+            >>> tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "!"])
+            >>> enc = tok("un", "able")
+            >>> enc["input_ids"], enc["token_type_ids"]
             ([2, 5, 3, 1, 3], [0, 0, 0, 1, 1])
         """
         _check_text(text)
@@ -503,7 +504,8 @@ class WordPieceTokenizer:
         ``. , ! ?``; lower-casing, accents and the spaces around other punctuation are lost.
 
         Example:
-            >>> tok.decode(tok.encode("Unaffable!"))   # doctest: +SKIP
+            >>> tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "!"])
+            >>> tok.decode(tok.encode("Unaffable!"))
             'unaffable!'
         """
         ids = as_ids(
