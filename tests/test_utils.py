@@ -176,18 +176,22 @@ def test_check_finite_logits_allows_banned_tokens_but_not_nan():
 
 
 def test_ignore_index_is_defined_once():
-    import onehot2gpt.bert_pretraining
-    import onehot2gpt.bert_tasks
-    import onehot2gpt.gpt_tasks
+    """Every library module that names IGNORE_INDEX imports utils' one (none defines its own)."""
+    import importlib
+    import re
+    from pathlib import Path
+
+    import onehot2gpt
     from onehot2gpt.utils import IGNORE_INDEX
 
     assert IGNORE_INDEX == -100
-    assert (
-        onehot2gpt.bert_pretraining.IGNORE_INDEX
-        is onehot2gpt.bert_tasks.IGNORE_INDEX
-        is onehot2gpt.gpt_tasks.IGNORE_INDEX
-        is IGNORE_INDEX
-    )
+    root = Path(onehot2gpt.__file__).parent
+    users = [p for p in sorted(root.rglob("*.py")) if p.name != "utils.py" and "IGNORE_INDEX" in p.read_text()]
+    assert len(users) >= 3, users  # the BERT modules and the shared training code use it
+    for path in users:
+        assert not re.search(r"^\s*IGNORE_INDEX\s*[:=]", path.read_text(), re.M), f"{path.name} defines its own"
+        module = importlib.import_module("onehot2gpt." + ".".join(path.relative_to(root).with_suffix("").parts))
+        assert getattr(module, "IGNORE_INDEX", IGNORE_INDEX) is IGNORE_INDEX, path.name
 
 
 def test_the_shared_training_module_holds_no_model_and_no_loop():
