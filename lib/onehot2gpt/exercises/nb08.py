@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from .checking import check_function, rand_int, require_callable
+from .checking import check_function, rand_int, require_callable, without_grad
 
 
 def check_first_piece_labels(fn: Callable) -> None:
@@ -151,13 +151,6 @@ def _qa_inputs(gen):
     return model, batch
 
 
-def _qa_reference(model, batch):
-    from ..bert_tasks import qa_loss
-
-    with torch.no_grad():
-        return qa_loss(model, batch)
-
-
 def _qa_diagnose(got, expected, model, batch):
     import torch.nn.functional as F
 
@@ -195,9 +188,11 @@ def check_qa_loss(fn: Callable) -> None:
     """Exercise (assembles the QA loss): (model: BertForQuestionAnswering, batch) → the mean of the
     start and end cross-entropies over the document tokens and [CLS], equal to the library's
     fine-tuning loss (:func:`onehot2gpt.bert_tasks.finetune` with task "qa") with the same weights."""
+    from ..bert_tasks import qa_loss
+
     check_function(
         fn,
-        _qa_reference,
+        without_grad(qa_loss),
         _qa_inputs,
         name="qa_loss",
         trials=6,

@@ -311,35 +311,27 @@ def check_kv_cache_step(fn: Callable) -> None:
 # Exercise 5: the logit lens's read-out of one residual vector
 
 
-def _reference_lens_readout(x, gain, bias, embedding):
-    from ..lookinside import read_out
-
-    return read_out(x, gain, bias, embedding)
-
-
-def _lens_diagnose(fn):
-    def diagnose(got, expected, x, gain, bias, embedding):
-        if not same_shape(got, expected):
-            return None
-        logits = F.layer_norm(x, (x.size(-1),), gain, bias, 1e-5) @ embedding.T
-        if torch.allclose(got, logits, atol=1e-4):
-            return "these are the logits: the lens reads probabilities, so finish with a softmax over the vocabulary"
-        if torch.allclose(got, torch.softmax(x @ embedding.T, -1), atol=1e-4):
-            return (
-                "the residual vector went straight into the output layer: the model's own read-out first applies the "
-                "final LayerNorm (with its gain and bias)"
-            )
-        plain = F.layer_norm(x, (x.size(-1),), None, None, 1e-5)
-        if torch.allclose(got, torch.softmax(plain @ embedding.T, -1), atol=1e-4):
-            return "the LayerNorm's gain and bias are missing: normalise, then multiply by gain and add bias"
+def _lens_diagnose(got, expected, x, gain, bias, embedding):
+    if not same_shape(got, expected):
         return None
-
-    return diagnose
+    logits = F.layer_norm(x, (x.size(-1),), gain, bias, 1e-5) @ embedding.T
+    if torch.allclose(got, logits, atol=1e-4):
+        return "these are the logits: the lens reads probabilities, so finish with a softmax over the vocabulary"
+    if torch.allclose(got, torch.softmax(x @ embedding.T, -1), atol=1e-4):
+        return (
+            "the residual vector went straight into the output layer: the model's own read-out first applies the "
+            "final LayerNorm (with its gain and bias)"
+        )
+    plain = F.layer_norm(x, (x.size(-1),), None, None, 1e-5)
+    if torch.allclose(got, torch.softmax(plain @ embedding.T, -1), atol=1e-4):
+        return "the LayerNorm's gain and bias are missing: normalise, then multiply by gain and add bias"
+    return None
 
 
 def check_lens_readout(fn: Callable) -> None:
     """Exercise: (x (D,) or (N, D) residual vectors, gain (D,), bias (D,), embedding (V, D)) → (…, V)
     probabilities: the final LayerNorm (eps 1e-5), the tied output layer, a softmax."""
+    from ..lookinside import read_out
 
     def make(gen):
         D, V = rand_int(gen, 4, 16), rand_int(gen, 5, 30)
@@ -353,11 +345,11 @@ def check_lens_readout(fn: Callable) -> None:
 
     check_function(
         fn,
-        _reference_lens_readout,
+        read_out,
         make,
         name="lens_readout",
         trials=10,
-        diagnose=_lens_diagnose(fn),
+        diagnose=_lens_diagnose,
         concept="the logit lens reads any residual vector the way the model reads its last one: the final LayerNorm, "
         "then scores against every row of the (tied) token embedding, then a softmax over the vocabulary, so every "
         "layer's guess is a distribution over next tokens",
