@@ -1,5 +1,11 @@
 """The course's checkpoints: one folder format for every model, checked on load, and one ``load``.
 
+``load(name)`` is the one way to load a model the course ships, by its name (:func:`names` lists
+them: every committed checkpoint and the pip package's all-MiniLM-L6-v2) →
+:class:`Loaded` ``(model, tokenizer, config, info)``, the model in eval mode::
+
+    gpt, vocab, config, info = load("gpt-char-shakespeare")
+
 Every model the course trains (the GPTs of notebooks 09 and 10, the BERT of 07, the biLM of 03
 and 04, the word vectors of 02) is kept the same way, in ``onehot2gpt/assets/checkpoints/<name>/``
 (package data: a wheel ships them too):
@@ -55,7 +61,6 @@ __all__ = [
     "checkpoints_dir",
     "list_checkpoints",
     "checkpoint_path",
-    "checkpoint_config",
     "Loaded",
     "load",
     "names",
@@ -145,11 +150,6 @@ def checkpoint_path(name: str) -> Path:
             "folder that holds the checkpoints."
         )
     return path
-
-
-def checkpoint_config(name: str) -> dict:
-    """The ``config.json`` of a course checkpoint, parsed."""
-    return json.loads((checkpoint_path(name) / CONFIG).read_text(encoding="utf-8"))
 
 
 def checkpoint_folder(name_or_path: str | Path) -> Path:
