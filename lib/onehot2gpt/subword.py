@@ -356,22 +356,16 @@ class WordPieceTokenizer:
 
     # ------------------------------------------------------------------------- encoding
 
-    def encode(
-        self,
-        text: str,
-        text_pair: str | None = None,
-        add_special_tokens: bool = True,
-        max_len: int | None = None,
-        truncation: bool = False,
-    ) -> list[int]:
+    def encode(self, text: str, text_pair: str | None = None, **options) -> list[int]:
         """Text (and optional second text) → its ids, ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``
-        (Hugging Face's ``tokenizer.encode``); the same arguments as calling the tokenizer, which
-        also gives the token types and the attention mask. An empty `text` is a ValueError.
+        (Hugging Face's ``tokenizer.encode``). `options` are those of calling the tokenizer
+        (``add_special_tokens``, ``max_len``, ``truncation``), which also gives the token types and
+        the attention mask. An empty `text` is a ValueError.
         """
         _check_text(text)
         if not text.strip():
             raise ValueError("text is empty: give at least one word to encode")
-        return self(text, text_pair, add_special_tokens, max_len, truncation)["input_ids"]
+        return self(text, text_pair, **options)["input_ids"]
 
     def __call__(
         self,
