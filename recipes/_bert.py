@@ -445,7 +445,7 @@ def evaluate_nsp(
     if not (hasattr(model, "bert") and hasattr(model, "nsp")):
         raise TypeError(
             f"evaluate_nsp scores a BertForPreTraining (an encoder with its next-sentence "
-            f"head); got {type(model).__name__}. Load the checkpoint with load_bert(directory)"
+            f"head); got {type(model).__name__}. Load the checkpoint with load(directory)"
         )
     batch_size = check_positive_int(batch_size, "batch_size")
     if not 5 <= check_positive_int(max_len, "max_len") <= model.bert.config.max_len:
