@@ -120,6 +120,19 @@ def test_names_are_the_committed_checkpoints_and_the_pip_minilm():
     assert checkpoints.names() == [*sorted(COMMITTED), "all-MiniLM-L6-v2"]
 
 
+@pytest.mark.parametrize("name", ["gpt-char-shakespeare", "bilm-wikitext2", "bert-wikitext2", "zero-shot-qa000"])
+def test_every_tokenizer_encodes_a_text_to_ids_and_decodes_ids_to_a_text(name):
+    tokenizer = load(name).tokenizer
+    ids = tokenizer.encode("the king of the river .")
+    assert isinstance(ids, list) and ids and all(type(i) is int for i in ids)
+    text = tokenizer.decode(ids)
+    assert isinstance(text, str) and "the" in text
+    with pytest.raises(TypeError, match="string|text"):
+        tokenizer.encode(["the", "king"])
+    with pytest.raises(IndexError, match="outside"):
+        tokenizer.decode([len(tokenizer)])
+
+
 def test_the_pip_minilm_loads_by_name_as_the_course_bert_with_its_wordpiece_tokenizer():
     from onehot2gpt.pretrained import load_minilm
 
