@@ -81,8 +81,15 @@ def settings(defaults: dict, changes: list[str]) -> dict:
         except (ValueError, SyntaxError):
             value = text  # a bare word: a string
         old = defaults[name]
-        if old is not None and not isinstance(value, type(old)) and not (isinstance(old, float) and type(value) is int):
-            raise ValueError(f"--set {change!r}: {name} is a {type(old).__name__} (now {old!r}); got {value!r}")
+        wrong = isinstance(value, bool) != isinstance(old, bool)  # True is an int to Python, not to a recipe
+        if (
+            old is not None
+            and (wrong or not isinstance(value, type(old)))
+            and not (isinstance(old, float) and type(value) is int)
+        ):
+            raise ValueError(
+                f"--set {change!r}: {name} takes a {type(old).__name__} value (now {old!r}); got {value!r}"
+            )
         out[name] = float(value) if isinstance(old, float) else value
     return out
 

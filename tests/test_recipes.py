@@ -118,7 +118,13 @@ def test_set_changes_one_setting_of_its_type_and_names_the_known_ones():
         "LIMIT": 5,
         "BF16": True,
     }
-    for bad, says in (("ITER=3", "ITERS, LR"), ("ITERS=1.5", "ITERS is a int"), ("ITERS", "NAME=VALUE")):
+    for bad, says in (
+        ("ITER=3", "ITERS, LR"),
+        ("ITERS=1.5", "ITERS takes a int"),
+        ("ITERS", "NAME=VALUE"),
+        ("ITERS=True", "ITERS takes a int"),
+        ("BF16=1", "BF16 takes a bool"),
+    ):
         with pytest.raises(ValueError, match=says):
             _recipe.settings(defaults, [bad])
 
