@@ -16,7 +16,7 @@ among its 10 nearest vocabulary words.
 
 Run from the repository root (needs gensim: ``pip install -e .[bench]``)::
 
-    python bench/fasttext.py [--epochs 5] [--threads 2]
+    python bench/fasttext.py [--epochs 5] [--threads 2] [--smoke]
 
 Prints readable lines and, as the last line, one JSON object that starts with ours_seconds,
 gensim_seconds, ours_analogy, gensim_analogy, ours_wordsim, gensim_wordsim.
@@ -128,6 +128,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--smoke", action="store_true", help="500 paragraphs, 1 epoch: checks the script, not the numbers"
+    )
     args = parser.parse_args()
     logging.getLogger("gensim").setLevel(logging.WARNING)
     try:
@@ -136,6 +139,8 @@ def main() -> None:
         raise SystemExit("this benchmark needs gensim: pip install -e .[bench]") from None
     set_threads(args.threads)
     sentences = data.wikitext_sentences("train", lower=True)
+    if args.smoke:
+        sentences, args.epochs = sentences[:500], 1
     questions, pairs = data.read_analogies(), data.read_wordsim353()
     print(
         f"WikiText-2 train: {len(sentences):,} paragraphs, {sum(map(len, sentences)):,} tokens; "
@@ -188,6 +193,7 @@ def main() -> None:
         "threads": args.threads,
         "typos": len(typos),
         "settings": SETTINGS,
+        "smoke": args.smoke,
     }
     print(json.dumps(summary))
 

@@ -13,7 +13,7 @@ skipped, as gensim's ``evaluate_word_analogies``) and ``WordVectors.evaluate_wor
 
 Run from the repository root (needs gensim: ``pip install -e .[bench]``)::
 
-    python bench/word2vec.py [--epochs 5] [--threads 2] [--repeats 1]
+    python bench/word2vec.py [--epochs 5] [--threads 2] [--repeats 1] [--smoke]
 
 Prints readable lines and, as the last line, one JSON object that starts with ours_seconds,
 gensim_seconds, ours_analogy, gensim_analogy, ours_wordsim, gensim_wordsim. With --repeats N
@@ -72,6 +72,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--smoke", action="store_true", help="500 paragraphs, 1 epoch: checks the script, not the numbers"
+    )
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
     logging.getLogger("gensim").setLevel(logging.WARNING)
@@ -81,6 +84,8 @@ def main() -> None:
         raise SystemExit("this benchmark needs gensim: pip install -e .[bench]") from None
 
     sentences = data.wikitext_sentences("train", lower=True)
+    if args.smoke:
+        sentences, args.epochs = sentences[:500], 1
     questions, pairs = data.read_analogies(), data.read_wordsim353()
     print(
         f"WikiText-2 train: {len(sentences):,} paragraphs, {sum(map(len, sentences)):,} tokens; "
@@ -123,6 +128,7 @@ def main() -> None:
         "threads": args.threads,
         "repeats": args.repeats,
         "timed": "vocabulary building + training, from token lists to vectors",
+        "smoke": args.smoke,
     }
     print(
         f"ours / gensim time: {summary['time_ratio']:.2f}x; analogy difference "
