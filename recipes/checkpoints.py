@@ -3,14 +3,85 @@
     python recipes/checkpoints.py verify [NAME ...]        # load each (all by default) with every check
     python recipes/checkpoints.py upgrade DIR ... [--tokenizer CLASS]
 
-``upgrade`` is :func:`onehot2gpt.checkpoints.upgrade`: it writes the current format (with
-checksums) in place, after checking the folder's weights.
+``upgrade`` (:func:`upgrade`) writes the current format (with checksums) in place, after checking
+the folder's weights; the library refuses an older folder and names this command.
 """
 
 import argparse
+import json
 from pathlib import Path
 
-from onehot2gpt.checkpoints import FORMAT, TOKENIZERS, VERSION, CheckpointError, list_checkpoints, load, upgrade
+from onehot2gpt.checkpoints import (
+    CONFIG,
+    FORMAT,
+    TOKENIZERS,
+    VERSION,
+    WEIGHTS,
+    CheckpointError,
+    config_sha256,
+    list_checkpoints,
+    load,
+    sha256_file,
+)
+
+_OLD_FORMATS = {"onehot2gpt-gpt/1": "gpt", "onehot2gpt-bert/1": "bert", "onehot2gpt-bilm": "bilm"}
+
+
+def upgrade(directory: str | Path, tokenizer: str | None = None) -> Path:
+    """Convert a folder written by an older onehot2gpt (per-model formats, no checksums) into this
+    format in place: the weights are checked (parse, finite, names and shapes through the model's
+    builder), then config.json is rewritten with the sha256 of each file. The weights file is
+    never rewritten (word2vec's ``vectors.safetensors`` is only renamed), so the model loads
+    bit-identically. `tokenizer` names the class of ``vocab.json`` where it is not a Vocab
+    (``"WorldTokenizer"`` for the zero-shot models)."""
+    directory = Path(directory)
+    old = json.loads((directory / CONFIG).read_text(encoding="utf-8"))
+    if old.get("format") == FORMAT:
+        raise ValueError(f"{directory} is already in format {FORMAT} version {old.get('version')}")
+    if old.get("format") in _OLD_FORMATS:
+        kind = _OLD_FORMATS[old["format"]]
+        model = old.get("model", "BiLM" if kind == "bilm" else None)
+        info = old.get("info", old.get("training", {}))
+        extra = {"pooler": old["pooler"]} if "pooler" in old else {}
+        config = old["config"]
+        dtype = old.get("dtype", "float32")
+    elif "format" not in old and (directory / "vectors.safetensors").is_file():
+        kind, model, extra, dtype = "word2vec", "WordVectors", {}, old.get("stored_dtype", "float16")
+        config = {"vocab_size": old["vocab_size"], "d_model": old["dim"]}
+        info = {k: v for k, v in old.items() if k not in ("vocab_size", "dim", "stored_dtype")}
+        (directory / "vectors.safetensors").rename(directory / WEIGHTS)  # the same bytes
+    else:
+        raise ValueError(f"{directory / CONFIG}: format {old.get('format')!r} is not one this library wrote")
+    if tokenizer is None:
+        tokenizer = next(
+            (t for t, (_, f) in TOKENIZERS.items() if t != "WorldTokenizer" and (directory / f).is_file()), None
+        )
+    files = {WEIGHTS: sha256_file(directory / WEIGHTS)}
+    if tokenizer:
+        files[TOKENIZERS[tokenizer][1]] = sha256_file(directory / TOKENIZERS[tokenizer][1])
+    record = {
+        "format": FORMAT,
+        "version": VERSION,
+        "kind": kind,
+        "model": model,
+        "config": config,
+        **extra,
+        "tokenizer": tokenizer,
+        "dtype": dtype,
+        "files": files,
+        "config_sha256": config_sha256(config),
+        "info": info,
+    }
+    previous = (directory / CONFIG).read_text(encoding="utf-8")
+    (directory / CONFIG).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    try:
+        load(directory)  # every check, the model's shapes included
+    except Exception:
+        (directory / CONFIG).write_text(previous, encoding="utf-8")
+        if kind == "word2vec":
+            (directory / WEIGHTS).rename(directory / "vectors.safetensors")
+        raise
+    return directory
 
 
 def main(argv=None) -> None:

@@ -361,31 +361,3 @@ def test_nothing_is_half_filled_when_a_file_is_wrong(tiny_gpt):
     assert all(torch.equal(before[k], v) for k, v in target.state_dict().items())
     same = checkpoints.fill_module(GPT(GPTConfig.tiny(vocab_size=50)), load_file(str(folder / "weights.safetensors")))
     assert all(torch.equal(a, b) for a, b in zip(same.parameters(), model.parameters()))
-
-
-# ------------------------------------------------------------------ older folders
-
-
-def test_an_older_folder_is_refused_until_upgraded(tiny_gpt):
-    model, folder = tiny_gpt
-    record = json.loads((folder / "config.json").read_text())
-    old = {"format": "onehot2gpt-gpt/1", "model": "GPT", "config": record["config"], "info": record["info"]}
-    (folder / "config.json").write_text(json.dumps(old))
-    with pytest.raises(CheckpointError, match="upgrade"):
-        load(folder, kind="gpt")
-    checkpoints.upgrade(folder)
-    back, vocab, _, _ = load(folder)
-    assert json.loads((folder / "config.json").read_text()) == record
-    assert all(torch.equal(a, b) for a, b in zip(back.parameters(), model.parameters()))
-
-
-def test_an_older_word2vec_folder_is_upgraded_with_its_file_renamed(tmp_path):
-    wv = WordVectors(torch.randn(len(WORDS), 4), Vocab(WORDS, specials=()), {"model": "cbow"})
-    folder = wv.save(tmp_path / "wv")
-    (folder / "weights.safetensors").rename(folder / "vectors.safetensors")
-    (folder / "config.json").write_text(
-        json.dumps({"model": "cbow", "vocab_size": len(WORDS), "dim": 4, "stored_dtype": "float16"})
-    )
-    checkpoints.upgrade(folder)
-    back = load(folder).model
-    assert back.config["model"] == "cbow" and torch.equal(back.vectors, wv.vectors.half().float())

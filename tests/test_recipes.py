@@ -10,7 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from onehot2gpt.checkpoints import checkpoint_path, list_checkpoints
+import test_checkpoints
+import torch
+from onehot2gpt.checkpoints import CheckpointError, checkpoint_path, list_checkpoints, load
+from onehot2gpt.vocab import Vocab
+from onehot2gpt.word_vectors import WordVectors
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = ROOT / "recipes"
@@ -314,3 +318,38 @@ def test_the_bilm_recipes_loop_learns_and_its_perplexity_is_both_directions():
     after = bilm_perplexity(bilm, seqs)
     assert len(history) == 15 * 8 and before[0] > 0.5 * len(vocab)
     assert after[0] < before[0] / 3 and after[1] < before[1] / 3, (before, after)
+
+
+# ------------------------------------------------------------------ older checkpoint folders (recipes/checkpoints.py upgrade)
+
+
+WORDS, tiny_gpt = test_checkpoints.WORDS, test_checkpoints.tiny_gpt  # a checkpoint folder to age (a fixture)
+
+
+def upgrade(folder):
+    return runpy.run_path(str(RECIPES / "checkpoints.py"), run_name="recipe")["upgrade"](folder)
+
+
+def test_an_older_folder_is_refused_until_upgraded(tiny_gpt):
+    model, folder = tiny_gpt
+    record = json.loads((folder / "config.json").read_text())
+    old = {"format": "onehot2gpt-gpt/1", "model": "GPT", "config": record["config"], "info": record["info"]}
+    (folder / "config.json").write_text(json.dumps(old))
+    with pytest.raises(CheckpointError, match="upgrade"):
+        load(folder, kind="gpt")
+    upgrade(folder)
+    back, vocab, _, _ = load(folder)
+    assert json.loads((folder / "config.json").read_text()) == record
+    assert all(torch.equal(a, b) for a, b in zip(back.parameters(), model.parameters()))
+
+
+def test_an_older_word2vec_folder_is_upgraded_with_its_file_renamed(tmp_path):
+    wv = WordVectors(torch.randn(len(WORDS), 4), Vocab(WORDS, specials=()), {"model": "cbow"})
+    folder = wv.save(tmp_path / "wv")
+    (folder / "weights.safetensors").rename(folder / "vectors.safetensors")
+    (folder / "config.json").write_text(
+        json.dumps({"model": "cbow", "vocab_size": len(WORDS), "dim": 4, "stored_dtype": "float16"})
+    )
+    upgrade(folder)
+    back = load(folder).model
+    assert back.config["model"] == "cbow" and torch.equal(back.vectors, wv.vectors.half().float())
