@@ -106,8 +106,8 @@ def test_pretrain_bert_sequence_length_schedule(monkeypatch):
     lengths = []
     real = bert_pretraining.pretraining_batch
 
-    def recording(articles, batch_size, max_len, tokenizer, generator, whole_word=False, **kw):
-        batch = real(articles, batch_size, max_len, tokenizer, generator, whole_word, **kw)
+    def recording(articles, batch_size, max_len, tokenizer, generator, **kw):
+        batch = real(articles, batch_size, max_len, tokenizer, generator, **kw)
         lengths.append((max_len, batch["input_ids"].size(1)))
         return batch
 

@@ -187,7 +187,6 @@ def pretraining_batch(
     max_len: int,
     tokenizer,
     generator: torch.Generator,
-    whole_word: bool = False,
     mask_prob: float = 0.15,
     sample: str = "article",
 ):
@@ -196,7 +195,7 @@ def pretraining_batch(
     :func:`mask_tokens` (same `generator`, `mask_prob`). Returns a dict
     of (B, T) tensors input_ids, token_type_ids, attention_mask, mlm_labels and (B,) nsp_labels."""
     batch = pretraining_pairs(articles, batch_size, max_len, tokenizer, generator, sample=sample)
-    return mask_pairs(batch, tokenizer, generator, mask_prob=mask_prob, whole_word=whole_word)
+    return mask_pairs(batch, tokenizer, generator, mask_prob=mask_prob)
 
 
 def _special_ids(tokenizer) -> list[int]:
@@ -205,27 +204,15 @@ def _special_ids(tokenizer) -> list[int]:
 
 
 def mask_pairs(
-    batch: dict[str, torch.Tensor],
-    tokenizer,
-    generator: torch.Generator,
-    mask_prob: float = 0.15,
-    whole_word: bool = False,
+    batch: dict[str, torch.Tensor], tokenizer, generator: torch.Generator, mask_prob: float = 0.15
 ) -> dict[str, torch.Tensor]:
-    """Pairs of :func:`pretraining_pairs` masked by :func:`mask_tokens` (`generator`, `mask_prob`;
-    with `whole_word` all pieces of a chosen word) → the batch with masked input_ids and mlm_labels."""
-    input_ids = batch["input_ids"]
-    word_ids = None
-    if whole_word:  # a piece starting with "##" continues the word before it
-        starts = torch.tensor(
-            [[not tokenizer.convert_ids_to_tokens(int(i)).startswith("##") for i in row] for row in input_ids.tolist()]
-        )
-        word_ids = starts.long().cumsum(1) - 1
+    """Pairs of :func:`pretraining_pairs` masked by :func:`mask_tokens` (`generator`, `mask_prob`)
+    → the batch with masked input_ids and mlm_labels."""
     inputs, labels = mask_tokens(
-        input_ids,
+        batch["input_ids"],
         mask_id=tokenizer.mask_id,
         vocab_size=len(tokenizer),
         special_ids=_special_ids(tokenizer),
-        word_ids=word_ids,
         generator=generator,
         prob=mask_prob,
     )
