@@ -15,9 +15,7 @@ shares most of its n-grams with words that were seen, so it still gets a sensibl
 * :func:`train_fasttext`: skip-gram with negative sampling, the same examples, sub-sampling and
   noise as :mod:`onehot2gpt.word2vec`, with each input word read as the mean of its rows. As in the
   reference implementation, every one of those rows receives the whole gradient of the mean, not
-  its 1/n share (measured on a third of WikiText-2, 2 epochs: with the 1/n share all vectors
-  collapsed towards one direction, cosines ≈ 0.999, Google analogies 0.04; with the whole
-  gradient 0.24);
+  its 1/n share (with the 1/n share all vectors collapse towards one direction: docs/benchmarks.md);
 * :class:`FastTextVectors`: the vector of any word, in the vocabulary or not, and
   :meth:`FastTextVectors.word_vectors` for the analogy and WordSim-353 evaluation.
 

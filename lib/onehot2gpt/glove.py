@@ -10,8 +10,7 @@ each word i, then fits vectors to those counts directly:
 * :func:`glove_weight`: f(x) = (x / x_max)^α below x_max, 1 above (the paper's x_max = 100,
   α = 3/4), so that rare, noisy pairs count little and very frequent pairs do not dominate. On the
   2M words of WikiText-2 few counts reach 100, so the course checkpoint uses x_max = 10, the value
-  of the reference code's demo on the 17M-word text8 (measured: Google analogies 0.007 and
-  WordSim-353 0.10 with 100, 0.028 and 0.27 with 10, after 15 epochs);
+  of the reference code's demo on the 17M-word text8 (the two compared in docs/benchmarks.md);
 * the objective, :func:`glove_loss`: Σ f(X_ij) (w_i · w̃_j + b_i + b̃_j − log X_ij)² over the pairs
   that occur (X_ij > 0), a weighted least-squares fit in which a dot product of two vectors
   predicts the log count;
