@@ -34,7 +34,6 @@ from browser_helpers import (
     LabPage,
     Notebook,
     block_the_internet,
-    browser_available,
     choose,
     control,
     copy_notebooks,
@@ -217,7 +216,7 @@ def check_bertviz(nb: Notebook, source: str, layers: int | None = None):
 
 
 def notebook_05(nb: Notebook):
-    root = attention_explorer(nb, "explorer = AttentionExplorer({")
+    root = attention_explorer(nb, '{"all-MiniLM-L6-v2": minilm_source()},')
     type_text(root, "Sentence", "The animal didn't cross the street because it was too wide.")
     wait_until(
         lambda: any(o.endswith(": wide") for o in dropdown_options(root, "Query token")),
@@ -231,7 +230,7 @@ def notebook_05(nb: Notebook):
 
 
 def notebook_06(nb: Notebook):
-    root = attention_explorer(nb, 'explorer = AttentionExplorer({"date encoder (ours)"')
+    root = attention_explorer(nb, '{"date encoder (ours)": attention_source(')
     type_text(root, "Sentence", "Mon 1 Jan 2024")
     wait_until(
         lambda: "6: J" in dropdown_options(root, "Query token"), ANSWER_S, "the character tokens of 'Mon 1 Jan 2024'"
@@ -306,7 +305,7 @@ def notebook_07(nb: Notebook):
 
 
 def notebook_08(nb: Notebook):
-    root = nb.widget("explorer = AttentionExplorer(sources")
+    root = nb.widget("explorer = AttentionExplorer(\n    sources,")
     image = root.locator("img.widget-image")
     before = changed(lambda: image_src(image), None, "running the cell (a PNG)")
     assert slider_value(root, "Layer") == "3"
@@ -317,7 +316,7 @@ def notebook_08(nb: Notebook):
     changed(lambda: image_src(image), before, "moving the Layer slider to 4")
     settled(nb, root, "choosing MiniLM")
     nb.screenshot(root, "minilm-layer-4")
-    attention_explorer(nb, "explorer = AttentionExplorer(sources")
+    attention_explorer(nb, "explorer = AttentionExplorer(\n    sources,")
     check_bertviz(nb, 'bertviz_view(maps, tokens, view="model"')
 
 
@@ -528,23 +527,31 @@ def lab(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def lab_page(lab):
+def chromium():
+    """One Chromium for the module's tests: Playwright's sync API runs one instance per thread."""
+    require(sync_playwright is not None, "Python Playwright is not installed (pip install playwright)")
+    require(Path(CHROMIUM).exists(), f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
     playwright = sync_playwright().start()
     try:
         try:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
         except PlaywrightError as exc:
             require(False, f"Chromium at {CHROMIUM} does not start under Playwright: {exc}")
-        context = browser.new_context(viewport={"width": 1400, "height": 1200})
-        block_the_internet(context)
-        # One tab with JupyterLab loaded once for all the notebooks of this worker (see LabPage).
-        lab_page = LabPage(context, lab, f"browser-{os.getpid()}")
-        lab_page.load()
-        yield lab_page
-        context.close()
+        yield browser
         browser.close()
     finally:
         playwright.stop()
+
+
+@pytest.fixture(scope="module")
+def lab_page(lab, chromium):
+    context = chromium.new_context(viewport={"width": 1400, "height": 1200})
+    block_the_internet(context)
+    # One tab with JupyterLab loaded once for all the notebooks of this worker (see LabPage).
+    lab_page = LabPage(context, lab, f"browser-{os.getpid()}")
+    lab_page.load()
+    yield lab_page
+    context.close()
 
 
 @pytest.mark.parametrize("stem", sorted(NOTEBOOKS))
@@ -732,47 +739,41 @@ def open_deck(browser, index, outside):
     return page, failed, errors
 
 
-def test_a_lecture_deck_fits_1280_by_720_and_needs_no_network(tmp_path):
+def test_a_lecture_deck_fits_1280_by_720_and_needs_no_network(chromium, tmp_path):
     """Notebook 05's deck (onehot2gpt-slides) in Chromium at 1280 × 720 with every request that is not
     for a file refused: reveal.js starts, the formulas are typeset, nothing is asked of the network and
     no file is missing, every heading opens a slide, and no slide is taller than 720 px. The same deck
     without its split (--no-fit) has slides taller than that: the measurement sees an overflow.
     Screenshots: tests/screenshots/slides-*.png."""
     from onehot2gpt_teach.slides import HEIGHT, build_deck
-    from playwright.sync_api import sync_playwright
 
-    require(browser_available(), "Chromium and Playwright are needed for the browser test")
     notebook = ROOT / "notebooks" / "05_attention.ipynb"
     fitted = build_deck(notebook, tmp_path / "deck")
     whole = build_deck(notebook, tmp_path / "whole", fit=False)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            outside = []
-            page, failed, errors = open_deck(browser, fitted, outside)
-            deck = page.evaluate("window.onehot2gptDeck")
-            assert deck["error"] is None and page.evaluate("Reveal.isReady()"), deck
-            assert outside == [] and failed == [] and errors == [], (outside, failed, errors)
-            assert page.locator("mjx-container svg").count() >= 10, "MathJax typeset the formulas"
-            assert page.evaluate(STRAY_HEADINGS) == []
-            slides = page.evaluate(VISIT_EVERY_SLIDE)
-            assert len(slides) == page.evaluate("Reveal.getTotalSlides()") and all(s[2] for s in slides)
-            assert len(slides) >= 10 and deck["split"] >= 1
-            assert [s for s in slides if s[4] == 0] == [], "slides without a cell"
-            tall = [s for s in slides if s[3] > HEIGHT]
-            assert tall == [], f"slides (h, v, shown, height, cells) taller than {HEIGHT} px: {tall}"
-            page.evaluate("Reveal.slide(0, 0)")
-            page.screenshot(path=str(SCREENSHOTS / "slides-05-first.png"))
-            h, v = max(slides, key=lambda s: s[3])[:2]
-            page.evaluate(f"Reveal.slide({h}, {v})")
-            page.screenshot(path=str(SCREENSHOTS / "slides-05-fullest.png"))
-            page.context.close()
+    browser = chromium
+    outside = []
+    page, failed, errors = open_deck(browser, fitted, outside)
+    deck = page.evaluate("window.onehot2gptDeck")
+    assert deck["error"] is None and page.evaluate("Reveal.isReady()"), deck
+    assert outside == [] and failed == [] and errors == [], (outside, failed, errors)
+    assert page.locator("mjx-container svg").count() >= 10, "MathJax typeset the formulas"
+    assert page.evaluate(STRAY_HEADINGS) == []
+    slides = page.evaluate(VISIT_EVERY_SLIDE)
+    assert len(slides) == page.evaluate("Reveal.getTotalSlides()") and all(s[2] for s in slides)
+    assert len(slides) >= 10 and deck["split"] >= 1
+    assert [s for s in slides if s[4] == 0] == [], "slides without a cell"
+    tall = [s for s in slides if s[3] > HEIGHT]
+    assert tall == [], f"slides (h, v, shown, height, cells) taller than {HEIGHT} px: {tall}"
+    page.evaluate("Reveal.slide(0, 0)")
+    page.screenshot(path=str(SCREENSHOTS / "slides-05-first.png"))
+    h, v = max(slides, key=lambda s: s[3])[:2]
+    page.evaluate(f"Reveal.slide({h}, {v})")
+    page.screenshot(path=str(SCREENSHOTS / "slides-05-fullest.png"))
+    page.context.close()
 
-            page, failed, errors = open_deck(browser, whole, outside)
-            assert page.evaluate("onehot2gptDeck.ready") and outside == []
-            heights = [s[3] for s in page.evaluate(VISIT_EVERY_SLIDE)]
-            assert max(heights) > HEIGHT, f"the deck without its split should overflow: {heights}"
-            page.context.close()
-        finally:
-            browser.close()
+    page, failed, errors = open_deck(browser, whole, outside)
+    assert page.evaluate("onehot2gptDeck.ready") and outside == []
+    heights = [s[3] for s in page.evaluate(VISIT_EVERY_SLIDE)]
+    assert max(heights) > HEIGHT, f"the deck without its split should overflow: {heights}"
+    page.context.close()

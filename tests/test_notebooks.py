@@ -324,7 +324,7 @@ def test_the_suites_schedule_names_existing_notebooks_and_modules():
     assert schedule.BROWSER_HALF_B <= stems, f"not notebooks: {sorted(schedule.BROWSER_HALF_B - stems)}"
     assert stems - schedule.BROWSER_HALF_B, "the browser test's half A would be empty"
     for group in schedule.EXPECTED_SECONDS:
-        assert (ROOT / group.split(" (half ")[0]).exists(), f"conftest.py times a group that is gone: {group}"
+        assert (ROOT / group.split(" (")[0]).exists(), f"conftest.py times a group that is gone: {group}"
     assert f"def {schedule.STUDENT_RUN.split('::')[1]}(" in Path(__file__).read_text(encoding="utf-8"), (
         f"conftest.py schedules a test that is gone: {schedule.STUDENT_RUN}"
     )
