@@ -129,26 +129,6 @@ def test_figures_without_a_clone_ask_for_out(tmp_path, monkeypatch, capsys):
     assert sorted(p.name for p in (tmp_path / "fig").iterdir()) == sorted(figures.FIGURES)
 
 
-def test_no_module_of_the_tools_imports_another_modules_private_names():
-    """As in the library (tests/test_utils.py): what one module of onehot2gpt_teach takes from
-    another is public there."""
-    import ast
-
-    import onehot2gpt_teach
-
-    root = Path(onehot2gpt_teach.__file__).parent
-    found = []
-    for path in sorted(root.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level:
-                found += [
-                    f"{path.relative_to(root)}:{node.lineno} {alias.name}"
-                    for alias in node.names
-                    if alias.name.startswith("_") and not alias.name.startswith("__")
-                ]
-    assert not found, f"private names imported across modules: {found}"
-
-
 def test_prepare_changes_no_notebook_when_one_is_missing(tmp_path, capsys):
     notebook = tmp_path / "01_x.ipynb"
     notebook.write_text("not json")  # would fail if prepare reached it
