@@ -266,6 +266,117 @@ def check_positive_number(value, name: str) -> float:
     return float(value)
 
 
+def _fix(fix: str) -> str:
+    return f"; {fix}" if fix else ""
+
+
+def _bounds(low, high, low_open: bool = False, high_open: bool = False) -> str:
+    if low is not None and high is not None:
+        return f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+    if low is not None:
+        return f"{'above' if low_open else 'at least'} {low}"
+    return f"{'below' if high_open else 'at most'} {high}"
+
+
+def check_int(value, name: str, low: int | None = None, high: int | None = None, *, fix: str = "") -> int:
+    """`value` as an int if it is a whole number (not a bool) in `low` … `high` (either may be None),
+    else a TypeError or ValueError that names `name`, the value, the range and `fix`.
+
+    Example:
+        >>> check_int(3, "n_heads", 1)
+        3
+        >>> check_int(0, "n_heads", 1, fix="a model needs at least one head")
+        Traceback (most recent call last):
+        ...
+        ValueError: n_heads=0 must be at least 1; a model needs at least one head
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}{_fix(fix)}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{name}={value} must be {_bounds(low, high)}{_fix(fix)}")
+    return int(value)
+
+
+def check_number(
+    value, name: str, low=None, high=None, *, low_open: bool = False, high_open: bool = False, fix: str = ""
+) -> float:
+    """`value` as a float if it is a finite real number (not a bool) in the range `low` … `high`
+    (an end that is None is open; `low_open`/`high_open` exclude the end), else an error naming
+    `name`, the value, the range and `fix`.
+
+    Example:
+        >>> check_number(0.1, "dropout", 0, 1, high_open=True)
+        0.1
+        >>> check_number(float("nan"), "lr", 0, low_open=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: lr=nan must be a finite number above 0
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}{_fix(fix)}")
+    value = float(value)
+    outside = (
+        not math.isfinite(value)
+        or (low is not None and (value <= low if low_open else value < low))
+        or (high is not None and (value >= high if high_open else value > high))
+    )
+    if outside:
+        where = "" if low is None and high is None else " " + _bounds(low, high, low_open, high_open)
+        raise ValueError(f"{name}={value:g} must be a finite number{where}{_fix(fix)}")
+    return value
+
+
+def check_choice(value, name: str, choices, *, fix: str = ""):
+    """`value` if it is one of `choices`, else a ValueError naming `name`, the value and the choices.
+
+    Example:
+        >>> check_choice("mean", "pool", ("mean", "cls"))
+        'mean'
+    """
+    if isinstance(value, (list, dict, set)) or value not in tuple(choices):
+        raise ValueError(f"{name}={value!r} must be one of {', '.join(map(repr, choices))}{_fix(fix)}")
+    return value
+
+
+def check_text(value, name: str, *, empty_ok: bool = False, fix: str = "") -> str:
+    """`value` if it is a str (and, unless `empty_ok`, not empty or only spaces), else an error
+    naming `name` and the value."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__} {value!r}{_fix(fix)}")
+    if not empty_ok and not value.strip():
+        raise ValueError(f"{name} is empty ({value!r}): give some text{_fix(fix)}")
+    return value
+
+
+def check_tensor(
+    value,
+    name: str,
+    *,
+    dims: int | tuple[int, ...] | None = None,
+    floating: bool = False,
+    finite: bool = False,
+    fix: str = "",
+) -> torch.Tensor:
+    """`value` if it is a tensor with one of `dims` dimensions, of a floating dtype when `floating`,
+    and without NaN or ±inf when `finite`; else an error naming `name`, what it got and `fix`.
+
+    Example:
+        >>> check_tensor(torch.zeros(2, 3), "scores", dims=2, floating=True, finite=True).shape
+        torch.Size([2, 3])
+    """
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}{_fix(fix)}")
+    allowed = (dims,) if isinstance(dims, int) else dims
+    if allowed is not None and value.dim() not in allowed:
+        want = " or ".join(map(str, allowed))
+        raise ValueError(f"{name} must have {want} dimensions, got shape {tuple(value.shape)}{_fix(fix)}")
+    if floating and not value.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {value.dtype}{_fix(fix)}")
+    if finite and value.is_floating_point() and not bool(torch.isfinite(value).all()):
+        raise ValueError(f"{name} holds NaN or infinite values{_fix(fix)}")
+    return value
+
+
 def check_finite_loss(loss, step: int, *, lr: float | None = None, what: str = "training") -> float:
     """The loss of update `step` (0, 1, …) as a float, or `TrainingDiverged` when it is NaN or ±inf.
 
