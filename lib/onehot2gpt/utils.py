@@ -272,7 +272,7 @@ def _fix(fix: str) -> str:
 
 def _bounds(low, high, low_open: bool = False, high_open: bool = False) -> str:
     if low is not None and high is not None:
-        return f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+        return f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
     if low is not None:
         return f"{'above' if low_open else 'at least'} {low}"
     return f"{'below' if high_open else 'at most'} {high}"
