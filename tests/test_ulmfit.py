@@ -39,16 +39,16 @@ def test_slanted_triangular_lr_rises_then_falls_as_in_the_paper():
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: slanted_triangular_lr(10, 10, 0.1), ValueError, "step must be in 0"),
-        (lambda: slanted_triangular_lr(-1, 10, 0.1), ValueError, "step must be in 0"),
+        (lambda: slanted_triangular_lr(10, 10, 0.1), ValueError, r"step=10 must be in \[0, 9\]"),
+        (lambda: slanted_triangular_lr(-1, 10, 0.1), ValueError, r"step=-1 must be in \[0, 9\]"),
         (lambda: slanted_triangular_lr(1.0, 10, 0.1), TypeError, "step must be an int"),
         (lambda: slanted_triangular_lr(1, 0, 0.1), ValueError, r"total_steps must be a positive int \(at least 1\)"),
         (lambda: slanted_triangular_lr(1, 10, float("nan")), ValueError, "lr_max must be a positive finite"),
-        (lambda: slanted_triangular_lr(1, 10, 0.1, cut_frac=1.5), ValueError, "below 1"),
-        (lambda: slanted_triangular_lr(1, 10, 0.1, ratio=0.5), ValueError, "at least 1"),
+        (lambda: slanted_triangular_lr(1, 10, 0.1, cut_frac=1.5), ValueError, r"cut_frac=1.5 must be .*in \(0, 1\)"),
+        (lambda: slanted_triangular_lr(1, 10, 0.1, ratio=0.5), ValueError, "ratio=0.5 must be .*at least 1"),
         (lambda: discriminative_lrs(0.1, 0), ValueError, r"n_groups must be a positive int \(at least 1\)"),
         (lambda: discriminative_lrs("0.1", 3), TypeError, "lr_top must be a number"),
-        (lambda: trainable_groups(-1, 3), ValueError, "epoch must be an int"),
+        (lambda: trainable_groups(-1, 3), ValueError, "epoch=-1 must be at least 0"),
     ],
 )
 def test_schedules_refuse_bad_input(call, error, match):

@@ -1,34 +1,25 @@
 """ELMo: a deep bidirectional LSTM language model whose layers become contextual word vectors.
 
-Taught in notebook 04 (ELMo), following Peters et al. (2018), "Deep contextualized word
-representations". A :class:`BiLM` holds two *independent* LSTM language models that share only
-the token layer and the softmax: the forward LM reads left to right and predicts the next token,
-the backward LM reads right to left and predicts the previous one. For token k it yields 2L+1
-vectors, returned as L+1 layers of size 2·hidden (``layers[:, k, 0]`` is the token vector x_k
-twice, ``layers[:, k, j]`` is [forward_j ; backward_j]). A downstream task freezes the biLM
-(:class:`ElmoFeatures`) and learns only a :class:`ScalarMix`,
+Taught in notebook 04, following Peters et al. (2018), "Deep contextualized word representations".
+A :class:`BiLM` holds two independent LSTM language models that share only the token layer and the
+softmax: the forward LM predicts the next token, the backward LM (reading right to left) the
+previous one. For token k it yields L+1 layers of size 2·hidden: ``layers[:, k, 0]`` is the token
+vector x_k twice, ``layers[:, k, j]`` is [forward_j ; backward_j]. A downstream task freezes the
+biLM (:class:`ElmoFeatures`) and learns only a :class:`ScalarMix`,
 ELMo_k = γ · Σ_j softmax(s)_j · h_{k,j}.
 
 Choices, with ELMo's own in brackets:
 
-* token layer: a word embedding of size d_model projected to hidden [a character CNN, so that
-  unknown words still get their own vectors; left out here to keep the model small and its
-  training short, so unknown words share the <unk> vector];
-* each direction: ``n_layers`` separate ``nn.LSTM``s (so every layer's states are visible) with a
+* token layer: a word embedding projected to hidden [a character CNN]; unknown words share <unk>;
+* each direction: ``n_layers`` separate ``nn.LSTM``s (so every layer's states are visible), a
   residual connection around every layer after the first [2 layers, 4096 cells projected to 512];
-* softmax: the top state projected to d_model, then either a full softmax tied to the word
-  embedding (``softmax="full"``, exact, used by the tiny test models) or an adaptive softmax
-  (Grave et al. 2017; ``softmax="adaptive"``, used by the course checkpoint) [sampled softmax].
-  Over the course's 20k words the full softmax costs several times what the LSTMs cost, the
-  adaptive one (rare words in small tail clusters) a fraction of the full one.
+* softmax: the top state projected to d_model, then a full softmax tied to the word embedding
+  (``softmax="full"``, the tiny test models) or an adaptive softmax (Grave et al. 2017,
+  ``softmax="adaptive"``, the course checkpoint) [sampled softmax].
 
-Padding: batches are right-padded and ``mask`` marks real tokens. The backward LM reverses only
-the real tokens of each row (:func:`reverse_padded`), so padding never reaches a real position
-in either direction.
-
-The course checkpoint is trained by ``python recipes/bilm-wikitext2.py --out DIR`` (two epochs
-without dropout; ``docs/recipes.md`` says how long it takes). It stores in config.json (``load(name).info``), the train and valid
-perplexities of both directions next to those of a Kneser–Ney trigram with the same vocabulary.
+Padding: batches are right-padded and ``mask`` marks real tokens; the backward LM reverses only the
+real tokens of each row (:func:`reverse_padded`). The course checkpoint is trained by
+``python recipes/bilm-wikitext2.py --out DIR``.
 
 Example:
     >>> from onehot2gpt.checkpoints import load
@@ -48,13 +39,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from onehot2gpt.checkpoints import WEIGHTS, config_from_record, fill_module, save_checkpoint
-from onehot2gpt.utils import as_ids, evaluating
+from onehot2gpt.checkpoints import config_from_record, fill_module, save_checkpoint
+from onehot2gpt.utils import as_ids, check_choice, check_int, check_number, evaluating
 from onehot2gpt.vocab import BOS, EOS, PAD, Vocab
 
 __all__ = ["BiLMConfig", "BiLM", "ScalarMix", "ElmoFeatures", "reverse_padded", "save_bilm", "split_sentences"]
-
-_WEIGHTS = WEIGHTS
 
 
 @dataclass(frozen=True)
@@ -71,15 +60,11 @@ class BiLMConfig:
     cutoffs: tuple[int, ...] = (2_000, 10_000)  # adaptive softmax: frequent-word head, then tails
 
     def __post_init__(self):
-        for name in ("vocab_size", "d_model", "hidden", "n_layers", "max_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"BiLMConfig.{name} must be positive, got {getattr(self, name)}")
-        if self.max_len < 3:
-            raise ValueError(f"max_len must leave room for <bos>, one token and <eos>, got {self.max_len}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
-        if self.softmax not in ("full", "adaptive"):
-            raise ValueError(f"softmax must be 'full' or 'adaptive', got {self.softmax!r}")
+        for name in ("vocab_size", "d_model", "hidden", "n_layers"):
+            check_int(getattr(self, name), f"BiLMConfig.{name}", 1)
+        check_int(self.max_len, "max_len", 3, fix="leave room for <bos>, one token and <eos>")
+        check_number(self.dropout, "dropout", 0, 1, high_open=True)
+        check_choice(self.softmax, "softmax", ("full", "adaptive"))
         object.__setattr__(self, "cutoffs", tuple(int(c) for c in self.cutoffs))
         if self.softmax == "adaptive" and not (
             self.cutoffs and all(a < b for a, b in zip((0,) + self.cutoffs, self.cutoffs + (self.vocab_size,)))
@@ -98,24 +83,6 @@ class BiLMConfig:
     def tiny(cls, vocab_size: int = 50) -> BiLMConfig:
         """A few thousand parameters, for tests and for watching one step by hand."""
         return cls(vocab_size=vocab_size, d_model=16, hidden=24, n_layers=2, dropout=0.0, max_len=64, softmax="full")
-
-    @classmethod
-    def elmo_original(cls) -> BiLMConfig:
-        """The sizes of Peters et al. (2018) for comparison (793k-word 1B Word Benchmark vocabulary,
-        512-d token vectors, 4096 cells projected to 512, so ELMo vectors of 1,024). Their token
-        layer is a character CNN; built with a word embedding as here, these sizes give about
-        0.47 B parameters, 0.41 B of them in the embedding: count them (on the meta device),
-        don't train them."""
-        return cls(
-            vocab_size=793_471,
-            d_model=512,
-            hidden=512,
-            n_layers=2,
-            dropout=0.1,
-            max_len=512,
-            softmax="adaptive",
-            cutoffs=(20_000, 200_000),
-        )
 
 
 def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -281,10 +248,8 @@ class ScalarMix(nn.Module):
 
     def __init__(self, n_layers: int, l2_lambda: float = 0.0, gamma: bool = True, layer_norm: bool = False):
         super().__init__()
-        if n_layers < 1:
-            raise ValueError(f"n_layers must be positive, got {n_layers}")
-        if l2_lambda < 0:
-            raise ValueError(f"l2_lambda must be non-negative, got {l2_lambda}")
+        check_int(n_layers, "n_layers", 1)
+        check_number(l2_lambda, "l2_lambda", 0)
         self.n_layers, self.l2_lambda, self.layer_norm = n_layers, l2_lambda, layer_norm
         self.s = nn.Parameter(torch.zeros(n_layers))
         if gamma:
@@ -318,9 +283,6 @@ class ScalarMix(nn.Module):
     def penalty(self) -> torch.Tensor:
         """λ·‖s − mean(s)‖²: add it to the task loss."""
         return self.l2_lambda * ((self.s - self.s.mean()) ** 2).sum()
-
-    def extra_repr(self) -> str:
-        return f"n_layers={self.n_layers}, l2_lambda={self.l2_lambda}, layer_norm={self.layer_norm}"
 
 
 # --------------------------------------------------------------------------------- features

@@ -1,24 +1,19 @@
 """ULMFiT's fine-tuning techniques, for a classifier on the course's LSTM language model.
 
-Taught in notebook 04, after ELMo, following Howard & Ruder (2018), "Universal Language Model
-Fine-tuning for Text Classification". ELMo freezes its language model and learns only how to mix
-its layers; ULMFiT fine-tunes the whole language model for the task, and three techniques keep
-that from wiping out what pre-training taught:
+Taught in notebook 04, following Howard & Ruder (2018), "Universal Language Model Fine-tuning for
+Text Classification". ULMFiT fine-tunes the whole language model for the task (ELMo freezes it),
+and three techniques keep that from wiping out what pre-training taught:
 
-* **discriminative fine-tuning**: each layer group gets its own learning rate, lower further down
-  (the paper divides by 2.6 per group, η^{l−1} = η^l / 2.6), since the lower layers hold the most
-  general knowledge (:func:`discriminative_lrs`);
-* **slanted triangular learning rates** (STLR): a short linear rise to η_max over the first
-  ``cut_frac`` of the steps, then a long linear fall to η_max / ``ratio``
-  (:func:`slanted_triangular_lr`);
-* **gradual unfreezing**: only the top group (the new classifier) trains in the first epoch; each
-  epoch one more group below joins (:func:`trainable_groups`).
+* **discriminative fine-tuning**: each layer group gets its own learning rate, 2.6 times lower
+  per group further down (:func:`discriminative_lrs`);
+* **slanted triangular learning rates** (STLR): a short linear rise to η_max, then a long linear
+  fall to η_max / ``ratio`` (:func:`slanted_triangular_lr`);
+* **gradual unfreezing**: only the top group trains in the first epoch; each epoch one more group
+  below joins (:func:`trainable_groups`).
 
-:class:`LMClassifier` puts ULMFiT's head on the forward language model of a course
-:class:`~onehot2gpt.elmo.BiLM`: *concat pooling* [h_T ; maxpool(h) ; meanpool(h)] of the top layer's
-states over the real tokens, then two linear layers. Its :meth:`LMClassifier.groups` are the layer
-groups the three techniques act on, bottom to top: the token layer, each LSTM layer, the head.
-(ULMFiT's middle step, fine-tuning the language model on the task's own text first, is left out.)
+:class:`LMClassifier` puts ULMFiT's head (concat pooling, two linear layers) on the forward LM of a
+course :class:`~onehot2gpt.elmo.BiLM`; its :meth:`LMClassifier.groups` are the layer groups the
+three techniques act on. ULMFiT's middle step, fine-tuning the LM on the task's text, is left out.
 """
 
 from __future__ import annotations
@@ -34,7 +29,7 @@ from torch import nn
 
 from .data import ASSETS
 from .elmo import BiLM
-from .utils import check_positive_int, check_positive_number, evaluating, set_seed
+from .utils import check_int, check_number, check_positive_int, check_positive_number, evaluating, set_seed
 
 __all__ = [
     "slanted_triangular_lr",
@@ -75,24 +70,12 @@ def slanted_triangular_lr(
     when total_steps · cut_frac is whole.) The paper's values: cut_frac 0.1, ratio 32.
     """
     total_steps = check_positive_int(total_steps, "total_steps")
-    if isinstance(step, bool) or not isinstance(step, int):
-        raise TypeError(f"step must be an int, got {type(step).__name__} {step!r}")
-    if not 0 <= step < total_steps:
-        raise ValueError(f"step must be in 0 … {total_steps - 1} (total_steps={total_steps}), got {step}")
+    step = check_int(step, "step", 0, total_steps - 1, fix=f"a run of total_steps={total_steps} counts from 0")
     lr_max = check_positive_number(lr_max, "lr_max")
-    cut_frac = check_positive_number(cut_frac, "cut_frac")
-    if cut_frac >= 1:
-        raise ValueError(f"cut_frac is the fraction of steps spent rising: below 1, got {cut_frac}")
-    ratio = check_positive_number(ratio, "ratio")
-    if ratio < 1:
-        raise ValueError(f"ratio is how many times smaller the lowest rate is: at least 1, got {ratio}")
+    cut_frac = check_number(cut_frac, "cut_frac", 0, 1, low_open=True, high_open=True, fix="the share of steps rising")
+    ratio = check_number(ratio, "ratio", 1, fix="how many times smaller the lowest rate is")
     cut = max(1, math.floor(total_steps * cut_frac))
-    if total_steps <= cut:  # a run too short to fall: rise only
-        p = step / cut
-    elif step < cut:
-        p = step / cut
-    else:
-        p = 1 - (step - cut) / (total_steps - cut)
+    p = step / cut if step < cut else 1 - (step - cut) / (total_steps - cut)  # step < cut when total_steps <= cut
     return lr_max * (1 + p * (ratio - 1)) / ratio
 
 
@@ -108,8 +91,7 @@ def discriminative_lrs(lr_top: float, n_groups: int, factor: float = 2.6) -> lis
 def trainable_groups(epoch: int, n_groups: int, gradual: bool = True) -> int:
     """How many layer groups, counted from the top, train in `epoch` (0-based): with gradual
     unfreezing the top one in epoch 0 and one more each epoch; without it all of them."""
-    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-        raise ValueError(f"epoch must be an int ≥ 0, got {epoch!r}")
+    check_int(epoch, "epoch", 0)
     n_groups = check_positive_int(n_groups, "n_groups")
     return min(epoch + 1, n_groups) if gradual else n_groups
 
@@ -126,16 +108,10 @@ class LMClassifier(nn.Module):
 
     def __init__(self, bilm: BiLM, n_classes: int, hidden: int = 50, dropout: float = 0.1):
         super().__init__()
-        if not isinstance(bilm, BiLM):
-            raise TypeError(
-                f"bilm must be a onehot2gpt.elmo.BiLM (load('bilm-wikitext2') gives one), got {type(bilm).__name__}"
-            )
-        n_classes = check_positive_int(n_classes, "n_classes")
-        if n_classes < 2:
-            raise ValueError("a classifier needs at least 2 classes")
+        _check_bilm(bilm)
+        n_classes = check_int(n_classes, "n_classes", 2, fix="a classifier needs at least 2 classes")
         hidden = check_positive_int(hidden, "hidden")
-        if not 0 <= dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        check_number(dropout, "dropout", 0, 1, high_open=True)
         self.vocab_size = bilm.config.vocab_size
         self.tok_emb = copy.deepcopy(bilm.tok_emb)
         self.tok_proj = copy.deepcopy(bilm.tok_proj)
@@ -163,13 +139,7 @@ class LMClassifier(nn.Module):
 
     def top_states(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """ids (B, T), mask (B, T) bool (right padding) → the top LSTM layer's states (B, T, H)."""
-        if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.dim() != 2:
-            raise TypeError(
-                f"ids must be a (B, T) torch.long tensor, got "
-                f"{getattr(ids, 'dtype', type(ids).__name__)} of shape {tuple(getattr(ids, 'shape', ()))}"
-            )
-        if not isinstance(mask, torch.Tensor) or mask.shape != ids.shape:
-            raise ValueError(f"mask must be a tensor of the ids' shape {tuple(ids.shape)}")
+        _check_ids_mask(ids, mask)
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.vocab_size):
             raise ValueError(f"token ids must be in 0 … {self.vocab_size - 1}: encode with the biLM's vocabulary")
         mask = mask.bool()
@@ -196,14 +166,25 @@ class LMClassifier(nn.Module):
         return self.head(self.features(ids, mask))
 
 
-def _check_labelled(ids, mask, y, what: str) -> None:
+def _check_bilm(bilm) -> None:
+    if not isinstance(bilm, BiLM):
+        raise TypeError(
+            f"bilm must be a onehot2gpt.elmo.BiLM (load('bilm-wikitext2') gives one), got {type(bilm).__name__}"
+        )
+
+
+def _check_ids_mask(ids, mask, what: str = "") -> None:
     if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.dim() != 2:
         raise TypeError(
-            f"{what} ids must be a (N, T) torch.long tensor (ElmoFeatures.ids gives one), got "
-            f"{getattr(ids, 'dtype', type(ids).__name__)}"
+            f"{what}ids must be a (B, T) torch.long tensor (ElmoFeatures.ids gives one), got "
+            f"{getattr(ids, 'dtype', type(ids).__name__)} of shape {tuple(getattr(ids, 'shape', ()))}"
         )
     if not isinstance(mask, torch.Tensor) or mask.shape != ids.shape:
-        raise ValueError(f"{what} mask must be a tensor of the ids' shape {tuple(ids.shape)}")
+        raise ValueError(f"{what}mask must be a tensor of the ids' shape {tuple(ids.shape)}")
+
+
+def _check_labelled(ids, mask, y, what: str) -> None:
+    _check_ids_mask(ids, mask, f"{what} ")
     if not isinstance(y, torch.Tensor) or y.dtype != torch.long or y.shape != ids.shape[:1]:
         raise TypeError(
             f"{what} labels must be a torch.long tensor of shape ({ids.size(0)},), got "
@@ -240,10 +221,7 @@ def finetune_classifier(
     head throughout. The run is seeded by `seed` (weights of the head, dropout, batch order), so the
     same call gives the same classifier on the same machine.
     """
-    if not isinstance(bilm, BiLM):
-        raise TypeError(
-            f"bilm must be a onehot2gpt.elmo.BiLM (load('bilm-wikitext2') gives one), got {type(bilm).__name__}"
-        )
+    _check_bilm(bilm)
     _check_labelled(ids, mask, labels, "training")
     if int(labels.min()) < 0 or int(labels.max()) >= n_classes:
         raise ValueError(f"labels must be in 0 … {n_classes - 1}")
@@ -298,6 +276,7 @@ def load_ablation(path: str | Path | None = None) -> dict:
     {"accuracy": {setting: [test accuracy per seed]}, "seeds", "recipe", "command", ...}, checked to
     hold every setting of :data:`ABLATION_SETTINGS` with one accuracy in [0, 1] per seed."""
     path = Path(ABLATION_FILE if path is None else path)
+    again = "run `python recipes/ulmfit-ablation.py --out DIR` again"
     if not path.is_file():
         raise FileNotFoundError(
             f"{path} is missing: run `python recipes/ulmfit-ablation.py --out DIR` from the repository root "
@@ -306,20 +285,14 @@ def load_ablation(path: str | Path | None = None) -> dict:
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(
-            f"{path} is not valid JSON ({err}); run `python recipes/ulmfit-ablation.py --out DIR` again"
-        ) from err
+        raise ValueError(f"{path} is not valid JSON ({err}); {again}") from err
     seeds = record.get("seeds") if isinstance(record, dict) else None
     accuracy = record.get("accuracy") if isinstance(record, dict) else None
     if not isinstance(seeds, list) or not seeds or not isinstance(accuracy, dict):
-        raise ValueError(
-            f"{path} lacks its 'seeds' list or its 'accuracy' table; run `python recipes/ulmfit-ablation.py --out DIR` again"
-        )
+        raise ValueError(f"{path} lacks its 'seeds' list or its 'accuracy' table; {again}")
     missing = [name for name in ABLATION_SETTINGS if name not in accuracy]
     if missing:
-        raise ValueError(
-            f"{path} has no results for {', '.join(missing)}; run `python recipes/ulmfit-ablation.py --out DIR` again"
-        )
+        raise ValueError(f"{path} has no results for {', '.join(missing)}; {again}")
     for name, values in accuracy.items():
         if (
             not isinstance(values, list)
