@@ -1,8 +1,8 @@
 """Shared fixtures for the library tests."""
 
+import onehot2gpt_exercises as exercises
 import pytest
 import torch
-from onehot2gpt import exercises
 
 
 @pytest.fixture(scope="module")

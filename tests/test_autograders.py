@@ -63,6 +63,7 @@ def test_gradescope_bundle_grades_a_submission_into_results_json(tmp_path, refer
         autograders.SETTINGS,
         "course/pyproject.toml",
         "course/lib/onehot2gpt_teach/grading.py",
+        "course/lib/onehot2gpt_exercises/checking.py",
         "course/notebooks/01_tiny.ipynb",
         "course/lib/onehot2gpt/assets/checkpoints/gpt-char-shakespeare/config.json",
         # package data the install inside Gradescope needs (notebook 04's record, bertviz's scripts)

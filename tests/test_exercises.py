@@ -1,7 +1,7 @@
+import onehot2gpt_exercises as ex
 import pytest
 import torch
 from exercise_helpers import assert_rejects, top_k_lowest_ids
-from onehot2gpt import exercises as ex
 from onehot2gpt.vocab import bag_of_words, cosine_similarity, one_hot
 
 

@@ -1,11 +1,11 @@
 """The checks of notebook 02 that came with issue 14: the hand-written skip-gram step, and the
 stricter checks of the older exercises (a tensor loss, an int analogy answer)."""
 
+import onehot2gpt_exercises as ex
 import pytest
 import torch
 import torch.nn.functional as F
 from exercise_helpers import assert_rejects
-from onehot2gpt import exercises as ex
 
 
 def sgns_step(

@@ -4,8 +4,8 @@ rejected with the concept first, and the stand-in equals one step of torch.nn.LS
 import pytest
 import torch
 from exercise_helpers import assert_rejects
-from onehot2gpt.exercises import check_lstm_cell
-from onehot2gpt.exercises.nb03 import torch_lstm_cell
+from onehot2gpt_exercises import check_lstm_cell
+from onehot2gpt_exercises.nb03 import torch_lstm_cell
 
 
 def cell_by_hand(

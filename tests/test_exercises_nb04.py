@@ -5,8 +5,8 @@ import pytest
 import torch
 from exercise_helpers import assert_rejects
 from onehot2gpt.elmo import BiLM, BiLMConfig
-from onehot2gpt.exercises import check_bilm_layers
-from onehot2gpt.exercises.nb04 import library_bilm_layers
+from onehot2gpt_exercises import check_bilm_layers
+from onehot2gpt_exercises.nb04 import library_bilm_layers
 
 
 def flip_rows(h, lengths):

@@ -3,10 +3,10 @@ concept first (and the mistake recognised where the check can), and `yours_or` l
 
 import math
 
+import onehot2gpt_exercises as ex
 import pytest
 import torch
 from exercise_helpers import assert_rejects
-from onehot2gpt import exercises as ex
 from onehot2gpt.attention import causal_mask
 
 

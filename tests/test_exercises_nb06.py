@@ -3,10 +3,10 @@ concept first, and the common mistakes are recognised in words."""
 
 import math
 
+import onehot2gpt_exercises as ex
 import pytest
 import torch
 from exercise_helpers import assert_rejects
-from onehot2gpt import exercises as ex
 
 
 def _norm(x, g, b, eps=1e-5):

@@ -1,10 +1,10 @@
 """The new check of notebook 07: the masked-LM loss on the chosen positions (tied output layer)."""
 
+import onehot2gpt_exercises as ex
 import pytest
 import torch
 import torch.nn.functional as F
 from exercise_helpers import assert_rejects
-from onehot2gpt import exercises as ex
 
 
 def _mlm_loss_by_hand(hidden, labels, dense, norm, embedding, bias):

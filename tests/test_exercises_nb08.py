@@ -1,9 +1,9 @@
 """The new check of notebook 08: the loss of extractive question answering."""
 
+import onehot2gpt_exercises as ex
 import pytest
 import torch
 from exercise_helpers import assert_rejects
-from onehot2gpt import exercises as ex
 
 
 def _qa_loss_by_hand(model, batch):

@@ -4,11 +4,11 @@ student's function once it passes)."""
 
 import math
 
+import onehot2gpt_exercises as ex
 import pytest
 import torch
 from exercise_helpers import assert_rejects, top_k_lowest_ids
-from onehot2gpt import exercises as ex
-from onehot2gpt.exercises import checking
+from onehot2gpt_exercises import checking
 
 # ------------------------------------------------------------------ a GPT block, written as a student might
 

@@ -37,7 +37,7 @@ def tiny_course_notebook():
     nb = new_notebook(
         cells=[
             new_markdown_cell("# A tiny course notebook", id="title"),
-            code("import torch\nfrom onehot2gpt.exercises import check_encode", "imports"),
+            code("import torch\nfrom onehot2gpt_exercises import check_encode", "imports"),
             code(
                 "def my_one_hot(ids, vocab_size):\n    ids = torch.as_tensor(ids)\n"
                 "    ### BEGIN SOLUTION\n"
@@ -46,7 +46,7 @@ def tiny_course_notebook():
                 "ex-one-hot",
                 "exercise",
             ),
-            code("from onehot2gpt.exercises import check_one_hot\ncheck_one_hot(my_one_hot)", "check-one-hot", "check"),
+            code("from onehot2gpt_exercises import check_one_hot\ncheck_one_hot(my_one_hot)", "check-one-hot", "check"),
             new_markdown_cell("Now a mask.", id="text"),
             code(
                 "def my_causal_mask(T):\n    ### BEGIN SOLUTION\n"
@@ -55,7 +55,7 @@ def tiny_course_notebook():
                 "exercise",
             ),
             code(
-                "from onehot2gpt.exercises import check_causal_mask\ncheck_causal_mask(my_causal_mask)",
+                "from onehot2gpt_exercises import check_causal_mask\ncheck_causal_mask(my_causal_mask)",
                 "check-causal",
                 "check",
                 points=2,
@@ -109,7 +109,7 @@ def crafted_submissions(solved, port=None):
 
     cheat = copy.deepcopy(unsolved)  # check functions redefined or patched in the kernel
     cell(cheat, "ex-encode").source += "\n\ndef check_encode(fn):\n    print('✓ encode')"
-    cell(cheat, "ex-causal").source += "\n\nimport onehot2gpt.exercises\nonehot2gpt.exercises.check_causal_mask = print"
+    cell(cheat, "ex-causal").source += "\n\nimport onehot2gpt_exercises\nonehot2gpt_exercises.check_causal_mask = print"
     subs["cheat/01_tiny.ipynb"] = cheat
 
     deleted = copy.deepcopy(solved)  # the check must run before my_one_hot is deleted
@@ -131,7 +131,7 @@ def crafted_submissions(solved, port=None):
     patched = copy.deepcopy(unsolved)
     cell(patched, "ex-one-hot").source = (
         "def my_one_hot(ids, vocab_size):\n"
-        "    import onehot2gpt.exercises as ex\n"
+        "    import onehot2gpt_exercises as ex\n"
         "    ex.assert_same = ex.checking.assert_same = lambda *args, **kwargs: None\n"
         "    return torch.zeros(len(ids), vocab_size)"
     )
@@ -143,7 +143,7 @@ def crafted_submissions(solved, port=None):
     )
     cell(patched, "ex-encode").source = (
         "def my_encode(tokens, stoi, unk_id):\n"
-        "    import onehot2gpt.exercises.checking as c\n"
+        "    import onehot2gpt_exercises.checking as c\n"
         "    c.stop_recording()\n"
         "    c.assert_same = lambda *args, **kwargs: None\n"
         "    return [0] * len(tokens)"
@@ -456,7 +456,7 @@ def test_an_interrupted_run_resumes_from_its_journal(tmp_path):
 
 def _recorded(tmp_path, check, fn, hidden=()):
     """Record `fn`'s answers to `check` as a student's kernel would, → the file."""
-    from onehot2gpt.exercises import checking
+    from onehot2gpt_exercises import checking
 
     path = tmp_path / f"answers-{len(list(tmp_path.iterdir()))}.pt"
     checking.start_recording(path, hidden)
@@ -468,8 +468,8 @@ def _recorded(tmp_path, check, fn, hidden=()):
 
 
 def test_hidden_inputs_catch_an_answer_learned_from_the_public_ones(tmp_path):
-    from onehot2gpt.exercises import check_encode
-    from onehot2gpt.exercises.nb01 import _reference_encode
+    from onehot2gpt_exercises import check_encode
+    from onehot2gpt_exercises.nb01 import _reference_encode
 
     seen = []
 
@@ -497,8 +497,8 @@ class Sneaky(__import__("torch").Tensor):
 
 def test_answers_that_are_not_plain_data_are_not_unpickled(tmp_path):
     import torch
-    from onehot2gpt.exercises import check_one_hot
     from onehot2gpt.vocab import one_hot
+    from onehot2gpt_exercises import check_one_hot
 
     path = _recorded(tmp_path, check_one_hot, lambda ids, v: one_hot(ids, v).as_subclass(Sneaky))
     verdict, message = grading.replay_check("check_one_hot(f)", path)
@@ -513,7 +513,7 @@ def test_answers_that_are_not_plain_data_are_not_unpickled(tmp_path):
 def test_exercise_name_comes_from_the_check_call():
     assert grading.exercise_name("check_qa_prompt(qa_prompt)") == "qa_prompt"
     assert (
-        grading.exercise_name("from onehot2gpt.exercises import check_one_hot\ncheck_one_hot(my_one_hot)") == "one_hot"
+        grading.exercise_name("from onehot2gpt_exercises import check_one_hot\ncheck_one_hot(my_one_hot)") == "one_hot"
     )
     assert grading.exercise_name("check_a(f)\ncheck_b(g)") == "a+b"
     assert grading.exercise_name("print('no check here')") == ""
@@ -572,14 +572,14 @@ def test_bad_folders_say_what_to_do(tmp_path, capsys):
 
 RECORD_EVERY_REFERENCE = """
 import sys, pathlib, importlib
-from onehot2gpt import exercises
-from onehot2gpt.exercises import checking
+import onehot2gpt_exercises as exercises
+from onehot2gpt_exercises import checking
 out = pathlib.Path(sys.argv[1])
 real = checking.check_function
 def reference_as_student(student_fn, reference_fn, *args, **kwargs):
     return real(reference_fn, reference_fn, *args, **kwargs)
 for number in range(1, 12):
-    importlib.import_module(f"onehot2gpt.exercises.nb{number:02d}").check_function = reference_as_student
+    importlib.import_module(f"onehot2gpt_exercises.nb{number:02d}").check_function = reference_as_student
 for name in sorted(n for n in dir(exercises) if n.startswith("check_") and n != "check_function"):
     checking.start_recording(out / f"{name}.pt", [424242])
     getattr(exercises, name)(lambda *args: None)
@@ -594,7 +594,7 @@ def test_every_check_replays_the_answers_of_its_reference_recorded_in_another_pr
     import subprocess
     import sys
 
-    from onehot2gpt import exercises
+    import onehot2gpt_exercises as exercises
 
     subprocess.run(
         [sys.executable, "-c", RECORD_EVERY_REFERENCE, str(tmp_path)], check=True, capture_output=True, text=True

@@ -1,6 +1,7 @@
 """The course installs as a package: a wheel, installed without ``-e`` in a fresh virtual
-environment, finds its dataset registry, loads every committed checkpoint by name and has the
-lecturer's console scripts (issue 45, part 4; docs/install.md).
+environment, finds its dataset registry, loads every committed checkpoint by name, imports the
+exercise checks (``onehot2gpt_exercises``) and has the lecturer's console scripts (issue 45, part 4;
+docs/install.md).
 
 Offline and quick: the wheel is built from a copy of the files a fresh clone has (git's tracked and
 untracked-but-not-ignored files, so a stale ``build/`` folder cannot leak into it) with
@@ -42,6 +43,7 @@ from pathlib import Path
 import torch
 torch.set_num_threads(1)
 import onehot2gpt
+import onehot2gpt_exercises
 from onehot2gpt import checkpoints, data
 loaded = {}
 for name in checkpoints.list_checkpoints():
@@ -51,6 +53,8 @@ for name in checkpoints.list_checkpoints():
 path = data.fetch("word-benchmarks", "wordsim353.tsv")
 print(json.dumps({
     "module": onehot2gpt.__file__,
+    "exercises": onehot2gpt_exercises.__file__,
+    "checks": sorted(n for n in dir(onehot2gpt_exercises) if n.startswith("check_")),
     "registry": str(data.REGISTRY_PATH),
     "checkpoints_dir": str(checkpoints.checkpoints_dir()),
     "loaded": loaded,
@@ -148,6 +152,9 @@ def test_the_installed_library_is_the_wheel_not_the_repository(installed):
     assert module.is_relative_to(purelib), f"onehot2gpt imported from {module}, not from the fresh venv {purelib}"
     assert not module.is_relative_to(ROOT)
     assert str(ROOT / "lib") not in answer["sys_path"], "the editable install leaked into the fresh venv"
+    exercises = Path(answer["exercises"])
+    assert exercises == purelib / "onehot2gpt_exercises" / "__init__.py", f"onehot2gpt_exercises from {exercises}"
+    assert "check_one_hot" in answer["checks"], "the installed onehot2gpt_exercises lacks its checks"
     for key in ("registry", "checkpoints_dir"):
         assert Path(answer[key]).is_relative_to(purelib / "onehot2gpt" / "assets"), (key, answer[key])
 

@@ -549,7 +549,7 @@ def test_the_librarys_stand_in_passes_the_exercises_check(path, index, fn, check
         tree.body = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef))]
         exec(compile(tree, f"{path.name} cell", "exec"), namespace)
     namespace.update(CONTEXT.get((path.stem[:2], fn), dict)())
-    exec(f"from onehot2gpt.exercises import {check}", namespace)
+    exec(f"from onehot2gpt_exercises import {check}", namespace)
     with redirect_stdout(StringIO()) as printed:
         namespace[check](eval(stand_in, namespace))
     assert "✓" in printed.getvalue(), f"{check} printed no success: {printed.getvalue()!r}"

@@ -210,10 +210,10 @@ def test_the_shared_training_module_holds_no_model_and_no_loop():
     assert not any(name.startswith(("train_", "pretrain", "finetune")) for name in functions)
 
 
-@pytest.mark.parametrize("package", ["onehot2gpt", "onehot2gpt_teach"])
+@pytest.mark.parametrize("package", ["onehot2gpt", "onehot2gpt_exercises", "onehot2gpt_teach"])
 def test_no_module_imports_another_modules_private_names(package):
-    """In the library and in the lecturer's package alike, what one module takes from another is
-    public there."""
+    """In the library, its exercise checks and the lecturer's package alike, what one module takes
+    from another is public there."""
     import ast
     import importlib
     from pathlib import Path
@@ -248,7 +248,7 @@ def test_seeded_repeats_a_block_and_gives_the_callers_state_back():
 
 
 def test_a_probe_and_a_check_leave_the_callers_randomness_alone(capsys):
-    from onehot2gpt import exercises
+    import onehot2gpt_exercises as exercises
     from onehot2gpt.probing import train_probe
 
     torch.manual_seed(7)
@@ -259,7 +259,7 @@ def test_a_probe_and_a_check_leave_the_callers_randomness_alone(capsys):
     train_probe(x, y, x, y, epochs=1, seed=3)
     assert torch.equal(torch.rand(4), expected), "train_probe reseeded torch's global RNG"
 
-    from onehot2gpt.exercises import nb10
+    from onehot2gpt_exercises import nb10
 
     greedy = nb10._reference_greedy_until_newline  # a right answer: the check passes
     torch.manual_seed(7)

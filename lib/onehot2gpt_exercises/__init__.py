@@ -10,6 +10,12 @@ the concept to revisit, and from the second wrong attempt on also a code-level h
 - ``nb01`` … ``nb11``: one module of checks per notebook.
 
 The student versions of the notebooks are made by ``onehot2gpt_teach.student``.
+
+Why a package of its own, beside ``onehot2gpt`` and not inside it: the checks are assessment
+machinery (the staged hints, and the grader's recording and replay in ``checking``), written for a
+different reader than the library a student reads with ``??``. They import the library; the library
+never imports them (tests/test_habits.py). The grader, :mod:`onehot2gpt_teach.grading`, imports them
+and reloads them in the student's kernel before each check.
 """
 
 from .checking import HINT_AFTER, assert_same, check_function, reset_attempts, yours_if_solved, yours_or

@@ -11,7 +11,7 @@ from .checking import check_function, rand_int, random_ids
 
 def check_one_hot(fn: Callable) -> None:
     """Exercise: ids (T,) and vocab_size → one-hot matrix (T, vocab_size)."""
-    from ..vocab import one_hot
+    from onehot2gpt.vocab import one_hot
 
     check_function(
         fn,
@@ -28,7 +28,7 @@ def check_one_hot(fn: Callable) -> None:
 
 def check_bag_of_words(fn: Callable) -> None:
     """Exercise: ids (T,) and vocab_size → count vector (vocab_size,)."""
-    from ..vocab import bag_of_words
+    from onehot2gpt.vocab import bag_of_words
 
     check_function(
         fn,
@@ -72,7 +72,7 @@ def check_encode(fn: Callable) -> None:
 
 def check_cosine_similarity(fn: Callable) -> None:
     """Exercise: two vectors (D,) → their cosine similarity (a float or 0-d tensor)."""
-    from ..vocab import cosine_similarity
+    from onehot2gpt.vocab import cosine_similarity
 
     def make(gen):
         d = rand_int(gen, 2, 10)

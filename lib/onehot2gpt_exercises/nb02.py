@@ -12,7 +12,7 @@ from .checking import check_function, rand_int, same_shape
 
 
 def _reference_skipgram_pairs(ids, window):
-    from ..word2vec import skipgram_pairs
+    from onehot2gpt.word2vec import skipgram_pairs
 
     centres, contexts = skipgram_pairs(torch.as_tensor(ids, dtype=torch.long), window, shrink=False)
     return list(zip(centres.tolist(), contexts.tolist()))
@@ -68,7 +68,7 @@ def _loss_diagnose(got, expected, v, u, noise):
     ratio = float(got) / float(expected)
     if len(v) > 1 and abs(ratio - len(v)) < 1e-3:
         return "you summed over the batch: the loss is the mean over the B examples"
-    from ..word2vec import negative_sampling_loss
+    from onehot2gpt.word2vec import negative_sampling_loss
 
     if torch.allclose(got.detach().double(), negative_sampling_loss(v, u, -noise).double(), rtol=1e-4):
         return (
@@ -81,7 +81,7 @@ def _loss_diagnose(got, expected, v, u, noise):
 def check_negative_sampling_loss(fn: Callable) -> None:
     """Exercise: centre vectors (B, D), context vectors (B, D), noise vectors (B, K, D) → mean loss,
     a 0-d tensor."""
-    from ..word2vec import negative_sampling_loss
+    from onehot2gpt.word2vec import negative_sampling_loss
 
     def make(gen):
         b, d, k = (rand_int(gen, 1, 6) for _ in range(3))
@@ -117,7 +117,7 @@ def _noise_diagnose(got, expected, counts):
 
 def check_noise_distribution(fn: Callable) -> None:
     """Exercise: word counts (V,) → noise probabilities (V,) ∝ count^0.75, float32 like the counts."""
-    from ..word2vec import noise_distribution
+    from onehot2gpt.word2vec import noise_distribution
 
     check_function(
         fn,
@@ -195,7 +195,7 @@ def _step_inputs(gen):
 
 
 def _reference_step(in_w, out_w, contexts, centres, negatives, lr):
-    from ..word2vec import train_step
+    from onehot2gpt.word2vec import train_step
 
     loss, n = train_step(in_w, out_w, contexts, centres, negatives, lr, cbow=False)
     return {"loss": loss, "n": n, "in_w": in_w, "out_w": out_w}
@@ -274,7 +274,7 @@ _WORDS = "where bank a of unbelievable rivers learning it naïve bookshelf tokyo
 def check_char_ngrams(fn: Callable) -> None:
     """Exercise: fastText's character n-grams of a word, ``fn(word, min_n, max_n)`` → list of str,
     compared with :func:`onehot2gpt.fasttext.char_ngrams` (order included)."""
-    from ..fasttext import char_ngrams
+    from onehot2gpt.fasttext import char_ngrams
 
     def make(gen):
         word = _WORDS[rand_int(gen, 0, len(_WORDS))]

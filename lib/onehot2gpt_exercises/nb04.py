@@ -13,7 +13,7 @@ from .checking import check_function, first_match, rand_int, without_grad
 
 def check_reverse_padded(fn: Callable) -> None:
     """Exercise: ids (B, T) right-padded, lengths (B,) → each row's real tokens reversed, padding kept."""
-    from ..elmo import reverse_padded
+    from onehot2gpt.elmo import reverse_padded
 
     def make(gen):
         b, t = rand_int(gen, 1, 5), rand_int(gen, 1, 8)
@@ -70,7 +70,7 @@ def check_sense_score(fn: Callable) -> None:
         labels[2] = labels[rand_int(gen, 0, 2)]
         return torch.randn(n, 4, generator=gen), labels
 
-    from ..probing import sense_grouping_score as reference
+    from onehot2gpt.probing import sense_grouping_score as reference
 
     check_function(
         fn,
@@ -92,7 +92,7 @@ def library_bilm_layers(x, fwd_lstms, bwd_lstms, lengths):
     """The library's biLM layers (:class:`~onehot2gpt.elmo.BiLM`, no dropout) over a token layer
     x (B, T, H) with the given LSTM stacks: (B, T, L+1, 2H), padded positions 0. The reference of
     :func:`check_bilm_layers`, and the stand-in for the student's function while it is unwritten."""
-    from ..elmo import BiLM, BiLMConfig
+    from onehot2gpt.elmo import BiLM, BiLMConfig
 
     H, L = x.shape[-1], len(fwd_lstms)
     bilm = BiLM(BiLMConfig(vocab_size=2, d_model=1, hidden=H, n_layers=L, dropout=0.0, softmax="full"))
@@ -105,7 +105,7 @@ def _bilm_layers_variant(
     x, fwd_lstms, bwd_lstms, lengths, *, whole_rows=False, back=True, residual=True, zero_pad=True, swap=False
 ):
     """The biLM layers with one typical mistake switched on (for the diagnosis)."""
-    from ..elmo import reverse_padded
+    from onehot2gpt.elmo import reverse_padded
 
     rev = (lambda h: h.flip(1)) if whole_rows else (lambda h: reverse_padded(h, lengths))
 
@@ -199,7 +199,7 @@ def check_bilm_layers(fn: Callable) -> None:
 def check_slanted_triangular_lr(fn: Callable) -> None:
     """Exercise: fn(step, total_steps, lr_max, cut_frac, ratio) → STLR's learning rate at `step`;
     compared with :func:`onehot2gpt.ulmfit.slanted_triangular_lr` at every step of a run."""
-    from ..ulmfit import slanted_triangular_lr
+    from onehot2gpt.ulmfit import slanted_triangular_lr
 
     def make(gen):
         total = rand_int(gen, 8, 300)

@@ -28,7 +28,7 @@ def _attention_with_loops_diagnose(got, expected, q, K, V):
 
 def check_attention_with_loops(fn: Callable) -> None:
     """Exercise: q (T_q, d), K (T_k, d), V (T_k, d_v) → (output (T_q, d_v), weights (T_q, T_k))."""
-    from ..attention import scaled_dot_product_attention
+    from onehot2gpt.attention import scaled_dot_product_attention
 
     def make(gen):
         tq, tk, d, dv = (rand_int(gen, 1, 6) for _ in range(4))
@@ -73,7 +73,7 @@ def _causal_mask_diagnose(got, expected, T):
 
 def check_causal_mask(fn: Callable) -> None:
     """Exercise: T → (T, T) bool mask, True where query i may attend to key j (j ≤ i)."""
-    from ..attention import causal_mask
+    from onehot2gpt.attention import causal_mask
 
     check_function(
         fn,
@@ -112,7 +112,7 @@ def _split_heads_diagnose(got, expected, x, n_heads):
 
 def check_split_heads(fn: Callable) -> None:
     """Exercise: x (B, T, D), n_heads → (B, n_heads, T, D / n_heads)."""
-    from ..attention import split_heads
+    from onehot2gpt.attention import split_heads
 
     def make(gen):
         b, t, h, hs = (rand_int(gen, 1, 5) for _ in range(4))
@@ -138,7 +138,7 @@ def check_split_heads(fn: Callable) -> None:
 def library_multi_head_attention(x, W_qkv, b_qkv, W_o, b_o, n_heads: int, mask=None):
     """The library's `MultiHeadAttention` with these weights: x (B, T, D), W_qkv (3D, D),
     b_qkv (3D,), W_o (D, D), b_o (D,) → (output (B, T, D), weights (B, H, T, T))."""
-    from ..attention import MultiHeadAttention
+    from onehot2gpt.attention import MultiHeadAttention
 
     D = x.size(-1)
     with torch.random.fork_rng():  # its random initialisation is overwritten: leave the seed alone

@@ -34,7 +34,7 @@ def _positional_encoding_diagnose(got, expected, max_len, d_model):
 
 def check_positional_encoding(fn: Callable) -> None:
     """Exercise: (max_len, d_model) → the sinusoidal table of Vaswani et al. (2017)."""
-    from ..transformer import sinusoidal_positions
+    from onehot2gpt.transformer import sinusoidal_positions
 
     def make(gen):
         return rand_int(gen, 1, 30), 2 * rand_int(gen, 1, 9)
@@ -106,7 +106,7 @@ def check_layer_norm(fn: Callable) -> None:
 def library_encoder_block(x, params: dict, n_heads: int, mask=None):
     """The library's post-norm `EncoderBlock` with the weights `params` (its state_dict):
     x (B, T, D) → (B, T, D)."""
-    from ..transformer import EncoderBlock
+    from onehot2gpt.transformer import EncoderBlock
 
     D, d_ff = x.size(-1), params["ff.linear1.weight"].size(0)
     with torch.random.fork_rng():  # its random initialisation is overwritten: leave the seed alone
@@ -148,7 +148,7 @@ def check_encoder_block(fn: Callable) -> None:
     """Exercise: x (B, T, D), params (an EncoderBlock's state_dict), n_heads, mask=None (bool,
     e.g. a (B, 1, 1, T) padding mask) → (B, T, D), equal to the library's post-norm EncoderBlock
     with the same weights."""
-    from ..transformer import EncoderBlock
+    from onehot2gpt.transformer import EncoderBlock
 
     def make(gen):
         b, t, h, hs = rand_int(gen, 1, 4), rand_int(gen, 1, 7), rand_int(gen, 1, 4), rand_int(gen, 1, 5)
@@ -209,7 +209,7 @@ def _greedy_decode_diagnose(got, expected, model, src, bos_id, eos_id, max_new):
 
 def check_greedy_decode(fn: Callable) -> None:
     """Exercise: (model, src (1, S), bos_id, eos_id, max_new) → generated ids (≤ max_new,), no <bos>."""
-    from ..transformer import Seq2SeqTransformer, TransformerConfig
+    from onehot2gpt.transformer import Seq2SeqTransformer, TransformerConfig
 
     with torch.random.fork_rng():
         torch.manual_seed(0)

@@ -13,7 +13,7 @@ _LETTERS = "abcdefgh"
 
 def check_wordpiece(fn: Callable) -> None:
     """Exercise: (word, vocab: set of pieces) → greedy longest-match-first pieces, ["[UNK]"] if stuck."""
-    from ..subword import WordPieceTokenizer
+    from onehot2gpt.subword import WordPieceTokenizer
 
     def make(gen):
         pieces = {"[UNK]"}
@@ -96,7 +96,7 @@ def check_apply_masking(fn: Callable) -> None:
         chosen = torch.rand(b, t, generator=gen) < 0.4
         return (ids, chosen, torch.rand(b, t, generator=gen), torch.randint(5, 50, (b, t), generator=gen), 4)
 
-    from ..bert_pretraining import apply_masking
+    from onehot2gpt.bert_pretraining import apply_masking
 
     check_function(
         fn,
@@ -141,8 +141,7 @@ def _mlm_reference(hidden, labels, dense, norm, embedding, bias):
     """The library's BertMLMHead with these weights, run on the chosen positions only (as in
     :func:`onehot2gpt.bert_pretraining.pretraining_loss`)."""
     import torch.nn.functional as F
-
-    from ..bert import BertConfig, BertMLMHead
+    from onehot2gpt.bert import BertConfig, BertMLMHead
 
     V, D = embedding.shape
     config = BertConfig(vocab_size=V, d_model=D, n_heads=1, eps=norm.eps)

@@ -46,7 +46,7 @@ def check_first_piece_labels(fn: Callable) -> None:
 
 def check_best_span(fn: Callable) -> None:
     """Exercise: (start_logits (T,), end_logits (T,), max_len) → the (s, e) with the best start + end."""
-    from ..bert import best_span
+    from onehot2gpt.bert import best_span
 
     def make(gen):
         t = rand_int(gen, 1, 12)
@@ -79,7 +79,7 @@ def check_best_span(fn: Callable) -> None:
 
 def check_token_f1(fn: Callable) -> None:
     """Exercise: (prediction, gold) strings → SQuAD's token-overlap F1 after normalisation."""
-    from ..qa import token_f1
+    from onehot2gpt.qa import token_f1
 
     words = ["the", "a", "an", "Denver", "broncos", "Broncos", "Super", "bowl", "50", "in", "1990"]
     punct = ["", "", ",", ".", "!", "'s"]
@@ -115,7 +115,7 @@ def _qa_inputs(gen):
     """A small BertForQuestionAnswering (random weights, no dropout) and one encode_squad-like
     batch: [CLS] question [SEP] document [SEP] padding, with gold start and end positions (0 =
     [CLS] for a window without the answer)."""
-    from ..bert import BertConfig, BertForQuestionAnswering
+    from onehot2gpt.bert import BertConfig, BertForQuestionAnswering
 
     with torch.random.fork_rng():
         torch.manual_seed(rand_int(gen, 0, 10_000))
@@ -188,7 +188,7 @@ def check_qa_loss(fn: Callable) -> None:
     """Exercise (assembles the QA loss): (model: BertForQuestionAnswering, batch) → the mean of the
     start and end cross-entropies over the document tokens and [CLS], equal to the library's
     fine-tuning loss (:func:`onehot2gpt.bert_tasks.finetune` with task "qa") with the same weights."""
-    from ..bert_tasks import qa_loss
+    from onehot2gpt.bert_tasks import qa_loss
 
     check_function(
         fn,

@@ -69,7 +69,7 @@ def _block_diagnose(got, expected, x, w, n_heads):
 def random_gpt_block(gen: torch.Generator, d_model: int, n_heads: int):
     """A library GPTBlock (eval mode, no dropout) with every weight drawn from `gen`, LayerNorm
     gains and biases included, so a forgotten weight changes the output."""
-    from ..gpt import GPTBlock
+    from onehot2gpt.gpt import GPTBlock
 
     block = GPTBlock(d_model, n_heads, 4 * d_model).eval()
     with torch.no_grad():
@@ -85,7 +85,7 @@ def check_gpt_block(fn: Callable) -> None:
     """Exercise: (x (B, T, D), w: dict of the block's weights by name, n_heads) → (B, T, D), one
     pre-norm GPT block: x + Attn(LN₁(x)) with a causal mask, then + MLP(LN₂(·)). Compared with
     the library's GPTBlock holding the same weights."""
-    from ..attention import causal_mask
+    from onehot2gpt.attention import causal_mask
 
     trial = iter(range(10**6))
 
@@ -199,7 +199,7 @@ def _top_k_diagnose(fn: Callable) -> Callable:
 def check_top_k_filter(fn: Callable) -> None:
     """Exercise: (logits (V,) or (B, V), k) → logits with all but the k largest per row set to -inf;
     exactly min(k, V) stay, a tie at the k-th place going to the lower token ids."""
-    from ..sampling import filter_top_k
+    from onehot2gpt.sampling import filter_top_k
 
     require_callable(fn)
     trial = iter(range(10**6))
@@ -231,7 +231,7 @@ def check_top_k_filter(fn: Callable) -> None:
 def check_top_p_filter(fn: Callable) -> None:
     """Exercise: (logits (V,) or (B, V), p) → logits with -inf outside the smallest most-likely set
     of probability mass ≥ p (the nucleus)."""
-    from ..sampling import filter_top_p
+    from onehot2gpt.sampling import filter_top_p
 
     require_callable(fn)
     trial = iter(range(10**6))
@@ -272,7 +272,7 @@ def check_top_p_filter(fn: Callable) -> None:
 def check_kv_cache_step(fn: Callable) -> None:
     """Exercise: (q_new, k_new, v_new (B, H, 1, hs), k_cache, v_cache (B, H, T, hs)) →
     (out (B, H, 1, hs), k_all, v_all (B, H, T + 1, hs)): one attention step with a key/value cache."""
-    from ..attention import scaled_dot_product_attention
+    from onehot2gpt.attention import scaled_dot_product_attention
 
     require_callable(fn)
     trial = iter(range(10**6))
@@ -331,7 +331,7 @@ def _lens_diagnose(got, expected, x, gain, bias, embedding):
 def check_lens_readout(fn: Callable) -> None:
     """Exercise: (x (D,) or (N, D) residual vectors, gain (D,), bias (D,), embedding (V, D)) → (…, V)
     probabilities: the final LayerNorm (eps 1e-5), the tied output layer, a softmax."""
-    from ..lookinside import read_out
+    from onehot2gpt.lookinside import read_out
 
     def make(gen):
         D, V = rand_int(gen, 4, 16), rand_int(gen, 5, 30)

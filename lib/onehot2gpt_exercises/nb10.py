@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+from onehot2gpt.utils import seeded
 
-from ..utils import seeded
 from .checking import check_function, rand_int
 
 _WORDS = tuple("mira tolvan lives in keeps a goat baker is where does live what owl the cat sailor brisk".split())
@@ -49,7 +49,7 @@ def check_qa_prompt(fn: Callable) -> None:
 
 
 def _tiny_lm(gen: torch.Generator):
-    from ..gpt import GPT, GPTConfig
+    from onehot2gpt.gpt import GPT, GPTConfig
 
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
     with seeded(seed):  # the notebook's own randomness is left as it was

@@ -12,7 +12,7 @@ from .checking import check_function, rand_int
 def check_permutation_mask(fn: Callable) -> None:
     """Exercise: order (a list, a permutation of 0 … T−1) → (T, T) bool, True where position i may
     attend to position j because j is predicted before i."""
-    from ..attention import permutation_mask
+    from onehot2gpt.attention import permutation_mask
 
     def make(gen):
         return (torch.randperm(rand_int(gen, 1, 8), generator=gen).tolist(),)
@@ -94,7 +94,7 @@ def check_induction_score(fn: Callable) -> None:
     """Exercise: (weights (H, T, T) one layer's attention, length, prefix) on `prefix` random tokens
     followed by `length` random tokens twice → (H,): per head, the mean attention that a query in
     the second copy pays to the token right after the earlier occurrence of its own token."""
-    from ..lookinside import induction_scores
+    from onehot2gpt.lookinside import induction_scores
 
     def make(gen):
         H, length, prefix = rand_int(gen, 1, 4), rand_int(gen, 2, 6), rand_int(gen, 0, 3)

@@ -162,7 +162,8 @@ def gradescope_bundle(
 def _library_files() -> list[Path]:
     """What the bundle's non-editable install needs of lib/: the library with its package data (the
     registry, the recorded results, the JavaScript of bertviz's views) but not the checkpoints,
-    which are shipped by name; of the lecturer's tools the Python alone (the grader's part)."""
+    which are shipped by name; of the exercise checks (which the grader imports) and of the lecturer's
+    tools the Python alone."""
     library = _REPO / "lib" / "onehot2gpt"
     files = [
         f
@@ -171,7 +172,10 @@ def _library_files() -> list[Path]:
         and "__pycache__" not in f.parts
         and not f.relative_to(library).as_posix().startswith("assets/checkpoints/")
     ]
-    return sorted(files + list((_REPO / "lib" / "onehot2gpt_teach").rglob("*.py")))
+    python = [
+        f for package in ("onehot2gpt_exercises", "onehot2gpt_teach") for f in (_REPO / "lib" / package).rglob("*.py")
+    ]
+    return sorted(files + python)
 
 
 def gradescope_results(results, settings: dict | None = None) -> dict:

@@ -1,7 +1,7 @@
 """Grade submitted student notebooks: run each in a fresh kernel and report which checked
 exercises pass.
 
-The exercises and their check cells are described in :mod:`onehot2gpt.exercises`. This module is
+The exercises and their check cells are described in :mod:`onehot2gpt_exercises`. This module is
 for instructors::
 
     onehot2gpt-grade submissions/ --reference notebooks --out grades
@@ -21,12 +21,12 @@ the check they call (``check_qa_prompt(qa_prompt)`` → ``qa_prompt``) and worth
 cell's metadata ``{"onehot2gpt": {"points": 2}}`` (1 by default). The grader always runs the
 *reference* check cell, at the place of the submission's own check cell (found by cell id, else
 by identical source) or, where it was deleted, right after the exercise cell; a deleted or edited
-check cell is reported. Before every check, ``onehot2gpt.exercises`` is reloaded in the kernel and
+check cell is reported. Before every check, ``onehot2gpt_exercises`` is reloaded in the kernel and
 the ``check_*`` names are bound again.
 
 The verdict is reached here, not in the kernel: there the check only records the answers of the
 student's function, on the check's own inputs and on those of hidden seeds
-(:func:`onehot2gpt.exercises.checking.start_recording`), and :func:`replay_check` judges them in
+(:func:`onehot2gpt_exercises.checking.start_recording`), and :func:`replay_check` judges them in
 the grading process with the library's reference and comparison. Patching anything in the kernel
 can only spoil the recorded answers.
 

@@ -105,7 +105,7 @@ def exercise_name(check_source: str) -> str:
     """The exercise a check cell grades, from the check it calls: ``check_qa_prompt(qa_prompt)``
     → ``"qa_prompt"`` (several checks in one cell are joined by ``+``; ``""`` if none).
 
-    Example: ``exercise_name("from onehot2gpt.exercises import check_one_hot\\n"
+    Example: ``exercise_name("from onehot2gpt_exercises import check_one_hot\\n"
     "check_one_hot(my_one_hot)") == "one_hot"``
     """
     try:
@@ -288,23 +288,23 @@ def check_prelude(check_source: str, answers: str | Path | None = None, hidden_s
     check names the cell uses, so that a check_* redefined by the student cannot stand in; with
     `answers`, make the checks record the student's answers to that file (and for the inputs of
     `hidden_seeds` too) instead of judging them in the kernel."""
-    from onehot2gpt import exercises
+    import onehot2gpt_exercises as exercises
 
     names = sorted(n for n in set(_CHECK_CALL.findall(check_source)) if hasattr(exercises, n))
     # The checks live in submodules (checking, nb01 … nb11): reload those first, in name order so
     # that `checking` comes back before the modules that import from it, then the package.
     lines = [
         "import importlib as _grading_importlib, sys as _grading_sys",
-        "_grading_importlib.import_module('onehot2gpt.exercises')",
-        "for _grading_name in sorted(m for m in list(_grading_sys.modules) if m.startswith('onehot2gpt.exercises.')):",
+        "_grading_importlib.import_module('onehot2gpt_exercises')",
+        "for _grading_name in sorted(m for m in list(_grading_sys.modules) if m.startswith('onehot2gpt_exercises.')):",
         "    _grading_importlib.reload(_grading_sys.modules[_grading_name])",
-        "_grading_exercises = _grading_importlib.reload(_grading_sys.modules['onehot2gpt.exercises'])",
+        "_grading_exercises = _grading_importlib.reload(_grading_sys.modules['onehot2gpt_exercises'])",
     ]
     lines += [f"{name} = _grading_exercises.{name}" for name in names]
     lines.append("del _grading_importlib, _grading_sys, _grading_exercises, _grading_name")
     if answers is not None:  # the checks record the student's answers; the grader judges them
         lines += [
-            "import onehot2gpt.exercises.checking as _grading_checking",
+            "import onehot2gpt_exercises.checking as _grading_checking",
             f"_grading_checking.start_recording({str(answers)!r}, {[int(s) for s in hidden_seeds]!r})",
             "del _grading_checking",
         ]
@@ -312,15 +312,15 @@ def check_prelude(check_source: str, answers: str | Path | None = None, hidden_s
 
 
 STOP_RECORDING = (
-    "import onehot2gpt.exercises.checking as _grading_checking\n"
+    "import onehot2gpt_exercises.checking as _grading_checking\n"
     "_grading_checking.stop_recording()\ndel _grading_checking\n"
 )
 
 
 def check_calls(check_source: str) -> list[str]:
     """The ``check_*`` functions a check cell calls, in order (``check_one_hot(my_one_hot)`` →
-    ``["check_one_hot"]``); only names that :mod:`onehot2gpt.exercises` defines."""
-    from onehot2gpt import exercises
+    ``["check_one_hot"]``); only names that :mod:`onehot2gpt_exercises` defines."""
+    import onehot2gpt_exercises as exercises
 
     try:
         calls = [
@@ -341,18 +341,18 @@ def _not_called(*args, **kwargs):
 
 def replay_check(check_source: str, answers: str | Path, hidden_seeds=()) -> tuple[str, str]:
     """The verdict on a check cell, reached in this process from the answers the student's kernel
-    recorded (see :mod:`onehot2gpt.exercises.checking`): the cell's checks run again here, with the
+    recorded (see :mod:`onehot2gpt_exercises.checking`): the cell's checks run again here, with the
     library's own reference and comparison, on the same inputs and those of `hidden_seeds` →
     ``("pass", "")`` or ``("fail", one-line message)``."""
     import contextlib
     import io
 
-    from onehot2gpt import exercises
-    from onehot2gpt.exercises import checking
+    import onehot2gpt_exercises as exercises
+    from onehot2gpt_exercises import checking
 
     names = check_calls(check_source)
     if not names:
-        return "fail", "the check cell calls no check of onehot2gpt.exercises"
+        return "fail", "the check cell calls no check of onehot2gpt_exercises"
     try:
         calls = checking.read_recording(answers)
     except ValueError as exc:
