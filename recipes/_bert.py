@@ -17,7 +17,9 @@ next-sentence prediction on every pair of held-out text.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -28,14 +30,13 @@ from onehot2gpt.bert_pretraining import (
     heads_loss,
     mask_pairs,
     mask_tokens,
+    pretrain_bert,
     pretraining_batch,
-    pretraining_optimizer,
     pretraining_pairs,
-    record_step,
+    pretraining_steps,
 )
-from onehot2gpt.training import optimizer_step, pad_batch
+from onehot2gpt.training import pad_batch
 from onehot2gpt.utils import IGNORE_INDEX, evaluating
-from tqdm.auto import tqdm
 
 LENGTH_STEP = 16  # length_sorted_batches pads to a multiple of this: few distinct shapes
 
@@ -264,12 +265,6 @@ def pretrain_bert_fast(
     tokenizer,
     articles,
     *,
-    steps: int = 1000,
-    batch_size: int = 64,
-    max_len: int = 64,
-    lr: float = 1e-3,
-    warmup: int = 100,
-    seed: int = 0,
     short_len: int | None = None,
     short_steps: int = 0,
     mask_prob: float = 0.15,
@@ -281,11 +276,12 @@ def pretrain_bert_fast(
     length_buckets: int = 0,
     sparse_top: bool = False,
     stack_steps: int = 0,
-    progress: bool = True,
-    desc: str = "BERT",
+    **plain,
 ) -> dict[str, list[float]]:
-    """Masked LM + next-sentence prediction on `articles` (lists of tokenised sentences) with
-    AdamW, linear warm-up and linear decay; returns per-step "loss", "mlm_loss", "nsp_loss".
+    """The library's :func:`~onehot2gpt.bert_pretraining.pretrain_bert` with switches: `plain` holds
+    its arguments (steps, batch_size, max_len, lr, warmup, seed, progress, desc; its defaults), and
+    the update loop is its :func:`~onehot2gpt.bert_pretraining.pretraining_steps`. Returns per-step
+    "loss", "mlm_loss", "nsp_loss".
 
     A sequence-length schedule, as the BERT paper's (90% of its steps at 128 tokens, the rest at
     512): with `short_len`, the first `short_steps` of the `steps` train on pairs cut to
@@ -297,7 +293,7 @@ def pretrain_bert_fast(
     in bfloat16, weights, gradients and the optimiser in float32): less time per step on a CPU
     with native bfloat16 (AVX512-BF16 or AMX), more on one without
     (:func:`native_bf16`). The loss minimised is MLM + `nsp_weight` × NSP (BERT's is 1).
-    `explicit_attention` computes attention without the fused kernel (:func:`pretraining_loss`):
+    `explicit_attention` computes attention without the fused kernel (:func:`fast_pretraining_loss`):
     faster with `bf16` on a CPU. `sample` "sentence" draws the pairs
     uniformly over sentences instead of over articles (:func:`pretraining_pairs`).
     `chunked_loss` computes the masked-LM loss with :func:`chunked_mlm_loss` (the same loss, less
@@ -311,6 +307,10 @@ def pretrain_bert_fast(
     (the other half is left out of the forward pass and gets no gradient), a cheaper step; then every trained layer is copied, with its optimiser state, onto the layer
     half the depth above it (layers 0, 1 of 4 into 2, 3), and the rest of the `steps` train the whole
     encoder. The learning-rate schedule runs over all `steps`."""
+    bound = inspect.signature(pretrain_bert).bind(model, tokenizer, articles, **plain)
+    bound.apply_defaults()
+    a = SimpleNamespace(**bound.arguments)
+    steps, max_len = a.steps, a.max_len
     if short_len is not None and not 8 <= short_len <= max_len:
         raise ValueError(f"short_len must be between 8 and max_len={max_len}; got {short_len}")
     if not 0 <= short_steps <= steps or (short_steps and short_len is None):
@@ -340,56 +340,43 @@ def pretrain_bert_fast(
             f"stack_steps needs an even number of encoder layers to copy the bottom half onto "
             f"the top half; this encoder has {len(layers)}"
         )
-    g = torch.Generator().manual_seed(seed)
-    opt, sched = pretraining_optimizer(model, lr, warmup, steps)
-    history = {"loss": [], "mlm_loss": [], "nsp_loss": []}
-    model.train()
+    g = torch.Generator().manual_seed(a.seed)
     device = next(model.parameters()).device
-    queue, queue_len = [], None  # length-grouped batches drawn but not yet trained on
-    if stack_steps:
-        model.bert.encoder.layers = torch.nn.ModuleList(layers[: len(layers) // 2])
+    queue = {"batches": [], "length": None}  # length-grouped batches drawn but not yet trained on
+
+    def losses(step, optimizer):
+        if stack_steps and step == 0:  # the optimiser holds every layer; the forward pass half of them
+            model.bert.encoder.layers = torch.nn.ModuleList(layers[: len(layers) // 2])
+        if stack_steps and step == stack_steps:
+            stack_layers(layers, optimizer)
+            model.bert.encoder.layers = layers
+        length = short_len if step < short_steps else max_len
+        if not length_buckets:
+            batch = pretraining_batch(articles, a.batch_size, length, tokenizer, g, mask_prob=mask_prob, sample=sample)
+        else:
+            if not queue["batches"] or queue["length"] != length:  # a new pool (or the length changed)
+                queue["batches"] = length_sorted_batches(
+                    articles, a.batch_size, length, tokenizer, g, length_buckets, mask_prob=mask_prob, sample=sample
+                )
+                queue["length"] = length
+            batch = queue["batches"].pop()
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            loss, mlm_loss, nsp_loss, _, _ = fast_pretraining_loss(
+                model,
+                batch,
+                count_correct=False,
+                explicit_attention=explicit_attention,
+                chunked_loss=chunked_loss,
+                sparse_top=sparse_top,
+            )
+        if nsp_weight != 1.0:
+            loss = mlm_loss + nsp_weight * nsp_loss
+        return loss, mlm_loss, nsp_loss
+
     try:
-        with tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0) as bar:
-            for step in range(steps):
-                if stack_steps and step == stack_steps:
-                    stack_layers(layers, opt)
-                    model.bert.encoder.layers = layers
-                length = short_len if step < short_steps else max_len
-                if length_buckets:
-                    if not queue or queue_len != length:  # a new pool (or the schedule's length changed)
-                        queue = length_sorted_batches(
-                            articles,
-                            batch_size,
-                            length,
-                            tokenizer,
-                            g,
-                            length_buckets,
-                            mask_prob=mask_prob,
-                            sample=sample,
-                        )
-                        queue_len = length
-                    batch = queue.pop()
-                else:
-                    batch = pretraining_batch(
-                        articles, batch_size, length, tokenizer, g, mask_prob=mask_prob, sample=sample
-                    )
-                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                    loss, mlm_loss, nsp_loss, _, _ = fast_pretraining_loss(
-                        model,
-                        batch,
-                        count_correct=False,
-                        explicit_attention=explicit_attention,
-                        chunked_loss=chunked_loss,
-                        sparse_top=sparse_top,
-                    )
-                    if nsp_weight != 1.0:
-                        loss = mlm_loss + nsp_weight * nsp_loss
-                optimizer_step(loss, opt, sched, model.parameters(), 1.0)
-                record_step(history, bar, step, (loss, mlm_loss, nsp_loss), lr, desc)
+        return pretraining_steps(model, losses, steps=steps, lr=a.lr, warmup=a.warmup, progress=a.progress, desc=a.desc)
     finally:
         model.bert.encoder.layers = layers  # whole again, even if training stopped in the first phase
-    model.eval()
-    return history
 
 
 def stack_layers(layers, optimizer) -> None:

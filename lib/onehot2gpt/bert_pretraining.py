@@ -264,18 +264,6 @@ def pretraining_optimizer(model, lr: float, warmup: int, steps: int):
     return opt, sched
 
 
-def record_step(history: dict, bar, step: int, losses, lr: float, desc: str) -> None:
-    """After a training step: stop on a loss that is not finite, append (loss, mlm_loss, nsp_loss)
-    to `history` and move the progress `bar` (the losses shown every 50 steps)."""
-    loss, mlm_loss, nsp_loss = losses
-    check_finite_loss(loss, step, lr=lr, what=desc)
-    for key, value in zip(("loss", "mlm_loss", "nsp_loss"), losses):
-        history[key].append(value.item())
-    bar.update()
-    if bar.n % 50 == 0:
-        bar.set_postfix(mlm=f"{mlm_loss.item():.2f}", nsp=f"{nsp_loss.item():.2f}", refresh=False)
-
-
 def pretrain_bert(
     model,
     tokenizer,
@@ -296,17 +284,34 @@ def pretrain_bert(
 
     Each step draws `batch_size` sentence pairs of at most `max_len` pieces and masks them
     (:func:`pretraining_batch`, seeded by `seed`), adds the two losses (:func:`pretraining_loss`),
-    clips the gradient norm to 1 and updates (:func:`pretraining_optimizer`)."""
+    clips the gradient norm to 1 and updates (:func:`pretraining_steps`)."""
     g = torch.Generator().manual_seed(seed)
+
+    def losses(step, optimizer):  # one step's batch → (loss, mlm_loss, nsp_loss)
+        batch = pretraining_batch(articles, batch_size, max_len, tokenizer, g)
+        return pretraining_loss(model, batch, count_correct=False)[:3]
+
+    return pretraining_steps(model, losses, steps=steps, lr=lr, warmup=warmup, progress=progress, desc=desc)
+
+
+def pretraining_steps(model, losses, *, steps: int, lr: float, warmup: int, progress: bool = True, desc: str = "BERT"):
+    """The update loop of :func:`pretrain_bert`: for each of `steps` steps, ``losses(step,
+    optimizer)`` → (loss, mlm_loss, nsp_loss), then backward, the gradient norm clipped to 1 and a
+    step of :func:`pretraining_optimizer`; stops on a loss that is not finite. Returns the per-step
+    "loss", "mlm_loss", "nsp_loss" (the progress bar shows the last two every 50 steps)."""
     opt, sched = pretraining_optimizer(model, lr, warmup, steps)
     history = {"loss": [], "mlm_loss": [], "nsp_loss": []}
     model.train()
     with tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0) as bar:
         for step in range(steps):
-            batch = pretraining_batch(articles, batch_size, max_len, tokenizer, g)
-            loss, mlm_loss, nsp_loss, _, _ = pretraining_loss(model, batch, count_correct=False)
+            loss, mlm_loss, nsp_loss = losses(step, opt)
             optimizer_step(loss, opt, sched, model.parameters(), 1.0)
-            record_step(history, bar, step, (loss, mlm_loss, nsp_loss), lr, desc)
+            check_finite_loss(loss, step, lr=lr, what=desc)
+            for key, value in zip(history, (loss, mlm_loss, nsp_loss)):
+                history[key].append(value.item())
+            bar.update()
+            if bar.n % 50 == 0:
+                bar.set_postfix(mlm=f"{mlm_loss.item():.2f}", nsp=f"{nsp_loss.item():.2f}", refresh=False)
     model.eval()
     return history
 
