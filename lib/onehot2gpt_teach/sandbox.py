@@ -1,0 +1,307 @@
+"""A sandbox for one submission's code, built from bubblewrap (``bwrap``, Debian's ``bubblewrap``).
+
+:func:`popen` starts a command inside a fresh sandbox:
+
+- **File system.** A root of its own holding only: the system folders (``/usr``, ``/etc`` and the
+  ``/bin``, ``/lib*``, ``/sbin`` links or folders), this Python (``sys.prefix`` and
+  ``sys.base_prefix``), the course library (the folder holding ``onehot2gpt``), the data mirror,
+  cache and checkpoints named by the environment, and the `read_only` paths (the reference
+  notebooks) — all read-only. ``/tmp`` is a private tmpfs of ``limits.file_mb`` MiB holding HOME
+  (``/tmp/home``) and the working folder (``/tmp/work``, the current folder), which holds only a
+  copy of the submission. Nothing the sandbox writes reaches the host's disk: results must come
+  back over a channel the caller opens (stdout, or a pipe passed in `pass_fds`; bwrap keeps
+  inherited descriptors).
+- **Namespaces.** New user, PID, network, IPC, UTS and cgroup namespaces; no further user
+  namespaces inside (``--disable-userns``); ``--new-session``; ``--die-with-parent``. The
+  sandbox's ``/proc`` shows only its own processes, it has no network but its own loopback, and
+  it sees no host path that is not listed above (no class folder, output folder, ``/run``,
+  ``/home``, or Unix socket; abstract Unix sockets belong to the network namespace).
+- **Environment.** Cleared; then :data:`ALLOWED_ENV` copied from ours where set, ``PATH``,
+  ``HOME``, ``TMPDIR``, ``MPLCONFIGDIR``, ``IPYTHONDIR`` and ``PYTHONDONTWRITEBYTECODE`` set by
+  this module, and the caller's `env`.
+- **Identity.** Run as root, the grader stages the read-only paths in a private mount namespace
+  (so that paths under a private ``/root`` can be bound) and starts bwrap as the unprivileged
+  :data:`SANDBOX_UID` (``nobody``); run as another user, bwrap runs as that user. Either way the
+  sandbox's processes belong to a user other than root, which is what makes ``RLIMIT_NPROC``
+  apply (the kernel exempts root).
+- **Limits** (:class:`Limits`), set inside the sandbox's user namespace just before the command
+  starts, so they are inherited by every process it forks: ``RLIMIT_NPROC`` (tasks, threads
+  included, of the sandbox's user *in its own user namespace*: a count per sandbox, which a
+  fork cannot escape), ``RLIMIT_AS`` per process, ``RLIMIT_CPU`` per process, ``RLIMIT_FSIZE``,
+  ``RLIMIT_NOFILE`` and ``RLIMIT_CORE`` 0. The memory of the whole tree is therefore bounded by
+  ``processes × memory_gb`` plus the tmpfs, not by ``memory_gb``: cgroups are not used (this
+  module does not create or join any), which is the remaining gap (``tests/test_sandbox.py``
+  measures both bounds).
+
+:func:`available` says whether all this works here, and why not. ``tests/test_sandbox.py``
+attacks each promise above, and runs each probe without the sandbox to show it can fail.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ALLOWED_ENV", "SANDBOX_UID", "Limits", "SandboxUnavailable", "available", "command", "popen"]
+
+SANDBOX_UID = 65534  # "nobody": the user bwrap runs as when the grader runs as root
+ALLOWED_ENV = (
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "ONEHOT2GPT_DATA_MIRROR",
+    "ONEHOT2GPT_CACHE",
+    "ONEHOT2GPT_CHECKPOINTS",
+    "ONEHOT2GPT_REGISTRY",
+    "ONEHOT2GPT_DEVICE",
+)
+_PATH_ENV = ("ONEHOT2GPT_DATA_MIRROR", "ONEHOT2GPT_CACHE", "ONEHOT2GPT_CHECKPOINTS", "ONEHOT2GPT_REGISTRY")
+_SYSTEM = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+TMP, HOME, WORK = "/tmp", "/tmp/home", "/tmp/work"
+_STAGE = "/tmp/onehot2gpt-stage"  # in the root launcher's private mount namespace only
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), "
+    "or grade with --no-sandbox to run submissions with your own permissions"
+)
+
+
+class SandboxUnavailable(RuntimeError):
+    """bwrap is missing or cannot create its namespaces here; the message says which and what to do."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandbox (see the module's docstring for what each bounds).
+
+    `processes` counts threads too (ipykernel runs about ten, torch one per OMP thread)."""
+
+    memory_gb: float = 8.0  # RLIMIT_AS, per process
+    processes: int = 128  # RLIMIT_NPROC, the sandbox's tasks together
+    cpu_seconds: int = 3600  # RLIMIT_CPU, per process
+    file_mb: int = 1024  # RLIMIT_FSIZE, and the size of the sandbox's tmpfs
+    open_files: int = 1024  # RLIMIT_NOFILE, per process
+
+    def __post_init__(self):
+        for name, low in (
+            ("memory_gb", 0.01),
+            ("processes", 2),
+            ("cpu_seconds", 1),
+            ("file_mb", 1),
+            ("open_files", 16),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= low:
+                raise ValueError(f"Limits({name}={value!r}): must be a number ≥ {low}; pass a larger {name}")
+        for name in ("processes", "cpu_seconds", "file_mb", "open_files"):
+            if not isinstance(getattr(self, name), int):
+                raise ValueError(f"Limits({name}={getattr(self, name)!r}): must be a whole number")
+
+    def rlimits(self) -> dict[str, int]:
+        """{resource name: limit} as set inside the sandbox."""
+        return {
+            "RLIMIT_NPROC": self.processes,
+            "RLIMIT_AS": int(self.memory_gb * 2**30),
+            "RLIMIT_CPU": self.cpu_seconds,
+            "RLIMIT_FSIZE": self.file_mb * 2**20,
+            "RLIMIT_NOFILE": self.open_files,
+            "RLIMIT_CORE": 0,
+        }
+
+
+# Runs inside the sandbox (as the sandbox's user, in its user namespace): set the limits, then
+# become the command. Soft and hard limits alike, so the command cannot raise them again.
+_SET_LIMITS = """
+import os, resource, sys
+for name, value in __import__("json").loads(sys.argv[1]).items():
+    resource.setrlimit(getattr(resource, name), (value, value))
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
+
+# Runs as root before bwrap (see the module's docstring): bind each read-only path into a
+# private tmpfs that the unprivileged user can traverse, then drop to that user and exec bwrap.
+_ROOT_LAUNCHER = """
+import ctypes, json, os, sys
+spec = json.loads(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+def ok(ret, what):
+    if ret != 0:
+        sys.exit(f"onehot2gpt sandbox: {what}: {os.strerror(ctypes.get_errno())}")
+ok(libc.unshare(0x00020000), "unshare(CLONE_NEWNS)")
+ok(libc.mount(b"none", b"/", None, 0x4000 | 0x40000, None), "making / private")
+fds = [os.open(p, os.O_PATH) for p in spec["sources"]]  # in this namespace, before /tmp is covered
+ok(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0x2 | 0x4, b"mode=0755,size=1m"), "a tmpfs on /tmp")
+os.mkdir(spec["stage"], 0o755)
+for i, fd in enumerate(fds):
+    target = os.path.join(spec["stage"], str(i))
+    if os.path.isdir(f"/proc/self/fd/{fd}"):
+        os.mkdir(target)
+    else:
+        open(target, "w").close()
+    ok(libc.mount(f"/proc/self/fd/{fd}".encode(), target.encode(), None, 0x1000 | 0x4000, None), f"binding {target}")
+    os.close(fd)
+uid = spec["uid"]
+os.setgroups([])
+os.setresgid(uid, uid, uid)
+os.setresuid(uid, uid, uid)
+os.execvp(spec["argv"][0], spec["argv"])
+"""
+
+
+def _bwrap() -> str | None:
+    return shutil.which("bwrap")
+
+
+def _library_roots() -> list[Path]:
+    """The folders that hold the course's packages (lib/ in a clone; site-packages otherwise)."""
+    roots = []
+    for name in ("onehot2gpt", "onehot2gpt_teach", "onehot2gpt_exercises"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            roots.append(Path(spec.origin).resolve().parent.parent)
+    return roots
+
+
+def _read_only_paths(extra) -> list[Path]:
+    """Every host path the sandbox sees, read-only: outermost first, none inside another."""
+    paths = [Path(p) for p in _SYSTEM if os.path.isdir(p) and not os.path.islink(p)]
+    paths += [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), *_library_roots()]
+    paths += [Path(os.environ[k]).resolve() for k in _PATH_ENV if os.environ.get(k) and Path(os.environ[k]).exists()]
+    for p in extra:
+        path = Path(p)
+        if not path.exists():
+            raise ValueError(f"read_only path {str(p)!r} does not exist; pass existing files or folders")
+        paths.append(path.resolve())
+    out: list[Path] = []
+    for path in sorted(set(paths), key=lambda p: len(p.parts)):
+        if path == Path("/"):
+            raise ValueError("read_only path '/' would show the sandbox the whole host; pass the folders it needs")
+        if not any(path.is_relative_to(kept) for kept in out):
+            out.append(path)
+    return out
+
+
+def _environment(env) -> dict[str, str]:
+    out = {k: os.environ[k] for k in ALLOWED_ENV if k in os.environ}
+    out.update(
+        PATH=f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+        HOME=HOME,
+        TMPDIR=TMP,
+        MPLCONFIGDIR=f"{HOME}/.matplotlib",
+        IPYTHONDIR=f"{HOME}/.ipython",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    for key, value in (env or {}).items():
+        if not isinstance(key, str) or not isinstance(value, str) or not key or "=" in key:
+            raise ValueError(f"env entry {key!r}: {value!r}: names and values must be strings (names without '=')")
+        out[key] = value
+    return out
+
+
+def command(
+    argv,
+    *,
+    submission_fd: int | None = None,
+    submission_name: str = "submission.ipynb",
+    read_only=(),
+    env=None,
+    limits: Limits = Limits(),
+) -> list[str]:
+    """The full command line that runs `argv` in a sandbox (see the module's docstring); run it
+    with ``pass_fds`` holding `submission_fd` and the caller's channel. Most callers want
+    :func:`popen`, which opens the submission and passes the descriptors."""
+    if isinstance(argv, (str, bytes)) or not argv or not all(isinstance(a, str) for a in argv):
+        raise ValueError(f"argv {argv!r}: pass a non-empty list of strings (the command and its arguments)")
+    if not isinstance(limits, Limits):
+        raise ValueError(f"limits {limits!r}: pass a sandbox.Limits(...)")
+    if "/" in submission_name or submission_name in ("", ".", ".."):
+        raise ValueError(f"submission_name {submission_name!r}: pass a plain file name")
+    bwrap = _bwrap()
+    if bwrap is None:
+        raise SandboxUnavailable(f"bwrap is not on PATH: {INSTALL_HINT}")
+    as_root = os.geteuid() == 0
+    sources = _read_only_paths(read_only)
+    args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"]
+    args += ["--hostname", "sandbox", "--dev", "/dev", "--proc", "/proc"]
+    args += ["--size", str(limits.file_mb * 2**20), "--tmpfs", TMP, "--dir", HOME, "--dir", WORK]
+    for i, path in enumerate(sources):  # after the tmpfs, which would hide those under /tmp
+        args += ["--ro-bind", f"{_STAGE}/{i}" if as_root else str(path), str(path)]
+    for link in _SYSTEM:
+        if os.path.islink(link):
+            args += ["--symlink", os.readlink(link), link]
+    if submission_fd is not None:
+        args += ["--perms", "0644", "--file", str(submission_fd), f"{WORK}/{submission_name}"]
+    args += ["--remount-ro", "/", "--chdir", WORK, "--clearenv"]
+    for key, value in _environment(env).items():
+        args += ["--setenv", key, value]
+    inner = [sys.executable, "-I", "-S", "-c", _SET_LIMITS, json.dumps(limits.rlimits())]
+    args += ["--", *inner, *argv]
+    if not as_root:
+        return args
+    spec = {"sources": [str(p) for p in sources], "stage": _STAGE, "uid": SANDBOX_UID, "argv": args}
+    return [sys.executable, "-I", "-S", "-c", _ROOT_LAUNCHER, json.dumps(spec)]
+
+
+def popen(
+    argv,
+    *,
+    submission: str | Path | None = None,
+    read_only=(),
+    env=None,
+    limits: Limits = Limits(),
+    pass_fds=(),
+    **kwargs,
+) -> subprocess.Popen:
+    """Start `argv` in a fresh sandbox holding a copy of `submission` (in its working folder,
+    under the same name) → the Popen of bwrap. `read_only` adds host paths the sandbox may read
+    (the reference notebooks); `env` adds environment variables; `pass_fds` are the caller's
+    channel (say the write end of a pipe); other keyword arguments go to :class:`subprocess.Popen`
+    (``stdout=subprocess.PIPE``, ``start_new_session=True``…). Killing that process (SIGKILL
+    included) ends every process of the sandbox; so does the end of the thread that called this
+    (``--die-with-parent``), so call it from a thread that outlives the sandbox. Raises
+    :class:`SandboxUnavailable` when bwrap is missing."""
+    fd = None
+    name = "submission.ipynb"
+    if submission is not None:
+        path = Path(submission)
+        if not path.is_file():
+            raise ValueError(f"submission {str(submission)!r} is not a file; pass the submitted notebook's path")
+        fd, name = os.open(path, os.O_RDONLY), path.name
+    try:
+        args = command(argv, submission_fd=fd, submission_name=name, read_only=read_only, env=env, limits=limits)
+        fds = (*pass_fds, *(() if fd is None else (fd,)))
+        kwargs.setdefault("env", {"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        return subprocess.Popen(args, pass_fds=fds, **kwargs)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+@functools.lru_cache(maxsize=1)
+def available() -> tuple[bool, str]:
+    """(True, "") when a sandbox starts here, else (False, why and what to do). Cached."""
+    if _bwrap() is None:
+        return False, f"bwrap is not on PATH: {INSTALL_HINT}"
+    try:
+        proc = popen(["true"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _, err = proc.communicate(timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"bwrap did not start: {exc}"
+    if proc.returncode != 0:
+        why = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+        return False, (
+            f"bwrap cannot build a sandbox here ({why[0]}); user namespaces may be disabled "
+            "(sysctl kernel.unprivileged_userns_clone=1, or user.max_user_namespaces > 0)"
+        )
+    return True, ""
