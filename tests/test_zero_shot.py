@@ -222,7 +222,7 @@ def test_make_corpus_rejects_bad_input(setup):
             zs.make_corpus(setup.world, setup.train_pairs, qa_share=bad)
     with pytest.raises(ValueError, match="n_documents"):
         zs.make_corpus(setup.world, setup.train_pairs, qa_share=0.1, n_documents=0)
-    with pytest.raises(ValueError, match="n must be"):
+    with pytest.raises(ValueError, match="n=0 must be at least 1"):
         zs.make_tests(setup.world, setup.train_pairs, setup.test_pairs, n=0)
 
 
@@ -338,7 +338,7 @@ def test_greedy_matches_rejects_long_or_empty_prompts(setup):
     model = GPT(zs.experiment_config(len(tok), max_len=8, n_layers=1))
     with pytest.raises(ValueError, match="context of 8"):
         zs.greedy_matches(model, tok, ["mira lives in tolvan . where does mira live ?"], ["tolvan ."])
-    with pytest.raises(ValueError, match="empty prompt"):
+    with pytest.raises(ValueError, match="prompt is empty"):
         zs.greedy_matches(model, tok, [""], ["tolvan ."])
 
 

@@ -1,17 +1,14 @@
-"""Where zero-shot ability comes from: an invented world, its pre-training corpus, and the tests.
+"""Where zero-shot ability comes from: an invented world, its pre-training corpus, and the tests
+(notebook 10).
 
 GPT-2 answered questions after "Q: … A:", summarised after "TL;DR:" and translated after a few
 "english = french" lines without being trained for any of it: the web already contained text in
-those shapes. This module makes that claim testable on a CPU. :class:`World` has two kinds of
-people: *known people*, whose town, trade and animal are the same in every document (a model can
-memorise them), and *strangers*, whose facts every document draws anew (only the passage holds
-them). :func:`make_corpus` writes documents about them:
-
-* prose paragraphs that state the facts in varied wordings;
-* the same kind of paragraph followed by ``q : … ?`` / ``a : … .`` lines — the *Q/A share* of
-  documents is the one thing that varies between the models of the experiment;
-* paragraphs about one person followed by ``tl;dr : <name> is a <trade> in <town> .``;
-* blocks of real Tatoeba sentence pairs, ``english = french``, one pair a line.
+those shapes. This module makes that claim testable on a CPU. The world
+(:mod:`onehot2gpt.zero_shot_world`, whose names this module offers too) has *known people*, whose
+facts are the same in every document, and *strangers*, whose facts every document draws anew.
+:func:`make_corpus` writes prose about them, the same prose followed by ``q : … ?`` / ``a : … .``
+lines (the *Q/A share* of documents, the one thing that varies between the experiment's models),
+``tl;dr :`` summaries, and blocks of real Tatoeba pairs, ``english = french``.
 
 The tests (:func:`make_tests`) separate reading from recall. A question about a stranger can
 only be answered from the passage; a question about a known person whose fact the passage
@@ -30,8 +27,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .utils import evaluating, seeded
-from .zero_shot_world import (  # the world, its corpus and its tokenizer
+from .utils import check_choice, check_int, evaluating, seeded
+from .zero_shot_world import (  # noqa: F401 (the notebook reads the world's names from here: zs.World, …)
     ANIMALS,
     EOD,
     FACT_TEMPLATES,
@@ -57,59 +54,6 @@ from .zero_shot_world import (  # the world, its corpus and its tokenizer
     translation_pairs,
 )
 
-# The world's names (onehot2gpt.zero_shot_world) are part of this module's interface: zs.World, zs.make_corpus, ...
-__all__ = [
-    "NL",
-    "EOD",
-    "SPECIALS",
-    "NAMES",
-    "TOWNS",
-    "TRADES",
-    "ANIMALS",
-    "FACT_TEMPLATES",
-    "FILLERS",
-    "WEATHER",
-    "VERBS",
-    "QUESTIONS",
-    "TLDR",
-    "RELATIONS",
-    "Person",
-    "VALUES",
-    "World",
-    "tldr",
-    "stated_facts",
-    "translation_pairs",
-    "Corpus",
-    "make_corpus",
-    "WorldTokenizer",
-    "Item",
-    "TESTS",
-    "TASKS",
-    "make_tests",
-    "LABELS",
-    "classify_answer",
-    "greedy_lines",
-    "answer_length",
-    "classify",
-    "MAX_CANDIDATES",
-    "shares",
-    "evaluate",
-    "greedy_answer",
-    "greedy_matches",
-    "greedy_agrees",
-    "SHARES",
-    "experiment_config",
-    "EXPERIMENT_RECIPE",
-    "Setup",
-    "setup",
-    "corpus_ids",
-    "train_variant",
-    "share_text",
-    "share_label",
-    "checkpoint_name",
-    "load_course_models",
-]
-
 
 @dataclass(frozen=True)
 class Item:
@@ -134,16 +78,19 @@ TESTS = ("qa_new", "qa_changed", "tldr_new", "tldr_changed", "translation")
 TASKS = TESTS  # the keys of make_tests() and evaluate()
 
 
-def _passage(world: World, rng: random.Random, person: Person, avoid: str | None = None, tries: int = 100) -> str:
-    """A paragraph about `person` and someone else (in a random order) in which the word `avoid`
-    does not occur."""
+def _passage(world: World, rng: random.Random, person: Person) -> str:
+    """A paragraph about `person` and someone else, in a random order."""
+    other = world.draw(rng.choice([m for m in NAMES if m != person.name]), rng)
+    return world.prose(rng, [person, other] if rng.random() < 0.5 else [other, person])
+
+
+def _without(word: str, write, tries: int = 100) -> str:
+    """`write()` again until its text does not hold `word` (the memorised fact a passage must not give away)."""
     for _ in range(tries):
-        other = world.draw(rng.choice([m for m in NAMES if m != person.name]), rng)
-        order = [person, other] if rng.random() < 0.5 else [other, person]
-        text = world.prose(rng, order)
-        if avoid is None or avoid not in text.split():
+        text = write()
+        if word not in text.split():
             return text
-    raise RuntimeError(f"could not write a passage without {avoid!r} in {tries} tries")
+    raise RuntimeError(f"could not write a passage without {word!r} in {tries} tries")
 
 
 def _changed(person: Person, relation: str, rng: random.Random) -> Person:
@@ -176,8 +123,7 @@ def make_tests(
     Few-shot examples are solved items about strangers (or training pairs), in the corpus's own
     format: the same examples a prompt writer would paste in.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a whole number ≥ 1, got {n!r}")
+    check_int(n, "n", 1, fix="the number of items per test")
     rng = random.Random(seed)
     tests: dict[str, list[Item]] = {t: [] for t in TESTS}
 
@@ -188,68 +134,34 @@ def make_tests(
     def tldr_shot():
         return world.tldr_document(world.draw(rng.choice(world.strangers), rng), rng)
 
+    def add(task: str, prompt: str, answer: str, memorised: str | None, first_words: tuple[str, ...]):
+        shot, k = (qa_shot, qa_shots) if task.startswith("qa") else (tldr_shot, tldr_shots)
+        shots = tuple(shot() for _ in range(k))
+        tests[task].append(Item(task, prompt, (answer,), shots, (memorised,) if memorised else (), first_words))
+
+    def ask(name: str, relation: str) -> str:
+        return f"q : {QUESTIONS[relation].format(n=name)}{NL}a :"
+
     for _ in range(n):
         stranger = world.draw(rng.choice(world.strangers), rng)
         relation = rng.choice(RELATIONS)
-        prompt = _passage(world, rng, stranger) + f"q : {QUESTIONS[relation].format(n=stranger.name)}{NL}a :"
-        tests["qa_new"].append(
-            Item(
-                "qa_new",
-                prompt,
-                (f"{stranger.fact(relation)} .",),
-                tuple(qa_shot() for _ in range(qa_shots)),
-                first_words=VALUES[relation],
-            )
-        )
+        prompt = _passage(world, rng, stranger) + ask(stranger.name, relation)
+        add("qa_new", prompt, f"{stranger.fact(relation)} .", None, VALUES[relation])
 
         known = rng.choice(world.people)
         relation = rng.choice(RELATIONS)
         shown = _changed(known, relation, rng)
-        prompt = (
-            _passage(world, rng, shown, avoid=known.fact(relation))
-            + f"q : {QUESTIONS[relation].format(n=known.name)}{NL}a :"
-        )
-        tests["qa_changed"].append(
-            Item(
-                "qa_changed",
-                prompt,
-                (f"{shown.fact(relation)} .",),
-                tuple(qa_shot() for _ in range(qa_shots)),
-                (f"{known.fact(relation)} .",),
-                VALUES[relation],
-            )
-        )
+        prompt = _without(known.fact(relation), lambda: _passage(world, rng, shown)) + ask(known.name, relation)
+        add("qa_changed", prompt, f"{shown.fact(relation)} .", f"{known.fact(relation)} .", VALUES[relation])
 
         stranger = world.draw(rng.choice(world.strangers), rng)
-        tests["tldr_new"].append(
-            Item(
-                "tldr_new",
-                world.tldr_document(stranger, rng, summary=False),
-                (tldr(stranger),),
-                tuple(tldr_shot() for _ in range(tldr_shots)),
-                first_words=NAMES,
-            )
-        )
+        add("tldr_new", world.tldr_document(stranger, rng, summary=False), tldr(stranger), None, NAMES)
 
         known = rng.choice(world.people)
         relation = rng.choice(("town", "trade"))
         shown = _changed(known, relation, rng)
-        for _ in range(100):
-            text = world.tldr_document(shown, rng, summary=False)
-            if known.fact(relation) not in text.split():
-                break
-        else:
-            raise RuntimeError("could not write a TL;DR passage without the memorised fact")
-        tests["tldr_changed"].append(
-            Item(
-                "tldr_changed",
-                text,
-                (tldr(shown),),
-                tuple(tldr_shot() for _ in range(tldr_shots)),
-                (tldr(known),),
-                NAMES,
-            )
-        )
+        text = _without(known.fact(relation), lambda: world.tldr_document(shown, rng, summary=False))
+        add("tldr_changed", text, tldr(shown), tldr(known), NAMES)
     recalled = tuple(sorted({f for _, f in train_pairs}))
     shots = tuple(
         f"{a} = {b}{NL}" for a, b in (train_pairs[i] for i in rng.sample(range(len(train_pairs)), translation_shots))
@@ -304,21 +216,11 @@ def greedy_lines(
     `max_new` tokens, is longer than the model's context."""
     from .sampling import generate
 
-    if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1:
-        raise ValueError(f"max_new must be a whole number ≥ 1, got {max_new!r}")
-    encoded = [tokenizer.encode(p) for p in prompts]
-    for i, ids in enumerate(encoded):
-        if not ids:
-            raise ValueError(f"prompt {i} is empty: give the model some text to continue")
-        if len(ids) + max_new > model.config.max_len:
-            raise ValueError(
-                f"prompt {i} has {len(ids)} tokens; with max_new={max_new} it exceeds the model's "
-                f"context of {model.config.max_len}: shorten it or ask for fewer tokens"
-            )
+    check_int(max_new, "max_new", 1, fix="the most tokens to write after each prompt")
+    encoded = [_prompt_ids(tokenizer, p, model.config.max_len, max_new, f"prompt {i}") for i, p in enumerate(prompts)]
     by_length: dict[int, list[int]] = {}
     for i, ids in enumerate(encoded):
         by_length.setdefault(len(ids), []).append(i)
-    newline = tokenizer.vocab[NL]
     out = [""] * len(prompts)
     for length, rows in by_length.items():
         for b in range(0, len(rows), batch_size):
@@ -326,8 +228,14 @@ def greedy_lines(
             ids = torch.tensor([encoded[i] for i in chunk])
             new = generate(model, ids, max_new, greedy=True, on_crop="error")[:, length:].tolist()
             for i, row in zip(chunk, new):
-                out[i] = tokenizer.decode(row[: row.index(newline) + 1] if newline in row else row)
+                out[i] = _first_line(tokenizer, row)
     return out
+
+
+def _first_line(tokenizer: WorldTokenizer, new: list[int]) -> str:
+    """The text of written ids `new` up to and including the first line break."""
+    newline = tokenizer.vocab[NL]
+    return tokenizer.decode(new[: new.index(newline) + 1] if newline in new else new)
 
 
 def answer_length(tokenizer: WorldTokenizer, items: Sequence[Item]) -> int:
@@ -359,19 +267,17 @@ def _classify(model, tokenizer, items, few_shot, batch_size=32):
             model, tokenizer, [it.text(few_shot) for it in items], answer_length(tokenizer, items), batch_size
         )
         return [classify_answer(w, it.answers, it.memorised) for w, it in zip(written, items)], None
-    rows, starts, owner, kind = [], [], [], []
-    for k, it in enumerate(items):
-        prompt_ids = _prompt_ids(tokenizer, it.text(few_shot))
-        for label, candidates in (("read", it.answers), ("memorised", it.memorised)):
-            for line in candidates:
-                rows.append(prompt_ids + _line_ids(tokenizer, line))
-                starts.append(len(prompt_ids))
-                owner.append(k)
-                kind.append(label)
-    _check_rows(rows, model.config.max_len)
+    candidates = [
+        (k, label, line)
+        for k, it in enumerate(items)
+        for label, lines in (("read", it.answers), ("memorised", it.memorised))
+        for line in lines
+    ]
+    prompts = [items[k].text(few_shot) for k, _, _ in candidates]
+    rows, starts = _answer_rows(model, tokenizer, prompts, [line for _, _, line in candidates])
     hits, firsts = _agree(model, rows, starts, batch_size)
     labels, first = ["other"] * len(items), [""] * len(items)
-    for k, label, hit, f in zip(owner, kind, hits, firsts):
+    for (k, label, _), hit, f in zip(candidates, hits, firsts):
         first[k] = tokenizer.vocab.itos[f]
         if hit and labels[k] != "read":  # a line that is both an answer and memorised is read
             labels[k] = label
@@ -400,8 +306,7 @@ def evaluate(
     ``{"qa_changed": {"zero": {"read": 0.1, "memorised": 0.8, "other": 0.1, "format": 0.95}, …}, …}``.
     "read" is greedy exact match with the passage's fact (a correct translation, for translation)."""
     for m in modes:
-        if m not in ("zero", "few"):
-            raise ValueError(f"modes are 'zero' and 'few', got {m!r}")
+        check_choice(m, "modes", ("zero", "few"))
     table: dict[str, dict[str, dict[str, float]]] = {}
     for test, items in tests.items():
         if not items:
@@ -421,37 +326,39 @@ def greedy_answer(model, tokenizer: WorldTokenizer, prompt: str, max_new: int = 
     most `max_new` tokens), by real token-by-token generation (:func:`onehot2gpt.sampling.generate`)."""
     from .sampling import generate
 
-    ids = tokenizer.encode(prompt)
-    if not ids:
-        raise ValueError("empty prompt: give the model some text to continue")
-    if len(ids) + max_new > model.config.max_len:
-        raise ValueError(
-            f"the prompt has {len(ids)} tokens; with {max_new} new ones it exceeds the model's "
-            f"context of {model.config.max_len}: shorten it or ask for fewer tokens"
-        )
+    check_int(max_new, "max_new", 1, fix="the most tokens to write after the prompt")
+    ids = _prompt_ids(tokenizer, prompt, model.config.max_len, max_new)
     new = generate(model, torch.tensor(ids), max_new, greedy=True)[len(ids) :].tolist()
-    newline = tokenizer.vocab[NL]
-    return tokenizer.decode(new[: new.index(newline) + 1] if newline in new else new)
+    return _first_line(tokenizer, new)
 
 
-def _prompt_ids(tokenizer: WorldTokenizer, prompt: str) -> list[int]:
+def _prompt_ids(tokenizer: WorldTokenizer, prompt: str, max_len: int, max_new: int = 0, what="the prompt") -> list[int]:
+    """The ids of `prompt`; ValueError when it is empty or, with `max_new` tokens more, longer than `max_len`."""
     ids = tokenizer.encode(prompt)
     if not ids:
-        raise ValueError("empty prompt: give the model some text to continue")
+        raise ValueError(f"{what} is empty: give the model some text to continue")
+    if len(ids) + max_new > max_len:
+        raise ValueError(
+            f"{what} has {len(ids)} tokens; with max_new={max_new} it exceeds the model's "
+            f"context of {max_len}: shorten it or ask for fewer tokens"
+        )
     return ids
 
 
-def _line_ids(tokenizer: WorldTokenizer, line: str) -> list[int]:
-    return tokenizer.encode(" " + line) + [tokenizer.vocab[NL]]
-
-
-def _check_rows(rows, max_len: int) -> None:
-    for ids in rows:
-        if len(ids) > max_len:
+def _answer_rows(model, tokenizer: WorldTokenizer, prompts: Sequence[str], lines: Sequence[str]):
+    """→ (the ids of each prompt + line + line break, where each line starts); ValueError when a
+    prompt is empty or a row is longer than the model's context."""
+    rows, starts = [], []
+    for prompt, line in zip(prompts, lines):
+        ids = _prompt_ids(tokenizer, prompt, model.config.max_len)
+        rows.append(ids + tokenizer.encode(" " + line) + [tokenizer.vocab[NL]])
+        starts.append(len(ids))
+        if len(rows[-1]) > model.config.max_len:
             raise ValueError(
-                f"prompt + answer is {len(ids)} tokens, longer than the model's context "
-                f"of {max_len}; use fewer or shorter examples"
+                f"prompt + answer is {len(rows[-1])} tokens, longer than the model's context "
+                f"of {model.config.max_len}; use fewer or shorter examples"
             )
+    return rows, starts
 
 
 def greedy_matches(
@@ -465,12 +372,7 @@ def greedy_matches(
     than the model's context."""
     if len(prompts) != len(answers):
         raise ValueError(f"{len(prompts)} prompts but {len(answers)} answers")
-    rows, starts = [], []
-    for p, a in zip(prompts, answers):
-        prompt_ids = _prompt_ids(tokenizer, p)
-        rows.append(prompt_ids + _line_ids(tokenizer, a))
-        starts.append(len(prompt_ids))
-    _check_rows(rows, model.config.max_len)
+    rows, starts = _answer_rows(model, tokenizer, prompts, answers)
     return greedy_agrees(model, rows, starts, batch_size)
 
 
@@ -517,9 +419,7 @@ def experiment_config(vocab_size: int, **overrides):
     a solved example before the question), no dropout."""
     from .gpt import GPTConfig
 
-    return GPTConfig(
-        **{**dict(vocab_size=vocab_size, max_len=128, d_model=128, n_layers=4, n_heads=4, dropout=0.0), **overrides}
-    )
+    return GPTConfig.char(vocab_size, **{"max_len": 128, **overrides})
 
 
 EXPERIMENT_RECIPE = dict(
