@@ -376,3 +376,9 @@ def test_missing_bwrap_is_named(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(sandbox.SandboxUnavailable, match="bubblewrap"):
         sandbox.command(["true"])
+
+
+def test_no_further_user_namespaces():
+    """A new user namespace inside would start a fresh process count (--disable-userns)."""
+    code = "import json, subprocess; print(json.dumps(subprocess.run(['unshare', '--user', 'true']).returncode))"
+    assert probe(code, sandboxed=False) == 0 and probe(code) != 0
