@@ -349,9 +349,11 @@ def test_chance_p_value_is_the_binomial_tail():
     assert chance_p_value(0, 20) == pytest.approx(1.0)
     assert chance_p_value(15, 20) == pytest.approx(21700 / 2**20)  # (C(20,15)+…+C(20,20)) / 2^20
     assert chance_p_value(2, 3, chance=1 / 3) == pytest.approx(3 * (1 / 3) ** 2 * (2 / 3) + (1 / 3) ** 3)
-    for bad, match in [((21, 20), "correct"), ((3, 0), "total"), ((3, 5, 1.0), "chance"), ((2.5, 5), "correct")]:
+    for bad, match in [((21, 20), r"correct=21 must be in \[0, 20\]"), ((3, 0), "total=0"), ((3, 5, 1.0), "chance=1")]:
         with pytest.raises(ValueError, match=match):
             chance_p_value(*bad)
+    with pytest.raises(TypeError, match="correct must be an int, got float 2.5"):
+        chance_p_value(2.5, 5)
 
 
 def test_probe_result_keeps_its_model_and_predicts_the_test_accuracy():

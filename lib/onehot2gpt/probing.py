@@ -1,23 +1,17 @@
 """Probing frozen representations: which layers does a task use?
 
-A probe is a small classifier trained on top of a frozen model's layers. Ours is the one ELMo uses
-for downstream tasks (Peters et al. 2018, section 3.2) and Tenney et al. (2019) use to ask what
-BERT learns: a learned scalar mix γ · Σ_j softmax(s)_j · h_j over the layers, then a linear layer.
-After training, softmax(s) says how much the task relies on each layer.
+A probe is a small classifier trained on a frozen model's layers: ELMo's downstream model (Peters
+et al. 2018, section 3.2), used by Tenney et al. (2019) to ask what BERT learns: a learned scalar mix
+γ · Σ_j softmax(s)_j · h_j over the layers, then a linear layer. After training, softmax(s) says how
+much the task relies on each layer. Taught in notebook 04 (ELMo) and reused in notebook 08 (BERT).
 
-Taught in notebook 04 (ELMo's layer weights for part-of-speech tagging and sentiment) and reused
-in notebook 08 (the same plot for BERT). Features are tensors of shape (N, n_layers, D): one row
-per token for token tasks (:func:`token_features`) or per sentence for sentence tasks
-(:func:`sentence_features`, mean-pooled). A one-layer representation is just n_layers = 1, and a
-one-hot representation is given as ids (N,) with ``onehot_size``.
+Features are (N, n_layers, D): one row per token (:func:`token_features`) or per sentence
+(:func:`sentence_features`, mean-pooled); a one-hot representation is ids (N,) with ``onehot_size``.
 
-Before any probe, notebook 04 simply looks: :func:`contextual_vectors` takes one word's vector at
-every layer of a BERT encoder in several sentences ("bank" by a river, "bank" for money), and
-:func:`sense_grouping_score` says how much more alike the same-sense vectors are than the others.
-Two scores a reader can read go with it: :func:`sense_pair_accuracy` (how often a same-sense
-sentence is nearer than a different-sense one; chance is 0.5) and :func:`nearest_sense_accuracy`
-(how often a word's nearest other occurrence has its sense), and :func:`shuffled_labels_p_value`
-says how often shuffled sense labels score as high, so that "at chance" is a measurement.
+Before any probe, notebook 04 looks: :func:`contextual_vectors` takes one word's vector at every
+layer of a BERT encoder in several sentences, and :func:`sense_grouping_score`,
+:func:`sense_pair_accuracy` and :func:`nearest_sense_accuracy` score how the vectors group by sense;
+:func:`shuffled_labels_p_value` says how often shuffled sense labels score as high.
 """
 
 from __future__ import annotations
@@ -33,24 +27,25 @@ from torch import Tensor, nn
 
 from .elmo import ScalarMix
 from .subword import pretokenize
-from .utils import check_finite_loss, evaluating, seeded
+from .utils import check_finite_loss, check_int, check_number, check_tensor, evaluating, seeded
 
 
-def token_features(layers: Tensor, mask: Tensor) -> Tensor:
-    """Layers (B, T, L, D) and mask (B, T) → the real tokens' layers, (N, L, D)."""
+def _check_layers(layers: Tensor, mask: Tensor) -> None:
     if layers.dim() != 4 or mask.shape != layers.shape[:2]:
         raise ValueError(
             f"expected layers (B, T, L, D) and mask (B, T); got {tuple(layers.shape)} and {tuple(mask.shape)}"
         )
+
+
+def token_features(layers: Tensor, mask: Tensor) -> Tensor:
+    """Layers (B, T, L, D) and mask (B, T) → the real tokens' layers, (N, L, D)."""
+    _check_layers(layers, mask)
     return layers[mask.bool()]
 
 
 def sentence_features(layers: Tensor, mask: Tensor) -> Tensor:
     """Layers (B, T, L, D) and mask (B, T) → each sentence's mean over its real tokens, (B, L, D)."""
-    if layers.dim() != 4 or mask.shape != layers.shape[:2]:
-        raise ValueError(
-            f"expected layers (B, T, L, D) and mask (B, T); got {tuple(layers.shape)} and {tuple(mask.shape)}"
-        )
+    _check_layers(layers, mask)
     m = mask.to(layers.dtype)[:, :, None, None]  # (B, T, 1, 1)
     return (layers * m).sum(1) / m.sum(1).clamp_min(1.0)
 
@@ -59,9 +54,8 @@ def sentence_features(layers: Tensor, mask: Tensor) -> Tensor:
 def encoder_layers(bert, features: dict, batch_size: int = 64) -> Tensor:
     """Every layer of a BERT encoder (our BertModel, a BertFor… model's ``.bert``, or Hugging Face's
     BertModel) for an ``onehot2gpt.bert_tasks.encode_*`` dict → (B, T, n_layers + 1, D): the
-    embeddings, then each layer.
-    Sentences are batched by length and each batch runs only up to its longest real sequence;
-    the padding positions after it stay zero.
+    embeddings, then each layer. Sentences are batched by length, each batch cut at its longest
+    real sequence; the padding positions after it stay zero.
 
     Feed the result to :func:`token_features` (mask: ``features["labels"] != -100``, the first
     pieces) or :func:`sentence_features` (mask: ``features["attention_mask"]``).
@@ -73,8 +67,7 @@ def encoder_layers(bert, features: dict, batch_size: int = 64) -> Tensor:
                 f"features need {key!r}: build them with onehot2gpt.bert_tasks.encode_sentences, "
                 f"encode_pairs or encode_tagged"
             )
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    check_int(batch_size, "batch_size", 1)
     with evaluating(bert):
         device = next(bert.parameters()).device
         n, T = features["input_ids"].shape
@@ -188,13 +181,9 @@ class ProbeResult:
         """Features (N, n_layers, D), as the probe was trained on → class probabilities (N, C)."""
         if self.model is None:
             raise ValueError("this ProbeResult keeps no model: train it with train_probe")
-        if not isinstance(x, Tensor) or not x.is_floating_point() or x.dim() != 3:
-            raise ValueError(
-                f"x must be float features (N, n_layers, D) like the training ones, got "
-                f"{getattr(x, 'dtype', type(x).__name__)} {tuple(getattr(x, 'shape', ()))}"
-            )
-        if not torch.isfinite(x).all():
-            raise ValueError("x holds NaN or inf: encode the sentences again and check the model's input")
+        check_tensor(
+            x, "x", dims=3, floating=True, finite=True, fix="give float features (N, n_layers, D) as in training"
+        )
         with evaluating(self.model):
             return self.model(x).softmax(-1)
 
@@ -336,39 +325,33 @@ def train_probe(
 def sense_grouping_score(vectors: Tensor, labels: Tensor) -> float:
     """Vectors (N, D) and sense labels (N,) → mean cosine of same-sense pairs (i ≠ j) minus mean
     cosine of different-sense pairs; 0 means the vectors do not group by sense."""
-    labels = torch.as_tensor(labels)
-    if vectors.dim() != 2 or labels.shape != (len(vectors),):
-        raise ValueError(
-            f"expected vectors (N, D) and labels (N,), got {tuple(vectors.shape)} and {tuple(labels.shape)}"
-        )
-    same = labels[:, None] == labels[None, :]
-    off_diagonal = ~torch.eye(len(labels), dtype=torch.bool)
-    if not (same & off_diagonal).any() or not (~same).any():
-        raise ValueError("need at least two vectors of one sense and one of another")
-    unit = vectors / vectors.norm(dim=1, keepdim=True).clamp_min(1e-12)
-    sims = unit @ unit.T
-    return float(sims[same & off_diagonal].mean() - sims[~same].mean())
+    sims, labels = _sense_inputs(vectors, labels)
+    same, other = _same_and_other(labels)
+    return float(sims[same].mean() - sims[other].mean())
 
 
 def _sense_inputs(vectors: Tensor, labels) -> tuple[Tensor, Tensor]:
     """Check vectors (N, D) and labels (N,); return the cosine matrix (N, N) and the labels."""
     labels = torch.as_tensor(labels)
-    if not isinstance(vectors, Tensor) or not vectors.is_floating_point() or vectors.dim() != 2:
-        raise ValueError(
-            f"vectors must be a float tensor (N, D), got "
-            f"{getattr(vectors, 'dtype', type(vectors).__name__)} {tuple(getattr(vectors, 'shape', ()))}"
-        )
+    check_tensor(vectors, "vectors", dims=2, floating=True, finite=True, fix="give a float tensor (N, D)")
     if labels.dim() != 1 or len(labels) != len(vectors) or labels.is_floating_point():
         raise ValueError(
             f"labels must be integer sense ids, one per vector ({len(vectors)},), got "
             f"{labels.dtype} {tuple(labels.shape)}"
         )
-    if not torch.isfinite(vectors).all():
-        raise ValueError("vectors hold NaN or inf: check the model's output before scoring it")
     if (vectors.norm(dim=1) == 0).any():
         raise ValueError("a vector is all zeros, so it has no direction to compare: leave it out")
     unit = vectors / vectors.norm(dim=1, keepdim=True)
     return unit @ unit.T, labels
+
+
+def _same_and_other(labels: Tensor) -> tuple[Tensor, Tensor]:
+    """Labels (N,) → masks (N, N) of the same-sense pairs (i ≠ j) and of the different-sense pairs."""
+    same = labels[:, None] == labels[None, :]
+    same_pairs = same & ~torch.eye(len(labels), dtype=torch.bool)
+    if not same_pairs.any() or same.all():
+        raise ValueError(f"need at least two vectors of one sense and one of another, got labels {labels.tolist()}")
+    return same_pairs, ~same
 
 
 def _pair_accuracy(sims: Tensor, labels: Tensor) -> Tensor:
@@ -391,9 +374,7 @@ def sense_pair_accuracy(vectors: Tensor, labels) -> float:
         1.0
     """
     sims, labels = _sense_inputs(vectors, labels)
-    same = labels[:, None] == labels[None, :]
-    if not (same & ~torch.eye(len(labels), dtype=torch.bool)).any() or not (~same).any():
-        raise ValueError(f"need at least two vectors of one sense and one of another, got labels {labels.tolist()}")
+    _same_and_other(labels)
     return float(_pair_accuracy(sims, labels))
 
 
@@ -444,20 +425,17 @@ def shuffled_labels_p_value(
     higher means better grouping works.
     """
     sims, labels = _sense_inputs(vectors, labels)
-    if max_relabelings < 1:
-        raise ValueError(f"max_relabelings must be at least 1, got {max_relabelings}")
+    check_int(max_relabelings, "max_relabelings", 1)
     observed = score(vectors, labels)
     sizes = labels.unique(return_counts=True)[1].tolist()
-    n_distinct = math.factorial(len(labels)) // math.prod(math.factorial(c) for c in sizes)
-    if n_distinct <= max_relabelings:
+    exact = math.factorial(len(labels)) // math.prod(math.factorial(c) for c in sizes) <= max_relabelings
+    if exact:
         shuffled = torch.tensor(_relabelings(labels))  # (n_distinct, N), all
-        exact = True
     else:
         generator = torch.Generator().manual_seed(seed)
         shuffled = torch.stack(
             [labels[torch.randperm(len(labels), generator=generator)] for _ in range(max_relabelings)]
         )
-        exact = False
     if score is sense_pair_accuracy:
         scores = torch.cat([_pair_accuracy(sims, part) for part in shuffled.split(256)])
     else:
@@ -475,10 +453,7 @@ def chance_p_value(correct: int, total: int, chance: float = 0.5) -> float:
         >>> round(chance_p_value(15, 20), 3)
         0.021
     """
-    if not isinstance(total, int) or isinstance(total, bool) or total < 1:
-        raise ValueError(f"total must be a positive whole number of items, got {total!r}")
-    if not isinstance(correct, int) or isinstance(correct, bool) or not 0 <= correct <= total:
-        raise ValueError(f"correct must be a whole number from 0 to total ({total}), got {correct!r}")
-    if not 0 < chance < 1:
-        raise ValueError(f"chance must be a probability strictly between 0 and 1, got {chance!r}")
+    total = check_int(total, "total", 1)
+    correct = check_int(correct, "correct", 0, total, fix="at most total")
+    chance = check_number(chance, "chance", 0, 1, low_open=True, high_open=True)
     return float(sum(math.comb(total, k) * chance**k * (1 - chance) ** (total - k) for k in range(correct, total + 1)))
