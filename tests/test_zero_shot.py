@@ -58,8 +58,11 @@ def test_world_is_reproducible_and_has_known_people_and_strangers():
         a.person("gandalf")
     with pytest.raises(KeyError, match="nobody called"):
         a.draw("gandalf", zs.random.Random(0))
-    for bad in (0, len(zs.NAMES) - 1, 2.5, True):
+    for bad in (0, len(zs.NAMES) - 1):
         with pytest.raises(ValueError, match="n_known"):
+            zs.World(0, n_known=bad)
+    for bad in (2.5, True):
+        with pytest.raises(TypeError, match="n_known"):
             zs.World(0, n_known=bad)
     with pytest.raises(ValueError, match="relation"):
         a.people[0].fact("age")
@@ -217,9 +220,11 @@ def test_make_corpus_rejects_bad_input(setup):
         zs.make_corpus(setup.world, setup.train_pairs, qa_share=0.9)
     with pytest.raises(ValueError, match="translation pairs"):
         zs.make_corpus(setup.world, [], qa_share=0.1)
-    for bad in (float("nan"), -0.1, "0.1"):
+    for bad in (float("nan"), -0.1):
         with pytest.raises(ValueError, match="qa_share"):
             zs.make_corpus(setup.world, setup.train_pairs, qa_share=bad)
+    with pytest.raises(TypeError, match="qa_share"):
+        zs.make_corpus(setup.world, setup.train_pairs, qa_share="0.1")
     with pytest.raises(ValueError, match="n_documents"):
         zs.make_corpus(setup.world, setup.train_pairs, qa_share=0.1, n_documents=0)
     with pytest.raises(ValueError, match="n=0 must be at least 1"):

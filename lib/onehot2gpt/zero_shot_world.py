@@ -12,9 +12,11 @@ from __future__ import annotations
 import random
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from .utils import check_choice, check_int, check_number, check_text
 from .vocab import Vocab, tokenize_words
 
 NL = "\n"  # a line break is a token: answers end at the end of their line
@@ -133,9 +135,7 @@ class Person:
     animal: str
 
     def fact(self, relation: str) -> str:
-        if relation not in RELATIONS:
-            raise ValueError(f"relation must be one of {', '.join(RELATIONS)}, got {relation!r}")
-        return getattr(self, relation)
+        return getattr(self, check_choice(relation, "relation", RELATIONS))
 
     def changed(self, relation: str, value: str) -> Person:
         """The same person with one fact replaced (the passage of a changed-fact question)."""
@@ -163,15 +163,7 @@ class World:
     strangers: tuple[str, ...] = field(init=False)
 
     def __post_init__(self):
-        if (
-            isinstance(self.n_known, bool)
-            or not isinstance(self.n_known, int)
-            or not 1 <= self.n_known <= len(NAMES) - 2
-        ):
-            raise ValueError(
-                f"n_known must be a whole number between 1 and {len(NAMES) - 2} (the rest are "
-                f"strangers), got {self.n_known!r}"
-            )
+        check_int(self.n_known, "n_known", 1, len(NAMES) - 2, fix="the other names are strangers, at least two")
         rng = random.Random(self.seed)
         self.people = [
             Person(n, rng.choice(TOWNS), rng.choice(TRADES), rng.choice(ANIMALS)) for n in NAMES[: self.n_known]
@@ -180,9 +172,9 @@ class World:
 
     def person(self, name: str) -> Person:
         """The known person called `name` (KeyError for a stranger or an unknown name)."""
-        for p in self.people:
-            if p.name == name:
-                return p
+        known = self.memorised(name)
+        if known is not None:
+            return known
         if name in self.strangers:
             raise KeyError(f"{name!r} is a stranger: their facts are drawn anew in every document")
         raise KeyError(f"nobody called {name!r} lives in this world; names: {', '.join(NAMES)}")
@@ -255,8 +247,7 @@ def stated_facts(text: str) -> list[tuple[str, str, str]]:
         >>> stated_facts("the weather in brisk is wet . in tolvan lives mira .")
         [('mira', 'town', 'tolvan')]
     """
-    if not isinstance(text, str):
-        raise TypeError(f"expected text, got {type(text).__name__}")
+    check_text(text, "text", empty_ok=True)
     found = []
     for relation, pattern in _FACT_PATTERNS:
         for m in pattern.finditer(text):
@@ -291,13 +282,8 @@ def translation_pairs(
 
     rows = [(tokenize_words(_clean(e)), tokenize_words(_clean(f))) for e, f in read_fra_eng()[:first_lines]]
     rows = [(e, f) for e, f in rows if 0 < len(e) <= max_english and 0 < len(f) <= max_french]
-    en_count: dict[str, int] = {}
-    fr_count: dict[str, int] = {}
-    for e, f in rows:
-        for t in e:
-            en_count[t] = en_count.get(t, 0) + 1
-        for t in f:
-            fr_count[t] = fr_count.get(t, 0) + 1
+    en_count = Counter(t for e, _ in rows for t in e)
+    fr_count = Counter(t for _, f in rows for t in f)
     grouped: dict[str, list[str]] = {}
     for e, f in rows:
         if all(en_count[t] >= min_count for t in e) and all(fr_count[t] >= min_count for t in f):
@@ -326,10 +312,7 @@ class Corpus:
         return f" {EOD} ".join(self.documents)
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for k in self.kinds:
-            out[k] = out.get(k, 0) + 1
-        return out
+        return dict(Counter(self.kinds))
 
 
 def make_corpus(
@@ -354,8 +337,7 @@ def make_corpus(
     documents are among the 10% corpus's.
     """
     for name, value in (("qa_share", qa_share), ("tldr_share", tldr_share), ("translation_share", translation_share)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-            raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+        check_number(value, name, 0, 1, fix="a share of the documents")
     if qa_share > 1.0 - tldr_share - translation_share + 1e-12:
         raise ValueError(
             f"qa_share must lie in [0, {1 - tldr_share - translation_share:.2f}] "
@@ -363,8 +345,7 @@ def make_corpus(
         )
     if not pairs:
         raise ValueError("no translation pairs given; pass translation_pairs()[0]")
-    if isinstance(n_documents, bool) or not isinstance(n_documents, int) or n_documents < 1:
-        raise ValueError(f"n_documents must be a whole number ≥ 1, got {n_documents!r}")
+    check_int(n_documents, "n_documents", 1)
     master = random.Random(seed)
     documents, kinds = [], []
     for _ in range(n_documents):
@@ -428,8 +409,7 @@ class WorldTokenizer:
         return cls(Vocab(sorted(words), specials=SPECIALS))
 
     def tokenize(self, text: str) -> list[str]:
-        if not isinstance(text, str):
-            raise TypeError(f"expected text, got {type(text).__name__}")
+        check_text(text, "text", empty_ok=True, fix="the tokenizer reads one string")
         tokens: list[str] = []
         for i, line in enumerate(text.split(NL)):
             if i:
@@ -463,7 +443,3 @@ class WorldTokenizer:
     @classmethod
     def load(cls, path) -> WorldTokenizer:
         return cls(Vocab.load(path))
-
-
-# ---------------------------------------------------------------------------------------------
-# Tests
