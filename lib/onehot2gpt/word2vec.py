@@ -1,34 +1,22 @@
 """word2vec: skip-gram and CBOW with negative sampling, and the word vectors they learn.
 
-Taught in notebook 02 (word vectors). Follows Mikolov et al. 2013a, "Efficient Estimation of Word
-Representations in Vector Space" (skip-gram and CBOW), and 2013b, "Distributed Representations of
-Words and Phrases and their Compositionality" (negative sampling, sub-sampling of frequent words),
-with the details of their word2vec.c, which gensim copies: the reduced window, the
-sub-sampling formula, the unigram^0.75 noise, the initialisation and the linearly decaying
-learning rate.
+Taught in notebook 02. Follows Mikolov et al. 2013a, "Efficient Estimation of Word Representations
+in Vector Space" (skip-gram, CBOW), and 2013b, "Distributed Representations of Words and Phrases and
+their Compositionality" (negative sampling, sub-sampling), with the details of their word2vec.c:
+the reduced window, the sub-sampling formula, the unigram^0.75 noise, the initialisation and the
+linearly decaying learning rate. In the notebook's order:
 
-The module reads in the order the notebook builds things:
+* the models, :class:`SkipGram` / :class:`CBOW` and :func:`negative_sampling_loss`, trained with autograd;
+* the examples: :func:`skipgram_pairs` / :func:`cbow_examples`, sub-sampling
+  (:func:`keep_probabilities`) and the noise words (:func:`noise_distribution`, :class:`NoiseSampler`);
+* the fast trainer, :func:`train_word2vec`: hand-derived gradients (:func:`negative_sampling_grads`)
+  and ``index_add_`` updates on big minibatches (:func:`epoch_batches`), in one or several
+  lock-free ("Hogwild!") threads. Unlike word2vec.c, the context words of one centre share their
+  noise words (Ji et al. 2016, "Parallelizing Word2Vec in Shared and Distributed Memory"), and a
+  word's summed update within one minibatch is damped (:data:`MAX_ROW_STEP`).
 
-* the settings (:class:`Word2VecConfig`) and the models: :class:`SkipGram` / :class:`CBOW`, two
-  embedding tables (input and output vectors) and :func:`negative_sampling_loss`, small
-  ``nn.Module`` s trained with autograd;
-* the training examples: :func:`skipgram_pairs` / :func:`cbow_examples`, sub-sampling
-  (:func:`keep_probabilities`) and the noise distribution (:func:`noise_distribution`,
-  :class:`NoiseSampler`);
-* the fast trainer, :func:`train_word2vec`, which trains the same model with hand-derived gradients
-  (:func:`negative_sampling_grads`) and sparse ``index_add_`` updates on big minibatches
-  (:func:`epoch_batches`), in
-  one or several lock-free ("Hogwild!") threads. It departs from word2vec.c twice: all context
-  words of one centre share the same noise words (Ji et al. 2016, "Parallelizing Word2Vec in
-  Shared and Distributed Memory"), which turns the inner loop into small matrix products; and
-  a word that occurs many times in one minibatch has its summed update damped
-  (:data:`MAX_ROW_STEP`), because a sum of n updates only acts like n SGD steps while it is
-  small. bench/word2vec.py checks that the vectors are as good as gensim's, and as fast.
-
-Training returns :class:`WordVectors` (defined in :mod:`onehot2gpt.word_vectors`, importable from
-here): nearest neighbours, analogies, the Google analogy and WordSim-353 evaluations, and
-save/load (safetensors, float16). The course checkpoint is made with
-``python recipes/word2vec-wikitext2.py --out DIR``.
+Training returns :class:`~onehot2gpt.word_vectors.WordVectors` (neighbours, analogies, evaluation,
+save/load). The course checkpoint is made with ``python recipes/word2vec-wikitext2.py --out DIR``.
 
 Example:
     >>> from onehot2gpt.checkpoints import load
@@ -50,7 +38,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from onehot2gpt.utils import as_ids, check_finite_loss
+from onehot2gpt.utils import as_ids, check_choice, check_finite_loss, check_int, check_number
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
 
@@ -100,8 +88,7 @@ class Word2VecConfig:
     seed: int = 0
 
     def __post_init__(self):
-        if self.model not in MODELS:
-            raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
+        check_choice(self.model, "model", MODELS)
         _check_positive(
             d_model=self.d_model,
             window=self.window,
@@ -110,10 +97,9 @@ class Word2VecConfig:
             epochs=self.epochs,
             batch_size=self.batch_size,
         )
-        if self.sample < 0:
-            raise ValueError(f"sample must be >= 0 (0 turns sub-sampling off), got {self.sample}")
-        if not 0 < self.min_lr <= self.lr:
-            raise ValueError(f"need 0 < min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
+        check_number(self.sample, "sample", 0, fix="0 turns sub-sampling off")
+        check_number(self.lr, "lr", 0, low_open=True)
+        check_number(self.min_lr, "min_lr", 0, self.lr, low_open=True, fix="the rate decays from lr to min_lr")
 
 
 def _check_positive(**values: int) -> None:
@@ -176,22 +162,17 @@ def negative_sampling_loss(center_vecs: Tensor, context_vecs: Tensor, negative_v
 def keep_probabilities(counts: Tensor, sample: float = 1e-3) -> Tensor:
     """Word counts (V,) → probability (V,) of keeping each occurrence of the word.
 
-    Frequent words ("the", ",") carry little information but make up much of the text, so each
-    occurrence of a word with frequency f = count / total is kept with probability
-    ``keep = (sqrt(f / t) + 1) · t / f`` (clipped to 1), with t = ``sample``. This is the formula
-    of word2vec.c and gensim; the paper (Mikolov et al. 2013b) writes it as discarding with
-    probability ``1 - sqrt(t / f)``, i.e. keep = sqrt(t / f). The code's version adds t / f, so it
-    keeps a little more: it sub-samples only words with f > φ²·t ≈ 2.6 t (φ the golden ratio),
-    where the paper sub-samples all words with f > t. ``sample=0`` keeps everything. Words with count 0
-    get 1.
+    A word with frequency f = count / total is kept with probability ``(sqrt(f / t) + 1) · t / f``
+    (clipped to 1), t = ``sample``: word2vec.c's formula. The paper's keep = sqrt(t / f) sub-samples
+    every word with f > t; this one only words with f > φ²·t ≈ 2.6 t (φ the golden ratio).
+    ``sample=0`` keeps everything; words with count 0 get 1.
 
     Example:
         >>> keep_probabilities(torch.tensor([900., 90., 10.]), sample=0.01)
         tensor([0.1165, 0.4444, 1.0000])
     """
     counts = torch.as_tensor(counts, dtype=torch.float64)
-    if sample < 0:
-        raise ValueError(f"sample must be >= 0 (0 turns sub-sampling off), got {sample}")
+    check_number(sample, "sample", 0, fix="0 turns sub-sampling off")
     if sample == 0:
         return torch.ones_like(counts, dtype=torch.float32)
     threshold = sample * counts.sum()  # t · N, in counts rather than frequencies
@@ -264,8 +245,7 @@ def _check_sequence(ids, window: int, sentence_ids) -> tuple[Tensor, Tensor | No
             f"ids must be 1-D (one token stream), got shape {tuple(ids.shape)}; "
             "concatenate sentences and pass sentence_ids to keep them apart"
         )
-    if window < 1:
-        raise ValueError(f"window must be at least 1 (words on each side), got {window}")
+    check_int(window, "window", 1, fix="the words on each side")
     if sentence_ids is not None:
         sentence_ids = torch.as_tensor(sentence_ids, dtype=torch.long)
         if sentence_ids.shape != ids.shape:
@@ -354,15 +334,12 @@ def negative_sampling_grads(
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Loss and hand-derived gradients for M input vectors sharing one target and K noise words.
 
-    input_vecs (B, M, D), output_vecs (B, 1+K, D) whose row 0 is the true word and rows 1..K the
-    noise words, mask (B, M) or None → (summed loss, d loss/d input_vecs (B, M, D),
-    d loss/d output_vecs (B, 1+K, D)) of the loss summed over all unmasked (b, m) of
-    −log σ(u_0·v_m) − Σ_k log σ(−u_k·v_m). With M = 1 it is B × :func:`negative_sampling_loss`.
-    With s = u·v, d/ds of −log σ(s) is σ(s) − 1 and of −log σ(−s) is σ(s); the chain rule does
-    the rest: d/dv_m = Σ_j g_jm u_j and d/du_j = Σ_m g_jm v_m. The gradient of each input
-    vector is multiplied by ``input_scale`` (B, M) and of each output vector by ``output_scale``
-    (B, 1+K), scalars or tensors: the trainer passes −lr (times a damping of repeated words),
-    which turns the gradients into SGD steps at almost no cost.
+    input_vecs (B, M, D), output_vecs (B, 1+K, D) (row 0 the true word, rows 1..K the noise), mask
+    (B, M) or None → (summed loss, d loss/d input_vecs (B, M, D), d loss/d output_vecs (B, 1+K, D))
+    of −log σ(u_0·v_m) − Σ_k log σ(−u_k·v_m) summed over the unmasked (b, m). With s = u·v, d/ds of
+    −log σ(s) is σ(s) − 1 and of −log σ(−s) is σ(s): d/dv_m = Σ_j g_jm u_j, d/du_j = Σ_m g_jm v_m.
+    The gradients are multiplied by ``input_scale`` (B, M) and ``output_scale`` (B, 1+K), scalars
+    or tensors: the trainer passes −lr (times a damping), which turns them into SGD steps.
 
     Example:
         >>> loss, dv, du = negative_sampling_grads(torch.zeros(1, 1, 2), torch.ones(1, 2, 2))
@@ -404,11 +381,6 @@ def _alias_table(probs: Tensor) -> tuple[Tensor, Tensor]:
     return torch.tensor(accept, dtype=torch.float32), torch.tensor(alias)
 
 
-def _draw(accept: Tensor, alias: Tensor, shape: tuple[int, ...], generator) -> Tensor:
-    i = torch.randint(len(accept), shape, generator=generator)
-    return torch.where(torch.rand(shape, generator=generator) < accept[i], i, alias[i])
-
-
 class NoiseSampler:
     """Draws noise words from a distribution probs (V,), e.g. :func:`noise_distribution`.
 
@@ -424,19 +396,15 @@ class NoiseSampler:
 
     def __init__(self, probs: Tensor):
         probs = torch.as_tensor(probs)
-        if (
-            probs.dim() != 1
-            or len(probs) == 0
-            or (probs < 0).any()
-            or not math.isclose(float(probs.sum()), 1.0, abs_tol=1e-4)
-        ):
+        if probs.dim() != 1 or not len(probs) or (probs < 0).any() or not math.isclose(probs.sum(), 1, abs_tol=1e-4):
             raise ValueError(
                 "probs must be a non-empty 1-D tensor of probabilities summing to 1, e.g. noise_distribution(counts)"
             )
         self.accept, self.alias = _alias_table(probs)
 
     def __call__(self, shape: tuple[int, ...], generator: torch.Generator | None = None) -> Tensor:
-        return _draw(self.accept, self.alias, tuple(shape), generator)
+        i = torch.randint(len(self.accept), tuple(shape), generator=generator)
+        return torch.where(torch.rand(tuple(shape), generator=generator) < self.accept[i], i, self.alias[i])
 
 
 def encode_corpus(sentences, vocab: Vocab | None = None, min_count: int = 5) -> tuple[Vocab, Tensor, Tensor]:
@@ -592,22 +560,19 @@ def train_word2vec(
 ) -> WordVectors:
     """Train skip-gram or CBOW with negative sampling; sentences → :class:`WordVectors` (V, d_model).
 
-    ``sentences`` is a list of token lists (a vocabulary of the words seen ``min_count`` times is
-    built, most frequent first) or a list of 1-D id tensors made with ``vocab``. Words not in the
-    vocabulary (negative ids) are dropped, as word2vec.c does; windows never cross sentences.
-    ``batch_size`` is the number of (context, centre) pairs per update, shared by all workers.
+    ``sentences``: token lists (a vocabulary of the words seen ``min_count`` times is built, most
+    frequent first) or 1-D id tensors made with ``vocab``. Unknown words are dropped, as word2vec.c
+    does; windows never cross sentences. ``batch_size`` counts (context, centre) pairs per update.
+    The settings are :class:`Word2VecConfig`'s.
 
-    ``threads=None`` trains in one Python thread with torch's CPU threads inside each operation
-    (``threads=1``: one CPU thread); the result is then a deterministic function of the
-    arguments and ``seed``. ``threads=n > 1`` runs n single-threaded workers, each on its share
-    of the minibatches, updating the shared tables without locks ("Hogwild!", as word2vec.c and
-    gensim's ``workers`` do): faster, but not bit-reproducible. The config of the returned
-    vectors records the settings, the training loss of each epoch and the seconds taken.
+    ``threads=None`` trains in one Python thread (``threads=1``: one CPU thread), deterministic for
+    a ``seed``. ``threads=n > 1`` runs n single-threaded workers on shares of the minibatches,
+    updating the shared tables without locks ("Hogwild!"): not bit-reproducible. The returned
+    vectors' config records the settings, the loss of each epoch and the seconds taken.
 
-    ``max_steps`` stops after that many minibatch updates (the learning rate still decays on the
-    schedule of the whole run); ``on_step(step, loss)`` is called after every update with the
-    step's number (0, 1, ...) and its mean loss per prediction. Together they let a hand-written
-    loop be compared with this one, step by step.
+    ``max_steps`` stops after that many updates (the rate still decays on the whole run's
+    schedule); ``on_step(step, loss)`` gets each update's number (0, 1, ...) and mean loss per
+    prediction, so a hand-written loop can be compared with this one step by step.
     """
     cfg = Word2VecConfig(
         model=model,
