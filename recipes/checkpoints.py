@@ -18,10 +18,10 @@ from onehot2gpt.checkpoints import (
     VERSION,
     WEIGHTS,
     CheckpointError,
-    config_sha256,
     list_checkpoints,
     load,
     sha256_file,
+    write_record,
 )
 
 _OLD_FORMATS = {"onehot2gpt-gpt/1": "gpt", "onehot2gpt-bert/1": "bert", "onehot2gpt-bilm": "bilm"}
@@ -59,21 +59,8 @@ def upgrade(directory: str | Path, tokenizer: str | None = None) -> Path:
     files = {WEIGHTS: sha256_file(directory / WEIGHTS)}
     if tokenizer:
         files[TOKENIZERS[tokenizer][1]] = sha256_file(directory / TOKENIZERS[tokenizer][1])
-    record = {
-        "format": FORMAT,
-        "version": VERSION,
-        "kind": kind,
-        "model": model,
-        "config": config,
-        **extra,
-        "tokenizer": tokenizer,
-        "dtype": dtype,
-        "files": files,
-        "config_sha256": config_sha256(config),
-        "info": info,
-    }
     previous = (directory / CONFIG).read_text(encoding="utf-8")
-    (directory / CONFIG).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_record(directory, kind, model, config, files, tokenizer, dtype, extra, info)
     try:
         load(directory)  # every check, the model's shapes included
     except Exception:

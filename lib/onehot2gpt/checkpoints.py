@@ -66,6 +66,7 @@ __all__ = [
     "names",
     "save_checkpoint",
     "read_record",
+    "write_record",
     "read_checkpoint",
     "fill_module",
     "config_from_record",
@@ -234,6 +235,13 @@ def save_checkpoint(
         name = TOKENIZERS[tok_type][1]
         tokenizer.save(directory / name)
         files[name] = sha256_file(directory / name)
+    write_record(directory, kind, model, config, files, tok_type, str(dtype).removeprefix("torch."), extra, info)
+    return directory
+
+
+def write_record(directory: Path, kind: str, model, config: dict, files: dict, tokenizer, dtype: str, extra, info):
+    """Write a folder's ``config.json`` (the record in this module's docstring): `files` maps each
+    file to its sha256, `tokenizer` is the tokenizer's class name or None, `extra` more fields."""
     record = {
         "format": FORMAT,
         "version": VERSION,
@@ -241,14 +249,13 @@ def save_checkpoint(
         "model": model,
         "config": config,
         **(extra or {}),
-        "tokenizer": tok_type,
-        "dtype": str(dtype).removeprefix("torch."),
+        "tokenizer": tokenizer,
+        "dtype": dtype,
         "files": files,
         "config_sha256": config_sha256(config),
         "info": info or {},
     }
     (directory / CONFIG).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    return directory
 
 
 # ---------------------------------------------------------------------------------------------

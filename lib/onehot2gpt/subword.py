@@ -197,24 +197,13 @@ class WordPieceTokenizer:
     # ------------------------------------------------------------------ construction, files
 
     @classmethod
-    def train(
-        cls,
-        texts: Iterable[str],
-        vocab_size: int,
-        min_frequency: int = 2,
-        lower: bool = True,
-        specials: Sequence[str] = SPECIALS,
-        score: str = "wordpiece",
-        **kwargs,
-    ) -> WordPieceTokenizer:
-        """Learn a vocabulary with :func:`~onehot2gpt.subword_training.train_wordpiece` and make a
-        tokenizer from it (`kwargs` go to the tokenizer, e.g. ``max_chars_per_word``)."""
+    def train(cls, texts: Iterable[str], vocab_size: int, **options) -> WordPieceTokenizer:
+        """A tokenizer of the vocabulary :func:`~onehot2gpt.subword_training.train_wordpiece` learns
+        from `texts` (`options`: its ``min_frequency``, ``lower``, ``specials``, ``score``); it
+        lower-cases as the vocabulary was trained."""
         from .subword_training import train_wordpiece
 
-        vocab = train_wordpiece(
-            texts, vocab_size, min_frequency=min_frequency, lower=lower, specials=specials, score=score
-        )
-        return cls(vocab, lower=lower, **kwargs)
+        return cls(train_wordpiece(texts, vocab_size, **options), lower=options.get("lower", True))
 
     @classmethod
     def load(cls, path: str | Path, **kwargs) -> WordPieceTokenizer:
