@@ -15,13 +15,13 @@ past_key_values=…, use_cache=…)`` returns ``.logits`` (B, T, V) and ``.past_
 
 from __future__ import annotations
 
-import math
 import numbers
 import warnings
+import zlib
 
 import torch
 
-from .utils import as_ids, check_finite_logits, evaluating
+from .utils import as_ids, check_choice, check_finite_logits, check_int, check_number, check_text, evaluating
 
 # ---------------------------------------------------------------------------------------------
 # Filters on logits
@@ -32,29 +32,15 @@ def _check_logits(logits):
         raise ValueError("logits must be a float tensor with the vocabulary in the last dimension, (V,) or (B, V)")
 
 
-def _check_temperature(temperature, allow_zero: bool):
-    ok = isinstance(temperature, numbers.Real) and math.isfinite(temperature)
-    if not ok or temperature < 0 or (temperature == 0 and not allow_zero):
-        raise ValueError(
-            f"temperature must be a finite number > 0, got {temperature!r}; its limit "
-            f"temperature → 0 is greedy decoding: generate(…, temperature=0) or greedy=True"
-        )
-
-
-def _check_top_k(k):
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(
-            f"top_k must be a whole number ≥ 1 (how many of the most likely tokens to "
-            f"keep), got {k!r}; use top_k=None to keep them all"
-        )
-
-
-def _check_top_p(p):
-    ok = isinstance(p, numbers.Real) and not isinstance(p, bool) and math.isfinite(p)
-    if not ok or not 0 < p <= 1:
-        raise ValueError(
-            f"top_p must be a probability mass in (0, 1], got {p!r}; top_p=1 (or None) "
-            f"keeps every token, smaller values keep only the most likely ones"
+def _check_options(temperature=1.0, top_k=None, top_p=None, *, allow_zero: bool = True):
+    """Check the sampling options (top_k and top_p only when given); temperature 0 only with `allow_zero`."""
+    fix = "its limit temperature → 0 is greedy decoding: generate(…, temperature=0) or greedy=True"
+    check_number(temperature, "temperature", 0, low_open=not allow_zero, fix=fix)
+    if top_k is not None:
+        check_int(top_k, "top_k", 1, fix="how many of the most likely tokens to keep; top_k=None keeps them all")
+    if top_p is not None:
+        check_number(
+            top_p, "top_p", 0, 1, low_open=True, fix="the probability mass to keep; 1 or None keeps every token"
         )
 
 
@@ -66,7 +52,7 @@ def apply_temperature(logits, temperature: float):
         tensor([0.1192, 0.8808])
     """
     _check_logits(logits)
-    _check_temperature(temperature, allow_zero=False)
+    _check_options(temperature, allow_zero=False)
     return logits / temperature
 
 
@@ -79,7 +65,7 @@ def filter_top_k(logits, k: int):
         tensor([-inf, 3., -inf, 3.])
     """
     _check_logits(logits)
-    _check_top_k(k)
+    _check_options(top_k=k)
     if k >= logits.size(-1):
         return logits.clone()
     # A stable sort keeps equal logits in id order, so ties are broken the same way every time.
@@ -97,7 +83,7 @@ def filter_top_p(logits, p: float):
         tensor([-0.6931, -1.2040,    -inf])
     """
     _check_logits(logits)
-    _check_top_p(p)
+    _check_options(top_p=p)
     if p == 1:
         return logits.clone()
     probs, order = torch.sort(torch.softmax(logits.float(), dim=-1), dim=-1, descending=True, stable=True)  # (…, V)
@@ -142,8 +128,7 @@ def _as_batch(ids, vocab_size: int | None = None):
 
 def _crop_notice(T: int, max_new_tokens: int, max_len: int, on_crop: str):
     """Warn (or raise, on_crop="error") when the model would have to read more than max_len tokens."""
-    if on_crop not in ("crop", "error"):
-        raise ValueError(f"on_crop must be 'crop' (slide a window of max_len tokens) or 'error'; got {on_crop!r}")
+    check_choice(on_crop, "on_crop", ("crop", "error"), fix="'crop' slides a window of max_len tokens")
     longest = T + max_new_tokens - 1  # the last sampled token is never fed back to the model
     if longest <= max_len:
         return
@@ -169,10 +154,7 @@ def next_token_distribution(model, ids, temperature: float = 1.0, top_k: int | N
     """Prompt ids (T,) → the probabilities (V,) of the next token after temperature, top-k and
     top-p, the distribution :func:`generate` samples from ((B, T) → (B, V)). Temperature 0 puts all
     the mass on the most likely token. A prompt longer than max_len is cropped (with a warning)."""
-    _check_temperature(temperature, allow_zero=True)
-    for value, check in ((top_k, _check_top_k), (top_p, _check_top_p)):
-        if value is not None:
-            check(value)
+    _check_options(temperature, top_k, top_p)
     batch, squeeze = _as_batch(ids, getattr(model.config, "vocab_size", None))
     max_len = model.config.max_len
     _crop_notice(batch.size(1), 1, max_len, "crop")
@@ -215,12 +197,8 @@ def generate(
         >>> out.shape, out[0, 0].item()   # the prompt, then 5 new tokens
         (torch.Size([1, 6]), 0)
     """
-    _check_temperature(temperature, allow_zero=True)
-    for value, check in ((top_k, _check_top_k), (top_p, _check_top_p)):
-        if value is not None:
-            check(value)
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral) or max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be a whole number ≥ 0, got {max_new_tokens!r}")
+    _check_options(temperature, top_k, top_p)
+    check_int(max_new_tokens, "max_new_tokens", 0)
     out, squeeze = _as_batch(ids, getattr(model.config, "vocab_size", None))
     max_len = model.config.max_len
     _crop_notice(out.size(1), max_new_tokens, max_len, on_crop)
@@ -252,23 +230,16 @@ def generate(
 
 
 def prompt_generator(prompt, seed: int = 0) -> torch.Generator:
-    """A random-number generator of its own for one prompt: seeded from `seed` and the prompt.
-
-    Reusing one seed for every prompt hands every sample the same sequence of random draws, so
-    where two prompts give similar distributions the samples pick the same characters and repeat
-    each other's phrases. Seeding from the prompt as well keeps each sample reproducible (the same
-    prompt and seed give the same text) while different prompts draw differently. `prompt` is
-    the prompt's text or its ids (a sequence of ints or a tensor).
+    """A random-number generator of its own for one prompt (its text or ids), seeded from `seed`
+    and the prompt: the same prompt and seed give the same sample, while different prompts no
+    longer share one sequence of random draws (and repeat each other's phrases).
 
     Example:
         >>> a, b = prompt_generator("ROMEO:"), prompt_generator("JULIET:")
         >>> torch.rand(1, generator=a).item() != torch.rand(1, generator=b).item()
         True
     """
-    import zlib
-
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a whole number ≥ 0, got {seed!r}")
+    check_int(seed, "seed", 0)
     if isinstance(prompt, torch.Tensor):
         prompt = prompt.flatten().tolist()
     if isinstance(prompt, str):
@@ -301,8 +272,7 @@ def text_words(text: str) -> list[str]:
         >>> text_words("ROMEO:\\nO'er the hill, my lord -- away!")
         ['romeo', "o'er", 'the', 'hill', 'my', 'lord', 'away']
     """
-    if not isinstance(text, str):
-        raise ValueError(f"text must be a str, got {type(text).__name__}; decode ids to text first")
+    check_text(text, "text", empty_ok=True, fix="decode ids to text first")
     words = (piece.strip(_PUNCTUATION).lower() for piece in text.split())
     return [w for w in words if w]
 
@@ -329,6 +299,15 @@ def real_word_share(text: str, known_words) -> float:
     return sum(w in known_words for w in words) / len(words)
 
 
+def _as_sequence(seq):
+    """A string, or a list of words or ids (a tensor becomes one), else a ValueError."""
+    if isinstance(seq, torch.Tensor):
+        seq = seq.flatten().tolist()
+    if not isinstance(seq, (str, list, tuple)):
+        raise ValueError(f"seq must be a string, a list of words or of ids, got {type(seq).__name__}")
+    return seq
+
+
 def repeated_ngram_share(seq, n: int) -> float:
     """The share of the n-grams of `seq` (a string: its characters; a list: its items, e.g. words)
     that already occurred earlier in `seq`: 0 when no n-gram repeats, close to 1 when the text
@@ -338,12 +317,8 @@ def repeated_ngram_share(seq, n: int) -> float:
         >>> repeated_ngram_share("the cat the cat the".split(), 2)   # 'the cat', 'cat the' come back
         0.5
     """
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-        raise ValueError(f"n must be a whole number ≥ 1 (the length of the n-grams), got {n!r}")
-    if isinstance(seq, torch.Tensor):
-        seq = seq.flatten().tolist()
-    if not isinstance(seq, (str, list, tuple)):
-        raise ValueError(f"seq must be a string, a list of words or of ids, got {type(seq).__name__}")
+    check_int(n, "n", 1, fix="the length of the n-grams")
+    seq = _as_sequence(seq)
     grams = [tuple(seq[i : i + n]) for i in range(len(seq) - n + 1)]
     if not grams:
         return 0.0
@@ -364,15 +339,9 @@ def repeating_tail(seq, max_period: int | None = None) -> tuple[int, int]:
         >>> repeating_tail("once upon the shall the shall the shall")
         (10, 30)
     """
-    if isinstance(seq, torch.Tensor):
-        seq = seq.flatten().tolist()
-    if not isinstance(seq, (str, list, tuple)):
-        raise ValueError(f"seq must be a string, a list of words or of ids, got {type(seq).__name__}")
+    seq = _as_sequence(seq)
     n = len(seq)
-    if max_period is None:
-        max_period = n // 2
-    if isinstance(max_period, bool) or not isinstance(max_period, numbers.Integral) or max_period < 1:
-        raise ValueError(f"max_period must be a whole number ≥ 1, got {max_period!r}")
+    max_period = n // 2 if max_period is None else check_int(max_period, "max_period", 1)
     best = (0, 0)
     for p in range(1, min(max_period, n // 2) + 1):
         i = n - 1
