@@ -344,8 +344,10 @@ def test_bertviz_view_rejects_what_bertviz_would_garble():
         bertviz_view((), tokens)
     with pytest.raises(ValueError, match="same"):
         bertviz_view([maps[0], maps[1][:, :2]], tokens)
-    with pytest.raises(ValueError, match=r"one of \('head', 'model'\)"):
+    with pytest.raises(ValueError, match="view='neuron' must be one of 'head', 'model'"):
         bertviz_view(maps, tokens, view="neuron")
+    with pytest.raises(ValueError, match=r"sentence_b_start=3 must be in \[1, 2\]"):
+        bertviz_view(maps, tokens, sentence_b_start=3)
 
 
 def test_the_fixes_the_messages_suggest_work():
@@ -636,7 +638,7 @@ def test_render_prompt_shapes_and_errors():
         render_prompt("TL;DR:", "   ")
     with pytest.raises(ValueError, match="question is empty"):
         render_prompt("Q: … A:", "a passage")
-    with pytest.raises(ValueError, match="unknown template"):
+    with pytest.raises(ValueError, match="template='summarise:' must be one of 'Q: … A:', 'TL;DR:'"):
         render_prompt("summarise:", "a passage")
 
 

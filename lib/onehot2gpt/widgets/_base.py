@@ -3,6 +3,7 @@ the error line a failed update shows, and small HTML helpers."""
 
 from __future__ import annotations
 
+import base64
 import functools
 import html
 import io
@@ -10,10 +11,20 @@ import io
 import ipywidgets as W
 
 ERROR_STYLE = "color:#b00020"
+NOTICE_STYLE = "color:#8a5a00"
+
+
+def error_html(exc: Exception) -> str:
+    return f"<span style='{ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
+
+
+def notice_html(notice: str) -> str:
+    return f"<span style='{NOTICE_STYLE}'>ℹ {html.escape(notice)}</span>" if notice else ""
 
 
 def safe_update(update):
-    """Run a widget update; show any exception as a message instead of raising in the kernel.
+    """Run a widget update; show any exception in ``.status`` instead of raising in the kernel, else
+    the notice the update returns (or nothing).
 
     The views and the attributes code reads stay as the last good update left them: an update
     sets them together, at its end."""
@@ -21,14 +32,27 @@ def safe_update(update):
     @functools.wraps(update)
     def wrapper(self, *_):
         try:
-            update(self)
-            self.status.value = ""
+            notice = update(self)
         except Exception as exc:  # a widget must never take the kernel or the student's state down
-            self.status.value = (
-                f"<span style='{ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
-            )
+            self.status.value = error_html(exc)
+            return
+        self.status.value = notice_html(notice)
 
     return wrapper
+
+
+class TokenTexts:
+    """``token_text(i)``: token i alone as ``self.decode`` writes it, decoded once (``<i>`` for a
+    special or partial token the tokenizer cannot show alone)."""
+
+    def token_text(self, i: int) -> str:
+        cache = self.__dict__.setdefault("_token_texts", {})
+        if i not in cache:
+            try:
+                cache[i] = self.decode([i])
+            except Exception:
+                cache[i] = f"<{i}>"
+        return cache[i]
 
 
 # -- a saved picture of every widget ---------------------------------------------------------------
@@ -63,8 +87,6 @@ def _control_html(widget) -> str:
 def snapshot_html(widget) -> str:
     """The widget as static HTML: its texts, tables and pictures as they are now, its controls as
     text. What GitHub, nbviewer and nbconvert's HTML and slides show, where no kernel draws it."""
-    import base64
-
     layout = getattr(widget, "layout", None)
     if layout is not None and layout.display == "none":
         return ""
@@ -83,9 +105,7 @@ def snapshot_html(widget) -> str:
         return f"<div>{widget.value}</div>"
     if isinstance(widget, W.Label):
         return f"<span>{html.escape(widget.value)}</span>"
-    if isinstance(widget, W.Output):
-        return ""
-    if isinstance(widget, W.ValueWidget) or isinstance(widget, W.Button):
+    if isinstance(widget, (W.ValueWidget, W.Button)):
         return _control_html(widget)
     return ""
 
@@ -151,13 +171,6 @@ def figure_to_png(fig) -> bytes:
     fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
     plt.close(fig)
     return buffer.getvalue()
-
-
-NOTICE_STYLE = "color:#8a5a00"
-
-
-def error_html(exc: Exception) -> str:
-    return f"<span style='{ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
 
 
 def visible_token(token: str) -> str:

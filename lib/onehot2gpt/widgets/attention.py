@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as W
 
-from ._base import ERROR_STYLE, SavedView, error_html, figure_to_png, html_table
+from ..utils import check_choice, check_int
+from ._base import SavedView, error_html, figure_to_png, html_table
 
 if TYPE_CHECKING:
     import torch
@@ -90,17 +91,11 @@ def bertviz_view(
     one carries the copies the package ships, inline (:mod:`onehot2gpt.vendor`), so it draws with
     no network, also in a notebook saved or exported as HTML.
     """
-    views = ("head", "model")
-    if view not in views:
-        raise ValueError(f"view must be one of {views}, got {view!r}")
-    if html_action not in ("return", "view"):
-        raise ValueError(f"html_action must be 'return' (give the HTML) or 'view' (display it), got {html_action!r}")
+    check_choice(view, "view", ("head", "model"))
+    check_choice(html_action, "html_action", ("return", "view"), fix="'return' gives the HTML, 'view' displays it")
     layers = validate_attentions(attentions, tokens)
-    if sentence_b_start is not None and not 0 < sentence_b_start < len(tokens):
-        raise ValueError(
-            f"sentence_b_start must be the index of sentence B's first token, in "
-            f"1..{len(tokens) - 1}; got {sentence_b_start}"
-        )
+    if sentence_b_start is not None:
+        check_int(sentence_b_start, "sentence_b_start", 1, len(tokens) - 1, fix="the index of sentence B's first token")
     import bertviz
     from IPython.display import HTML, display
 
@@ -136,8 +131,7 @@ class AttentionExplorer(SavedView, W.VBox):
         head: int = 0,
         top_k: int = 5,
     ):
-        if top_k < 1:
-            raise ValueError(f"top_k must be at least 1, got {top_k}")
+        check_int(top_k, "top_k", 1)
         if not sources or not all(callable(s) for s in sources.values()):
             raise ValueError(
                 "sources must map a model name to a callable text -> (tokens, attentions), "
@@ -204,7 +198,7 @@ class AttentionExplorer(SavedView, W.VBox):
         try:
             step(**kwargs)
         except Exception as exc:  # a widget must never take the kernel or the student's state down
-            message = f"<span style='{ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
+            message = error_html(exc)
             if new_input:
                 self._input_error = message
             self.status.value = message
@@ -249,10 +243,6 @@ class AttentionExplorer(SavedView, W.VBox):
         return 0
 
     def _draw(self):
-        import matplotlib.pyplot as plt
-
-        from ..plots import plot_attention
-
         if not self.attentions:  # nothing could be loaded yet; .status says why
             return
         model, _ = self._shown
@@ -265,17 +255,24 @@ class AttentionExplorer(SavedView, W.VBox):
         self.head.disabled = self.average.value
         k = min(self.top_k, len(self.tokens))
         values, index = weights[q].topk(k)
-        fig, ax = plt.subplots(figsize=(min(12, 0.4 * len(self.tokens) + 2.5), min(10, 0.35 * len(self.tokens) + 1.5)))
-        plot_attention(
-            weights, self.tokens, ax=ax, highlight=q, colorbar=True, title=f"{model}: layer {layer}, {which}"
-        )
-        self.image.value = figure_to_png(fig)
+        self.image.value = _attention_png(weights, self.tokens, highlight=q, title=f"{model}: layer {layer}, {which}")
         self.weights = weights
         self.top = [(self.tokens[j], float(v)) for v, j in zip(values.tolist(), index.tolist())]
         self.top_html.value = f"<p><b>{html.escape(self.tokens[q])}</b> (token {q}) attends most to:</p>" + html_table(
             [[f"{j}: {html.escape(self.tokens[j])}", f"{v:.3f}"] for v, j in zip(values.tolist(), index.tolist())],
             header=["token", "weight"],
         )
+
+
+def _attention_png(weights, tokens: list[str], **kwargs) -> bytes:
+    """One head's (T, T) map drawn by :func:`onehot2gpt.plots.plot_attention` with a colour bar, as PNG."""
+    import matplotlib.pyplot as plt
+
+    from ..plots import plot_attention
+
+    fig, ax = plt.subplots(figsize=(min(12, 0.4 * len(tokens) + 2.5), min(10, 0.35 * len(tokens) + 1.5)))
+    plot_attention(weights, tokens, ax=ax, colorbar=True, **kwargs)
+    return figure_to_png(fig)
 
 
 def _thumbnail(weights, size: int = 64) -> bytes:
@@ -348,27 +345,13 @@ class AllHeadsView(SavedView, W.VBox):
 
     def _pick(self, which, *_):
         try:
-            import matplotlib.pyplot as plt
-
-            from ..plots import plot_attention
-
             layer, head = which
-            weights = self.attentions[layer][0, head]
-            fig, ax = plt.subplots(
-                figsize=(min(12, 0.4 * len(self.tokens) + 2.5), min(10, 0.35 * len(self.tokens) + 1.5))
-            )
-            plot_attention(
-                weights,
-                self.tokens,
-                ax=ax,
-                colorbar=True,
-                title=f"{self.title + ': ' if self.title else ''}layer {layer}, head {head}",
-            )
-            self.image.value = figure_to_png(fig)
+            title = f"{self.title + ': ' if self.title else ''}layer {layer}, head {head}"
+            self.image.value = _attention_png(self.attentions[layer][0, head], self.tokens, title=title)
             for key, button in self.buttons.items():
                 button.button_style = "primary" if key == (layer, head) else ""
             self.selected = (layer, head)
             self.caption.value = f"Layer {layer}, head {head}:"
             self.status.value = ""
-        except Exception as exc:
+        except Exception as exc:  # a widget must never take the kernel down; the last head stays shown
             self.status.value = error_html(exc)

@@ -6,11 +6,12 @@ import html
 
 import ipywidgets as W
 
-from ._base import NOTICE_STYLE, SavedView, error_html, format_number, heat_style, html_table, visible_token
+from ..utils import check_number
+from ._base import SavedView, TokenTexts, error_html, format_number, heat_style, html_table, notice_html, visible_token
 from .sampling import encode_prompt
 
 
-class _InsideGPT(SavedView, W.VBox):
+class _InsideGPT(TokenTexts, SavedView, W.VBox):
     """Shared by the look-inside widgets: a prompt for a course GPT, the position to read, a status.
 
     A prompt longer than the model's context is cropped to its last max_len tokens (with a notice);
@@ -25,7 +26,6 @@ class _InsideGPT(SavedView, W.VBox):
             raise TypeError("encode(text) -> list[int] and decode(ids) -> str must be functions")
         self.model, self.encode, self.decode = model, encode, decode
         self.vocab_size, self.max_len = model.config.vocab_size, model.config.max_len
-        self._token_texts: dict[int, str] = {}
         self.ids: list[int] = []  # the tokens the views were computed from
         self.tokens: list[str] = []
         self.prompt = W.Text(value=prompt, description="Prompt", continuous_update=False, layout=W.Layout(width="90%"))
@@ -36,14 +36,6 @@ class _InsideGPT(SavedView, W.VBox):
         self.prompt.observe(self._prompt_changed, names="value")
         self.position.observe(self.update, names="value")
         self._prompt_changed()
-
-    def token_text(self, i: int) -> str:
-        if i not in self._token_texts:
-            try:
-                self._token_texts[i] = self.decode([i])
-            except Exception:
-                self._token_texts[i] = f"<{i}>"
-        return self._token_texts[i]
 
     def _prompt_changed(self, *_):
         try:
@@ -81,9 +73,10 @@ class _InsideGPT(SavedView, W.VBox):
         except Exception as exc:  # a widget must never take the kernel down; the views stay as they were
             self.status.value = error_html(exc)
             return
-        self.status.value = f"<span style='{NOTICE_STYLE}'>ℹ {html.escape(notice)}</span>" if notice else ""
+        self.status.value = notice_html(notice)
 
     def _label(self, t: int, ids=None) -> str:
+        """Position t and its token, as HTML (spaces and newlines made visible)."""
         ids = self.ids if ids is None else ids
         return f"{t}: {visible_token(self.token_text(ids[t]))}"
 
@@ -112,8 +105,7 @@ class ForwardStepper(_InsideGPT):
         step: int = 0,
         values: int = 8,
     ):
-        if not (isinstance(temperature, (int, float)) and temperature > 0):
-            raise ValueError(f"temperature must be a number > 0, got {temperature!r}")
+        check_number(temperature, "temperature", 0, low_open=True)
         self.values = values
         self.trace = None
         self.stages: list = []
@@ -188,50 +180,42 @@ class ForwardStepper(_InsideGPT):
         self.header.value = (
             f"<b>Step {self.step.value} of {self.step.max}: {html.escape(s.key)}</b><br>"
             f"{html.escape(s.formula)} &nbsp; <span style='color:#666'>full tensor "
-            f"{html.escape(s.shape)}; shown: position {html.escape(self._label(p))}</span>"
+            f"{html.escape(s.shape)}; shown: position {self._label(p)}</span>"
         )
         self.view.value = self._tensor_html(s)
 
     def _tensor_html(self, s) -> str:
         v = s.value.detach().float().cpu()
-        p = self.position.value
-        n = self.values
+        p, n, T = self.position.value, self.values, len(self.ids)
         if v.dim() == 1 and v.numel() == self.vocab_size:  # logits or probabilities: the top 10
             values, order = v.topk(min(10, v.numel()))
             rows = [
-                [html.escape(visible_token(self.token_text(i))), format_number(x)]
-                for i, x in zip(order.tolist(), values.tolist())
+                [visible_token(self.token_text(i)), format_number(x)] for i, x in zip(order.tolist(), values.tolist())
             ]
             return html_table(rows, ["next token", "value"]) + f"<i>the 10 largest of {v.numel():,} values</i>"
-        if v.dim() == 1:
-            cells = [format_number(x) for x in v[:n].tolist()] + (["…"] if v.numel() > n else [])
-            return (
-                html_table([cells], [str(i) for i in range(min(n, v.numel()))] + (["…"] if v.numel() > n else []))
-                + f"<i>{min(n, v.numel())} of {v.numel()} values; norm {v.norm():.3g}, mean "
-                f"{v.mean():.3g}, std {v.std(unbiased=False):.3g}</i>"
-            )
-        if s.shape.endswith(f"T={len(self.ids)})") and v.size(-1) == len(self.ids):  # (H, T): one row per head
-            header = ["head"] + [html.escape(self._label(t)) for t in range(len(self.ids))]
-            softmax = "softmax" in s.key
+        if v.dim() == 2 and s.shape.endswith(f"T={T})") and v.size(-1) == T:  # (H, T): one row per head
+            heat = "softmax" in s.key  # the weights this query gives the keys it may see
             rows = [
                 [str(h)]
                 + [
-                    (
-                        f"<span style='{heat_style(x)}'>{format_number(x)}</span>"
-                        if softmax and t <= p
-                        else format_number(x)
-                    )
+                    f"<span style='{heat_style(x)}'>{format_number(x)}</span>" if heat and t <= p else format_number(x)
                     for t, x in enumerate(row)
                 ]
                 for h, row in enumerate(v.tolist())
             ]
-            return html_table(rows, header) + f"<i>query {html.escape(self._label(p))} against every key</i>"
-        rows = [
-            [str(h)] + [format_number(x) for x in row[:n].tolist()] + (["…"] if v.size(-1) > n else [])
-            for h, row in enumerate(v)
-        ]
+            header = ["head"] + [self._label(t) for t in range(T)]
+            return html_table(rows, header) + f"<i>query {self._label(p)} against every key</i>"
+        more = ["…"] if v.size(-1) > n else []  # (D,) or (H, hs): the first n features
+        header = [str(i) for i in range(min(n, v.size(-1)))] + more
+        if v.dim() == 1:
+            return (
+                html_table([[format_number(x) for x in v[:n].tolist()] + more], header)
+                + f"<i>{min(n, v.numel())} of {v.numel()} values; norm {v.norm():.3g}, mean "
+                f"{v.mean():.3g}, std {v.std(unbiased=False):.3g}</i>"
+            )
+        rows = [[str(h)] + [format_number(x) for x in row[:n].tolist()] + more for h, row in enumerate(v)]
         return (
-            html_table(rows, ["head"] + [str(i) for i in range(min(n, v.size(-1)))] + (["…"] if v.size(-1) > n else []))
+            html_table(rows, ["head"] + header)
             + f"<i>one row per head, {min(n, v.size(-1))} of hs = {v.size(-1)} features</i>"
         )
 
@@ -264,19 +248,17 @@ class LogitLens(_InsideGPT):
         p = self.position.value
         header = ["after"] + [f"#{i + 1}" for i in range(int(self.k.value))]
         if self._target is not None:
-            header.append(f"next is “{html.escape(visible_token(self.token_text(self._target)))}”")
+            header.append(f"next is “{visible_token(self.token_text(self._target))}”")
         rows = []
         for r in self.rows:
             cells = [r.layer] + [
-                f"<span style='{heat_style(q)}'>{html.escape(visible_token(self.token_text(i)))} ({q:.2f})</span>"
-                for i, q in r.top
+                f"<span style='{heat_style(q)}'>{visible_token(self.token_text(i))} ({q:.2f})</span>" for i, q in r.top
             ]
             if self._target is not None:
                 cells.append(f"p {r.target_prob:.3f}, rank {r.target_rank + 1}")
             rows.append(cells)
-        self.table.value = (
-            f"<p>Reading the residual stream at {html.escape(self._label(p))}: "
-            f"what comes next?</p>" + html_table(rows, header)
+        self.table.value = f"<p>Reading the residual stream at {self._label(p)}: what comes next?</p>" + html_table(
+            rows, header
         )
 
 
@@ -309,7 +291,7 @@ class InterventionExplorer(_InsideGPT):
 
     def _new_tokens(self, ids):
         # A new prompt has new tokens: the token choices are rebuilt (and cleared) before anything runs.
-        self.tokens_off.options = [(self._label(t, ids), t) for t in range(len(ids))]
+        self.tokens_off.options = [(html.unescape(self._label(t, ids)), t) for t in range(len(ids))]
 
     def _compute(self, ids):
         from ..lookinside import intervene
@@ -335,16 +317,13 @@ class InterventionExplorer(_InsideGPT):
         )
         change = r.loss_change
         rows = [
-            [
-                f"{html.escape(visible_token(self.token_text(i)))} ({q:.3f})",
-                f"{html.escape(visible_token(self.token_text(j)))} ({w:.3f})",
-            ]
+            [f"{visible_token(self.token_text(i))} ({q:.3f})", f"{visible_token(self.token_text(j))} ({w:.3f})"]
             for (i, q), (j, w) in zip(r.top_before, r.top_after)
         ]
         self.table.value = (
-            f"<p>Switched off: {html.escape(', '.join(what)) or 'nothing (pick heads, MLPs or tokens)'}"
+            f"<p>Switched off: {', '.join(what) or 'nothing (pick heads, MLPs or tokens)'}"
             f"<br>Mean next-token loss over the prompt: <b>{r.loss_before:.3f}</b> → "
             f"<b>{r.loss_after:.3f}</b> nats ({'+' if change >= 0 else '−'}{abs(change):.3f})</p>"
-            f"<p>Top predictions after {html.escape(self._label(r.position))}:</p>"
+            f"<p>Top predictions after {self._label(r.position)}:</p>"
             + html_table(rows, ["model as trained", "with the parts off"])
         )

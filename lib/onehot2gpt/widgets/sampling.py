@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as W
 
-from ._base import ERROR_STYLE, NOTICE_STYLE, SavedView, error_html, visible_token
+from ..utils import check_finite_logits, check_int, check_number
+from ._base import ERROR_STYLE, SavedView, TokenTexts, safe_update, visible_token
 
 if TYPE_CHECKING:
     import torch
@@ -18,16 +19,15 @@ def encode_prompt(encode, decode, prompt: str, vocab_size: int, max_len: int) ->
     """Encode a prompt for a GPT → (ids, notice). A prompt longer than max_len tokens is kept whole in
     ids with a notice that the model reads only its last max_len; ValueError saying what to fix for an
     empty prompt, one the tokenizer cannot encode, or ids outside the vocabulary."""
-    text = prompt
-    if not text:
+    if not prompt:
         raise ValueError(
             "the prompt is empty: type some text for the model to continue (a GPT has no start state of its own)"
         )
     try:
-        ids = [int(i) for i in encode(text)]
+        ids = [int(i) for i in encode(prompt)]
     except (KeyError, ValueError, IndexError, TypeError) as exc:
         unknown = []
-        for c in dict.fromkeys(text):
+        for c in dict.fromkeys(prompt):
             try:
                 encode(c)
             except Exception:
@@ -47,15 +47,14 @@ def encode_prompt(encode, decode, prompt: str, vocab_size: int, max_len: int) ->
         )
     notice = ""
     if len(ids) > max_len:
-        tail = decode(ids[-max_len:])
         notice = (
             f"the prompt has {len(ids)} tokens but the model reads at most max_len="
-            f"{max_len}: it sees only the last {max_len}, “{tail}”"
+            f"{max_len}: it sees only the last {max_len}, “{decode(ids[-max_len:])}”"
         )
     return ids, notice
 
 
-class SamplingExplorer(SavedView, W.VBox):
+class SamplingExplorer(TokenTexts, SavedView, W.VBox):
     """Type a prompt; see the next-token distribution before and after temperature, top-k and top-p,
     and sample a continuation with a seed.
 
@@ -86,20 +85,16 @@ class SamplingExplorer(SavedView, W.VBox):
     ):
         if not (callable(encode) and callable(decode)):
             raise TypeError("encode(text) -> list[int] and decode(ids) -> str must be functions")
-        if not temperature >= 0:
-            raise ValueError(f"temperature must be ≥ 0 (0 = greedy), got {temperature!r}")
-        if top_k is not None and (isinstance(top_k, bool) or int(top_k) != top_k or top_k < 1):
-            raise ValueError(f"top_k must be a whole number ≥ 1, or None to keep every token; got {top_k!r}")
-        if top_p is not None and not 0 < top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], or None to keep every token; got {top_p!r}")
-        if int(length) != length or length < 1 or int(seed) != seed or seed < 0 or rows < 1:
-            raise ValueError(
-                f"length, seed and rows must be whole numbers (length, rows ≥ 1, seed ≥ 0); "
-                f"got {length!r}, {seed!r}, {rows!r}"
-            )
+        check_number(temperature, "temperature", 0, fix="0 is greedy decoding")
+        if top_k is not None:
+            check_int(top_k, "top_k", 1, fix="or None to keep every token")
+        if top_p is not None:
+            check_number(top_p, "top_p", 0, 1, low_open=True, fix="or None to keep every token")
+        check_int(length, "length", 1)
+        check_int(seed, "seed", 0, 2**32 - 1)
+        check_int(rows, "rows", 1)
         self.model, self.encode, self.decode, self.rows = model, encode, decode, rows
         self.vocab_size, self.max_len = model.config.vocab_size, model.config.max_len
-        self._token_texts: dict[int, str] = {}
         # What the views show, for code and tests to read; kept as they are when an input is bad.
         self.prompt_ids: list[int] = []  # the tokens the distribution was computed after
         self.probs: torch.Tensor | None = None
@@ -166,15 +161,6 @@ class SamplingExplorer(SavedView, W.VBox):
 
     # -- reading the controls -------------------------------------------------------------------
 
-    def token_text(self, i: int) -> str:
-        """The text of token `i` alone (decoded once, then cached)."""
-        if i not in self._token_texts:
-            try:
-                self._token_texts[i] = self.decode([i])
-            except Exception:  # a special or partial token the tokenizer cannot show alone
-                self._token_texts[i] = f"<{i}>"
-        return self._token_texts[i]
-
     @property
     def distribution(self) -> list[tuple[str, float]]:
         """[(token text, probability after the filters)] for every token, most likely first."""
@@ -188,20 +174,6 @@ class SamplingExplorer(SavedView, W.VBox):
         top_p = float(self.top_p.value)
         return float(self.temperature.value), int(self.top_k.value) or None, None if top_p >= 1 else top_p
 
-    def _prompt_ids(self) -> tuple[list[int], str]:
-        """Encode the prompt → (ids, notice); ValueError saying what to fix when it cannot be used."""
-        return encode_prompt(self.encode, self.decode, self.prompt.value, self.vocab_size, self.max_len)
-
-    def _run(self, step):
-        """Run an update; an exception becomes a message in .status and the views stay as they were
-        (the last good result, for the prompt it was made from)."""
-        try:
-            notice = step()
-        except Exception as exc:  # a widget must never take the kernel or the student's state down
-            self.status.value = error_html(exc)
-            return
-        self.status.value = f"<span style='{NOTICE_STYLE}'>ℹ {html.escape(notice)}</span>" if notice else ""
-
     def _device(self):
         try:
             return next(self.model.parameters()).device
@@ -210,20 +182,18 @@ class SamplingExplorer(SavedView, W.VBox):
 
     # -- the distribution ---------------------------------------------------------------------
 
-    def update(self, *_):
+    @safe_update
+    def update(self) -> str:
         """Recompute the next-token distribution for the current prompt and filters."""
-        self._run(self._update)
-
-    def _update(self) -> str:
         import torch
 
         from ..sampling import next_token_distribution
 
-        ids, notice = self._prompt_ids()
+        ids, notice = encode_prompt(self.encode, self.decode, self.prompt.value, self.vocab_size, self.max_len)
         temperature, top_k, top_p = self._settings()
         x = torch.tensor(ids[-self.max_len :], dtype=torch.long, device=self._device())  # (T,), cropped
         before = next_token_distribution(self.model, x, temperature or 1.0).float().cpu()  # (V,)
-        _require_finite(before)
+        check_finite_logits(before)
         if temperature and top_k is None and top_p is None:
             after = before
         else:
@@ -276,21 +246,19 @@ class SamplingExplorer(SavedView, W.VBox):
 
     # -- generating ---------------------------------------------------------------------------
 
-    def generate(self, *_):
+    @safe_update
+    def generate(self) -> str:
         """Sample `length` tokens after the prompt with the current settings and seed (the button)."""
-        self._run(self._generate)
-
-    def _generate(self) -> str:
         import torch
 
         from ..sampling import generate, next_token_distribution
 
-        ids, notice = self._prompt_ids()
+        ids, notice = encode_prompt(self.encode, self.decode, self.prompt.value, self.vocab_size, self.max_len)
         temperature, top_k, top_p = self._settings()
         n, seed, device = int(self.length.value), int(self.seed.value), self._device()
         generator = torch.Generator(device=device).manual_seed(seed)
         x = torch.tensor(ids, dtype=torch.long, device=device)  # (T,)
-        _require_finite(next_token_distribution(self.model, x[-self.max_len :], 1.0))
+        check_finite_logits(next_token_distribution(self.model, x[-self.max_len :], 1.0))
         with warnings.catch_warnings():  # the widget says so itself, below and in .status
             warnings.filterwarnings("ignore", message=r"the prompt \(\d+ tokens\) plus")
             out = generate(
@@ -315,18 +283,6 @@ class SamplingExplorer(SavedView, W.VBox):
             f"{html.escape(self.continuation)}</pre>"
         )
         return notice
-
-
-def _require_finite(probs) -> None:
-    """A model whose weights diverged in training (a NaN loss) gives NaN scores: say so plainly."""
-    import torch
-
-    if not bool(torch.isfinite(probs).all()):
-        raise ValueError(
-            "the model's next-token scores are NaN or infinite: its weights diverged "
-            "during training (the loss became NaN). Train it again with a lower "
-            "learning rate, or load a checkpoint"
-        )
 
 
 def _ids_by_probability(probs) -> list[int]:

@@ -98,15 +98,8 @@ class EmbeddingExplorer(SavedView, W.VBox):
         self.neighbours.observe(self.update, names="value")
         self.update()
 
-    def update(self, *_):
-        try:
-            self._redraw()
-        except Exception as exc:  # keep the last picture and the student's input
-            self.status.value = (
-                f"<span style='{ERROR_STYLE}'>⚠ {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>"
-            )
-
-    def _redraw(self):
+    @safe_update
+    def update(self):
         import matplotlib.pyplot as plt
         import torch
 
@@ -115,11 +108,8 @@ class EmbeddingExplorer(SavedView, W.VBox):
         asked = [w.strip().lower() for w in self.words.value.split(",") if w.strip()]
         known = [w for w in dict.fromkeys(asked) if w in self.wv]
         unknown = [w for w in asked if w not in self.wv]
-        notes = []
-        if unknown:
-            notes.append(
-                f"not in the vocabulary (try another spelling or a more common word): {html.escape(', '.join(unknown))}"
-            )
+        note = f"not in the vocabulary (try another spelling or a more common word): {', '.join(unknown)}"
+        note = note if unknown else ""
         labels, groups, rows = [], [], []
         for g, word in enumerate(known):
             labels.append(word)
@@ -135,11 +125,7 @@ class EmbeddingExplorer(SavedView, W.VBox):
                     labels.append(n)
                     groups.append(g)
         if len(labels) < 2:
-            self.status.value = (
-                f"<span style='{ERROR_STYLE}'>Pick at least two known words "
-                f"(or one word and some neighbours).</span>" + (f"<br>{notes[0]}" if notes else "")
-            )
-            return
+            raise ValueError(f"pick at least two known words (or one word and some neighbours). {note}".strip())
         vectors = torch.stack([torch.as_tensor(self.wv[w], dtype=torch.float32) for w in labels])
         fig, ax = plt.subplots(figsize=(6, 5))
         plot_projection(
@@ -150,7 +136,7 @@ class EmbeddingExplorer(SavedView, W.VBox):
             "<table><tr><th>word</th><th>nearest neighbours (cosine)</th></tr>" + "".join(rows) + "</table>"
         )
         self.labels = labels
-        self.status.value = f"<span style='{ERROR_STYLE}'>{notes[0]}</span>" if notes else ""
+        return note
 
 
 class LayerWeightExplorer(SavedView, W.VBox):

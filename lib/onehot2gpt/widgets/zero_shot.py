@@ -6,8 +6,9 @@ import html
 
 import ipywidgets as W
 
-from ..utils import evaluating
-from ._base import NOTICE_STYLE, SavedView, error_html, visible_token
+from ..utils import check_choice, check_int, evaluating
+from ._base import SavedView, error_html, safe_update, visible_token
+from .sampling import encode_prompt
 
 # The prompt shapes GPT-2's paper tried zero-shot; the course's world models read them the same way
 # (their tokenizer lower-cases and splits punctuation, so "Q:" and "q :" are the same two tokens).
@@ -22,8 +23,7 @@ def render_prompt(template: str, text: str, question: str = "", examples: list[s
     * ``"english = french"``: the English sentence and ``=``;
     * ``"free text"``: `text` as it is (examples are ignored).
     """
-    if template not in PROMPT_TEMPLATES:
-        raise ValueError(f"unknown template {template!r}; choose one of {', '.join(PROMPT_TEMPLATES)}")
+    check_choice(template, "template", PROMPT_TEMPLATES)
     text, question = text.strip(), question.strip()
     if not text:
         raise ValueError("the input is empty: type a passage (or an English sentence) for the prompt")
@@ -75,10 +75,9 @@ class ZeroShotPrompter(SavedView, W.VBox):
                     f"models[{name!r}] must be (model, encode, decode), with encode(text) -> ids "
                     f"and decode(ids) -> text"
                 )
-        if template not in PROMPT_TEMPLATES:
-            raise ValueError(f"unknown template {template!r}; choose one of {', '.join(PROMPT_TEMPLATES)}")
-        if int(max_tokens) != max_tokens or max_tokens < 1 or int(shots) != shots or not 0 <= shots <= 3:
-            raise ValueError(f"max_tokens must be a whole number ≥ 1 and shots 0–3; got {max_tokens!r}, {shots!r}")
+        check_choice(template, "template", PROMPT_TEMPLATES)
+        check_int(max_tokens, "max_tokens", 1)
+        check_int(shots, "shots", 0, 3, fix="the Examples slider puts 0–3 solved examples first")
         self.models = dict(models)
         self.examples = {k: list(v) for k, v in (examples or {}).items()}
         unknown = set(self.examples) - set(PROMPT_TEMPLATES)
@@ -194,45 +193,24 @@ class ZeroShotPrompter(SavedView, W.VBox):
 
     # -- writing -------------------------------------------------------------------------------
 
-    def run(self, *_):
+    @safe_update
+    def run(self) -> str:
         """Continue the prompt with the chosen model and decoding settings (the button)."""
-        try:
-            if self._input_error is not None:
-                raise ValueError(
-                    f"fix the input first ({self._input_error}); the prompt box still "
-                    f"shows the last prompt that could be made, so nothing was run"
-                )
-            notice = self._run()
-        except Exception as exc:  # a widget must never take the kernel or the student's state down
-            self.status.value = error_html(exc)
-            return
-        self.status.value = f"<span style='{NOTICE_STYLE}'>ℹ {html.escape(notice)}</span>" if notice else ""
-
-    def _run(self) -> str:
         import torch
 
         from ..sampling import filter_top_k, filter_top_p
 
+        if self._input_error is not None:
+            raise ValueError(
+                f"fix the input first ({self._input_error}); the prompt box still "
+                f"shows the last prompt that could be made, so nothing was run"
+            )
         model, encode, decode = self.models[self._current_model]
         text = self.prompt.value
         if not text.strip():
             raise ValueError("the prompt is empty: type an input (or a prompt) for the model to continue")
-        try:
-            ids = [int(i) for i in encode(text)]
-        except (KeyError, ValueError, IndexError, TypeError) as exc:
-            raise ValueError(
-                f"{self._current_model}'s tokenizer cannot encode the prompt "
-                f"({type(exc).__name__}: {exc}); use only characters or words it was "
-                f"trained on"
-            ) from exc
-        if not ids:
-            raise ValueError("the prompt encodes to no tokens: type some text the tokenizer keeps")
         vocab_size, max_len = model.config.vocab_size, model.config.max_len
-        if any(not 0 <= i < vocab_size for i in ids):
-            raise ValueError(
-                "the tokenizer gave ids outside the model's vocabulary: pair the model with "
-                "the tokenizer it was trained with"
-            )
+        ids, _ = encode_prompt(encode, decode, text, vocab_size, max_len)  # cropped below, to leave room
         n = int(self.max_tokens.value)
         if n >= max_len:
             raise ValueError(f"{n} new tokens do not fit the model's context of {max_len}; ask for fewer")
