@@ -71,14 +71,14 @@ def test_training_learns_and_unseen_spellings_land_near_their_word():
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: char_ngrams(5), TypeError, "must be a string"),
+        (lambda: char_ngrams(5), TypeError, "word must be a str, got int 5"),
         (lambda: char_ngrams(""), ValueError, "empty word"),
         (lambda: char_ngrams("abc", 4, 3), ValueError, "min_n ≤ max_n"),
-        (lambda: ngram_bucket("abc", 0), ValueError, "buckets must be a positive int"),
-        (lambda: train_fasttext([["a", "b"]], min_count=1, buckets=0), ValueError, "buckets must be a positive"),
-        (lambda: train_fasttext([["a", "b"]], min_count=1, lr=-1), ValueError, "lr must be a positive"),
+        (lambda: ngram_bucket("abc", 0), ValueError, "buckets=0 must be at least 1"),
+        (lambda: train_fasttext([["a", "b"]], min_count=1, buckets=0), ValueError, "buckets=0 must be at least 1"),
+        (lambda: train_fasttext([["a", "b"]], min_count=1, lr=-1), ValueError, "lr=-1 must be a finite number above 0"),
         (lambda: train_fasttext("a b"), TypeError, "list of token lists"),
-        (lambda: train_fasttext([["a", "b"]], min_count=1, threads=0), ValueError, "threads must be a positive"),
+        (lambda: train_fasttext([["a", "b"]], min_count=1, threads=0), ValueError, "threads=0 must be at least 1"),
     ],
 )
 def test_bad_input_is_refused_with_a_clear_message(call, error, match):
@@ -148,7 +148,7 @@ def test_the_step_refuses_mismatched_or_wrongly_typed_tensors():
     words, targets, noise = torch.tensor([0, 1]), torch.tensor([1, 0]), torch.zeros(2, 3, dtype=torch.long)
     with pytest.raises(TypeError, match="words must be a tensor of int64 ids, got torch.float32"):
         train_step(table, out_w, rows, offsets, words.float(), targets, noise, 0.1)
-    with pytest.raises(TypeError, match="table must be a 2-D float tensor"):
+    with pytest.raises(TypeError, match="table must be a floating-point tensor, got dtype torch.int64"):
         train_step(table.long(), out_w, rows, offsets, words, targets, noise, 0.1)
     with pytest.raises(ValueError, match=r"noise \(P, K\)"):
         train_step(table, out_w, rows, offsets, words, targets, noise[:1], 0.1)

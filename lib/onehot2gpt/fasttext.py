@@ -1,25 +1,18 @@
 """fastText: a word is the sum of its character n-grams, so every word gets a vector.
 
 Taught in notebook 02, beside word2vec. Follows Bojanowski, Grave, Joulin & Mikolov (2017),
-"Enriching Word Vectors with Subword Information". word2vec gives each vocabulary word its own
-vector and nothing to a word it never saw; fastText writes a word with boundary marks, ``<where>``,
-takes its character n-grams of length 3 to 6 (``<wh``, ``whe``, …, ``ere>``, ``<whe``, …), and
-represents the word by its own vector plus those of its n-grams (their mean, as the reference
-implementation computes it: the sum scaled by one over their number). An unseen or misspelled word
-shares most of its n-grams with words that were seen, so it still gets a sensible vector.
+"Enriching Word Vectors with Subword Information". A word is written with boundary marks,
+``<where>``, cut into its character n-grams of length 3 to 6 (``<wh``, ``whe``, …, ``<whe``, …),
+and represented by the mean of its own vector and its n-grams' (as the reference implementation
+computes it). An unseen or misspelled word shares most of its n-grams with seen words.
 
-* :func:`char_ngrams` and :func:`ngram_bucket`: the n-grams of a word, and the row each one hashes
-  to (FNV-1a over the UTF-8 bytes, modulo ``buckets``, as fastText does: n-grams are never stored,
-  only their rows);
+* :func:`char_ngrams` and :func:`ngram_bucket`: a word's n-grams, and the row each one hashes to
+  (FNV-1a of the UTF-8 bytes, modulo ``buckets``, as fastText does);
 * :func:`subword_table`: for every vocabulary word, its rows (its own, then its n-grams');
-* :func:`train_fasttext`: skip-gram with negative sampling, the same examples, sub-sampling and
-  noise as :mod:`onehot2gpt.word2vec`, with each input word read as the mean of its rows. As in the
-  reference implementation, every one of those rows receives the whole gradient of the mean, not
-  its 1/n share (with the 1/n share all vectors collapse towards one direction: docs/benchmarks.md);
-* :class:`FastTextVectors`: the vector of any word, in the vocabulary or not, and
-  :meth:`FastTextVectors.word_vectors` for the analogy and WordSim-353 evaluation.
-
-``bench/fasttext.py`` trains gensim's ``FastText`` beside it with the same settings.
+* :func:`train_fasttext`: skip-gram with negative sampling on word2vec's examples, each input word
+  the mean of its rows; as in fastText, every row receives the whole gradient of the mean;
+* :class:`FastTextVectors`: the vector of any word, and :meth:`FastTextVectors.word_vectors` for
+  the analogy and WordSim-353 evaluation.
 """
 
 from __future__ import annotations
@@ -32,7 +25,8 @@ from torch import Tensor
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from onehot2gpt.utils import check_finite_loss, check_positive_int, check_positive_number
+from onehot2gpt import word2vec
+from onehot2gpt.utils import check_finite_loss, check_int, check_number, check_tensor, check_text
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
 
@@ -49,19 +43,16 @@ def char_ngrams(word: str, min_n: int = 3, max_n: int = 6) -> list[str]:
         >>> char_ngrams("where", 3, 3)
         ['<wh', 'whe', 'her', 'ere', 're>']
     """
-    if not isinstance(word, str):
-        raise TypeError(f"word must be a string, got {type(word).__name__}")
-    if not word:
-        raise ValueError("an empty word has no n-grams")
-    if not (isinstance(min_n, int) and isinstance(max_n, int) and 1 <= min_n <= max_n):
-        raise ValueError(f"need 1 ≤ min_n ≤ max_n, got {min_n}, {max_n}")
+    check_text(word, "word", fix="an empty word has no n-grams")
+    check_int(min_n, "min_n", 1)
+    check_int(max_n, "max_n", min_n, fix="need 1 ≤ min_n ≤ max_n")
     marked = BOW + word + EOW
     return [marked[i : i + n] for n in range(min_n, max_n + 1) for i in range(len(marked) - n + 1)]
 
 
 def ngram_bucket(ngram: str, buckets: int) -> int:
     """The row of an n-gram: 32-bit FNV-1a of its UTF-8 bytes, modulo `buckets`."""
-    check_positive_int(buckets, "buckets")
+    check_int(buckets, "buckets", 1)
     h = 2166136261
     for byte in ngram.encode("utf-8"):
         h = ((h ^ byte) * 16777619) & 0xFFFFFFFF
@@ -157,28 +148,13 @@ def train_step(
     """One SGD step of skip-gram with negative sampling on subword rows, in place; returns the summed loss.
 
     `table` (V + buckets, D) holds the words' own rows and the n-gram rows, `out_w` (V, D) the output
-    vectors; (`sub_rows`, `sub_offsets`) is :func:`subword_table`'s layout. Each pair reads its input
-    word `words` (P,) as the mean of that word's rows and predicts `targets` (P,) against `noise`
-    (P, K). The gradients are derived by hand (:func:`onehot2gpt.word2vec.negative_sampling_grads`),
-    from the values before the step, and added with ``index_add_``: what autograd and SGD give, except
-    that, as in fastText, every row of a word receives the whole gradient of the mean, not its 1/n
-    share. A word that occurs in several pairs is read once and its steps are summed."""
-    from onehot2gpt.word2vec import negative_sampling_grads
-
-    for name, t in (("table", table), ("out_w", out_w)):
-        if not isinstance(t, Tensor) or t.dim() != 2 or not t.is_floating_point():
-            raise TypeError(
-                f"{name} must be a 2-D float tensor, got "
-                f"{tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__}"
-                + (f" of {t.dtype}" if isinstance(t, Tensor) else "")
-            )
-    for name, t in (
-        ("sub_rows", sub_rows),
-        ("sub_offsets", sub_offsets),
-        ("words", words),
-        ("targets", targets),
-        ("noise", noise),
-    ):
+    vectors; (`sub_rows`, `sub_offsets`) is :func:`subword_table`'s layout. Each input word `words`
+    (P,) is the mean of its rows and predicts `targets` (P,) against `noise` (P, K), with gradients
+    from :func:`onehot2gpt.word2vec.negative_sampling_grads`; as in fastText, every row of a word
+    receives the whole gradient of the mean. A word in several pairs has its steps summed."""
+    check_tensor(table, "table", dims=2, floating=True)
+    check_tensor(out_w, "out_w", dims=2, floating=True)
+    for name, t in dict(sub_rows=sub_rows, sub_offsets=sub_offsets, words=words, targets=targets, noise=noise).items():
         if not isinstance(t, Tensor) or t.dtype != torch.long:
             raise TypeError(
                 f"{name} must be a tensor of int64 ids, got {t.dtype if isinstance(t, Tensor) else type(t).__name__}"
@@ -202,7 +178,7 @@ def train_step(
     flat = sub_rows[torch.repeat_interleave(sub_offsets[unique] - first, lengths) + torch.arange(int(lengths.sum()))]
     bags = F.embedding_bag(flat, table, first, mode="mean")  # (U, D) each word's mean
     ids = torch.cat([targets[:, None], noise], 1)  # (P, 1+K): the word, then noise
-    loss, input_step, output_step = negative_sampling_grads(
+    loss, input_step, output_step = word2vec.negative_sampling_grads(
         bags[inverse, None], out_w[ids], input_scale=-lr, output_scale=-lr
     )
     word_step = torch.zeros_like(bags).index_add_(0, inverse, input_step[:, 0])  # (U, D) summed per word
@@ -239,8 +215,6 @@ def train_fasttext(
     word's subword rows and predicts the centre against `negative` noise words. Plain SGD with
     hand-derived gradients (:func:`train_step`), the learning rate falling linearly from `lr` to
     `min_lr`. With `threads` = 1 (the default) a run is bit-reproducible; None keeps torch's setting."""
-    from onehot2gpt.word2vec import NoiseSampler, encode_corpus, epoch_batches, keep_probabilities, noise_distribution
-
     for name, value in (
         ("d_model", d_model),
         ("window", window),
@@ -249,15 +223,15 @@ def train_fasttext(
         ("buckets", buckets),
         ("batch_size", batch_size),
     ):
-        check_positive_int(value, name)
-    check_positive_number(lr, "lr")
+        check_int(value, name, 1)
+    check_number(lr, "lr", 0, low_open=True)
     start = time.perf_counter()
-    vocab, ids, sentence_ids = encode_corpus(sentences, vocab, min_count)
+    vocab, ids, sentence_ids = word2vec.encode_corpus(sentences, vocab, min_count)
     V = len(vocab)
     sub_rows, sub_offsets = subword_table(vocab.itos, buckets, min_n, max_n)
     counts = torch.bincount(ids, minlength=V)
-    keep = keep_probabilities(counts, sample)
-    draw_noise = NoiseSampler(noise_distribution(counts))
+    keep = word2vec.keep_probabilities(counts, sample)
+    draw_noise = word2vec.NoiseSampler(word2vec.noise_distribution(counts))
     generator = torch.Generator().manual_seed(seed)
     # word2vec.c's initialisation: inputs uniform in ±0.5 / d_model, outputs 0
     inputs = (torch.rand(V + buckets, d_model, generator=generator) - 0.5) / d_model
@@ -265,7 +239,7 @@ def train_fasttext(
     history = []
     old_threads = torch.get_num_threads()
     if threads is not None:
-        torch.set_num_threads(check_positive_int(threads, "threads"))
+        torch.set_num_threads(check_int(threads, "threads", 1))
     bar = tqdm(
         total=epochs,
         disable=not progress,
@@ -275,7 +249,7 @@ def train_fasttext(
     )
     try:
         for epoch in range(epochs):
-            batches = epoch_batches(ids, sentence_ids, keep, window, batch_size, generator)
+            batches = word2vec.epoch_batches(ids, sentence_ids, keep, window, batch_size, generator)
             total, n_total = 0.0, 0
             for i, (contexts, centres) in enumerate(batches):
                 found = contexts >= 0
