@@ -8,14 +8,10 @@ Models are Unsupervised Multitask Learners" (GPT-2, 2019):
     h_l = block(h_{l-1})               pre-norm: x + Attn(LN(x)), then x + MLP(LN(x)), causal
     P(u) = softmax(LN(h_n) W_eᵀ)       the output layer *is* the token embedding (tied)
 
-The file reads in the order notebook 09 builds the model: the config, the block (GPT-2's MLP and
-the pre-norm decoder block), the model; then the losses, Hugging Face's GPT-2 (config conversion
-and key map), saving and loading our checkpoints, and the input checks. Our weights have readable
-names (``tok_emb``, ``blocks.0.attn.in_proj``); :data:`HF_GPT2_KEYS` maps them to Hugging Face's
-GPT-2, for the loader :func:`load_hf_gpt2` and its parity test. This
-module never downloads: :mod:`onehot2gpt.pretrained` wraps fetching GPT-2 from the Hub and hands
-the transformers model to :func:`load_hf_gpt2`. Sampling and generation live in
-:mod:`onehot2gpt.sampling`.
+The file reads in the order notebook 09 builds the model: the config, the block, the model; then
+the losses, Hugging Face's GPT-2 (:data:`HF_GPT2_KEYS` maps our readable weight names to theirs for
+:func:`load_hf_gpt2`, which :mod:`onehot2gpt.pretrained` calls after downloading), our checkpoints
+and the input checks. Sampling and generation live in :mod:`onehot2gpt.sampling`.
 """
 
 from __future__ import annotations
@@ -31,7 +27,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention, causal_mask, merge_heads, scaled_dot_product_attention
 from .checkpoints import config_from_record, fill_module, save_checkpoint
-from .utils import InvalidIds, as_ids, copy_weights
+from .utils import InvalidIds, as_ids, check_int, check_number, copy_weights
 
 # ---------------------------------------------------------------------------------------------
 # Configuration
@@ -55,66 +51,53 @@ class GPTConfig:
         if self.d_ff is None:
             object.__setattr__(self, "d_ff", 4 * self.d_model)  # frozen: fill the default once
         for name in ("vocab_size", "max_len", "d_model", "n_layers", "n_heads", "d_ff"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, check_int(getattr(self, name), name, 1))  # a NumPy int becomes an int
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout is a probability in [0, 1), got {self.dropout}")
+        check_number(self.dropout, "dropout", 0, 1, high_open=True, fix="a probability")
 
     @classmethod
     def tiny(cls, vocab_size: int = 50, **overrides) -> GPTConfig:
         """Tests: 2 layers, 32 wide, 4 heads, 16 positions."""
-        return cls(**{**dict(vocab_size=vocab_size, max_len=16, d_model=32, n_layers=2, n_heads=4), **overrides})
+        return cls(vocab_size=vocab_size, **{**dict(max_len=16, d_model=32, n_layers=2, n_heads=4), **overrides})
 
     @classmethod
     def char(cls, vocab_size: int = 65, **overrides) -> GPTConfig:
         """nanoGPT's CPU recipe for Tiny Shakespeare: 4 layers, 4 heads, 128 wide, 64 characters of
-        context, no dropout (≈0.8M parameters; trains on a laptop in minutes)."""
-        return cls(
-            **{**dict(vocab_size=vocab_size, max_len=64, d_model=128, n_layers=4, n_heads=4, dropout=0.0), **overrides}
-        )
+        context, no dropout (≈0.8M parameters): the class's defaults."""
+        return cls(vocab_size=vocab_size, **overrides)
 
     @classmethod
     def small(cls, vocab_size: int, **overrides) -> GPTConfig:
         """A subword model for a CPU, the size of the course BERT: 4 layers, 4 heads, 128 wide,
         64 tokens of context, dropout 0.1 (≈1.8M parameters with 8,000 pieces, most of them in
-        the tied embedding)."""
-        return cls(
-            **{**dict(vocab_size=vocab_size, max_len=64, d_model=128, n_layers=4, n_heads=4, dropout=0.1), **overrides}
-        )
+        the tied embedding): the class's defaults with dropout."""
+        return cls(vocab_size=vocab_size, **{"dropout": 0.1, **overrides})
 
     @classmethod
     def gpt2_small(cls, **overrides) -> GPTConfig:
         """GPT-2 small (124M parameters): 12 layers, 768 wide, 12 heads."""
-        return cls._gpt2(12, 768, 12, overrides)
+        return cls._gpt2(overrides, n_layers=12, d_model=768, n_heads=12)
 
     @classmethod
     def gpt2_medium(cls, **overrides) -> GPTConfig:
         """GPT-2 medium (355M parameters): 24 layers, 1024 wide, 16 heads."""
-        return cls._gpt2(24, 1024, 16, overrides)
+        return cls._gpt2(overrides, n_layers=24, d_model=1024, n_heads=16)
 
     @classmethod
     def gpt2_large(cls, **overrides) -> GPTConfig:
         """GPT-2 large (774M parameters): 36 layers, 1280 wide, 20 heads."""
-        return cls._gpt2(36, 1280, 20, overrides)
+        return cls._gpt2(overrides, n_layers=36, d_model=1280, n_heads=20)
 
     @classmethod
     def gpt2_xl(cls, **overrides) -> GPTConfig:
         """GPT-2 XL (1.5B parameters): 48 layers, 1600 wide, 25 heads."""
-        return cls._gpt2(48, 1600, 25, overrides)
+        return cls._gpt2(overrides, n_layers=48, d_model=1600, n_heads=25)
 
     @classmethod
-    def _gpt2(cls, n_layers: int, d_model: int, n_heads: int, overrides: dict) -> GPTConfig:
+    def _gpt2(cls, overrides: dict, **sizes) -> GPTConfig:
         # 50,257 byte-level BPE tokens, 1,024 positions, dropout 0.1 everywhere.
-        return cls(
-            **{
-                **dict(
-                    vocab_size=50257, max_len=1024, d_model=d_model, n_layers=n_layers, n_heads=n_heads, dropout=0.1
-                ),
-                **overrides,
-            }
-        )
+        return cls(**{**dict(vocab_size=50257, max_len=1024, dropout=0.1), **sizes, **overrides})
 
     @classmethod
     def from_hf(cls, hf_config) -> GPTConfig:
@@ -132,9 +115,8 @@ class GPTConfig:
 class GPTFeedForward(nn.Module):
     """GPT-2's MLP: Linear(D → d_ff), tanh-approximated GELU, Linear(d_ff → D): (B, T, D) → (B, T, D).
 
-    Not :class:`~onehot2gpt.transformer.FeedForward`, which offers only ReLU and the exact GELU
-    (GPT-2's weights were trained with the tanh approximation) and puts its dropout between the two
-    layers, where GPT-2 has none (GPT-2 drops the block's output; :class:`GPTBlock` does that).
+    Not :class:`~onehot2gpt.transformer.FeedForward`: GPT-2 was trained with the tanh GELU, and
+    drops the block's output (:class:`GPTBlock`), not the hidden layer.
     """
 
     def __init__(self, d_model: int, d_ff: int, bias: bool = True):
@@ -268,14 +250,9 @@ def sequence_log_prob(model: GPT, ids) -> torch.Tensor:
     ids = as_ids(ids, model.config.vocab_size, dims=(1, 2))
     single = ids.dim() == 1
     ids = ids[None] if single else ids
-    if ids.size(1) < 2:
-        raise ValueError(
-            f"need ids shaped (T,) or (B, T) with T ≥ 2 (a first token and what follows); got {tuple(ids.shape)}"
-        )
-    if ids.size(1) > model.config.max_len:
-        raise ValueError(
-            f"{ids.size(1)} tokens are longer than the model's context of {model.config.max_len}; score a shorter piece"
-        )
+    max_len = model.config.max_len
+    fix = f"score a first token and what follows, within the model's context of {max_len}"
+    check_int(ids.size(1), "the number of tokens T", 2, max_len, fix=fix)
     logp = torch.log_softmax(model(ids[:, :-1]).logits.float(), dim=-1)  # (B, T − 1, V)
     out = logp.gather(-1, ids[:, 1:, None])[..., 0].sum(-1)  # (B,)
     return out[0] if single else out
@@ -284,10 +261,7 @@ def sequence_log_prob(model: GPT, ids) -> torch.Tensor:
 def lm_loss(model: GPT, ids):
     """ids (B, T) → mean next-token cross-entropy of ids[:, 1:] given ids[:, :-1] (a scalar)."""
     ids = as_ids(ids, model.config.vocab_size, dims=2)
-    if ids.size(1) < 2:
-        raise ValueError(
-            f"lm_loss needs ids shaped (B, T) with T ≥ 2 (an input and its next token); got {tuple(ids.shape)}"
-        )
+    check_int(ids.size(1), "the number of tokens T", 2, fix="lm_loss needs an input and its next token")
     logits = model(ids[:, :-1]).logits  # (B, T − 1, V)
     return F.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten())
 
