@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["qa_split", "minilm_qa_recipe", "null_threshold_report"]
+__all__ = ["qa_split", "minilm_qa_recipe", "qa_trainable", "save_minilm_qa", "null_threshold_report"]
 
 
 def qa_split(test_fraction: float = 0.3, seed: int = 0):
@@ -73,7 +73,7 @@ def minilm_qa_recipe(
     from onehot2gpt.bert import BertForQuestionAnswering
     from onehot2gpt.bert_tasks import encode_squad, evaluate, finetune, select, unanswerable_pairs
     from onehot2gpt.checkpoints import load
-    from onehot2gpt.pretrained import minilm_bert, minilm_path, qa_trainable, save_minilm_qa
+    from onehot2gpt.pretrained import minilm_bert, minilm_path
     from onehot2gpt.subword import WordPieceTokenizer
     from onehot2gpt.utils import seeded
 
@@ -205,6 +205,51 @@ def _concat_rows(a: dict, b: dict, pad_id: int) -> dict:
         else:
             out[k] = list(v) + list(b[k])
     return out
+
+
+def qa_trainable(model, top_layers: int) -> list[str]:
+    """Freeze all of a BertForQuestionAnswering except its top `top_layers` encoder layers and the
+    QA head → the names of the parameters left trainable (what a QA checkpoint stores)."""
+    from onehot2gpt.bert import freeze
+
+    layers = model.bert.encoder.layers
+    if not isinstance(top_layers, int) or isinstance(top_layers, bool) or not 0 <= top_layers <= len(layers):
+        raise ValueError(f"top_layers must be a whole number from 0 to {len(layers)}; got {top_layers!r}")
+    freeze(model.bert)
+    for layer in list(layers)[len(layers) - top_layers :]:
+        freeze(layer, False)
+    freeze(model.qa, False)
+    return [k for k, p in model.named_parameters() if p.requires_grad]
+
+
+def save_minilm_qa(model, directory: str | Path, top_layers: int, tokenizer, info: dict | None = None) -> Path:
+    """Write a QA checkpoint: the top `top_layers` layers and the QA head of `model` (a
+    BertForQuestionAnswering built on :func:`~onehot2gpt.pretrained.minilm_bert`) in float16,
+    MiniLM's vocab.txt, and a config naming the base weights (their sha256) it must be loaded on
+    top of (what :func:`~onehot2gpt.pretrained.minilm_qa_from_checkpoint` checks)."""
+    from onehot2gpt.checkpoints import save_checkpoint
+    from onehot2gpt.pretrained import MINILM_NAME, _qa_names, minilm_weights_sha256
+
+    params = dict(model.named_parameters())
+    config = {
+        "base": MINILM_NAME,
+        "base_sha256": minilm_weights_sha256(),
+        "top_layers": top_layers,
+        "n_layers": model.bert.config.n_layers,
+        "d_model": model.bert.config.d_model,
+        "vocab_size": model.bert.config.vocab_size,
+    }
+    tensors = {k: params[k] for k in _qa_names(model, top_layers)}
+    return save_checkpoint(
+        directory,
+        "minilm-qa",
+        "BertForQuestionAnswering",
+        config,
+        tensors,
+        tokenizer=tokenizer,
+        info=info,
+        dtype=torch.float16,
+    )
 
 
 def null_threshold_report(model, tokenizer, held_out, max_len: int, sample: int, seed: int) -> dict:

@@ -13,19 +13,12 @@ import torch
 from onehot2gpt import bert_tasks
 from onehot2gpt.bert import BertForQuestionAnswering, BertForSequenceClassification
 from onehot2gpt.checkpoints import CheckpointError, checkpoint_path, config_sha256, load
-from onehot2gpt.pretrained import (
-    QA_CHECKPOINT,
-    minilm_bert,
-    minilm_path,
-    qa_null_threshold,
-    qa_trainable,
-    save_minilm_qa,
-)
+from onehot2gpt.pretrained import QA_CHECKPOINT, minilm_bert, minilm_path, qa_null_threshold
 from onehot2gpt.subword import WordPieceTokenizer
 from onehot2gpt.widgets import PRECIPITATION, QuestionAnswerer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
-from _qa import minilm_qa_recipe, qa_split  # noqa: E402  (recipes/_qa.py: the QA recipe's run)
+from _qa import minilm_qa_recipe, qa_split, qa_trainable, save_minilm_qa  # noqa: E402  (recipes/_qa.py: the QA recipe's run)
 
 
 @pytest.fixture(scope="module")

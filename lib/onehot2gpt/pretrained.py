@@ -341,49 +341,6 @@ def minilm_weights_sha256() -> str:
     return sha256_file(files[0])
 
 
-def qa_trainable(model, top_layers: int) -> list[str]:
-    """Freeze all of a BertForQuestionAnswering except its top `top_layers` encoder layers and the
-    QA head → the names of the parameters left trainable (what a QA checkpoint stores)."""
-    from .bert import freeze
-
-    layers = model.bert.encoder.layers
-    if not isinstance(top_layers, int) or isinstance(top_layers, bool) or not 0 <= top_layers <= len(layers):
-        raise ValueError(f"top_layers must be a whole number from 0 to {len(layers)}; got {top_layers!r}")
-    freeze(model.bert)
-    for layer in list(layers)[len(layers) - top_layers :]:
-        freeze(layer, False)
-    freeze(model.qa, False)
-    return [k for k, p in model.named_parameters() if p.requires_grad]
-
-
-def save_minilm_qa(model, directory: str | Path, top_layers: int, tokenizer, info: dict | None = None) -> Path:
-    """Write a QA checkpoint: the top `top_layers` layers and the QA head of `model` (a
-    BertForQuestionAnswering built on :func:`minilm_bert`) in float16, MiniLM's vocab.txt, and a
-    config naming the base weights (their sha256) it must be loaded on top of."""
-    from .checkpoints import save_checkpoint
-
-    names = _qa_names(model, top_layers)
-    params = dict(model.named_parameters())
-    config = {
-        "base": MINILM_NAME,
-        "base_sha256": minilm_weights_sha256(),
-        "top_layers": top_layers,
-        "n_layers": model.bert.config.n_layers,
-        "d_model": model.bert.config.d_model,
-        "vocab_size": model.bert.config.vocab_size,
-    }
-    return save_checkpoint(
-        directory,
-        "minilm-qa",
-        "BertForQuestionAnswering",
-        config,
-        {k: params[k] for k in names},
-        tokenizer=tokenizer,
-        info=info,
-        dtype=torch.float16,
-    )
-
-
 def _qa_names(model, top_layers: int) -> list[str]:
     """The parameter names a QA checkpoint with `top_layers` trained layers holds."""
     n = model.bert.config.n_layers
