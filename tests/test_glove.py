@@ -71,7 +71,7 @@ def test_training_fits_the_counts_and_groups_words_that_share_contexts():
     [
         (lambda: cooccurrence([1, 2, 3], 4), TypeError, "1-D integer tensor"),
         (lambda: cooccurrence(torch.tensor([1, 2, 9]), 4), ValueError, "ids must lie in 0..3"),
-        (lambda: cooccurrence(torch.tensor([1, 2, 3]), 4, window=0), ValueError, "window must be an int"),
+        (lambda: cooccurrence(torch.tensor([1, 2, 3]), 4, window=0), ValueError, "window=0 must be at least 1"),
         (
             lambda: cooccurrence(torch.tensor([1, 2, 3]), 4, sentence_ids=torch.tensor([0, 1, 2])),
             ValueError,

@@ -1,25 +1,18 @@
 """GloVe: word vectors fitted to the logarithm of co-occurrence counts.
 
 Taught in notebook 02, beside word2vec. Follows Pennington, Socher & Manning (2014), "GloVe: Global
-Vectors for Word Representation". word2vec slides a window over the text and nudges vectors one
-window at a time; GloVe first counts, over the whole corpus, how often each word j occurs near
-each word i, then fits vectors to those counts directly:
+Vectors for Word Representation": count, over the whole corpus, how often each word j occurs near
+each word i, then fit vectors to those counts.
 
 * :func:`cooccurrence`: X_ij, where every occurrence of j within ``window`` words of i adds 1/d for
-  distance d (nearer words count more), symmetric, never across a sentence boundary;
+  distance d, symmetric, never across a sentence boundary;
 * :func:`glove_weight`: f(x) = (x / x_max)^α below x_max, 1 above (the paper's x_max = 100,
-  α = 3/4), so that rare, noisy pairs count little and very frequent pairs do not dominate. On the
-  2M words of WikiText-2 few counts reach 100, so the course checkpoint uses x_max = 10, the value
-  of the reference code's demo on the 17M-word text8 (the two compared in docs/benchmarks.md);
-* the objective, :func:`glove_loss`: Σ f(X_ij) (w_i · w̃_j + b_i + b̃_j − log X_ij)² over the pairs
-  that occur (X_ij > 0), a weighted least-squares fit in which a dot product of two vectors
-  predicts the log count;
+  α = 3/4; the course checkpoint uses x_max = 10, the reference code's demo value);
+* :func:`glove_loss`: Σ f(X_ij) (w_i · w̃_j + b_i + b̃_j − log X_ij)² over the pairs with X_ij > 0;
 * :func:`train_glove`: AdaGrad over shuffled batches of the pairs (the paper's optimiser and
   learning rate, 0.05); the word vector is w + w̃, as in the paper.
 
-It returns :class:`~onehot2gpt.word_vectors.WordVectors`, scored with the same analogy and
-WordSim-353 evaluation as word2vec. The course checkpoint is made with
-``python recipes/glove-wikitext2.py --out DIR``.
+The course checkpoint is made with ``python recipes/glove-wikitext2.py --out DIR``.
 """
 
 from __future__ import annotations
@@ -34,8 +27,9 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from onehot2gpt.utils import check_finite_loss, check_positive_int, check_positive_number
+from onehot2gpt.utils import check_finite_loss, check_int, check_number, check_positive_int, check_positive_number
 from onehot2gpt.vocab import Vocab
+from onehot2gpt.word2vec import encode_corpus
 from onehot2gpt.word_vectors import WordVectors
 
 __all__ = ["cooccurrence", "glove_weight", "glove_loss", "GloVe", "train_glove"]
@@ -64,8 +58,7 @@ def cooccurrence(
     X[j, i] each grow by 1/d. Rows and cols are sorted (row-major); counts are float32.
     """
     ids, sentence_ids = _check_ids(ids, vocab_size, sentence_ids)
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ValueError(f"window must be an int ≥ 1, got {window!r}")
+    check_int(window, "window", 1)
     keys, weights = [], []
     for d in range(1, min(window, len(ids) - 1) + 1):
         same = sentence_ids[:-d] == sentence_ids[d:]
@@ -85,8 +78,8 @@ def glove_weight(x: Tensor, x_max: float = 100.0, alpha: float = 0.75) -> Tensor
     """GloVe's weighting f(x) = (x / x_max)^α for x < x_max, else 1."""
     if not isinstance(x, Tensor):
         raise TypeError("x must be a tensor of co-occurrence counts")
-    if not (x_max > 0 and alpha > 0):
-        raise ValueError(f"x_max and alpha must be positive, got {x_max}, {alpha}")
+    check_number(x_max, "x_max", 0, low_open=True)
+    check_number(alpha, "alpha", 0, low_open=True)
     return (x / x_max).pow(alpha).clamp(max=1.0)
 
 
@@ -157,8 +150,6 @@ def train_glove(
 
     The vocabulary is word2vec's (:func:`onehot2gpt.word2vec.encode_corpus`: words seen
     `min_count` times, most frequent first), so the two can be compared word for word."""
-    from onehot2gpt.word2vec import encode_corpus
-
     check_positive_int(epochs, "epochs")
     check_positive_int(batch_size, "batch_size")
     check_positive_number(lr, "lr")
