@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from .utils import as_ids
+from .utils import as_ids, check_choice, check_int, check_text
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS = (PAD, UNK, BOS, EOS)
@@ -39,6 +39,7 @@ SPECIALS = (PAD, UNK, BOS, EOS)
 # character, or any other single non-space symbol (punctuation).
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _WORD_RE = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+(?:['’\-][^\W{_CJK}]+)*|[^\w\s]", re.UNICODE)
+_JOIN = "join a list of tokens with ' '.join(tokens) first"
 
 
 def tokenize_words(text: str, lower: bool = True) -> list[str]:
@@ -48,7 +49,7 @@ def tokenize_words(text: str, lower: bool = True) -> list[str]:
         >>> tokenize_words("Don't panic, it's 42!")
         ["don't", 'panic', ',', "it's", '42', '!']
     """
-    _check_text(text)
+    check_text(text, "text", empty_ok=True, fix=_JOIN)
     text = unicodedata.normalize("NFC", text)
     if lower:
         text = text.lower()
@@ -62,16 +63,9 @@ def tokenize_chars(text: str, keep_spaces: bool = True) -> list[str]:
         >>> tokenize_chars("潮水 退了", keep_spaces=False)
         ['潮', '水', '退', '了']
     """
-    _check_text(text)
+    check_text(text, "text", empty_ok=True, fix=_JOIN)
     chars = list(unicodedata.normalize("NFC", text))
     return chars if keep_spaces else [c for c in chars if not c.isspace()]
-
-
-def _check_text(text) -> None:
-    if not isinstance(text, str):
-        raise TypeError(
-            f"expected a string of text, got {type(text).__name__}; join a list of tokens with ' '.join(tokens) first"
-        )
 
 
 SPLITS = ("words", "chars")  # how Vocab.encode splits a text: tokenize_words, or into characters
@@ -91,8 +85,8 @@ class Vocab:
         specials: Sequence[str] = SPECIALS,
         split: str | None = None,
     ):
-        if split is not None and split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS} (or None to infer it from the tokens), got {split!r}")
+        if split is not None:
+            check_choice(split, "split", SPLITS, fix="or None to infer it from the tokens")
         self.specials = tuple(specials)
         self.itos: list[str] = list(self.specials) + [t for t in tokens if t not in self.specials]
         if len(set(self.itos)) != len(self.itos):
@@ -112,8 +106,7 @@ class Vocab:
     ) -> Vocab:
         """Count tokens in an iterable of token lists; keep those seen at least `min_freq` times,
         most frequent first (ties alphabetical), at most `max_size` of them (specials not counted)."""
-        if min_freq < 1:
-            raise ValueError(f"min_freq must be at least 1, got {min_freq}")
+        check_int(min_freq, "min_freq", 1)
         if isinstance(token_lists, str):
             raise TypeError(
                 "Vocab.build takes a list of token lists, e.g. [tokenize_words(line) for line in lines], not a string"
@@ -184,10 +177,7 @@ class Vocab:
 
     def tokenize(self, text: str) -> list[str]:
         """A text → its tokens, split as :attr:`split` says (words, lower-cased; or characters)."""
-        if not isinstance(text, str):
-            raise TypeError(
-                f"text must be a string, got {type(text).__name__}; for a list of tokens use vocab.encode_tokens"
-            )
+        check_text(text, "text", empty_ok=True, fix="for a list of tokens use vocab.encode_tokens")
         if not text:
             raise ValueError("text is empty: give at least one character to encode")
         return tokenize_words(text) if self.split == "words" else tokenize_chars(text)
@@ -221,8 +211,7 @@ def one_hot(ids, vocab_size: int) -> torch.Tensor:
         tensor([[0., 0., 1.],
                 [1., 0., 0.]])
     """
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
-        raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
+    check_int(vocab_size, "vocab_size", 1)
     ids = as_ids(ids, vocab_size, dims=(1, 2), allow_empty=True)
     out = torch.zeros(*ids.shape, vocab_size)
     return out.scatter_(-1, ids.unsqueeze(-1), 1.0)
