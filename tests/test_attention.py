@@ -69,8 +69,8 @@ def test_masked_keys_get_zero_weight_and_fully_masked_rows_no_nans(qkv):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_masking_equals_filling_the_scores_with_minus_infinity_outputs_and_gradients(qkv, dtype):
-    """The mask is applied as an added −∞ bias (cheaper backward): every output and every gradient
-    must be bit-for-bit what filling the masked scores with −∞ gives, in float32 and in bfloat16,
+    """Every output and every gradient must be bit-for-bit what filling the masked scores with −∞
+    gives, in float32 and in bfloat16,
     with a padding mask and with a mask that leaves one query no key at all (zero gradients, no NaNs)."""
 
     def filled(q, k, v, mask):  # the textbook form, written out here as the reference

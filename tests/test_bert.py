@@ -366,9 +366,9 @@ def test_train_top_layers_freezes_the_bottom_and_switches_its_dropout_off():
     loss.backward()
     assert all(p.grad is None for p in model.bert.encoder.layers[0].parameters())
     assert all(p.grad is not None for p in model.bert.encoder.layers[2].parameters())
-    with pytest.raises(ValueError, match="from 0 to 3"):
+    with pytest.raises(ValueError, match=r"top_layers=4 must be in \[0, 3\]"):
         train_top_layers(model, 4)
-    with pytest.raises(ValueError, match="whole number"):
+    with pytest.raises(TypeError, match="top_layers must be an int"):
         train_top_layers(model, 1.5)
     with pytest.raises(TypeError, match="BertFor"):
         train_top_layers(model.bert, 1)
@@ -384,8 +384,11 @@ def test_set_dropout_reaches_every_dropout_and_the_attention_weights():
     rates += [m.dropout for m in model.modules() if isinstance(getattr(m, "dropout", None), float)]
     assert rates and all(r == 0.3 for r in rates)
     assert not torch.equal(model(ids), model(ids))
-    for bad in (1.0, -0.1, "0.1", True):
-        with pytest.raises(ValueError, match="from 0 up to"):
+    for bad in (1.0, -0.1, float("nan")):
+        with pytest.raises(ValueError, match=r"p=\S+ must be a finite number in \[0, 1\)"):
+            set_dropout(model, bad)
+    for bad in ("0.1", True):
+        with pytest.raises(TypeError, match="p must be a number"):
             set_dropout(model, bad)
 
 

@@ -39,21 +39,12 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout: float = 0.0, train
     if k.size(-2) != v.size(-2):
         raise ValueError(f"keys and values need the same length T_k; got {k.size(-2)} and {v.size(-2)}")
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (…, T_q, T_k)
-    every_row_sees_a_key = True
     if mask is not None:
         mask = _as_bool_mask(mask)
-        every_row_sees_a_key = bool(mask.any(-1).all())
-        if every_row_sees_a_key:
-            # −∞ added to the masked keys' scores: the same numbers as filling them with −∞, but
-            # the (…, 1, T_k) bias is built once and the sum's backward costs nothing (a fill's does)
-            scores = scores + torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(
-                ~mask, float("-inf")
-            )
-        else:  # the fill's backward gives the queries that see no key zero gradients, not NaNs
-            scores = scores.masked_fill(~mask, float("-inf"))
+        scores = scores.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
-    if not every_row_sees_a_key:
-        weights = weights.nan_to_num(0.0)  # rows with every key masked: softmax of all -inf
+    if mask is not None:  # a query whose keys are all masked: zero weights, not softmax(all −∞) = NaN
+        weights = weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)
     if dropout > 0.0 and training:
         weights = F.dropout(weights, p=dropout)
     return weights @ v, weights

@@ -6,11 +6,6 @@ et al., "BERT: Pre-training of Deep Bidirectional Transformers for Language Unde
 (2018): token + segment + learned position embeddings, LayerNorm, then the post-norm encoder of
 notebook 06 with GELU (the same :class:`~onehot2gpt.transformer.Encoder`, eps 1e-12).
 
-Layout: the config, then the model (embeddings, :class:`BertModel`, the MLM head and
-:class:`BertForPreTraining`, which notebook 07 assembles in its cells as ``MyBert`` and proves equal
-on the course checkpoint), then the fine-tuning heads; after them the masked-LM utilities
-(``fill_mask`` …) and our own checkpoint I/O.
-
 Our weights have readable names (``tok_emb``, ``self_attn.in_proj``); the one key map to Hugging
 Face's names and its loaders (``load_hf_bert``, ``load_hf_pretraining``), downloads
 (``from_pretrained``) and the offline MiniLM (``minilm_bert``) live in :mod:`onehot2gpt.pretrained`.
@@ -29,7 +24,7 @@ from torch import nn
 from .attention import padding_mask
 from .checkpoints import CheckpointError, config_from_record, fill_module, save_checkpoint
 from .transformer import Encoder
-from .utils import IGNORE_INDEX, as_ids, evaluating
+from .utils import IGNORE_INDEX, as_ids, check_choice, check_int, check_number, check_text, evaluating
 
 # ---------------------------------------------------------------------------------------------
 # Configuration
@@ -70,13 +65,6 @@ class BertConfig:
         )
 
     @classmethod
-    def mini(cls, **overrides) -> BertConfig:
-        """BERT-Mini of Turc et al. (2019), "Well-Read Students Learn Better": 4 × 256, 4 heads."""
-        return cls(
-            **{**dict(vocab_size=30522, d_model=256, n_layers=4, n_heads=4, d_ff=1024, max_len=512), **overrides}
-        )
-
-    @classmethod
     def base(cls, **overrides) -> BertConfig:
         """BERT-Base (110M parameters): 12 layers, 768 wide, 12 heads."""
         return cls(
@@ -93,18 +81,11 @@ class BertConfig:
     @classmethod
     def from_hf(cls, hf_config) -> BertConfig:
         """Convert a `transformers.BertConfig`. Raises ValueError for variants we do not build."""
-        kind = getattr(hf_config, "model_type", "bert")
-        if kind != "bert":
-            raise ValueError(
-                f"only BERT checkpoints convert (model_type 'bert'); this one is "
-                f"{kind!r}, whose weights or positions are laid out differently"
-            )
-        act = getattr(hf_config, "hidden_act", "gelu")
-        if act != "gelu":
-            raise ValueError(f"hidden_act={act!r}: our feed-forward uses the exact GELU ('gelu') only")
+        fix = "only BERT checkpoints convert: other models lay out their weights or positions differently"
+        check_choice(getattr(hf_config, "model_type", "bert"), "model_type", ("bert",), fix=fix)
+        check_choice(getattr(hf_config, "hidden_act", "gelu"), "hidden_act", ("gelu",), fix="our GELU is the exact one")
         positions = getattr(hf_config, "position_embedding_type", "absolute")
-        if positions != "absolute":
-            raise ValueError(f"position_embedding_type={positions!r}: only absolute (learned) positions are supported")
+        check_choice(positions, "position_embedding_type", ("absolute",), fix="only learned positions are supported")
         pad = getattr(hf_config, "pad_token_id", None)
         return cls(
             vocab_size=hf_config.vocab_size,
@@ -329,8 +310,7 @@ def train_top_layers(model: nn.Module, top_layers: int) -> list[str]:
             f"BertForSequenceClassification); got {type(model).__name__}"
         )
     layers = list(bert.encoder.layers)
-    if not isinstance(top_layers, int) or isinstance(top_layers, bool) or not 0 <= top_layers <= len(layers):
-        raise ValueError(f"top_layers must be a whole number from 0 to {len(layers)}; got {top_layers!r}")
+    check_int(top_layers, "top_layers", 0, len(layers), fix="the number of top encoder layers to train")
     freeze(model, False)
     frozen = [bert.embeddings] + layers[: len(layers) - top_layers]
     if bert.pooler is not None and getattr(model, "pooling", "pooler") != "pooler":
@@ -344,8 +324,7 @@ def set_dropout(module: nn.Module, p: float) -> nn.Module:
     """Set every dropout rate inside `module` to `p`: the nn.Dropout layers and the attention
     weights' dropout. For fine-tuning with dropout a checkpoint pre-trained without it (or the
     reverse). Returns `module`."""
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
-        raise ValueError(f"p must be a number from 0 up to (not including) 1; got {p!r}")
+    check_number(p, "p", 0, 1, high_open=True, fix="a dropout rate")
     for m in module.modules():
         if isinstance(m, nn.Dropout):
             m.p = float(p)
@@ -381,11 +360,7 @@ class BertForSequenceClassification(nn.Module):
         pooling: str = "pooler",
     ):
         super().__init__()
-        if pooling not in ("pooler", "mean"):
-            raise ValueError(
-                f'pooling must be "pooler" (the pooled [CLS]) or "mean" (the mean of the '
-                f"last layer over real tokens); got {pooling!r}"
-            )
+        check_choice(pooling, "pooling", ("pooler", "mean"), fix="the pooled [CLS], or the mean over real tokens")
         self.bert = _as_bert(bert, freeze_bert)
         if pooling == "pooler" and self.bert.pooler is None:
             raise ValueError(
@@ -464,8 +439,7 @@ def best_span(start_logits, end_logits, max_answer_len: int = 30, allowed=None):
             f"best_span takes one example: start and end logits shaped (T,); got "
             f"{tuple(start_logits.shape)} and {tuple(end_logits.shape)}"
         )
-    if max_answer_len < 1:
-        raise ValueError(f"max_answer_len must be at least 1, got {max_answer_len}")
+    check_int(max_answer_len, "max_answer_len", 1)
     for name, logits in (("start_logits", start_logits), ("end_logits", end_logits)):
         if torch.isnan(logits).any():
             raise ValueError(
@@ -491,15 +465,10 @@ def _require_mlm_head(model, what: str, parts: tuple[str, ...] = ()) -> None:
     """The masked-LM utilities need the MLM head: a BertModel (an encoder alone) has none. Other
     models pass if they have the attributes `parts` that `what` reads (duck typing)."""
     if isinstance(model, BertModel) or not all(hasattr(model, p) for p in parts):
-        hint = (
-            " (an encoder without the pre-training heads, as load('all-MiniLM-L6-v2') gives: it cannot "
-            "score words). Use one with its heads: the course BERT (checkpoints.load('bert-wikitext2')), or a Hugging "
-            "Face BertForPreTraining through load_hf_pretraining"
-            if isinstance(model, BertModel)
-            else ""
-        )
         raise TypeError(
-            f"{what} needs a model with an MLM head (a BertForPreTraining); got a {type(model).__name__}{hint}"
+            f"{what} needs a model with an MLM head (a BertForPreTraining); got a {type(model).__name__}. An "
+            f"encoder alone, as load('all-MiniLM-L6-v2') gives, cannot score words: use the course BERT "
+            f"(checkpoints.load('bert-wikitext2')), or a Hugging Face BertForPreTraining through load_hf_pretraining"
         )
 
 
@@ -516,8 +485,7 @@ def fill_mask(model: BertForPreTraining, tokenizer, text: str, top_k: int = 5):
         (7, ['states', 'kingdom', 'nations'])
     """
     _require_mlm_head(model, "fill_mask", ("bert", "mlm"))
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("type a sentence with [MASK] where a word is missing, e.g. 'the cat sat on the [MASK] .'")
+    check_text(text, "text", fix="type a sentence with [MASK] where a word is missing, e.g. 'the cat [MASK] .'")
     enc = tokenizer(text)
     ids = enc["input_ids"]
     positions = [i for i, t in enumerate(ids) if t == tokenizer.mask_id]
@@ -529,8 +497,7 @@ def fill_mask(model: BertForPreTraining, tokenizer, text: str, top_k: int = 5):
         raise ValueError(
             f"the text has {len(ids)} tokens but the model reads at most {model.config.max_len}; shorten it"
         )
-    if not 1 <= top_k <= model.config.vocab_size:
-        raise ValueError(f"top_k must be between 1 and {model.config.vocab_size}, got {top_k}")
+    check_int(top_k, "top_k", 1, model.config.vocab_size)
     with evaluating(model):
         out = model.bert(torch.tensor([ids]), torch.tensor([enc["token_type_ids"]]))
         probs = torch.softmax(model.mlm(out.last_hidden_state[0, positions]), dim=-1)  # (n masks, V)
@@ -548,6 +515,7 @@ def pseudo_log_likelihood(model: BertForPreTraining, ids, mask_id: int) -> torch
     a sentence probability, but *not* a probability: the terms condition on each other's answers."""
     _require_mlm_head(model, "pseudo_log_likelihood")
     ids = as_ids(ids, model.config.vocab_size, dims=1)
+    check_int(mask_id, "mask_id", 0, model.config.vocab_size - 1, fix="pass tokenizer.mask_id")
     if ids.numel() < 3:
         raise ValueError(
             f"need one encoded sentence (T,) with [CLS], at least one token and [SEP]; got shape {tuple(ids.shape)}"
@@ -556,8 +524,6 @@ def pseudo_log_likelihood(model: BertForPreTraining, ids, mask_id: int) -> torch
         raise ValueError(f"{ids.numel()} tokens are longer than the model's {model.config.max_len}; shorten it")
     positions = torch.arange(1, ids.numel() - 1)
     batch = ids.repeat(len(positions), 1)  # one copy per masked position
-    if not 0 <= int(mask_id) < model.config.vocab_size:
-        raise ValueError(f"mask_id={mask_id} is outside the vocabulary; pass tokenizer.mask_id")
     batch[torch.arange(len(positions)), positions] = mask_id
     with evaluating(model):
         logits = model(batch).mlm_logits[torch.arange(len(positions)), positions]  # (T − 2, V)
@@ -569,10 +535,8 @@ def mlm_continue(model: BertForPreTraining, tokenizer, text: str, n_new: int = 1
     likely token, repeat `n_new` times. BERT was never trained to predict the *last* word with
     nothing after it, which is why this works badly; see notebook 11."""
     _require_mlm_head(model, "mlm_continue")
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("give some text for the model to continue")
-    if n_new < 1:
-        raise ValueError(f"n_new must be at least 1, got {n_new}")
+    check_text(text, "text", fix="the model continues it")
+    check_int(n_new, "n_new", 1)
     ids = tokenizer.encode(text)[:-1]  # [CLS] … without the final [SEP]
     if len(ids) + n_new + 2 > model.config.max_len:
         raise ValueError(f"{len(ids)} tokens + {n_new} new ones do not fit the model's {model.config.max_len}")

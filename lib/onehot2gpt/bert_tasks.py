@@ -8,13 +8,10 @@ changing only the input format and a small output layer (the heads are in :mod:`
    :func:`tag_accuracy`; a word is labelled at its first piece only;
 3. a sentence pair ``[CLS] A [SEP] B [SEP]`` → a class (SNLI entailment): :func:`encode_pairs`;
 4. a question and a paragraph → the answer's start and end tokens (SQuAD 1.1): in
-   :mod:`onehot2gpt.qa` (:func:`~onehot2gpt.qa.encode_squad`, :func:`~onehot2gpt.qa.predict_spans`,
-   the official metrics), whose functions this module also offers as ``bert_tasks.<name>``.
+   :mod:`onehot2gpt.qa`, whose functions this module also offers as ``bert_tasks.<name>``.
 
-Every ``encode_*`` takes a tokenizer with the :class:`~onehot2gpt.subword.WordPieceTokenizer`
-interface and returns a dict of LongTensors (B, T), right-padded to the longest row, which
-:func:`finetune` (AdamW, linear warm-up then linear decay, as in the paper) trains on and
-:func:`evaluate` scores (notebook 08).
+Every ``encode_*`` takes a :class:`~onehot2gpt.subword.WordPieceTokenizer` and returns a dict of
+LongTensors (B, T), right-padded, which :func:`finetune` trains on and :func:`evaluate` scores.
 """
 
 from __future__ import annotations
@@ -40,29 +37,11 @@ from .qa import (  # noqa: F401 (notebook 08 reads the QA functions as bert_task
     unanswerable_pairs,
 )
 from .training import epoch_batches, fine_tuning_optimizer, optimizer_step, pad_batch
-from .utils import IGNORE_INDEX, check_finite_loss, evaluating
+from .utils import IGNORE_INDEX, check_choice, check_finite_loss, evaluating
 
 SNLI_LABELS = ("entailment", "neutral", "contradiction")
 # The 17 universal part-of-speech tags of Universal Dependencies (v2), alphabetical.
-UPOS_TAGS = (
-    "ADJ",
-    "ADP",
-    "ADV",
-    "AUX",
-    "CCONJ",
-    "DET",
-    "INTJ",
-    "NOUN",
-    "NUM",
-    "PART",
-    "PRON",
-    "PROPN",
-    "PUNCT",
-    "SCONJ",
-    "SYM",
-    "VERB",
-    "X",
-)
+UPOS_TAGS = tuple("ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X".split())
 TASKS = ("sequence", "token", "qa")
 
 
@@ -212,8 +191,7 @@ _ENCODER = {"sequence": "encode_sentences or encode_pairs", "token": "encode_tag
 
 def _check_task(task: str, data: dict, training: bool) -> None:
     """ValueError for an unknown task, KeyError naming what `data` lacks for it."""
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {', '.join(TASKS)}; got {task!r}")
+    check_choice(task, "task", TASKS)
     need = ["input_ids", "token_type_ids", "attention_mask"] + (["context_mask"] if task == "qa" else [])
     if training:
         need += _TARGETS[task]
@@ -288,9 +266,7 @@ def finetune(
     lr rising linearly for the first `warmup` share of steps then falling linearly to 0,
     `epochs` shuffled passes (seeded), gradients clipped to norm `clip`. Dropout draws from
     torch's global generator: call :func:`onehot2gpt.utils.set_seed` first to repeat a run.
-    Each batch runs only up to its longest row; `group_by_length` puts rows of about the same
-    length together so that this leaves little padding (:func:`epoch_batches`): the same steps
-    and learning rates, less work where lengths vary.
+    `group_by_length` batches rows of about the same length (:func:`epoch_batches`): less padding.
     """
     _check_task(task, data, training=True)
     n = data["input_ids"].size(0)
@@ -337,55 +313,41 @@ def evaluate(model, data: dict, task: str, batch_size: int = 64, max_answer_len:
       texts ("predictions") and SQuAD's exact_match and f1 in percent; loss with gold positions.
     """
     _check_task(task, data, training=False)
+    N, T = data["input_ids"].shape
+    total_loss, correct, count, outputs = 0.0, 0, 0, []
+    # Rows in order of length, so that a batch holds rows of about the same length and little
+    # padding; `back` puts the results in the rows' order again.
+    order = data["attention_mask"].sum(1).argsort(stable=True)
     with evaluating(model):
         device = next(model.parameters()).device
-        N, T = data["input_ids"].shape
-        total_loss, correct, count = 0.0, 0, 0
-        outputs = []
-        # Rows in order of length, so that a batch holds rows of about the same length and little
-        # padding (the results are put back in the rows' order below).
-        order = data["attention_mask"].sum(1).argsort(stable=True)
-        back = torch.empty_like(order)
-        back[order] = torch.arange(N)
         for index in order.split(batch_size):
             batch = _batch(data, index, device)
             loss, out = _forward(model, batch, task)
-            if loss is not None:  # weighted by what the loss averages over: rows, or tagged tokens
-                weight = int((batch["labels"] != IGNORE_INDEX).sum()) if task == "token" else len(index)
-                total_loss += loss.item() * weight
-            if task == "qa":
-                start, end = (torch.full((len(index), T), float("-inf")) for _ in range(2))
-                start[:, : out[0].size(1)], end[:, : out[1].size(1)] = out[0].float().cpu(), out[1].float().cpu()
-                outputs.append((start, end))
-                continue
-            if task == "token":
-                if "labels" in batch:
-                    c, k = _tag_counts(out, batch["labels"])
-                    correct, count = correct + c, count + k
-                pred = torch.full((len(index), T), IGNORE_INDEX, dtype=torch.long)
-                pred[:, : out.size(1)] = out.argmax(-1).cpu()
+            k = len(index)
+            if task == "qa":  # (2, B, T): start and end logits, -inf where the batch was cut
+                outputs.append(torch.stack([F.pad(o.float().cpu(), (0, T - o.size(1)), value=-torch.inf) for o in out]))
             else:
                 pred = out.argmax(-1).cpu()
+                outputs.append(F.pad(pred, (0, T - pred.size(1)), value=IGNORE_INDEX) if task == "token" else pred)
                 if "labels" in batch:
-                    correct += int((pred == batch["labels"].cpu()).sum())
-                    count += len(index)
-            outputs.append(pred)
-    result: dict = {}
+                    c, k = _tag_counts(out, batch["labels"])  # k: the rows, or the tagged tokens
+                    correct += c
+            if loss is not None:  # weighted by what the loss averages over
+                total_loss += loss.item() * k
+                count += k
+    back = order.argsort()
     if task == "qa":
-        result["start_logits"] = torch.cat([s for s, _ in outputs])[back]
-        result["end_logits"] = torch.cat([e for _, e in outputs])[back]
-        result["spans"] = predict_spans(
-            result["start_logits"], result["end_logits"], data["context_mask"], max_answer_len
-        )
+        start, end = torch.cat(outputs, 1)[:, back]
+        spans = predict_spans(start, end, data["context_mask"], max_answer_len)
+        result = {"start_logits": start, "end_logits": end, "spans": spans}
         if "offsets" in data and "context" in data:
-            result["predictions"] = [decode_answer(data, i, s, e) for i, (s, e) in enumerate(result["spans"])]
+            result["predictions"] = [decode_answer(data, i, s, e) for i, (s, e) in enumerate(spans)]
             if data.get("answers") and all(data["answers"]):
                 result.update(squad_evaluate(result["predictions"], data["answers"]))
-        if "start_positions" in data:
-            result["loss"] = total_loss / N
-        return result
-    result["predictions"] = torch.cat(outputs)[back]
-    if "labels" in data:
-        result["accuracy"] = correct / max(count, 1)
+    else:
+        result = {"predictions": torch.cat(outputs)[back]}
+        if "labels" in data:
+            result["accuracy"] = correct / max(count, 1)
+    if _TARGETS[task][0] in data:
         result["loss"] = total_loss / max(count, 1)
     return result

@@ -134,8 +134,7 @@ def check_bert_trace(model, trace: BertTrace) -> dict[str, float]:
 
 def bert_stages(trace: BertTrace, p: int) -> list[Stage]:
     T, D = trace.ids.numel(), trace.x0.size(-1)
-    V = trace.logits.size(-1)
-    td = f"(T={T}, D={D})"
+    td, tv = f"(T={T}, D={D})", f"(T={T}, V={trace.logits.size(-1)})"
     out = [
         Stage("token embedding", "E[id]: the token's row", trace.tok_emb[p], td, None),
         Stage("segment embedding", "S[segment]: sentence A or B", trace.seg_emb[p], td, None),
@@ -159,14 +158,8 @@ def bert_stages(trace: BertTrace, p: int) -> list[Stage]:
         Stage("MLM dense", "x W + b", trace.mlm_dense[p], td, None),
         Stage("MLM GELU", "GELU", trace.mlm_act[p], td, None),
         Stage("MLM LayerNorm", "LN", trace.mlm_norm[p], td, None),
-        Stage(
-            "logits",
-            "LN(…) Eᵀ + b: a score per vocabulary entry (tied embedding)",
-            trace.logits[p],
-            f"(T={T}, V={V})",
-            None,
-        ),
-        Stage("temperature", f"logits / {trace.temperature:g}", trace.scaled_logits[p], f"(T={T}, V={V})", None),
-        Stage("probabilities", "softmax: what the MLM head fills in here", trace.probs[p], f"(T={T}, V={V})", None),
+        Stage("logits", "LN(…) Eᵀ + b: a score per vocabulary entry (tied embedding)", trace.logits[p], tv, None),
+        Stage("temperature", f"logits / {trace.temperature:g}", trace.scaled_logits[p], tv, None),
+        Stage("probabilities", "softmax: what the MLM head fills in here", trace.probs[p], tv, None),
     ]
     return out

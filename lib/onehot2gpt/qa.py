@@ -1,14 +1,11 @@
-"""Extractive question answering (SQuAD 1.1, task 4 of the BERT paper's figure 4): a question and
-a paragraph → the answer's start and end pieces, for notebook 08.
+"""Extractive question answering (SQuAD 1.1, task 4 of the BERT paper's figure 4) for notebook 08:
+a question and a paragraph → the answer's start and end pieces.
 
-:func:`encode_squad` builds ``[CLS] question [SEP] paragraph [SEP]`` with each piece's character
-offsets; :func:`predict_spans` and :func:`decode_answer` turn a
-:class:`~onehot2gpt.bert.BertForQuestionAnswering`'s scores back into the paragraph's own text;
-:func:`null_margins` and :func:`abstains` let the null span (``[CLS]``) say "no answer in this
-passage"; :func:`answer_question` does it all for one passage; :func:`squad_exact_match`,
-:func:`squad_f1` and :func:`squad_evaluate` are the official metrics. Training and scoring go
-through :func:`onehot2gpt.bert_tasks.finetune` and :func:`~onehot2gpt.bert_tasks.evaluate` with
-``task="qa"``; notebook 08 reads these names as ``bert_tasks.<name>`` too.
+:func:`encode_squad` builds ``[CLS] question [SEP] paragraph [SEP]``; :func:`predict_spans` and
+:func:`decode_answer` turn a :class:`~onehot2gpt.bert.BertForQuestionAnswering`'s scores back into
+the paragraph's own text; :func:`null_margins` lets the null span (``[CLS]``) say "no answer in
+this passage"; :func:`answer_question` does it all for one passage; ``squad_*`` are the official
+metrics. Training and scoring: :func:`onehot2gpt.bert_tasks.finetune` and ``evaluate`` with ``task="qa"``.
 
 Example:
     >>> squad_f1("the Denver Broncos", ["Denver Broncos", "Broncos"])
@@ -28,7 +25,7 @@ import torch
 from .bert import best_span
 from .subword import is_punctuation
 from .training import pad_batch
-from .utils import evaluating
+from .utils import check_number, check_text, evaluating
 
 # -- encoding questions and passages, decoding spans ----------------------------------------------
 
@@ -67,20 +64,13 @@ def encode_squad(tokenizer, examples: Sequence[dict], max_len: int = 192, max_qu
     - lists for decoding: "context", "offsets" (per token of the row, the character span of the
       context word it belongs to, None outside the context), "answers" (the gold texts), "id".
 
-    Choices: one window per question (no sliding windows). A question is cut to
-    `max_question_len` tokens and the context to what is left of `max_len`. When that cut removes
-    any part of the answer, the example is kept (so an evaluation still counts the question) but
-    marked ``answerable`` False with start = end = 0, the [CLS] token: :func:`finetune` lets
-    [CLS] be predicted, the convention of BERT's SQuAD 2.0 recipe; drop such rows for training
-    with ``select(features, features["answerable"])``. Tokens are mapped back to the text through
-    whole words (:func:`word_spans`), since WordPiece tokens carry no character offsets; an answer
-    that starts or ends inside a word ("1990" of "1990s") is widened to the whole word.
-
-    The first gold answer's text must stand at its ``answer_start`` in the context: a ValueError
-    names the question id, what stands there and where the text does occur. (The reference
-    tooling, BERT's ``run_squad.py``, logs "Could not find answer" and drops such an example;
-    we stop instead, since an offset that points elsewhere means the data was edited or
-    re-encoded and every later label may be wrong. SQuAD 1.1 dev has no such example.)
+    One window per question: the question is cut to `max_question_len` tokens and the context to
+    what is left of `max_len`. An example whose answer that cut removes is kept but marked
+    ``answerable`` False with start = end = 0 ([CLS], BERT's SQuAD 2.0 convention); drop such rows
+    for training with ``select(features, features["answerable"])``. Tokens map back to the text
+    through whole words (:func:`word_spans`), so an answer inside a word ("1990" of "1990s") is
+    widened to the whole word. ValueError when the first gold answer's text is not at its
+    ``answer_start``: an offset that points elsewhere means the data was edited.
     """
     rows: dict[str, list] = {
         k: [] for k in ("input_ids", "token_type_ids", "context_mask", "start", "end", "answerable", "offsets")
@@ -182,17 +172,20 @@ def predict_spans(
     """Start and end logits (B, T), context_mask (B, T) → per row the (start, end) token span
     inside the context with the highest start + end score, at most `max_answer_len` tokens long
     (:func:`onehot2gpt.bert.best_span`); (0, 0) for a row without context."""
-    if not start_logits.shape == end_logits.shape == context_mask.shape:
-        raise ValueError(
-            f"start logits {tuple(start_logits.shape)}, end logits "
-            f"{tuple(end_logits.shape)} and context_mask {tuple(context_mask.shape)} "
-            f"must have the same (B, T) shape"
-        )
+    _check_shapes(start_logits, end_logits, context_mask)
     spans = []
     for s, e, allowed in zip(start_logits.detach().cpu(), end_logits.detach().cpu(), context_mask.cpu()):
         best = best_span(s, e, max_answer_len, allowed)
         spans.append((0, 0) if best is None else best[:2])
     return spans
+
+
+def _check_shapes(start_logits, end_logits, context_mask) -> None:
+    if not start_logits.shape == end_logits.shape == context_mask.shape or start_logits.dim() != 2:
+        raise ValueError(
+            f"start logits {tuple(start_logits.shape)}, end logits {tuple(end_logits.shape)} "
+            f"and context_mask {tuple(context_mask.shape)} must have the same (B, T) shape"
+        )
 
 
 # ------------------------------------------------- 4b: "no answer in this passage" (the null span)
@@ -216,11 +209,7 @@ def null_margins(
         >>> null_margins(s, e, torch.tensor([[False, True, True]]))
         ([(2, 2)], tensor([4.]))
     """
-    if not start_logits.shape == end_logits.shape == context_mask.shape or start_logits.dim() != 2:
-        raise ValueError(
-            f"start logits {tuple(start_logits.shape)}, end logits {tuple(end_logits.shape)} "
-            f"and context_mask {tuple(context_mask.shape)} must have the same (B, T) shape"
-        )
+    _check_shapes(start_logits, end_logits, context_mask)
     spans, margins = [], []
     for i, (s, e, allowed) in enumerate(
         zip(start_logits.detach().float().cpu(), end_logits.detach().float().cpu(), context_mask.cpu().bool())
@@ -242,18 +231,8 @@ def null_margins(
 def abstains(margins: torch.Tensor, threshold: float) -> torch.Tensor:
     """margins (B,) from :func:`null_margins` → bool (B,): True where the null span wins, i.e. the
     best span beats it by no more than `threshold`: "no answer in this passage"."""
-    _check_threshold(threshold)
+    check_number(threshold, "null_threshold", fix="a score margin, e.g. 0.0")
     return torch.as_tensor(margins) <= threshold
-
-
-def _check_threshold(threshold) -> None:
-    if (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, (int, float))
-        or threshold != threshold
-        or abs(threshold) == float("inf")
-    ):
-        raise ValueError(f"null_threshold must be a finite number (a score margin, e.g. 0.0); got {threshold!r}")
 
 
 def choose_null_threshold(answerable: torch.Tensor, unanswerable: torch.Tensor) -> float:
@@ -290,9 +269,8 @@ def null_accuracy(answerable: torch.Tensor, unanswerable: torch.Tensor, threshol
 def unanswerable_pairs(examples: Sequence[dict], seed: int = 0) -> list[dict]:
     """SQuAD examples with a "title" → the same questions, each paired with a paragraph of another
     article that contains none of its gold answers (as whole words, after :func:`squad_normalize`):
-    questions that passage cannot answer
-    (answers [], id with "/other" appended). Pair examples of one side of
-    :func:`split_by_article` among themselves, so both sides stay apart."""
+    questions that passage cannot answer (answers [], id with "/other" appended). Pair examples of
+    one side of :func:`split_by_article` among themselves, so both sides stay apart."""
     paragraphs: dict[str, dict[str, str]] = {}  # title → {paragraph: normalised}
     for ex in examples:
         paragraphs.setdefault(ex["title"], {})[ex["context"]] = f" {squad_normalize(ex['context'])} "
@@ -330,38 +308,27 @@ def answer_question(
     max_question_len: int = 64,
     null_threshold: float | None = 0.0,
 ) -> dict:
-    """Extractive QA on one passage: the span of `context` that a BertForQuestionAnswering picks
-    for `question`, and the start and end probabilities over the passage's pieces.
+    """Extractive QA on one passage: the span of `context` (s ≤ e, at most `max_answer_len` pieces)
+    that a BertForQuestionAnswering picks for `question`, or "no answer in this passage" when it
+    beats the null span (start and end on ``[CLS]``) by no more than `null_threshold`
+    (:func:`abstains`; the shipped checkpoint's is :func:`onehot2gpt.pretrained.qa_null_threshold`;
+    None always answers, as a SQuAD 1.1 model does).
 
-    The best span (s ≤ e, at most `max_answer_len` pieces) competes with the null span, start and
-    end both on ``[CLS]``: when the best span's score beats the null score by no more than
-    `null_threshold` (:func:`abstains`), the answer is "no answer in this passage". Pass the
-    threshold chosen on held-out questions for the model (:func:`onehot2gpt.pretrained.qa_null_threshold`
-    for the shipped checkpoint); 0.0 is the plain rule "the null wins if it scores higher";
-    None always answers, as a SQuAD 1.1 model does.
+    Returns a dict: "answer" (the passage's own characters; "" when the null wins), "no_answer",
+    "best_span" (its text, given or not), "char_span" (a, b) into `context`, "words" (1-based
+    positions of its first and last whitespace-separated word, as the BERT paper's SQuAD figure
+    counts), "tokens" (the passage's pieces), "p_start", "p_end" (softmax over those pieces),
+    "start", "end" (indices into "tokens"), "score" (S·h_s + E·h_e), "null_score" (S·h_[CLS] +
+    E·h_[CLS]), "margin" (score − null_score), "null_threshold", and "argmax" (the start and the
+    end piece, each chosen alone).
 
-    Returns a dict: "answer" (the passage's own characters, whole words; "" when the null wins),
-    "no_answer" (bool), "best_span" (the best span's text, given or not), "char_span" (a, b) into
-    `context`, "words" (s, e): the 1-based positions of the first and last whitespace-separated
-    word of the best span (how the BERT paper's SQuAD figure counts), "tokens" (the passage's
-    pieces), "p_start", "p_end" (lists, one probability per piece: a softmax over the passage
-    only), "start", "end" (indices into "tokens"), "score" (S·h_s + E·h_e), "null_score"
-    (S·h_[CLS] + E·h_[CLS]), "margin" (score − null_score), "null_threshold", and "argmax"
-    (the pieces with the highest start and end scores, each chosen alone: when the end's comes
-    before the start's, no span s ≤ e is a clear answer).
-
-    ValueError, saying what to shorten, for an empty text, a question over `max_question_len`
-    pieces, or a passage that does not fit into `max_len` pieces with the question (nothing is
-    silently cut: an answer can only come from text the model has read); ValueError for a
-    threshold that is not a finite number, and for NaN scores from the model.
+    Nothing is silently cut: a question longer than `max_question_len` pieces or a passage that
+    does not fit `max_len` with it is a ValueError saying what to shorten.
     """
     if null_threshold is not None:
-        _check_threshold(null_threshold)
-    for name, text in (("passage", context), ("question", question)):
-        if not isinstance(text, str):
-            raise TypeError(f"the {name} must be a str; got {type(text).__name__}")
-        if not text.strip():
-            raise ValueError(f"the {name} is empty: type a {name}")
+        check_number(null_threshold, "null_threshold", fix="a score margin, e.g. 0.0")
+    check_text(context, "context", fix="paste the passage that holds the answer")
+    check_text(question, "question", fix="type a question about the passage")
     n_question = len(tokenizer.tokenize(question))
     if n_question > max_question_len:
         raise ValueError(
@@ -495,8 +462,7 @@ def split_by_article(
 ) -> tuple[list[dict], list[dict]]:
     """Examples with a "title" → (train, test): a random `test_fraction` of the articles (at least
     one) goes to test, so no article, and no paragraph, is on both sides. Order is kept."""
-    if not 0 < test_fraction < 1:
-        raise ValueError(f"test_fraction must be between 0 and 1, got {test_fraction}")
+    check_number(test_fraction, "test_fraction", 0, 1, low_open=True, high_open=True)
     titles = list(dict.fromkeys(ex["title"] for ex in examples))  # first-seen order
     if len(titles) < 2:
         raise ValueError(f"need at least two articles to split, got {len(titles)}")

@@ -3,14 +3,8 @@
 Taught in notebook 06; BERT (07–08) and GPT (09–10) reuse the blocks. Follows Vaswani et al.,
 "Attention Is All You Need" (2017): sinusoidal positions (§3.5), sub-layers wrapped as
 LayerNorm(x + Sublayer(x)) — *post-norm* — and the *pre-norm* variant x + Sublayer(LayerNorm(x))
-that GPT-2 uses, which keeps the gradient evenly spread through deep stacks.
-
-Layout: the config, then the parts in the order the notebook builds them (positions, blocks,
-encoder, decoder), then the two models; the key maps to torch.nn's layers and the attention
-source for the explorer come last.
-
-Every model returns attention maps on request as one (B, H, T_q, T_k) tensor per layer, the
-layout Hugging Face uses, so the same plots, explorer and bertviz views serve all models.
+that GPT-2 uses, which keeps the gradient evenly spread through deep stacks. Every model returns
+attention maps on request as one (B, H, T_q, T_k) tensor per layer, as Hugging Face does.
 """
 
 from __future__ import annotations
@@ -22,7 +16,7 @@ import torch
 from torch import nn
 
 from .attention import TORCH_MHA_KEYS, MultiHeadAttention, causal_mask, padding_mask
-from .utils import as_ids, copy_weights, evaluating
+from .utils import as_ids, check_choice, copy_weights, evaluating
 
 # ---------------------------------------------------------------------------------------------
 # Config
@@ -48,8 +42,7 @@ class TransformerConfig:
     def __post_init__(self):
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
-        if self.positions not in ("sinusoidal", "learned"):
-            raise ValueError(f"positions must be 'sinusoidal' or 'learned', got {self.positions!r}")
+        check_choice(self.positions, "positions", ("sinusoidal", "learned"))
 
     @classmethod
     def tiny(cls, **overrides) -> TransformerConfig:
@@ -128,19 +121,14 @@ class LearnedPositions(nn.Module):
 ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
 
 
-def _activation(name: str):
-    if name not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {name!r}")
-    return ACTIVATIONS[name]()
-
-
 class FeedForward(nn.Module):
     """Position-wise feed-forward: Linear(D → d_ff), activation, dropout, Linear(d_ff → D)."""
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
         super().__init__()
         self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
-        self.activation, self.dropout = _activation(activation), nn.Dropout(dropout)
+        self.activation = ACTIVATIONS[check_choice(activation, "activation", ACTIVATIONS)]()
+        self.dropout = nn.Dropout(dropout)
 
     def forward(self, x):
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
@@ -227,11 +215,10 @@ class DecoderBlock(nn.Module):
         return x, w_self, w_cross
 
 
-class Encoder(nn.Module):
-    """n_layers EncoderBlocks (+ a final LayerNorm when pre-norm, whose last residual is raw).
+class _Stack(nn.Module):
+    """n_layers blocks of the class `block` (+ a final LayerNorm when pre-norm, whose last residual is raw)."""
 
-    forward(x, mask, need_weights) → (x, tuple of (B, H, T, T) per layer, or None).
-    """
+    block: type[nn.Module]
 
     def __init__(
         self,
@@ -246,9 +233,15 @@ class Encoder(nn.Module):
     ):
         super().__init__()
         self.layers = nn.ModuleList(
-            EncoderBlock(d_model, n_heads, d_ff, dropout, norm_first, activation, eps) for _ in range(n_layers)
+            self.block(d_model, n_heads, d_ff, dropout, norm_first, activation, eps) for _ in range(n_layers)
         )
         self.norm = nn.LayerNorm(d_model, eps=eps) if norm_first else nn.Identity()
+
+
+class Encoder(_Stack):
+    """n_layers EncoderBlocks. forward(x, mask, need_weights) → (x, tuple of (B, H, T, T) per layer, or None)."""
+
+    block = EncoderBlock
 
     def forward(self, x, mask=None, need_weights: bool = False):
         maps = []
@@ -258,26 +251,11 @@ class Encoder(nn.Module):
         return self.norm(x), (tuple(maps) if need_weights else None)
 
 
-class Decoder(nn.Module):
+class Decoder(_Stack):
     """n_layers DecoderBlocks. forward(x, memory, self_mask, memory_mask, need_weights) →
     (x, self-attention maps, cross-attention maps) — each a tuple per layer, or None."""
 
-    def __init__(
-        self,
-        n_layers: int,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        norm_first: bool = False,
-        activation: str = "relu",
-        eps: float = 1e-5,
-    ):
-        super().__init__()
-        self.layers = nn.ModuleList(
-            DecoderBlock(d_model, n_heads, d_ff, dropout, norm_first, activation, eps) for _ in range(n_layers)
-        )
-        self.norm = nn.LayerNorm(d_model, eps=eps) if norm_first else nn.Identity()
+    block = DecoderBlock
 
     def forward(self, x, memory, self_mask=None, memory_mask=None, need_weights: bool = False):
         self_maps, cross_maps = [], []
@@ -285,9 +263,7 @@ class Decoder(nn.Module):
             x, ws, wc = layer(x, memory, self_mask, memory_mask, need_weights)
             self_maps.append(ws)
             cross_maps.append(wc)
-        if not need_weights:
-            return self.norm(x), None, None
-        return self.norm(x), tuple(self_maps), tuple(cross_maps)
+        return (self.norm(x), tuple(self_maps), tuple(cross_maps)) if need_weights else (self.norm(x), None, None)
 
 
 # ---------------------------------------------------------------------------------------------
