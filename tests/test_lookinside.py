@@ -157,7 +157,7 @@ def test_intervene_compares_the_loss(model):
         (dict(ids=[1, 2], heads_off=[1]), "pairs"),
         (dict(ids=[1, 2], heads_off=[(2, 0)]), "layer"),
         (dict(ids=[1, 2], heads_off=[(0, 4)]), "head"),
-        (dict(ids=[1, 2], mlps_off=[True]), "mlps_off"),
+        (dict(ids=[1, 2], mlps_off=[2]), r"mlps_off\[0\]=2 must be in \[0, 1\]"),
         (dict(ids=[1, 2], tokens_off=[2]), "tokens_off"),
     ],
 )
@@ -170,6 +170,8 @@ def test_bad_input_is_a_clear_error(model, kwargs, message):
 def test_only_a_gpt_can_be_traced(model):
     with pytest.raises(TypeError, match="course GPT"):
         trace_gpt(torch.nn.Linear(2, 2), [1, 2])
+    with pytest.raises(TypeError, match="mlps_off"):
+        trace_gpt(model, [1, 2], mlps_off=[True])
     with pytest.raises(ValueError, match="switched off"):
         check_trace(model, trace_gpt(model, IDS, mlps_off=[1]))
     with pytest.raises(ValueError, match="two tokens"):

@@ -1,13 +1,9 @@
 """Look inside a GPT: every tensor of its forward pass, the logit lens, and switching parts off.
 
-:func:`trace_gpt` runs the forward pass of a :class:`~onehot2gpt.gpt.GPT` one operation at a time
-and keeps every intermediate tensor, so a student can read the numbers that flow from the token
-ids to the probabilities. :func:`check_trace` proves the trace equal to the library's own forward
-(block by block, attention maps and logits). The same trace takes interventions (a head, a
-layer's MLP or a token switched off), which :func:`intervene` turns into a change in loss and in
-the top predictions, and :func:`logit_lens` reads the residual stream after every layer through the
-final LayerNorm and the output layer. :func:`induction_scores` and :func:`repeated_random_tokens`
-find induction heads (Olsson et al. 2022).
+:func:`trace_gpt` runs a :class:`~onehot2gpt.gpt.GPT`'s forward pass one operation at a time and
+keeps every tensor; :func:`check_trace` proves it equal to the library's forward. :func:`intervene`
+switches heads, MLPs or tokens off, :func:`logit_lens` reads the residual stream after every layer,
+and :func:`induction_scores` finds induction heads (Olsson et al. 2022).
 
 Shapes: one sequence at a time, B = 1 is dropped: T tokens, D model width, H heads of hs = D / H
 features, V vocabulary entries, d_ff the MLP's hidden width.
@@ -21,30 +17,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from .utils import as_ids, evaluating
-
-__all__ = [
-    "read_out",
-    "Trace",
-    "trace_model",
-    "Stage",
-    "trace_gpt",
-    "check_trace",
-    "stages",
-    "logit_lens",
-    "LensRow",
-    "intervene",
-    "Intervention",
-    "next_token_loss",
-    "repeated_random_tokens",
-    "induction_scores",
-    "per_position_loss",
-    "previous_token_scores",
-    "check_gpt",
-    "is_course_bert",
-    "random_trigram_table",
-    "text_with_repeats",
-]
+from .utils import as_ids, check_int, check_number, evaluating
 
 
 @dataclass
@@ -77,8 +50,7 @@ class Trace:
 
 def check_gpt(model) -> None:
     """TypeError saying what to pass unless `model` is a course GPT (what the lens and interventions read)."""
-    needed = ("tok_emb", "pos_emb", "blocks", "final_norm", "lm_head", "config")
-    missing = [n for n in needed if not hasattr(model, n)]
+    missing = [n for n in ("tok_emb", "pos_emb", "blocks", "final_norm", "lm_head", "config") if not hasattr(model, n)]
     if missing:
         raise TypeError(
             f"expected a course GPT (onehot2gpt.gpt.GPT); {type(model).__name__} has no "
@@ -86,23 +58,17 @@ def check_gpt(model) -> None:
         )
 
 
-def _check_positions(name: str, values, limit: int) -> set[int]:
-    out = set()
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < limit:
-            raise ValueError(f"{name} must hold whole numbers in 0…{limit - 1}; got {v!r}")
-        out.add(v)
-    return out
+def _check_positions(name: str, values, limit: int, what: str) -> set[int]:
+    return {check_int(v, f"{name}[{i}]", 0, limit - 1, fix=f"{name} lists {what}") for i, v in enumerate(values)}
 
 
 def _check_heads(heads, n_layers: int, n_heads: int) -> set[tuple[int, int]]:
     out = set()
-    for pair in heads:
+    for i, pair in enumerate(heads):
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
             raise ValueError(f"heads_off holds (layer, head) pairs, e.g. [(0, 1)]; got {pair!r}")
-        layer, head = pair
-        _check_positions("a head's layer", [layer], n_layers)
-        _check_positions("a head's index", [head], n_heads)
+        layer = check_int(pair[0], f"heads_off[{i}][0]", 0, n_layers - 1, fix=f"a layer: the model has {n_layers}")
+        head = check_int(pair[1], f"heads_off[{i}][1]", 0, n_heads - 1, fix=f"a head: a layer has {n_heads}")
         out.add((layer, head))
     return out
 
@@ -124,24 +90,11 @@ def one_sequence(ids, config, what: str = "the model") -> torch.Tensor:
 
 def _check_position(position, T: int) -> int:
     """A position in −T … T − 1 (−1 = the last token) → its index 0 … T − 1."""
-    if isinstance(position, bool) or not isinstance(position, int) or not -T <= position < T:
-        raise ValueError(f"position must be a whole number in {-T}…{T - 1} (−1 = the last token); got {position!r}")
-    return position % T
-
-
-def _check_count(name: str, k) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"{name} must be a whole number ≥ 1; got {k!r}")
+    return check_int(position, "position", -T, T - 1, fix="−1 is the last token") % T
 
 
 def check_temperature(temperature) -> None:
-    if not (
-        isinstance(temperature, (int, float))
-        and not isinstance(temperature, bool)
-        and math.isfinite(temperature)
-        and temperature > 0
-    ):
-        raise ValueError(f"temperature must be a number > 0 (1 leaves the logits as they are); got {temperature!r}")
+    check_number(temperature, "temperature", 0, low_open=True, fix="1 leaves the logits as they are")
 
 
 def attend(s: dict, x, attn, allowed, n_heads: int, heads_off=()) -> None:
@@ -188,24 +141,22 @@ def trace_gpt(model, ids, *, temperature: float = 1.0, heads_off=(), mlps_off=()
     T = ids.numel()
     check_temperature(temperature)
     heads_off = _check_heads(heads_off, c.n_layers, c.n_heads)
-    mlps_off = _check_positions("mlps_off (layer numbers)", mlps_off, c.n_layers)
-    tokens_off = _check_positions("tokens_off (positions)", tokens_off, T)
+    mlps_off = _check_positions("mlps_off", mlps_off, c.n_layers, "layer numbers")
+    tokens_off = _check_positions("tokens_off", tokens_off, T, "positions of the sequence")
 
     device = model.tok_emb.weight.device
     ids = ids.to(device)
     H, D = c.n_heads, c.d_model
     tok = model.tok_emb.weight[ids]  # (T, D): row ids[t] of the table
     pos = model.pos_emb.weight[:T]  # (T, D): row t
-    x = tok + pos
-    x0 = x
+    x0 = x = tok + pos
     allowed = torch.ones(T, T, dtype=torch.bool, device=device).tril()  # query i sees keys 0…i
     for t in tokens_off:
         allowed[:, t] = False
         allowed[t, t] = True
     layers = []
     for l, block in enumerate(model.blocks):
-        s = {}
-        s["resid_pre"] = x
+        s = {"resid_pre": x}
         s["ln1"] = F.layer_norm(x, (D,), block.norm1.weight, block.norm1.bias, block.norm1.eps)
         attend(s, s["ln1"], block.attn, allowed, H, [h for (ll, h) in heads_off if ll == l])
         s["resid_mid"] = x + s["attn_out"]
@@ -223,19 +174,9 @@ def trace_gpt(model, ids, *, temperature: float = 1.0, heads_off=(), mlps_off=()
     if model.lm_head.bias is not None:
         logits = logits + model.lm_head.bias
     scaled = logits / temperature
-    return Trace(
-        ids.cpu(),
-        tok,
-        pos,
-        x0,
-        layers,
-        final,
-        logits,
-        float(temperature),
-        scaled,
-        torch.softmax(scaled, dim=-1),
-        {"heads": sorted(heads_off), "mlps": sorted(mlps_off), "tokens": sorted(tokens_off)},
-    )
+    probs = torch.softmax(scaled, dim=-1)
+    switched = {"heads": sorted(heads_off), "mlps": sorted(mlps_off), "tokens": sorted(tokens_off)}
+    return Trace(ids.cpu(), tok, pos, x0, layers, final, logits, float(temperature), scaled, probs, switched)
 
 
 @torch.no_grad()
@@ -266,8 +207,7 @@ def check_trace(model, trace: Trace, atol: float = 1e-4) -> dict[str, float]:
             x, w, _ = block(trace.layers[l]["resid_pre"][None], mask, need_weights=True)
             diffs[f"layer {l} output"] = (x[0] - trace.layers[l]["resid_post"]).abs().max().item()
             diffs[f"layer {l} attention"] = (w[0] - trace.layers[l]["weights"]).abs().max().item()
-        out = model(ids)
-        diffs["logits"] = (out.logits[0] - trace.logits).abs().max().item()
+        diffs["logits"] = (model(ids).logits[0] - trace.logits).abs().max().item()
     return _require_close(diffs, atol)
 
 
@@ -291,7 +231,7 @@ class Stage:
     formula: str
     value: torch.Tensor  # what the position sees at this stage: (D,), (H, T), (V,), …
     shape: str  # the full tensor's shape, e.g. "(H=4, T=9, T=9)"
-    layer: int | None
+    layer: int | None = None
 
 
 def attention_rows(s: dict, p: int, T: int, D: int, mask_note: str) -> list[tuple[str, str, torch.Tensor, str]]:
@@ -320,45 +260,30 @@ def stages(trace, position: int = -1) -> list[Stage]:
 
     if isinstance(trace, BertTrace):
         return bert_stages(trace, p)
-    D = trace.x0.size(-1)
-    V = trace.logits.size(-1)
+    D, V = trace.x0.size(-1), trace.logits.size(-1)
+    td, tv = f"(T={T}, D={D})", f"(T={T}, V={V})"
     out = [
-        Stage(
-            "token embedding",
-            "E[id]: the token's row of the embedding table",
-            trace.tok_emb[p],
-            f"(T={T}, D={D})",
-            None,
-        ),
-        Stage("position embedding", "P[t]: the position's row", trace.pos_emb[p], f"(T={T}, D={D})", None),
-        Stage("input x", "x = E[id] + P[t]", trace.x0[p], f"(T={T}, D={D})", None),
+        Stage("token embedding", "E[id]: the token's row of the embedding table", trace.tok_emb[p], td),
+        Stage("position embedding", "P[t]: the position's row", trace.pos_emb[p], td),
+        Stage("input x", "x = E[id] + P[t]", trace.x0[p], td),
     ]
     for l, s in enumerate(trace.layers):
-        d_ff = s["mlp_hidden"].size(-1)
-        td = f"(T={T}, D={D})"
         rows = [("LayerNorm 1", "(x − mean) / std · γ + β", s["ln1"][p], td)]
         rows += attention_rows(s, p, T, D, "−inf for keys after the query (and switched-off tokens)")
         rows += [
             ("residual 1", "x + attention", s["resid_mid"][p], td),
             ("LayerNorm 2", "(x − mean) / std · γ + β", s["ln2"][p], td),
-            ("MLP hidden", "GELU(LN(x) W_1 + b_1)", s["mlp_hidden"][p], f"(T={T}, d_ff={d_ff})"),
+            ("MLP hidden", "GELU(LN(x) W_1 + b_1)", s["mlp_hidden"][p], f"(T={T}, d_ff={s['mlp_hidden'].size(-1)})"),
             ("MLP out", "hidden W_2 + b_2", s["mlp_out"][p], td),
             ("residual 2", "x + MLP", s["resid_post"][p], td),
         ]
         out += [Stage(f"layer {l} · {name}", formula, value, shape, l) for name, formula, value, shape in rows]
-    out += [
-        Stage("final LayerNorm", "LN_f(x)", trace.final_ln[p], f"(T={T}, D={D})", None),
-        Stage(
-            "logits",
-            "LN_f(x) Eᵀ: a score per vocabulary entry (tied embedding)",
-            trace.logits[p],
-            f"(T={T}, V={V})",
-            None,
-        ),
-        Stage("temperature", f"logits / {trace.temperature:g}", trace.scaled_logits[p], f"(T={T}, V={V})", None),
-        Stage("probabilities", "softmax: the next-token distribution", trace.probs[p], f"(T={T}, V={V})", None),
+    return out + [
+        Stage("final LayerNorm", "LN_f(x)", trace.final_ln[p], td),
+        Stage("logits", "LN_f(x) Eᵀ: a score per vocabulary entry (tied embedding)", trace.logits[p], tv),
+        Stage("temperature", f"logits / {trace.temperature:g}", trace.scaled_logits[p], tv),
+        Stage("probabilities", "softmax: the next-token distribution", trace.probs[p], tv),
     ]
-    return out
 
 
 # -- the logit lens ---------------------------------------------------------------------------------
@@ -390,12 +315,12 @@ def logit_lens(
     stream after the embedding and after every layer, at `position`, and keep the top `k` next
     tokens (and the probability and rank of `target`, e.g. the token that really comes next). The
     last row is the model's own prediction."""
-    _check_count("k (how many candidates per layer)", k)
+    check_int(k, "k", 1, fix="how many candidates per layer")
     trace = trace_gpt(model, ids) if trace is None else trace
     position = _check_position(position, trace.ids.numel())
     V = model.config.vocab_size
-    if target is not None and (isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < V):
-        raise ValueError(f"target must be a token id in 0…{V - 1} or None; got {target!r}")
+    if target is not None:
+        check_int(target, "target", 0, V - 1, fix="a token id, or None")
     n = model.final_norm
     if model.lm_head.bias is not None:
         raise ValueError("the lens reads through a tied output layer without bias (the course GPT's)")
@@ -445,7 +370,7 @@ def next_token_loss(trace: Trace) -> float:
 def intervene(model, ids, position: int = -1, k: int = 5, *, heads_off=(), mlps_off=(), tokens_off=()) -> Intervention:
     """Switch parts off (see :func:`trace_gpt`) and compare with the model as it is: mean
     next-token cross-entropy over the sequence (nats) and the top-k predictions at `position`."""
-    _check_count("k", k)
+    check_int(k, "k", 1)
     before = trace_gpt(model, ids)
     after = trace_gpt(model, ids, heads_off=heads_off, mlps_off=mlps_off, tokens_off=tokens_off)
     position = _check_position(position, before.ids.numel())
@@ -470,10 +395,8 @@ def repeated_random_tokens(
     On the second copy a model that has learned induction (find the earlier occurrence of the
     current token, predict what followed it) predicts every token; nothing can predict the first."""
     for name, v in (("n", n), ("length", length), ("vocab_size", vocab_size)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a whole number ≥ 1; got {v!r}")
-    if isinstance(prefix, bool) or not isinstance(prefix, int) or prefix < 0:
-        raise ValueError(f"prefix must be a whole number ≥ 0; got {prefix!r}")
+        check_int(v, name, 1)
+    check_int(prefix, "prefix", 0)
     head = torch.randint(0, vocab_size, (n, prefix), generator=generator)
     seq = torch.randint(0, vocab_size, (n, length), generator=generator)
     return torch.cat([head, seq, seq], dim=1)
@@ -526,9 +449,8 @@ def per_position_loss(model, ids) -> torch.Tensor:
 def random_trigram_table(vocab_size: int, choices: int = 2, generator: torch.Generator | None = None) -> torch.Tensor:
     """A random second-order Markov chain: (V, V, choices) next-token ids, `choices` possible next
     tokens for every pair of previous tokens."""
-    for name, v in (("vocab_size", vocab_size), ("choices", choices)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a whole number ≥ 1; got {v!r}")
+    check_int(vocab_size, "vocab_size", 1)
+    check_int(choices, "choices", 1)
     return torch.randint(0, vocab_size, (vocab_size, vocab_size, choices), generator=generator)
 
 
@@ -544,13 +466,9 @@ def text_with_repeats(
     chain `table` (see :func:`random_trigram_table`), a fraction `noise` of tokens replaced at random,
     and in each sequence one stretch of r tokens (r drawn from `repeat`, both ends included) copied
     right after itself at a random place. Returns (ids, copied): copied (n, length) is True where a
-    token is a copy of the token r places before.
-
-    Why this mix: the chain makes a previous-token head useful on its own (the next token depends
-    on the last two), the repeats reward looking up what followed the current token last time,
-    and their random length and place mean that only the tokens themselves, not their positions,
-    say where to look: an induction head (a previous-token head in one layer, a head that matches
-    on it in the next) is the way to use them."""
+    token is a copy of the token r places before. The chain rewards a previous-token head; the
+    repeats, of random length and place, reward looking up what followed the current token last
+    time: an induction head."""
     if not isinstance(table, torch.Tensor) or table.dim() != 3 or table.size(0) != table.size(1):
         raise ValueError("table must be a (V, V, choices) tensor from random_trigram_table")
     lo, hi = repeat
@@ -559,8 +477,8 @@ def text_with_repeats(
             f"a repeated stretch of up to {hi} tokens, twice, must fit in length={length}; "
             f"give repeat=(low, high) with 1 ≤ low ≤ high ≤ length / 2"
         )
-    if not 0 <= noise <= 1:
-        raise ValueError(f"noise is a fraction in [0, 1]; got {noise!r}")
+    check_int(n, "n", 1)
+    check_number(noise, "noise", 0, 1, fix="the fraction of tokens replaced at random")
     V, _, choices = table.shape
     x = torch.zeros(n, length, dtype=torch.long)
     x[:, :2] = torch.randint(0, V, (n, 2), generator=generator)

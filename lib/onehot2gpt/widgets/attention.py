@@ -229,18 +229,12 @@ class AttentionExplorer(SavedView, W.VBox):
 
     def _pick_token(self, tokens: list[str]) -> int:
         """The query index for new tokens: the token shown before if present, else the default."""
-        lowered = [t.lower() for t in tokens]
-        if self.tokens:
-            previous = self.tokens[self.token.value]
-            for t, pool in ((previous, tokens), (previous.lower(), lowered)):
-                if t in pool:
-                    return pool.index(t)
-        default = self.default_token
-        if isinstance(default, int) and 0 <= default < len(tokens):
-            return default
-        if isinstance(default, str) and default.lower() in lowered:
-            return tokens.index(default) if default in tokens else lowered.index(default.lower())
-        return 0
+        default, lowered = self.default_token, [t.lower() for t in tokens]
+        wanted = [self.tokens[self.token.value]] if self.tokens else []
+        for t in wanted + ([default] if isinstance(default, str) else []):
+            if t in tokens or t.lower() in lowered:
+                return tokens.index(t) if t in tokens else lowered.index(t.lower())
+        return default if isinstance(default, int) and 0 <= default < len(tokens) else 0
 
     def _draw(self):
         if not self.attentions:  # nothing could be loaded yet; .status says why

@@ -214,14 +214,13 @@ class QuestionAnswerer(SavedView, W.VBox):
         a, b = r["char_span"]
         s, e = r["words"]
         no_answer = r.get("no_answer", False)
-        mark = "<mark style='background:#e0e0e0'>" if no_answer else "<mark style='background:#ffd54f'><b>"
-        text = (
-            html.escape(passage[:a])
-            + mark
-            + html.escape(passage[a:b])
-            + ("</mark>" if no_answer else "</b></mark>")
-            + html.escape(passage[b:])
+        span = html.escape(passage[a:b])
+        span = (
+            f"<mark style='background:#e0e0e0'>{span}</mark>"
+            if no_answer
+            else f"<mark style='background:#ffd54f'><b>{span}</b></mark>"
         )
+        text = html.escape(passage[:a]) + span + html.escape(passage[b:])
         cols = []
         for i, (tok, ps, pe) in enumerate(zip(r["tokens"], r["p_start"], r["p_end"])):
             picked = "background:#fff3c4;" if r["start"] <= i <= r["end"] else ""

@@ -177,14 +177,11 @@ class ZeroShotPrompter(SavedView, W.VBox):
 
     def _choose_model(self, change):
         name = change["new"]
-        if name in self.models:
-            self._current_model = name
-            self.status.value = ""
-            return
         try:
-            self.status.value = "<i>Loading GPT-2 …</i>"
-            model, encode, decode = self._gpt2_loader()
-            self.models[name] = (model, encode, decode)
+            if name not in self.models:  # GPT-2, loaded when first chosen
+                self.status.value = "<i>Loading GPT-2 …</i>"
+                model, encode, decode = self._gpt2_loader()
+                self.models[name] = (model, encode, decode)
             self._current_model = name
             self.status.value = ""
         except Exception as exc:  # offline: say so, keep the previous model
