@@ -586,7 +586,7 @@ def test_shuffled_ending_choices_refuse_bad_input():
         shuffled_ending_choices(good, min_words=4)
     with pytest.raises(ValueError, match="min_words"):
         shuffled_ending_choices(good, min_words=10, max_words=9)
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match="n=0 must be at least 1"):
         shuffled_ending_choices(good, 0)
     with pytest.raises(ValueError, match="only 1 of the 1"):
         shuffled_ending_choices(good, 2)

@@ -1,12 +1,6 @@
-"""GPT-1's input transformations: every task as token rows ``<start> … <extract>``, and texts and
-labels as the tensors :mod:`onehot2gpt.gpt_tasks` fine-tunes on (notebook 09).
-
-Radford et al. (2018), §3.3 and figure 1: :func:`classification_input`, :func:`entailment_input`
-(premise ``<delim>`` hypothesis), :func:`similarity_inputs` (both orders),
-:func:`multiple_choice_inputs` (one row per answer); :func:`encode_for_gpt` and
-:func:`encode_choices_for_gpt` encode, truncate and pad them; :func:`shuffled_ending_choices` builds
-a multiple-choice task from plain sentences. Notebook 09 reads these names from
-:mod:`onehot2gpt.gpt_tasks`, which offers them too.
+"""GPT-1's input transformations (Radford et al., 2018, §3.3 and figure 1): every task as token
+rows ``<start> … <extract>``, and texts and labels as the tensors :mod:`onehot2gpt.gpt_tasks`
+fine-tunes on. Notebook 09 reads these names from :mod:`onehot2gpt.gpt_tasks`, which offers them too.
 """
 
 from __future__ import annotations
@@ -18,6 +12,7 @@ from numbers import Integral
 import torch
 
 from .subword import longest_first
+from .utils import check_int
 
 GPT1_SPECIALS = ("<start>", "<delim>", "<extract>")
 START, DELIM, EXTRACT = GPT1_SPECIALS
@@ -138,9 +133,9 @@ def _special_ids(special_ids, needed: Sequence[str]) -> dict[str, int]:
     return {k: int(v) for k, v in out.items()}
 
 
-def _label_ids(labels, label_names, n: int) -> torch.Tensor:
+def _label_ids(labels, label_names, n: int, what: str = "text") -> torch.Tensor:
     if len(labels) != n:
-        raise ValueError(f"got {n} texts but {len(labels)} labels; give one label per text")
+        raise ValueError(f"got {n} {what}s but {len(labels)} labels; give one label per {what}")
     if label_names is not None:
         index = {name: i for i, name in enumerate(label_names)}
         unknown = sorted({repr(y) for y in labels if isinstance(y, str) and y not in index})
@@ -195,8 +190,7 @@ def encode_for_gpt(
         if pair and (len(t) != 2 or not all(isinstance(s, str) for s in t)):
             raise TypeError(f"each text is a string or a (premise, hypothesis) pair of strings; got {t!r}")
     specials = _special_ids(special_ids, GPT1_SPECIALS if any(pairs) else (START, EXTRACT))
-    if max_len < (3 if any(pairs) else 2):
-        raise ValueError(f"max_len={max_len} leaves no room for the special tokens")
+    check_int(max_len, "max_len", 3 if any(pairs) else 2, fix="a shorter row leaves no room for the special tokens")
     rows = []
     for i, (text, pair) in enumerate(zip(texts, pairs)):
         parts = [_encoded(encode, s) for s in (text if pair else [text])]
@@ -276,12 +270,7 @@ def encode_choices_for_gpt(
         )
     K = counts[0]
     if labels is not None:
-        if len(labels) != len(contexts):
-            raise ValueError(
-                f"got {len(contexts)} questions but {len(labels)} labels; give one label "
-                f"(the index of the right answer) per question"
-            )
-        labels = _label_ids(labels, None, len(contexts))
+        labels = _label_ids(labels, None, len(contexts), "question")  # the index of the right answer
         check_labels(labels, K, choices=True)
     pairs = [(context, answer) for context, options in zip(contexts, answers) for answer in options]
     rows = encode_for_gpt(encode, pairs, None, special_ids, max_len, truncation=truncation, pad_id=pad_id)
@@ -298,15 +287,12 @@ def shuffled_ending_choices(
     """A multiple-choice task that only word order can solve, made from plain sentences →
     (contexts, answers, labels) for :func:`encode_choices_for_gpt`.
 
-    Each sentence of `min_words` … `max_words` words (split on whitespace) is cut in half. The
-    context is its first half; the two answers are its second half as written and the same words
-    in a shuffled order, the last word (usually ".") kept last so that punctuation gives nothing
-    away; labels[i] (0 or 1, drawn at random) is the index of the true ending. Both answers hold the
-    same words, so no count of words can tell them apart: a model must know which orders English
-    uses, what a language model learns in pre-training (an acceptability judgement, like GPT-1's
-    CoLA). The sentences are shuffled with `seed` and the first `n` usable ones taken (all if n is
-    None); an ending with fewer than two different words before its last has no other order and
-    is skipped.
+    Each sentence of `min_words` … `max_words` words is cut in half: the context is its first half,
+    the two answers its second half as written and shuffled (the last word, usually ".", kept last),
+    and labels[i] (0 or 1, at random) the index of the true ending. Both answers hold the same words,
+    so only knowing which orders English uses tells them apart. The sentences are shuffled with
+    `seed` and the first `n` usable ones taken (all if n is None); an ending without two different
+    words before its last has no other order and is skipped.
 
     Example:
         >>> contexts, answers, labels = shuffled_ending_choices(["a b c d e f g h ."], seed=0)
@@ -318,13 +304,10 @@ def shuffled_ending_choices(
     if not all(isinstance(s, str) for s in sentences):
         bad = next(s for s in sentences if not isinstance(s, str))
         raise TypeError(f"each sentence must be a string (words separated by spaces); got {bad!r}")
-    if not _is_id(min_words) or not _is_id(max_words) or min_words < 5 or max_words < min_words:
-        raise ValueError(
-            f"need 5 ≤ min_words ≤ max_words (an ending of at least three words, two of them "
-            f"to reorder); got min_words={min_words!r}, max_words={max_words!r}"
-        )
-    if n is not None and (not _is_id(n) or n < 1):
-        raise ValueError(f"n must be a positive number of questions or None (all); got {n!r}")
+    check_int(min_words, "min_words", 5, fix="an ending of at least three words, two of them to reorder")
+    check_int(max_words, "max_words", min_words, fix="need min_words ≤ max_words")
+    if n is not None:
+        check_int(n, "n", 1, fix="the number of questions, or None for all")
     rng = random.Random(seed)
     order = list(range(len(sentences)))
     rng.shuffle(order)

@@ -2,27 +2,15 @@
 extract token, and the auxiliary language-modelling loss.
 
 Written for the GPT notebook (09). Follows Radford et al., "Improving Language Understanding by
-Generative Pre-Training" (GPT-1, 2018), §3.2–3.3 and figure 1:
+Generative Pre-Training" (GPT-1, 2018), §3.2–3.3 and figure 1: a linear layer W_y reads the final
+hidden state of the last real token, ``<extract>`` (:class:`GPTForSequenceClassification`; one
+score per answer in :class:`GPTForMultipleChoice`), and training maximises L3 = L2 + λ·L1, the
+classification loss plus λ times the next-token loss on the same input (:func:`gpt1_loss`,
+:func:`finetune_gpt` with the paper's recipe, :func:`evaluate_gpt`).
 
-- every task becomes one or more token sequences ``<start> … <extract>`` (:data:`GPT1_SPECIALS`):
-  :func:`classification_input`, :func:`entailment_input` (premise ``<delim>`` hypothesis),
-  :func:`similarity_inputs` (both orders), :func:`multiple_choice_inputs` (one per answer);
-- a linear layer W_y reads the final hidden state at the last real token, ``<extract>``:
-  :class:`GPTForSequenceClassification`; it also returns the tied output layer's logits;
-- training maximises L3 = L2 + λ·L1, the classification loss plus λ times the next-token loss on
-  the same input (λ = 0.5 in the paper): :func:`gpt1_loss`, :func:`finetune_gpt` (the paper's
-  lr 6.25e-5, batch 32, 3 epochs, warm-up over 0.2% of the steps then linear decay), and
-  :func:`evaluate_gpt`. :func:`encode_for_gpt` turns texts and labels into the tensors they use;
-- multiple choice: :func:`encode_choices_for_gpt` (one row per answer) and
-  :class:`GPTForMultipleChoice` (a score per answer, a softmax over the answers), trained and scored
-  by the same :func:`finetune_gpt` and :func:`evaluate_gpt`. :func:`shuffled_ending_choices` builds
-  such a task from plain sentences: which ending is the sentence's own, and which holds the same
-  words shuffled? Only knowledge of word order solves it, which is what pre-training teaches.
-
-The input transformations and the encoders live in :mod:`onehot2gpt.gpt_inputs` (this module
-offers them too). Rows are right-padded; causal attention means a real token never sees the padding
-after it, so no attention mask is needed: the head reads position ``length − 1`` and L1 skips padded
-positions.
+The input transformations and encoders live in :mod:`onehot2gpt.gpt_inputs` (this module offers
+them too). Rows are right-padded; causal attention means a real token never sees the padding after
+it, so no attention mask is needed: the head reads position ``length − 1`` and L1 skips padding.
 """
 
 from __future__ import annotations
@@ -48,7 +36,7 @@ from .gpt_inputs import (  # noqa: F401 (notebook 09 reads the input transformat
     similarity_inputs,
 )
 from .training import epoch_batches, fine_tuning_optimizer, optimizer_step
-from .utils import as_ids, check_finite_loss, evaluating
+from .utils import as_ids, check_finite_loss, check_int, check_number, check_tensor, evaluating
 
 # ------------------------------------------------------------------------------ the head
 
@@ -130,8 +118,7 @@ class GPTForSequenceClassification(nn.Module):
         super().__init__()
         if not isinstance(gpt, GPT):
             raise TypeError(f"gpt must be an onehot2gpt.gpt.GPT; got {type(gpt).__name__}")
-        if not isinstance(n_labels, int) or n_labels < 1:
-            raise ValueError(f"n_labels must be a positive integer, got {n_labels!r}")
+        check_int(n_labels, "n_labels", 1)
         self.gpt, self.n_labels = gpt, n_labels
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(gpt.config.d_model, n_labels)
@@ -171,12 +158,8 @@ class GPTForMultipleChoice(GPTForSequenceClassification):
 
     def logits_and_states(self, input_ids, lengths=None, attention_mask=None):
         """→ (scores (B, K), final hidden states (B·K, T, D), one row per answer)."""
-        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 3:
-            shape = tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
-            raise ValueError(
-                f"multiple choice reads input_ids shaped (B, K, T): K answers per question; "
-                f"got {shape}. Encode with encode_choices_for_gpt"
-            )
+        fix = "multiple choice reads (B, K, T), K answers per question: encode with encode_choices_for_gpt"
+        check_tensor(input_ids, "input_ids", dims=3, fix=fix)
         B, K, T = input_ids.shape
         flat = lambda x: None if x is None else torch.as_tensor(x).flatten(0, 1)  # (B·K, …)
         for name, x, shape in (("lengths", lengths, (B, K)), ("attention_mask", attention_mask, (B, K, T))):
@@ -244,8 +227,7 @@ def gpt1_loss(model: GPTForSequenceClassification, batch: dict, lm_weight: float
     mean cross-entropy of the labels (over the K answers' scores for multiple choice), L1 the mean
     next-token loss over the real tokens of the batch (padding excluded; every answer's row for
     multiple choice), total L3 = L2 + λ·L1 (just L2 for λ = 0)."""
-    if lm_weight < 0:
-        raise ValueError(f"lm_weight (λ) must be ≥ 0, got {lm_weight}")
+    check_number(lm_weight, "lm_weight", 0, fix="λ, the weight of the next-token loss")
     ids, labels = batch["input_ids"], batch["labels"]
     n_classes = _n_classes(model, ids)
     rows, row_lengths = _rows(ids, batch.get("lengths"))
