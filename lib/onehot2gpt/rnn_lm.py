@@ -1,19 +1,17 @@
 """Language models: count-based n-grams and a recurrent (LSTM) network that predicts the next token.
 
-Taught in notebook 03 (language models). A language model gives every sequence a probability,
-one next token at a time: P(w_1 … w_T) = Π_t P(w_t | w_<t).
+Taught in notebook 03. A language model gives every sequence a probability, one next token at a
+time: P(w_1 … w_T) = Π_t P(w_t | w_<t).
 
-* :class:`NGramLM` estimates P(w | the previous n−1 words) by counting. Most long n-grams are
-  never seen (:meth:`NGramLM.coverage` measures how many), so it is smoothed with *interpolated
-  Kneser–Ney* (Kneser & Ney 1995; Chen & Goodman 1998): subtract a fixed discount D from every
-  seen count and give the freed mass to the next-shorter context, whose counts are
-  "continuation counts" (in how many contexts a word appears, not how often). With
-  ``kneser_ney=False`` the shorter contexts use plain counts: interpolated absolute discounting.
-* :class:`LSTMLM` is the neural model: Bengio et al. (2003) replaced counts by learned word
-  vectors and a network, Mikolov et al. (2010) made the network recurrent so the context is
-  unbounded; we use an LSTM with input and output embeddings tied (Press & Wolf 2017).
-  :func:`lm_batches`, :func:`perplexity` and :func:`train_lm` train and evaluate it on one long
-  stream of ids (:func:`encode_corpus`), carrying the hidden state from batch to batch.
+* :class:`NGramLM` estimates P(w | the previous n−1 words) by counting, smoothed with
+  *interpolated Kneser–Ney* (Kneser & Ney 1995; Chen & Goodman 1998): subtract a discount D from
+  every seen count and give the freed mass to the next-shorter context, whose counts are
+  "continuation counts" (in how many contexts a word appears). ``kneser_ney=False`` uses plain
+  counts there: interpolated absolute discounting.
+* :class:`LSTMLM`: an LSTM (the recurrent LM of Mikolov et al. 2010) with input and output
+  embeddings tied (Press & Wolf 2017). :func:`lm_batches`, :func:`perplexity` and :func:`train_lm`
+  train and evaluate it on one long stream of ids (:func:`encode_corpus`), carrying the hidden
+  state from batch to batch.
 
 Example:
     >>> from onehot2gpt.vocab import Vocab
@@ -35,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from onehot2gpt.utils import as_ids, check_finite_logits, check_finite_loss, evaluating
+from onehot2gpt.utils import as_ids, check_finite_logits, check_finite_loss, check_int, check_number, evaluating
 from onehot2gpt.vocab import BOS, EOS, PAD, UNK, Vocab
 
 __all__ = ["NGramLM", "LSTMLM", "encode_corpus", "lm_batches", "perplexity", "train_lm"]
@@ -73,10 +71,8 @@ class NGramLM:
     """
 
     def __init__(self, n: int, vocab: Vocab, discount: float = 0.75, kneser_ney: bool = True):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be an integer of at least 1 (1 = unigram, 3 = trigram), got {n!r}")
-        if not 0.0 <= discount <= 1.0:
-            raise ValueError(f"discount must lie in [0, 1], got {discount}")
+        check_int(n, "n", 1, fix="1 = unigram, 3 = trigram")
+        check_number(discount, "discount", 0, 1)
         missing = [s for s in (BOS, EOS, UNK) if s not in vocab]
         if missing:
             raise ValueError(f"the vocabulary needs the special tokens {missing}; build it with Vocab.build")
@@ -127,15 +123,16 @@ class NGramLM:
         ids = [self.bos] * (self.n - 1) + self.vocab.encode_tokens(context)
         return tuple(ids[len(ids) - (self.n - 1) :]) if self.n > 1 else ()
 
+    def _seen_contexts(self, ctx: tuple[int, ...]) -> list[tuple[dict[int, int], int]]:
+        """(followers, total) of each suffix of ctx, shortest (empty) first; unseen ones are skipped,
+        so an unseen context keeps the shorter estimate."""
+        subs = [ctx[len(ctx) - k :] if k else () for k in range(self.n)]  # k = context length
+        return [(self.counts[k][sub], self.totals[k][sub]) for k, sub in enumerate(subs) if sub in self.counts[k]]
+
     def _prob_id(self, ctx: tuple[int, ...], w: int) -> float:
         """P(w | ctx) by interpolation from the uniform distribution up to order n."""
         p = 1.0 / len(self.vocab)
-        for k in range(self.n):  # k = context length
-            sub = ctx[len(ctx) - k :] if k else ()
-            followers = self.counts[k].get(sub)
-            if followers is None:  # unseen context: keep the shorter estimate
-                continue
-            total = self.totals[k][sub]
+        for followers, total in self._seen_contexts(ctx):
             p = (max(followers.get(w, 0) - self.discount, 0.0) + self.discount * len(followers) * p) / total
         return p
 
@@ -152,14 +149,10 @@ class NGramLM:
         self._check_fitted()
         ctx = self._context_ids(context)
         p = torch.full((len(self.vocab),), 1.0 / len(self.vocab), dtype=torch.float64)
-        for k in range(self.n):
-            sub = ctx[len(ctx) - k :] if k else ()
-            followers = self.counts[k].get(sub)
-            if followers is None:
-                continue
+        for followers, total in self._seen_contexts(ctx):
             counts = torch.zeros(len(self.vocab), dtype=torch.float64)
             counts[list(followers)] = torch.tensor(list(followers.values()), dtype=torch.float64)
-            p = ((counts - self.discount).clamp_min(0) + self.discount * len(followers) * p) / self.totals[k][sub]
+            p = ((counts - self.discount).clamp_min(0) + self.discount * len(followers) * p) / total
         return p
 
     def log_prob_sequence(self, tokens: Sequence[str]) -> float:
@@ -188,9 +181,7 @@ class NGramLM:
         text, counted the way they are predicted (padding included). Falls fast as order grows."""
         self._check_fitted()
         _check_token_lists(token_lists)
-        order = self.n if order is None else order
-        if not 1 <= order <= self.n:
-            raise ValueError(f"order must lie in 1..{self.n}, got {order}")
+        order = check_int(self.n if order is None else order, "order", 1, self.n)
         seen = total = 0
         for tokens in token_lists:
             ids = self._padded_ids(tokens)
@@ -233,10 +224,10 @@ class LSTMLM(nn.Module):
         self, vocab_size: int, d_model: int = 128, n_layers: int = 2, dropout: float = 0.2, tie_weights: bool = True
     ):
         super().__init__()
-        if vocab_size < 2 or d_model < 1 or n_layers < 1:
-            raise ValueError(f"need vocab_size ≥ 2, d_model ≥ 1, n_layers ≥ 1; got {vocab_size}, {d_model}, {n_layers}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must lie in [0, 1), got {dropout}")
+        check_int(vocab_size, "vocab_size", 2)
+        check_int(d_model, "d_model", 1)
+        check_int(n_layers, "n_layers", 1)
+        check_number(dropout, "dropout", 0, 1, high_open=True)
         self.vocab_size, self.d_model, self.n_layers = vocab_size, d_model, n_layers
         self.tok_emb = nn.Embedding(vocab_size, d_model)
         self.drop = nn.Dropout(dropout)
@@ -278,8 +269,7 @@ class LSTMLM(nn.Module):
         prompt_ids: a non-empty list or 1-D tensor of ids (e.g. starting with <bos>). Returns the
         new ids only; stops after `eos_id` (included) or `max_new_tokens`.
         """
-        if temperature <= 0:
-            raise ValueError(f"temperature must be positive, got {temperature}")
+        check_number(temperature, "temperature", 0, low_open=True)
         ids = as_ids(prompt_ids, self.vocab_size, dims=1, name="prompt_ids")
         with evaluating(self):
             logits, state = self(ids.unsqueeze(0))  # read the whole prompt once
@@ -322,8 +312,8 @@ def lm_batches(ids: torch.Tensor, batch_size: int, seq_len: int) -> list[tuple[t
         raise ValueError("ids must be a 1-D tensor of token ids; join sentences with encode_corpus")
     if ids.dtype.is_floating_point or ids.dtype == torch.bool:
         raise TypeError(f"ids must hold integer token ids (torch.long), got dtype {ids.dtype}")
-    if batch_size < 1 or seq_len < 1:
-        raise ValueError(f"batch_size and seq_len must be positive, got {batch_size}, {seq_len}")
+    check_int(batch_size, "batch_size", 1)
+    check_int(seq_len, "seq_len", 1)
     n_cols = len(ids) // batch_size
     if n_cols < 2:
         raise ValueError(
@@ -332,10 +322,6 @@ def lm_batches(ids: torch.Tensor, batch_size: int, seq_len: int) -> list[tuple[t
     rows = ids[: n_cols * batch_size].long().view(batch_size, n_cols)  # (B, N)
     starts = range(0, n_cols - 1, seq_len)
     return [(rows[:, i : min(i + seq_len, n_cols - 1)], rows[:, i + 1 : min(i + 1 + seq_len, n_cols)]) for i in starts]
-
-
-def _detach(state):
-    return tuple(s.detach() for s in state)
 
 
 def perplexity(model: LSTMLM, ids: torch.Tensor, batch_size: int = 16, seq_len: int = 64) -> float:
@@ -378,7 +364,7 @@ def train_lm(
             state = None
             for x, y in batches:
                 logits, state = model(x, state)
-                state = _detach(state)
+                state = tuple(s.detach() for s in state)  # gradients stop at the batch edge
                 loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
                 opt.zero_grad()
                 loss.backward()
