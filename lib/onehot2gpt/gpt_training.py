@@ -4,8 +4,8 @@
 :func:`wikitext_stream` makes WikiText-2 one of WordPiece ids; :func:`lm_batch` draws random windows
 and their next tokens; :func:`train_gpt` is nanoGPT's loop (AdamW, warm-up then cosine decay,
 :func:`onehot2gpt.training.cosine_lr`, gradient clipping) and :func:`estimate_loss` the validation
-loss on fixed windows. The course checkpoints are built by ``recipes/gpt-char-shakespeare.py``,
-``recipes/gpt-char-shakespeare-large.py`` and ``recipes/gpt-wikitext2.py``. Fine-tuning a GPT on a labelled task is :mod:`onehot2gpt.gpt_tasks`.
+loss on fixed windows. The course checkpoints are built by ``recipes/gpt-*.py``. Fine-tuning a GPT
+on a labelled task is :mod:`onehot2gpt.gpt_tasks`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .training import adamw, cosine_lr, optimizer_step
-from .utils import check_finite_loss, evaluating
+from .utils import check_finite_loss, check_int, check_number, check_tensor, evaluating
 from .vocab import Vocab, tokenize_chars
 
 
@@ -54,10 +54,8 @@ def train_val_split(ids: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch
         >>> [t.tolist() for t in train_val_split(torch.arange(10), 0.2)]
         [[0, 1, 2, 3, 4, 5, 6, 7], [8, 9]]
     """
-    if not 0.0 < val_fraction < 1.0:
-        raise ValueError(
-            f"val_fraction is the share of the stream kept for validation, between 0 and 1; got {val_fraction}"
-        )
+    fix = "the share of the stream kept for validation"
+    check_number(val_fraction, "val_fraction", 0, 1, low_open=True, high_open=True, fix=fix)
     n = int(len(ids) * (1 - val_fraction))
     return ids[:n], ids[n:]
 
@@ -73,8 +71,9 @@ def lm_batch(
         >>> bool((y == x + 1).all())
         True
     """
-    if not isinstance(data, torch.Tensor) or data.dim() != 1:
-        raise ValueError("data must be one 1-D tensor of token ids, the whole text as one stream")
+    check_tensor(data, "data", dims=1, fix="the whole text as one stream of token ids")
+    check_int(batch_size, "batch_size", 1)
+    check_int(block_size, "block_size", 1)
     if len(data) <= block_size:
         raise ValueError(
             f"the stream has {len(data)} tokens; a window of block_size={block_size} plus "
@@ -138,21 +137,18 @@ def train_gpt(
     loss (:func:`estimate_loss` on `eval_batches` fixed windows of `eval_batch_size`, default
     `batch_size`) is taken before training, every `eval_every` updates and after the last; with
     `stop_at_val`, training stops at the first evaluation ≤ that value. With `bf16` each update's
-    forward pass runs under bfloat16 autocast (matrix products in bfloat16; weights, gradients and
-    AdamW in float32): faster on a CPU with native bfloat16 (AVX512-BF16 or AMX), slower on one without. The
-    validation loss is always taken in float32.
+    forward pass runs under bfloat16 autocast (weights, gradients and AdamW stay float32; the
+    validation loss is always taken in float32).
 
     Returns a dict: per update "loss" and "lr"; "evals", a list of (updates done, training
     seconds so far, validation loss); "iters" (updates done), "train_seconds" (time in the
     updates alone, evaluations excluded), "eval_seconds", "ms_per_iter", "val_loss" (the last
     evaluation, or None). The model is left in eval mode.
     """
-    if block_size > model.config.max_len:
-        raise ValueError(f"block_size={block_size} is longer than the model's context max_len={model.config.max_len}")
-    if iters < 1 or lr <= 0 or eval_every < 1:
-        raise ValueError(
-            f"need iters ≥ 1, lr > 0 and eval_every ≥ 1; got iters={iters}, lr={lr}, eval_every={eval_every}"
-        )
+    check_int(block_size, "block_size", 1, model.config.max_len, fix="a window fits the model's max_len")
+    check_int(iters, "iters", 1)
+    check_int(eval_every, "eval_every", 1)
+    check_number(lr, "lr", 0, low_open=True)
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     opt = adamw(model.parameters(), lr=lr, weight_decay=weight_decay, betas=betas)
