@@ -11,7 +11,7 @@ from pathlib import Path
 
 CSV_COLUMNS = ("student", "notebook", "file", "exercise", "result", "check_cell", "message", "points", "max_points")
 RESULTS = ("pass", "fail", "timeout", "crash", "not run", "error")
-MESSAGE_CHARS = 300
+MESSAGE_CHARS = 1000
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _CHECK_CALL = re.compile(r"\bcheck_\w+")
@@ -151,16 +151,36 @@ def check_points(cell, number: int = 0) -> float:
     return float(points)
 
 
+_RESUBMISSION = re.compile(r"-([0-9]+)(\.ipynb)$")
+
+
+def resubmission(file_name: str) -> tuple[str, int]:
+    """A submitted file name without the suffix an LMS adds to a file handed in again under the same
+    name (Canvas: ``name-1.ipynb``, ``name-2.ipynb``) → (the name, the resubmission's number; 0
+    without a suffix).
+
+    Example: ``resubmission("alice_01_onehot-2.ipynb") == ("alice_01_onehot.ipynb", 2)``
+    """
+    found = _RESUBMISSION.search(file_name)
+    if not found:
+        return file_name, 0
+    return file_name[: found.start()] + found.group(2), int(found.group(1))
+
+
 def match_reference(file_name: str, reference_names: list[str]) -> str | None:
     """The course notebook a submitted file answers: the same name, else the longest course
-    name the file name ends with after ``_``, ``-``, ``.`` or a space; None if none.
+    name the file name ends with after ``_``, ``-``, ``.`` or a space; else the same for the name
+    without a resubmission suffix (:func:`resubmission`); None if none.
 
-    Example: ``match_reference("alice_01_onehot.ipynb", ["01_onehot.ipynb"]) == "01_onehot.ipynb"``
+    Example: ``match_reference("alice_01_onehot-1.ipynb", ["01_onehot.ipynb"]) == "01_onehot.ipynb"``
     """
-    if file_name in reference_names:
-        return file_name
-    endings = [name for name in reference_names if any(file_name.endswith(sep + name) for sep in "_-. ")]
-    return max(endings, key=len) if endings else None
+    for name in dict.fromkeys((file_name, resubmission(file_name)[0])):
+        if name in reference_names:
+            return name
+        endings = [ref for ref in reference_names if any(name.endswith(sep + ref) for sep in "_-. ")]
+        if endings:
+            return max(endings, key=len)
+    return None
 
 
 def find_submissions(submissions_dir: str | Path, reference_dir: str | Path) -> list[Submission]:
@@ -192,9 +212,10 @@ def find_submissions(submissions_dir: str | Path, reference_dir: str | Path) -> 
         reference = match_reference(path.name, reference_names)
         if len(relative.parts) > 1:
             student = relative.parts[0]
-        else:
-            prefix = path.name[: -len(reference)] if reference else ""
-            student = prefix.rstrip("_-. ") or path.stem
+        else:  # a resubmission (name-1.ipynb) names the same student as the file it replaces
+            name = path.name if not reference or path.name.endswith(reference) else resubmission(path.name)[0]
+            prefix = name[: -len(reference)] if reference else ""
+            student = prefix.rstrip("_-. ") or Path(name).stem
         submissions.append(
             Submission(path, relative.as_posix(), student, reference_dir / reference if reference else None)
         )
@@ -370,18 +391,15 @@ def replay_check(check_source: str, answers: str | Path, hidden_seeds=()) -> tup
 
 
 def one_line(ename: str, evalue: str, limit: int = MESSAGE_CHARS) -> str:
-    """An error as one line: its first line plus its ``Hint:`` line, or else its ``Think about:``
-    line, if any (the exception name is left out for AssertionErrors, whose text is the check's
-    message).
+    """An error as one line: all its lines, stripped, joined by ``"; "``, so that a check's verdict
+    keeps its whole diagnosis (which test, on which input, what the mistake looks like, the concept
+    and the hint); the exception name is left out for AssertionErrors, whose text is the check's
+    message. Cut to `limit` characters.
 
-    Example: ``one_line("AssertionError", "f: values differ\\nHint: add 1")
-    == "f: values differ; Hint: add 1"``
+    Example: ``one_line("AssertionError", "f: values differ\\n  on input x\\nHint: add 1")
+    == "f: values differ; on input x; Hint: add 1"``
     """
     lines = [line.strip() for line in _ANSI.sub("", evalue).splitlines() if line.strip()]
-    first = lines[0] if lines else ""
-    text = first if ename == "AssertionError" and first else f"{ename}: {first}".rstrip(": ")
-    hint = next((line for line in lines[1:] if line.startswith("Hint:")), "")
-    hint = hint or next((line for line in lines[1:] if line.startswith("Think about:")), "")
-    if hint:
-        text += f"; {hint}"
+    text = "; ".join(lines)
+    text = text if ename == "AssertionError" and text else f"{ename}: {text}".rstrip(": ")
     return text if len(text) <= limit else text[: limit - 1] + "…"

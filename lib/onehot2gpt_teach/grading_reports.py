@@ -4,10 +4,36 @@ student). See :mod:`onehot2gpt_teach.grading`."""
 from __future__ import annotations
 
 import csv
+import os
 import re
 from pathlib import Path
 
-from .grading_checks import CSV_COLUMNS, ExerciseResult, points_text
+from .grading_checks import CSV_COLUMNS, ExerciseResult, points_text, resubmission
+
+# An absolute path of two parts or more (``/home/lecturer/course``, ``/tmp/x/answers.pt``).
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~-])(?:/[^\s/:;,'\"()\[\]{}<>|`]+){2,}")
+# Environment values shorter than this are left in student text: too common to be a secret.
+_ENV_CHARS = 6
+# A hidden seed below this is left in student text: such a number is too common in a message (and
+# a seed that small is guessable anyway; the default seed is a random 31-bit number).
+_SEED_MIN = 1000
+
+
+def redact(text: str, hidden_seeds=(), environ=None) -> str:
+    """`text` fit for a student: every hidden seed (≥ 1000) and every value of the grader's
+    environment (`environ`, default ``os.environ``; values of 6 characters or more) replaced by
+    ``…``, and every absolute path cut to ``…/`` and its last part.
+
+    Example: ``redact("seed 123456 in /home/me/course/x.py", [123456], {}) == "seed … in …/x.py"``
+    """
+    environ = os.environ if environ is None else environ
+    values = sorted({v for v in environ.values() if len(v) >= _ENV_CHARS}, key=len, reverse=True)
+    for value in values:
+        text = text.replace(value, "…")
+    for seed in sorted({int(s) for s in hidden_seeds if int(s) >= _SEED_MIN}, reverse=True):
+        text = re.sub(rf"(?<![0-9]){seed}(?![0-9])", "…", text)
+    return _ABSOLUTE_PATH.sub(lambda m: "…/" + m.group(0).rsplit("/", 1)[1], text)
+
 
 # --------------------------------------------------------------------------------------------
 # Reports
@@ -31,14 +57,19 @@ def write_csv(results: list[ExerciseResult], path: str | Path) -> Path:
 
 def duplicates(results: list[ExerciseResult]) -> dict[tuple[str, str], list[str]]:
     """{(student, notebook): files} for every student with more than one file for a notebook
-    (a folder and a draft subfolder, a prefixed copy, …), files best-graded first: the first is
-    the one that counts."""
+    (a resubmission ``name-1.ipynb``, a folder and a draft subfolder, a prefixed copy, …), the one
+    that counts first: the newest resubmission (the highest suffix, :func:`resubmission`), then
+    the best-graded file."""
     files: dict[tuple[str, str], dict[str, float]] = {}
     for r in results:
         if r.exercise:
             score = files.setdefault((r.student, r.notebook), {})
             score[r.file] = score.get(r.file, 0.0) + r.points
-    return {key: sorted(scores, key=lambda f: (-scores[f], f)) for key, scores in files.items() if len(scores) > 1}
+
+    def order(file: str, scores: dict[str, float]) -> tuple:
+        return (-resubmission(Path(file).name)[1], -scores[file], file)
+
+    return {key: sorted(scores, key=lambda f: order(f, scores)) for key, scores in files.items() if len(scores) > 1}
 
 
 def _counted(results: list[ExerciseResult]) -> list[ExerciseResult]:
@@ -91,8 +122,9 @@ def markdown_report(results: list[ExerciseResult], settings: str = "") -> str:
             "",
             "## Duplicates",
             "",
-            "These students handed in more than one file for a notebook; the best-graded one "
-            "counts in grades_wide.csv and the feedback, and the others are listed here:",
+            "These students handed in more than one file for a notebook; the newest resubmission "
+            "(name-1, name-2, …) counts in grades_wide.csv and the feedback, else the best-graded "
+            "file, and the others are listed here:",
             "",
         ]
         for (student, notebook), files in twins.items():
@@ -155,9 +187,11 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "student"
 
 
-def write_feedback(results: list[ExerciseResult], folder: str | Path) -> Path:
+def write_feedback(results: list[ExerciseResult], folder: str | Path, hidden_seeds=()) -> Path:
     """One Markdown file per student (``feedback/<student>.md``): per notebook the points, each
-    exercise's result and what to look at; duplicates named. The lecturer hands these out."""
+    exercise's result and what to look at; duplicates named. The lecturer hands these out, so each
+    message goes through :func:`redact` (no hidden seed, no value of the grader's environment, no
+    path outside the submission)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     counted = _counted(results)
@@ -185,18 +219,19 @@ def write_feedback(results: list[ExerciseResult], folder: str | Path) -> Path:
             lines += ["| exercise | result | points | what to look at |", "|---|---|---|---|"]
             for r in mine:
                 pts = f"{points_text(r.points)}/{points_text(r.max_points)}" if r.exercise else ""
-                lines.append(f"| {_cell(r.exercise or '(file)')} | {r.result} | {pts} | {_cell(r.message)} |")
+                message = _cell(redact(r.message, hidden_seeds))
+                lines.append(f"| {_cell(r.exercise or '(file)')} | {r.result} | {pts} | {message} |")
             lines.append("")
         (folder / f"{name}.md").write_text("\n".join(lines), encoding="utf-8")
     return folder
 
 
 def write_reports(
-    results: list[ExerciseResult], out_dir: str | Path, settings: str = ""
+    results: list[ExerciseResult], out_dir: str | Path, settings: str = "", hidden_seeds=()
 ) -> tuple[Path, Path, Path, Path]:
     """Write ``grades.csv`` (one row per exercise), ``grades.md`` (the lecturer's summary),
     ``grades_wide.csv`` (one row per student, for the LMS) and ``feedback/`` (one file per
-    student) into `out_dir` (created if needed)."""
+    student, `hidden_seeds` redacted) into `out_dir` (created if needed)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     md = out_dir / "grades.md"
@@ -205,5 +240,5 @@ def write_reports(
         write_csv(results, out_dir / "grades.csv"),
         md,
         write_wide_csv(results, out_dir / "grades_wide.csv"),
-        write_feedback(results, out_dir / "feedback"),
+        write_feedback(results, out_dir / "feedback", hidden_seeds),
     )
