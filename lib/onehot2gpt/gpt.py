@@ -133,9 +133,8 @@ class GPTBlock(nn.Module):
 
     forward(x (B, T, D), mask (T, T_past + T), past=None (k, v) each (B, H, T_past, hs),
     need_weights=False) → (x, weights (B, H, T, T_past + T) or None, present (k, v) with T_past + T).
-    The attention is the shared :class:`~onehot2gpt.attention.MultiHeadAttention` (its packed Q, K,
-    V projection and output projection); the block runs its steps itself so that it can put the
-    cached keys and values of earlier positions in front of the new ones.
+    It runs the steps of the shared :class:`~onehot2gpt.attention.MultiHeadAttention` itself, to put
+    the cached keys and values of earlier positions in front of the new ones.
     """
 
     def __init__(
@@ -332,15 +331,10 @@ HF_GPT2_KEYS: dict[str, str] = {
     "final_norm.bias": "transformer.ln_f.bias",
 }
 
-# GPT-2 keeps these four matrices in OpenAI's Conv1D layout, (in, out): our nn.Linear's (out, in)
-# transposed. (Conv1D computes x @ W + b, nn.Linear x @ Wᵀ + b.)
+# GPT-2 keeps the four matrices of a block in OpenAI's Conv1D layout, (in, out): our nn.Linear's
+# (out, in) transposed. (Conv1D computes x @ W + b, nn.Linear x @ Wᵀ + b.)
 HF_GPT2_TRANSPOSED = frozenset(
-    {
-        "blocks.{i}.attn.in_proj.weight",
-        "blocks.{i}.attn.out_proj.weight",
-        "blocks.{i}.ff.linear1.weight",
-        "blocks.{i}.ff.linear2.weight",
-    }
+    f"blocks.{{i}}.{layer}.weight" for layer in ("attn.in_proj", "attn.out_proj", "ff.linear1", "ff.linear2")
 )
 
 

@@ -111,7 +111,7 @@ class GPTForSequenceClassification(nn.Module):
     (B, T, V)).
 
     For similarity add the :meth:`extract_states` of both orders and apply ``classifier``; for
-    multiple choice score each answer's extract state with a Linear(D, 1) and softmax over answers.
+    multiple choice use :class:`GPTForMultipleChoice`.
     """
 
     def __init__(self, gpt: GPT, n_labels: int, dropout: float = 0.1):
@@ -191,27 +191,22 @@ def _lm_sum(gpt, hidden, ids, lengths) -> tuple[torch.Tensor, int]:
     """(Summed next-token cross-entropy of the real positions, their count) from the final hidden
     states (R, T, D) of rows `ids` (R, T): token t + 1 is the target of position t while
     t + 1 < length, so ``<start>`` is never predicted and ``<extract>`` is. The LM logits are
-    computed at those positions only: with a vocabulary of 30,000 pieces and a small model, the
-    output layer costs several times the blocks, and padding would pay for it too."""
+    computed at those positions only (the output layer is the model's largest)."""
     keep = torch.arange(1, ids.size(1), device=ids.device) < lengths[:, None]  # (R, T − 1)
     logits = gpt.lm_head(hidden[:, :-1][keep])  # (n, V)
     loss = F.cross_entropy(logits.float(), ids[:, 1:][keep], reduction="sum")
     return loss, int(keep.sum())
 
 
-def _n_classes(model, ids) -> int:
-    """How many classes the labels choose from: the head's labels, or the K answers of a question."""
+def _check_fit(model, ids, labels=None) -> None:
+    """Multiple-choice rows (N, K, T) for a :class:`GPTForMultipleChoice` only, and labels below its
+    number of classes: the head's labels, or the K answers of a question."""
     choices = isinstance(model, GPTForMultipleChoice)
     if choices != (ids.dim() == 3):
-        raise ValueError(
-            f"{type(model).__name__} cannot read input_ids shaped {tuple(ids.shape)}: "
-            + (
-                "multiple choice needs (N, K, T), from encode_choices_for_gpt"
-                if choices
-                else "(N, K, T) rows are multiple-choice data: use GPTForMultipleChoice"
-            )
-        )
-    return ids.size(1) if choices else model.n_labels
+        fix = "it needs (N, K, T) rows, from encode_choices_for_gpt" if choices else "use GPTForMultipleChoice"
+        raise ValueError(f"{type(model).__name__} cannot read input_ids shaped {tuple(ids.shape)}: {fix}")
+    if labels is not None:
+        check_labels(labels, ids.size(1) if choices else model.n_labels, choices)
 
 
 def _rows(ids, lengths) -> tuple[torch.Tensor, torch.Tensor]:
@@ -229,10 +224,9 @@ def gpt1_loss(model: GPTForSequenceClassification, batch: dict, lm_weight: float
     multiple choice), total L3 = L2 + λ·L1 (just L2 for λ = 0)."""
     check_number(lm_weight, "lm_weight", 0, fix="λ, the weight of the next-token loss")
     ids, labels = batch["input_ids"], batch["labels"]
-    n_classes = _n_classes(model, ids)
+    _check_fit(model, ids, labels)
     rows, row_lengths = _rows(ids, batch.get("lengths"))
     row_lengths = last_positions(rows, row_lengths) + 1  # (R,)
-    check_labels(labels, n_classes, choices=ids.dim() == 3)
     logits, hidden = model.logits_and_states(ids, row_lengths.view(ids.shape[:-1]))
     clf = F.cross_entropy(logits, labels)
     with torch.set_grad_enabled(torch.is_grad_enabled() and lm_weight != 0):  # λ = 0: L1 only reported
@@ -252,10 +246,8 @@ def _check_data(model, data: dict, training: bool) -> None:
             f"the data lacks {', '.join(missing)}: build it with encode_for_gpt"
             f"{' and pass the labels' if 'labels' in missing else ''}"
         )
-    n_classes = _n_classes(model, data["input_ids"])
+    _check_fit(model, data["input_ids"], data.get("labels"))
     last_positions(*_rows(data["input_ids"], data["lengths"]))  # lengths fit the rows
-    if "labels" in data:
-        check_labels(data["labels"], n_classes, choices=data["input_ids"].dim() == 3)
 
 
 def _batch(data: dict, index: torch.Tensor, device) -> dict[str, torch.Tensor]:

@@ -74,8 +74,7 @@ class Item:
         return ("".join(self.shots) if few_shot else "") + self.prompt
 
 
-TESTS = ("qa_new", "qa_changed", "tldr_new", "tldr_changed", "translation")
-TASKS = TESTS  # the keys of make_tests() and evaluate()
+TESTS = ("qa_new", "qa_changed", "tldr_new", "tldr_changed", "translation")  # the keys of make_tests() and evaluate()
 
 
 def _passage(world: World, rng: random.Random, person: Person) -> str:
@@ -250,11 +249,9 @@ def classify(
 ) -> list[str]:
     """Each item's label: :func:`classify_answer` of the line greedy decoding writes.
 
-    An item with a few candidate lines (the passage's answer and the memorised one) is scored by
-    one teacher-forced pass per candidate (:func:`greedy_matches`): greedy decoding writes a line
-    exactly when the pass says so, so the label is the same as generating, and cheaper. Items with
-    many candidates (translation, whose "memorised" lines are every French sentence of
-    pre-training) are generated (:func:`greedy_lines`)."""
+    An item with a few candidate lines is scored by one teacher-forced pass per candidate
+    (:func:`greedy_matches`), which gives the label generating would; items with many candidates
+    (translation: every French sentence of pre-training) are generated (:func:`greedy_lines`)."""
     return _classify(model, tokenizer, items, few_shot, batch_size)[0]
 
 
