@@ -234,9 +234,6 @@ def _check_inputs(ids, mask, vocab_size: int) -> tuple[torch.Tensor, torch.Tenso
     return ids, mask
 
 
-# --------------------------------------------------------------------------------- scalar mix
-
-
 class ScalarMix(nn.Module):
     """ELMo_k = γ · Σ_j softmax(s)_j · h_{k,j}: a learned weighted average of the biLM layers.
 
@@ -285,9 +282,6 @@ class ScalarMix(nn.Module):
         return self.l2_lambda * ((self.s - self.s.mean()) ** 2).sum()
 
 
-# --------------------------------------------------------------------------------- features
-
-
 class ElmoFeatures:
     """A frozen biLM as a feature extractor: sentences (token lists) → layers and mask.
 
@@ -330,12 +324,9 @@ class ElmoFeatures:
                     "Split it into shorter pieces"
                 )
             words = [t.lower() for t in tokens] if self.lower else list(tokens)
-            rows.append([self.vocab[BOS]] + self.vocab.encode_tokens(words) + [self.vocab[EOS]])
-        T = max(map(len, rows))
-        ids = torch.full((len(rows), T), self.vocab.stoi.get(PAD, 0), dtype=torch.long)
-        for b, row in enumerate(rows):
-            ids[b, : len(row)] = torch.tensor(row)
-        return ids, torch.arange(T) < torch.tensor([len(r) for r in rows])[:, None]
+            rows.append(torch.tensor([self.vocab[BOS]] + self.vocab.encode_tokens(words) + [self.vocab[EOS]]))
+        ids = nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=self.vocab.stoi.get(PAD, 0))
+        return ids, torch.arange(ids.shape[1]) < torch.tensor([len(r) for r in rows])[:, None]
 
     @torch.no_grad()
     def encode(self, sentences: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -364,9 +355,6 @@ class ElmoFeatures:
     __call__ = encode
 
 
-# --------------------------------------------------------------------------------- save / load
-
-
 def save_bilm(bilm: BiLM, vocab: Vocab, directory: str | Path, *, half: bool = True, info: dict | None = None) -> Path:
     """Write a checkpoint folder (:mod:`onehot2gpt.checkpoints`): ``weights.safetensors`` (float16
     if `half`), ``vocab.json``, and ``config.json`` with the config, `info` and the files' sha256."""
@@ -388,9 +376,6 @@ def bilm_from_checkpoint(record: dict, weights: dict, tokenizer=None) -> BiLM:
     """A BiLM built from a checkpoint's config.json `record`, filled (as float32) with its checked
     `weights` (what :func:`onehot2gpt.checkpoints.load` calls for kind "bilm")."""
     return fill_module(BiLM(config_from_record(BiLMConfig, record)), weights)
-
-
-# --------------------------------------------------------------------------------- the corpus
 
 
 def split_sentences(paragraph: Sequence[str]) -> list[list[str]]:

@@ -56,9 +56,6 @@ def _check_token_lists(token_lists, what: str = "token_lists") -> None:
             )
 
 
-# --------------------------------------------------------------------------------- n-grams
-
-
 class NGramLM:
     """Count-based n-gram LM with interpolated Kneser–Ney smoothing (or absolute discounting).
 
@@ -208,9 +205,6 @@ class NGramLM:
                 break
             out.append(self.vocab.itos[i])
         return out
-
-
-# --------------------------------------------------------------------------------- LSTM LM
 
 
 class LSTMLM(nn.Module):

@@ -67,9 +67,6 @@ __all__ = [
 MODELS = ("skipgram", "cbow")
 
 
-# --------------------------------------------------------------------------------- config and models
-
-
 @dataclass(frozen=True)
 class Word2VecConfig:
     """Training settings; the defaults are the course checkpoint's (and gensim's, with sg=1)."""
@@ -89,14 +86,8 @@ class Word2VecConfig:
 
     def __post_init__(self):
         check_choice(self.model, "model", MODELS)
-        _check_positive(
-            d_model=self.d_model,
-            window=self.window,
-            negative=self.negative,
-            min_count=self.min_count,
-            epochs=self.epochs,
-            batch_size=self.batch_size,
-        )
+        for name in ("d_model", "window", "negative", "min_count", "epochs", "batch_size"):
+            check_int(getattr(self, name), name, 1)
         check_number(self.sample, "sample", 0, fix="0 turns sub-sampling off")
         check_number(self.lr, "lr", 0, low_open=True)
         check_number(self.min_lr, "min_lr", 0, self.lr, low_open=True, fix="the rate decays from lr to min_lr")
@@ -154,9 +145,6 @@ def negative_sampling_loss(center_vecs: Tensor, context_vecs: Tensor, negative_v
     positive = (context_vecs * center_vecs).sum(-1)  # (B,)
     negative = torch.bmm(negative_vecs, center_vecs.unsqueeze(2)).squeeze(2)  # (B, K)
     return (-F.logsigmoid(positive) - F.logsigmoid(-negative).sum(-1)).mean()
-
-
-# --------------------------------------------------------------------------------- examples
 
 
 def keep_probabilities(counts: Tensor, sample: float = 1e-3) -> Tensor:
@@ -320,9 +308,6 @@ def cbow_examples(
     ctx = context_windows(ids, window, generator, shrink, sentence_ids)
     has_context = (ctx >= 0).any(1)
     return ctx[has_context], ids[has_context]
-
-
-# --------------------------------------------------------------------------------- fast training
 
 
 def negative_sampling_grads(
@@ -588,9 +573,9 @@ def train_word2vec(
         seed=seed,
     )
     if threads is not None:
-        _check_positive(threads=threads)
+        check_int(threads, "threads", 1)
     if max_steps is not None:
-        _check_positive(max_steps=max_steps)
+        check_int(max_steps, "max_steps", 1)
     start = time.perf_counter()
     vocab, ids, sentence_ids = encode_corpus(sentences, vocab, min_count)
     generator = torch.Generator().manual_seed(seed)

@@ -8,6 +8,7 @@ gensim's conventions (``evaluate_word_analogies``, ``evaluate_word_pairs``).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -147,11 +148,7 @@ class WordVectors:
             sims = (unit[b] - unit[a] + unit[c]) @ unit.T  # (q, R)
             sims.scatter_(1, torch.stack([a, b, c], 1), -math.inf)
             correct[start : start + 1024] = sims.argmax(1) == d
-        per_section: dict[str, list[int]] = {}
-        for section, ok in zip(sections, correct.tolist()):
-            per_section.setdefault(section, [0, 0])
-            per_section[section][0] += ok
-            per_section[section][1] += 1
+        asked, right = Counter(sections), Counter(s for s, ok in zip(sections, correct.tolist()) if ok)
         n_used, n_correct = len(rows), int(correct.sum())
         return {
             "accuracy": n_correct / n_used if n_used else float("nan"),
@@ -159,7 +156,7 @@ class WordVectors:
             "n_used": n_used,
             "n_total": len(questions),
             "coverage": n_used / len(questions) if questions else float("nan"),
-            "per_section": {s: ok / n for s, (ok, n) in per_section.items()},
+            "per_section": {s: right[s] / n for s, n in asked.items()},
         }
 
     def evaluate_wordsim(self, pairs: Iterable[Sequence], case_insensitive: bool = True) -> dict:
