@@ -17,28 +17,70 @@ next-sentence prediction on every pair of held-out text.
 
 from __future__ import annotations
 
+import bisect
 import inspect
+import itertools
 from collections.abc import Sequence
 from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
 from onehot2gpt.bert_pretraining import (
-    SAMPLES,
-    _nsp_example,
     _special_ids,
     heads_loss,
     mask_pairs,
     mask_tokens,
+    pair_batch,
     pretrain_bert,
-    pretraining_batch,
     pretraining_pairs,
     pretraining_steps,
 )
-from onehot2gpt.training import pad_batch
 from onehot2gpt.utils import IGNORE_INDEX, evaluating
 
 LENGTH_STEP = 16  # length_sorted_batches pads to a multiple of this: few distinct shapes
+
+
+def sentence_pairs(
+    articles: Sequence[Sequence[Sequence[int]]], batch_size: int, max_len: int, tokenizer, generator: torch.Generator
+) -> dict[str, torch.Tensor]:
+    """:func:`~onehot2gpt.bert_pretraining.pretraining_pairs` with sentence A (and a NotNext
+    partner B) drawn uniformly from all sentences, as BERT's own data preparation walks through
+    every sentence of every document, instead of an article first."""
+    usable = [i for i, a in enumerate(articles) if len(a) >= 2]
+    if len(usable) < 2:
+        raise ValueError("need at least two articles with two or more sentences each")
+    starts = list(itertools.accumulate(len(articles[a]) - 1 for a in usable))  # sentences with a next one
+    sizes = list(itertools.accumulate(len(articles[a]) for a in usable))  # every sentence
+
+    def pick(cumulative):  # → (article, sentence index), uniform over sentences
+        r = int(torch.randint(cumulative[-1], (1,), generator=generator))
+        k = bisect.bisect_right(cumulative, r)
+        return usable[k], r - (cumulative[k - 1] if k else 0)
+
+    pairs = []
+    for _ in range(batch_size):
+        art, i = pick(starts)
+        if int(torch.randint(2, (1,), generator=generator)) == 0:
+            pairs.append((articles[art][i], articles[art][i + 1], 0))
+            continue
+        other, j = pick(sizes)
+        while other == art:
+            other, j = pick(sizes)
+        pairs.append((articles[art][i], articles[other][j], 1))
+    return pair_batch(pairs, max_len, tokenizer)
+
+
+PAIRS = {"article": pretraining_pairs, "sentence": sentence_pairs}  # the `sample` switch
+SAMPLES = tuple(PAIRS)
+
+
+def pretraining_batch(articles, batch_size, max_len, tokenizer, generator, mask_prob=0.15, sample="article"):
+    """:func:`~onehot2gpt.bert_pretraining.pretraining_batch` with the pairs drawn by article
+    (`sample` "article", the library's) or by sentence ("sentence": :func:`sentence_pairs`)."""
+    if sample not in PAIRS:
+        raise ValueError(f"sample is one of {SAMPLES}; got {sample!r}")
+    pairs = PAIRS[sample](articles, batch_size, max_len, tokenizer, generator)
+    return mask_pairs(pairs, tokenizer, generator, mask_prob=mask_prob)
 
 
 def length_sorted_batches(
@@ -67,7 +109,7 @@ def length_sorted_batches(
     # Each batch is padded to its longest pair rounded up to a multiple of LENGTH_STEP: on a CPU
     # every new sequence length costs new matrix-product kernels (oneDNN builds one per shape),
     # and with a length per batch that cost outweighed the padding saved.
-    pairs = pretraining_pairs(articles, pool * batch_size, max_len, tokenizer, generator, sample=sample)
+    pairs = PAIRS[sample](articles, pool * batch_size, max_len, tokenizer, generator)
     order = pairs["attention_mask"].sum(1).argsort(stable=True)
     batches = []
     for rows in order.split(batch_size):
@@ -451,15 +493,10 @@ def evaluate_nsp(
     predictions = []
     with evaluating(model):
         for start in range(0, len(pairs), batch_size):
-            examples = [
-                _nsp_example(a, b, tokenizer.cls_id, tokenizer.sep_id, max_len)
-                for a, b, _ in pairs[start : start + batch_size]
-            ]
-            ids = pad_batch([ids for ids, _ in examples], tokenizer.pad_id)
-            inputs = (
-                ids
-                if mask_prob == 0
-                else mask_tokens(
+            batch = pair_batch(pairs[start : start + batch_size], max_len, tokenizer)
+            ids = batch["input_ids"]
+            if mask_prob:
+                ids = mask_tokens(
                     ids,
                     mask_id=tokenizer.mask_id,
                     vocab_size=len(tokenizer),
@@ -467,12 +504,7 @@ def evaluate_nsp(
                     prob=mask_prob,
                     generator=g,
                 )[0]
-            )
-            out = model.bert(
-                inputs.to(device),
-                pad_batch([seg for _, seg in examples], 0).to(device),
-                (ids != tokenizer.pad_id).long().to(device),
-            )
+            out = model.bert(ids.to(device), batch["token_type_ids"].to(device), batch["attention_mask"].to(device))
             predictions.append(model.nsp(out.pooled).argmax(-1).cpu())
     correct = torch.cat(predictions) == torch.tensor([label for *_, label in pairs])
     return {"nsp_accuracy": correct.float().mean().item(), "pairs": len(pairs), "correct": correct}

@@ -224,7 +224,7 @@ def test_corrupted_cache_file_is_rejected_and_removed(cache: Path, name: str, fi
     msg = str(err.value)
     assert not bad.exists()
     assert str(bad) in msg and "deleted" in msg and "again" in msg
-    assert data._sha256(data.fetch(name, file, progress=False))  # the next call repairs it
+    assert data.sha256_file(data.fetch(name, file, progress=False))  # the next call repairs it
 
 
 def test_corrupt_mirror_file_is_rejected_but_kept(cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -308,6 +308,47 @@ def test_evaluate_nsp_refuses_bad_input():
         evaluate_nsp(model, _Tok(), [[[5, 6, 7]]], max_len=20)
 
 
+def _labelled_articles(sizes):
+    """Article k's sentence j is the two pieces [10 + k, 200 + j], so a pair can be read back."""
+    return [[[10 + k, 200 + j] for j in range(n)] for k, n in enumerate(sizes)]
+
+
+def _read_pairs(batch):
+    rows = batch["input_ids"].tolist()
+    return [((r[1] - 10, r[2] - 200), (r[4] - 10, r[5] - 200)) for r in rows]
+
+
+def test_pretraining_pairs_by_sentence_draw_every_sentence_alike():
+    from _bert import pretraining_batch, sentence_pairs
+    from onehot2gpt.bert_pretraining import pretraining_pairs
+
+    sizes = [2, 2, 61, 121]  # 1 + 1 + 60 + 120 sentences with a next one
+    articles, n = _labelled_articles(sizes), 4000
+    draws = {}
+    for sample, draw in (("article", pretraining_pairs), ("sentence", sentence_pairs)):
+        batch = draw(articles, n, 16, _Tok(), torch.Generator().manual_seed(0))
+        draws[sample] = (_read_pairs(batch), batch["nsp_labels"].tolist())
+    pairs, labels = draws["sentence"]
+    assert _within(sum(labels) / n, 0.5, n)
+    first = [a for a, _ in pairs]
+    # by sentence, article 3 gives 120 of the 182 first sentences; by article, a quarter of them
+    assert _within(sum(k == 3 for k, _ in first) / n, 120 / 182, n)
+    assert _within(sum(k == 3 for (k, _), _ in draws["article"][0]) / n, 0.25, n)
+    assert _within(sum(k == 0 for k, _ in first) / n, 1 / 182, n)
+    for (a, b), label in zip(pairs, labels):
+        if label == 0:
+            assert b == (a[0], a[1] + 1)  # IsNext: the very next sentence
+        else:
+            assert b[0] != a[0] and 0 <= b[1] < sizes[b[0]]  # NotNext: another article's
+    partners = [b for (a, b), label in zip(pairs, labels) if label == 1 and a[0] != 3]
+    # a NotNext partner is any sentence of the other articles alike: article 3 holds 121 of 125 there
+    assert _within(sum(k == 3 for k, _ in partners) / len(partners), 121 / 125, len(partners))
+    again = sentence_pairs(articles, n, 16, _Tok(), torch.Generator().manual_seed(0))
+    assert _read_pairs(again) == pairs  # seeded
+    with pytest.raises(ValueError, match="sample is one of"):
+        pretraining_batch(articles, 4, 16, _Tok(), torch.Generator(), sample="word")
+
+
 def test_pretrain_bert_passes_sample_to_every_batch(monkeypatch):
     import _bert as bert_pretraining
     from onehot2gpt.bert import BertConfig, BertForPreTraining

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .training import adamw, optimizer_step, pad_batch
-from .utils import IGNORE_INDEX, as_ids, check_finite_loss, evaluating
+from .utils import IGNORE_INDEX, as_ids, check_finite_loss, check_int, evaluating
 
 
 def mask_tokens(
@@ -108,27 +108,15 @@ def _nsp_example(a: list[int], b: list[int], cls_id: int, sep_id: int, max_len: 
     return ids, [0] * (len(a) + 2) + [1] * (len(b) + 1)
 
 
-SAMPLES = ("article", "sentence")
-
-
 def pretraining_pairs(
-    articles: Sequence[Sequence[Sequence[int]]],
-    batch_size: int,
-    max_len: int,
-    tokenizer,
-    generator: torch.Generator,
-    sample: str = "article",
+    articles: Sequence[Sequence[Sequence[int]]], batch_size: int, max_len: int, tokenizer, generator: torch.Generator
 ) -> dict[str, torch.Tensor]:
-    """`batch_size` next-sentence-prediction pairs [CLS] A [SEP] B [SEP], not yet masked: half
-    IsNext (label 0), half NotNext (1), drawn from articles of tokenised sentences with
-    `generator`. Returns (B, T) input_ids, token_type_ids, attention_mask and (B,) nsp_labels.
-
-    `sample` "article" (the course checkpoint's) draws an article, then a sentence in it, so a
-    sentence of a 2-sentence article comes up hundreds of times more often than one of a
-    300-sentence article; "sentence" draws sentence A (and a NotNext partner B) uniformly from all
-    sentences, as BERT's own data preparation walks through every sentence of every document."""
-    if sample not in SAMPLES:
-        raise ValueError(f"sample is one of {SAMPLES}; got {sample!r}")
+    """`batch_size` next-sentence-prediction pairs [CLS] A [SEP] B [SEP], not yet masked, drawn
+    from articles of tokenised sentences with `generator`: an article, then a sentence A in it;
+    half the pairs IsNext (label 0: B follows A), half NotNext (1: B is a sentence of another
+    article). Returns (B, T) input_ids, token_type_ids, attention_mask and (B,) nsp_labels.
+    Drawing an article first, a sentence of a 2-sentence article comes up far more often than one
+    of a 300-sentence article."""
     usable = [i for i, a in enumerate(articles) if len(a) >= 2]
     if len(usable) < 2:
         raise ValueError("need at least two articles with two or more sentences each")
@@ -136,48 +124,30 @@ def pretraining_pairs(
     def draw(n):
         return int(torch.randint(n, (1,), generator=generator))
 
-    if sample == "sentence":
-        import bisect
-        import itertools
-
-        starts = list(itertools.accumulate(len(articles[a]) - 1 for a in usable))  # sentences with a next one
-        sizes = list(itertools.accumulate(len(articles[a]) for a in usable))  # every sentence
-
-        def pick(cumulative):  # → (article, sentence index), uniform over sentences
-            r = draw(cumulative[-1])
-            k = bisect.bisect_right(cumulative, r)
-            return usable[k], r - (cumulative[k - 1] if k else 0)
-
-    rows, segs, nsp = [], [], []
+    pairs = []
     for _ in range(batch_size):
-        if sample == "sentence":
-            art, i = pick(starts)
-        else:
-            art = usable[draw(len(usable))]
-            i = draw(len(articles[art]) - 1)
-        is_next = draw(2) == 0
-        if is_next:
-            b = articles[art][i + 1]
-        elif sample == "sentence":
-            other, j = pick(sizes)
-            while other == art:
-                other, j = pick(sizes)
-            b = articles[other][j]
-        else:
+        art = usable[draw(len(usable))]
+        i = draw(len(articles[art]) - 1)
+        if draw(2) == 0:
+            pairs.append((articles[art][i], articles[art][i + 1], 0))
+            continue
+        other = usable[draw(len(usable))]
+        while other == art:
             other = usable[draw(len(usable))]
-            while other == art:
-                other = usable[draw(len(usable))]
-            b = articles[other][draw(len(articles[other]))]
-        ids, seg = _nsp_example(articles[art][i], b, tokenizer.cls_id, tokenizer.sep_id, max_len)
-        rows.append(ids)
-        segs.append(seg)
-        nsp.append(0 if is_next else 1)
-    input_ids = pad_batch(rows, tokenizer.pad_id)
+        pairs.append((articles[art][i], articles[other][draw(len(articles[other]))], 1))
+    return pair_batch(pairs, max_len, tokenizer)
+
+
+def pair_batch(pairs, max_len: int, tokenizer) -> dict[str, torch.Tensor]:
+    """(sentence A ids, sentence B ids, NSP label) triples → the batch of :func:`pretraining_pairs`:
+    each [CLS] A [SEP] B [SEP] cut to `max_len` (the longer part first), padded to the longest."""
+    examples = [_nsp_example(a, b, tokenizer.cls_id, tokenizer.sep_id, max_len) for a, b, _ in pairs]
+    input_ids = pad_batch([ids for ids, _ in examples], tokenizer.pad_id)
     return {
         "input_ids": input_ids,
-        "token_type_ids": pad_batch(segs, 0),
+        "token_type_ids": pad_batch([seg for _, seg in examples], 0),
         "attention_mask": (input_ids != tokenizer.pad_id).long(),
-        "nsp_labels": torch.tensor(nsp),
+        "nsp_labels": torch.tensor([label for *_, label in pairs]),
     }
 
 
@@ -188,13 +158,12 @@ def pretraining_batch(
     tokenizer,
     generator: torch.Generator,
     mask_prob: float = 0.15,
-    sample: str = "article",
 ):
     """One BERT pre-training batch from articles of tokenised sentences (lists of ids): the pairs
-    of :func:`pretraining_pairs` (drawn by article or by sentence, `sample`), masked by
-    :func:`mask_tokens` (same `generator`, `mask_prob`). Returns a dict
-    of (B, T) tensors input_ids, token_type_ids, attention_mask, mlm_labels and (B,) nsp_labels."""
-    batch = pretraining_pairs(articles, batch_size, max_len, tokenizer, generator, sample=sample)
+    of :func:`pretraining_pairs`, masked by :func:`mask_tokens` (same `generator`, `mask_prob`).
+    Returns a dict of (B, T) tensors input_ids, token_type_ids, attention_mask, mlm_labels and
+    (B,) nsp_labels."""
+    batch = pretraining_pairs(articles, batch_size, max_len, tokenizer, generator)
     return mask_pairs(batch, tokenizer, generator, mask_prob=mask_prob)
 
 
@@ -253,17 +222,6 @@ def heads_loss(model, hidden, pooled, batch, count_correct: bool = True):
     return mlm_loss + nsp_loss, mlm_loss, nsp_loss, correct, int(targets.numel())
 
 
-def pretraining_optimizer(model, lr: float, warmup: int, steps: int):
-    """BERT's optimiser for `steps` steps → (AdamW, its schedule): weight decay 0.01 on the
-    matrices only, β = (0.9, 0.98), the rate warmed up linearly over `warmup` steps to `lr`, then
-    decayed linearly to 0."""
-    opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
-    )
-    return opt, sched
-
-
 def pretrain_bert(
     model,
     tokenizer,
@@ -295,11 +253,16 @@ def pretrain_bert(
 
 
 def pretraining_steps(model, losses, *, steps: int, lr: float, warmup: int, progress: bool = True, desc: str = "BERT"):
-    """The update loop of :func:`pretrain_bert`: for each of `steps` steps, ``losses(step,
-    optimizer)`` → (loss, mlm_loss, nsp_loss), then backward, the gradient norm clipped to 1 and a
-    step of :func:`pretraining_optimizer`; stops on a loss that is not finite. Returns the per-step
-    "loss", "mlm_loss", "nsp_loss" (the progress bar shows the last two every 50 steps)."""
-    opt, sched = pretraining_optimizer(model, lr, warmup, steps)
+    """The update loop of :func:`pretrain_bert`. BERT's optimiser: AdamW with weight decay 0.01 on
+    the matrices only and β = (0.9, 0.98), the rate warmed up linearly over `warmup` steps to `lr`,
+    then decayed linearly to 0 at `steps`. Each step: ``losses(step, optimizer)`` → (loss, mlm_loss,
+    nsp_loss), backward, the gradient norm clipped to 1, an update; a loss that is not finite stops
+    it. Returns the per-step "loss", "mlm_loss", "nsp_loss" (the bar shows the last two)."""
+    steps, warmup = check_int(steps, "steps", 1), check_int(warmup, "warmup", 1)
+    opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
+    )
     history = {"loss": [], "mlm_loss": [], "nsp_loss": []}
     model.train()
     with tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0) as bar:
@@ -324,12 +287,14 @@ def evaluate_pretraining(
     g = torch.Generator().manual_seed(seed)
     correct = count = nsp_correct = nsp_count = 0
     mlm_total = 0.0
+    device = next(model.parameters()).device
     with evaluating(model):
         for _ in range(batches):
             batch = pretraining_batch(articles, batch_size, max_len, tokenizer, g)
-            _, mlm_loss, _, c, n = pretraining_loss(model, batch)
-            batch = {k: v.to(next(model.parameters()).device) for k, v in batch.items()}
+            batch = {k: v.to(device) for k, v in batch.items()}
             out = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+            hidden = out.last_hidden_state[batch["mlm_labels"] != IGNORE_INDEX]
+            _, mlm_loss, _, c, n = heads_loss(model, hidden, out.pooled, batch)
             nsp_correct += int((model.nsp(out.pooled).argmax(-1) == batch["nsp_labels"]).sum())
             nsp_count += batch_size
             correct, count, mlm_total = correct + c, count + n, mlm_total + mlm_loss.item() * n

