@@ -332,11 +332,8 @@ def logit_lens(
         if target is not None:
             t_prob = float(probs[target])
             t_rank = int((probs > probs[target]).sum())
-        rows.append(
-            LensRow(
-                "embedding" if i == 0 else f"layer {i - 1}", list(zip(order.tolist(), values.tolist())), t_prob, t_rank
-            )
-        )
+        top = list(zip(order.tolist(), values.tolist()))
+        rows.append(LensRow("embedding" if i == 0 else f"layer {i - 1}", top, t_prob, t_rank))
     return rows
 
 

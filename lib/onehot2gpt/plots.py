@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import torch
 
+from .utils import check_int
+
 
 def _axes(ax, figsize):
     if ax is None:
@@ -63,15 +65,8 @@ def plot_matrix(
 
 def plot_one_hot(matrix, tokens: Sequence[str], vocab_tokens: Sequence[str], *, ax=None, title=""):
     """One-hot rows (T, V) for `tokens`, columns labelled with the vocabulary."""
-    return plot_matrix(
-        matrix,
-        tokens,
-        vocab_tokens,
-        ax=ax,
-        annotate=True,
-        fmt="{:.0f}",
-        title=title or "one-hot vectors: one row per token",
-    )
+    title = title or "one-hot vectors: one row per token"
+    return plot_matrix(matrix, tokens, vocab_tokens, ax=ax, annotate=True, fmt="{:.0f}", title=title)
 
 
 def plot_similarity(vectors, labels: Sequence[str], *, ax=None, title: str = "cosine similarity"):
@@ -176,23 +171,14 @@ def plot_attention(
         )
     rows, cols = w.shape
     ax = _axes(ax, (min(12, 0.4 * cols + 2), min(10, 0.35 * rows + 1.5)))
+    vmax = float(w.max()) if vmax is None else vmax
     plot_matrix(
-        w,
-        query_tokens,
-        key_tokens,
-        ax=ax,
-        cmap="Blues",
-        annotate=annotate,
-        title=title,
-        vmin=0.0,
-        vmax=float(w.max()) if vmax is None else vmax,
-        colorbar=colorbar,
+        w, query_tokens, key_tokens, ax=ax, annotate=annotate, title=title, vmin=0.0, vmax=vmax, colorbar=colorbar
     )
     ax.set_xlabel("attended to (key)")
     ax.set_ylabel("attending (query)")
     if highlight is not None:
-        if not 0 <= highlight < rows:
-            raise ValueError(f"highlight must be a query row in 0..{rows - 1}, got {highlight}")
+        check_int(highlight, "highlight", 0, rows - 1, fix="the index of a query row")
         ax.add_patch(plt.Rectangle((-0.5, highlight - 0.5), cols, 1, fill=False, edgecolor="#e66100", linewidth=2.5))
         ax.get_yticklabels()[highlight].set_fontweight("bold")
         ax.get_yticklabels()[highlight].set_color("#e66100")

@@ -1,13 +1,9 @@
-"""Interactive views for the notebooks (ipywidgets 8, core widgets only, so they run in
-JupyterLab and Colab alike).
+"""Interactive views for the notebooks: core ipywidgets only, so they run in JupyterLab and Colab alike.
 
-Each widget is a ``VBox`` subclass whose controls are attributes (``.text``, ``.unit``, ...), so
-tests set ``.value`` and read the result without a browser. Callbacks never raise: a bad input
-shows a message in the widget's ``.status`` line and the previous state stays as it was.
-
-The modules group the widgets by what they show: :mod:`.tokens` (tokens, embeddings, ELMo's layer
-weights), :mod:`.attention`, :mod:`.bert`, :mod:`.sampling`, :mod:`.zero_shot` and
-:mod:`.inside_gpt`; :mod:`._base` holds the saved static view every widget shares.
+Each widget is a ``VBox`` whose controls are attributes (``.text``, ``.unit``, ...): tests set
+``.value`` and read the result without a browser. Callbacks never raise: a bad input shows a
+message in the widget's ``.status`` line and the previous state stays as it was. :mod:`._base`
+holds what every widget shares, such as the saved static view.
 """
 
 from ._base import figure_to_png, snapshot_html

@@ -180,11 +180,7 @@ def visible_token(token: str) -> str:
 
 def format_number(x: float) -> str:
     """A number for a small table: 3 significant digits, −∞ for a masked score."""
-    if x == float("-inf"):
-        return "−∞"
-    if x != x:
-        return "nan"
-    return f"{x:.3g}".replace("-", "−")
+    return "−∞" if x == float("-inf") else f"{x:.3g}".replace("-", "−")
 
 
 def heat_style(p: float) -> str:

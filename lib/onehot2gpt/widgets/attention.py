@@ -53,10 +53,11 @@ def validate_attentions(attentions, tokens: list[str]) -> list[torch.Tensor]:
         )
     out = []
     for i, a in enumerate(attentions):
-        if type(a).__module__ == "numpy":
-            raise TypeError(f"layer {i} is a numpy array: convert each layer with torch.from_numpy(a)")
         if not isinstance(a, torch.Tensor):
-            raise TypeError(f"layer {i} is a {type(a).__name__}, not a torch tensor: pass {per_layer}")
+            fix = (
+                "convert each layer with torch.from_numpy(a)" if type(a).__module__ == "numpy" else f"pass {per_layer}"
+            )
+            raise TypeError(f"layer {i} is a {type(a).__name__}, not a torch tensor: {fix}")
         if a.dim() == 3:
             raise ValueError(
                 f"layer {i} has shape {tuple(a.shape)} = (H, T, T): add the batch dimension "
@@ -197,16 +198,13 @@ class AttentionExplorer(SavedView, W.VBox):
         """Run an update; show any exception in .status and keep the last picture and state."""
         try:
             step(**kwargs)
+            message = ""
         except Exception as exc:  # a widget must never take the kernel or the student's state down
             message = error_html(exc)
-            if new_input:
-                self._input_error = message
-            self.status.value = message
-            return
         if new_input:
-            self._input_error = ""
+            self._input_error = message
         # While the text or model above cannot be shown, the older picture stays: keep saying why.
-        self.status.value = self._input_error
+        self.status.value = message or self._input_error
 
     def _load(self, initial: tuple[int, int] | None = None):
         """Fetch (cached) attention for the current model and text; refit the controls; redraw."""

@@ -214,13 +214,9 @@ class QuestionAnswerer(SavedView, W.VBox):
         a, b = r["char_span"]
         s, e = r["words"]
         no_answer = r.get("no_answer", False)
-        span = html.escape(passage[a:b])
-        span = (
-            f"<mark style='background:#e0e0e0'>{span}</mark>"
-            if no_answer
-            else f"<mark style='background:#ffd54f'><b>{span}</b></mark>"
-        )
-        text = html.escape(passage[:a]) + span + html.escape(passage[b:])
+        mark = "background:#e0e0e0" if no_answer else "background:#ffd54f;font-weight:bold"  # grey: no answer
+        before, span, after = (html.escape(part) for part in (passage[:a], passage[a:b], passage[b:]))
+        text = f"{before}<mark style='{mark}'>{span}</mark>{after}"
         cols = []
         for i, (tok, ps, pe) in enumerate(zip(r["tokens"], r["p_start"], r["p_end"])):
             picked = "background:#fff3c4;" if r["start"] <= i <= r["end"] else ""

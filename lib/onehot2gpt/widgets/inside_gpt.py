@@ -6,8 +6,8 @@ import html
 
 import ipywidgets as W
 
-from ..utils import check_number
-from ._base import SavedView, TokenTexts, error_html, format_number, heat_style, html_table, notice_html, visible_token
+from ..utils import check_int, check_number
+from ._base import SavedView, TokenTexts, error_html, format_number, heat_style, html_table, safe_update, visible_token
 from .sampling import encode_prompt
 
 
@@ -32,6 +32,8 @@ class _InsideGPT(TokenTexts, SavedView, W.VBox):
         self.position = W.IntSlider(value=0, min=0, max=1, description="Position", continuous_update=False)
         self.status = W.HTML()
         self._busy = False
+        self._new_ids: list[int] | None = None  # the prompt's ids, None while it cannot be read
+        self._notice = ""
         super().__init__([self.prompt, W.HBox([self.position] + controls), self.status] + views)
         self.prompt.observe(self._prompt_changed, names="value")
         self.position.observe(self.update, names="value")
@@ -53,27 +55,23 @@ class _InsideGPT(TokenTexts, SavedView, W.VBox):
             self._new_tokens(ids)
         finally:
             self._busy = False
-        self._new_ids = ids
-        self._notice = notice
-        self._refresh(ids, notice)
+        self._new_ids, self._notice = ids, notice
+        self._refresh()
 
     def _new_tokens(self, ids: list[int]) -> None:
         """Called with a new prompt's ids before anything is computed (controls that list tokens)."""
 
     def update(self, *_):
-        if self._busy or not getattr(self, "_new_ids", None):
-            return
-        self._refresh(self._new_ids, self._notice)
+        if not self._busy and self._new_ids:
+            self._refresh()
 
-    def _refresh(self, ids, notice):
-        try:
-            self._compute(ids)
-            self.ids, self.tokens = ids, [self.token_text(i) for i in ids]
-            self._draw()
-        except Exception as exc:  # a widget must never take the kernel down; the views stay as they were
-            self.status.value = error_html(exc)
-            return
-        self.status.value = notice_html(notice)
+    @safe_update
+    def _refresh(self) -> str:
+        ids = self._new_ids
+        self._compute(ids)
+        self.ids, self.tokens = ids, [self.token_text(i) for i in ids]
+        self._draw()
+        return self._notice
 
     def _label(self, t: int, ids=None) -> str:
         """Position t and its token, as HTML (spaces and newlines made visible)."""
@@ -85,11 +83,9 @@ class ForwardStepper(_InsideGPT):
     """Step through a course GPT's forward pass for one prompt and one position: embedding and
     position → per layer LayerNorm, Q, K, V, scores, scale, mask, softmax, weighted sum, output
     projection, residual, MLP, residual → final LayerNorm → logits → temperature → probabilities.
-    A course BERT with its MLM head (:class:`onehot2gpt.bert.BertForPreTraining`) works too: its
-    post-norm layers, then the MLM head's read-out at the chosen position (see
-    :func:`onehot2gpt.lookinside_bert.trace_bert`).
-    Every stage shows the real tensor at that position (a readable slice) and its full shape; the
-    whole step-by-step pass is checked against the library's forward each time the prompt changes.
+    A course BERT with its MLM head works too (:func:`onehot2gpt.lookinside_bert.trace_bert`).
+    Each stage shows the tensor at that position (a readable slice) and its full shape; the pass
+    is checked against the library's forward each time the prompt changes.
 
     State for code and tests: ``.trace`` (:class:`onehot2gpt.lookinside.Trace`), ``.stages``,
     ``.stage`` (the one shown), ``.check`` (the largest difference from the library's forward per part).
@@ -106,7 +102,8 @@ class ForwardStepper(_InsideGPT):
         values: int = 8,
     ):
         check_number(temperature, "temperature", 0, low_open=True)
-        self.values = values
+        check_int(step, "step", 0)
+        self.values = check_int(values, "values", 1, fix="how many numbers of a vector to show")
         self.trace = None
         self.stages: list = []
         self.check: dict[str, float] = {}
@@ -123,15 +120,8 @@ class ForwardStepper(_InsideGPT):
         )
         self.header, self.view, self.checked = W.HTML(), W.HTML(), W.HTML()
         self._step_wanted = step
-        super().__init__(
-            model,
-            encode,
-            decode,
-            prompt,
-            [self.temperature],
-            [W.HBox([self.back, self.step, self.forward]), self.header, self.view, self.checked],
-            bert_too=True,
-        )
+        views = [W.HBox([self.back, self.step, self.forward]), self.header, self.view, self.checked]
+        super().__init__(model, encode, decode, prompt, [self.temperature], views, bert_too=True)
         self.step.observe(self._draw_safely, names="value")
         self.temperature.observe(self.update, names="value")
         self.back.on_click(lambda _: self._move(-1))
@@ -150,8 +140,7 @@ class ForwardStepper(_InsideGPT):
         if self.trace is None or self.trace.ids.tolist() != ids:
             trace = trace_model(self.model, ids)
             self.check = check_trace(self.model, trace)
-        trace = trace_model(self.model, ids, temperature=float(self.temperature.value))
-        self.trace = trace
+        self.trace = trace_model(self.model, ids, temperature=float(self.temperature.value))
 
     def _draw(self):
         from ..lookinside import stages
@@ -231,6 +220,7 @@ class LogitLens(_InsideGPT):
 
     def __init__(self, model, encode, decode, prompt: str = "the river flows", k: int = 5):
         self.rows: list = []
+        check_int(k, "k", 1, 10, fix="how many candidates per layer")
         self.k = W.IntSlider(value=k, min=1, max=10, description="Top k", continuous_update=False)
         self.table = W.HTML()
         super().__init__(model, encode, decode, prompt, [self.k], [self.table])
@@ -271,16 +261,16 @@ class InterventionExplorer(_InsideGPT):
     """
 
     def __init__(self, model, encode, decode, prompt: str = "the river flows", k: int = 5):
-        c = model.config if hasattr(model, "config") else None
+        from ..lookinside import check_gpt
+
+        check_gpt(model)
+        c = model.config
         self.result = None
-        self.k = k
-        heads = [(f"layer {l} · head {h}", (l, h)) for l in range(c.n_layers) for h in range(c.n_heads)] if c else []
-        self.heads = W.SelectMultiple(options=heads, description="Heads off", rows=min(8, max(len(heads), 1)))
-        self.mlps = W.SelectMultiple(
-            options=[(f"layer {l} MLP", l) for l in range(c.n_layers)] if c else [],
-            description="MLPs off",
-            rows=min(8, max(getattr(c, "n_layers", 1), 1)),
-        )
+        self.k = check_int(k, "k", 1, fix="how many top predictions to compare")
+        heads = [(f"layer {l} · head {h}", (l, h)) for l in range(c.n_layers) for h in range(c.n_heads)]
+        self.heads = W.SelectMultiple(options=heads, description="Heads off", rows=min(8, len(heads)))
+        mlps = [(f"layer {l} MLP", l) for l in range(c.n_layers)]
+        self.mlps = W.SelectMultiple(options=mlps, description="MLPs off", rows=min(8, len(mlps)))
         self.tokens_off = W.SelectMultiple(options=[], description="Tokens off", rows=8)
         self.table = W.HTML()
         super().__init__(

@@ -56,18 +56,16 @@ def encode_prompt(encode, decode, prompt: str, vocab_size: int, max_len: int) ->
 
 class SamplingExplorer(TokenTexts, SavedView, W.VBox):
     """Type a prompt; see the next-token distribution before and after temperature, top-k and top-p,
-    and sample a continuation with a seed.
+    and sample a continuation with a seed (the button calls :meth:`generate`).
 
-    `model` is shaped like :class:`onehot2gpt.gpt.GPT` (what :func:`onehot2gpt.sampling.generate`
-    takes); `encode(text) -> list[int]` and `decode(ids) -> str` are its tokenizer's, characters or
-    subwords. Top-k 0 and top-p 1 switch those filters off; temperature 0 is greedy decoding.
+    `model` is a :class:`onehot2gpt.gpt.GPT`; `encode(text) -> list[int]` and `decode(ids) -> str`
+    are its tokenizer's. Top-k 0 and top-p 1 switch those filters off; temperature 0 is greedy. A
+    prompt longer than the context is cropped to its last max_len tokens, with a notice.
 
-    State for code and tests: ``.probs`` (V,) the distribution :meth:`generate` samples the next
-    token from; ``.probs_before`` (V,) the same before top-k and top-p (at temperature 0: the
-    model's own, temperature 1); ``.distribution`` [(token text, probability)] over the whole
-    vocabulary, most likely first; ``.top`` the table's rows [(token text, before, after)];
-    ``.continuation`` (text) and ``.generated_ids`` of the last :meth:`generate`, which the button
-    calls. A prompt longer than the context is cropped to its last max_len tokens, with a notice.
+    State for code and tests: ``.probs`` (V,) the distribution the next token is sampled from;
+    ``.probs_before`` (V,) the same before top-k and top-p (at temperature 0: at temperature 1);
+    ``.distribution`` [(token text, probability)], most likely first; ``.top`` the table's rows
+    [(token text, before, after)]; ``.continuation`` and ``.generated_ids`` of the last generate.
     """
 
     def __init__(
@@ -139,11 +137,8 @@ class SamplingExplorer(TokenTexts, SavedView, W.VBox):
             value=seed, min=0, max=2**32 - 1, description="Seed", layout=W.Layout(width="180px")
         )
         self.button = W.Button(description="Generate", button_style="primary", icon="play")
-        self.status, self.table, self.output = (
-            W.HTML(),
-            W.HTML(),
-            W.HTML("<i>Press Generate to sample a continuation.</i>"),
-        )
+        self.status, self.table = W.HTML(), W.HTML()
+        self.output = W.HTML("<i>Press Generate to sample a continuation.</i>")
         super().__init__(
             [
                 self.prompt,

@@ -6,6 +6,7 @@ import html
 
 import ipywidgets as W
 
+from ..utils import check_int
 from ..vocab import Vocab, one_hot, tokenize_chars, tokenize_words
 from ._base import ERROR_STYLE, SavedView, figure_to_png, html_table, safe_update
 
@@ -22,7 +23,7 @@ class TokenExplorer(SavedView, W.VBox):
         unknown = set(vocabs) - set(self.TOKENIZERS)
         if not vocabs or unknown:
             raise ValueError(f"vocabs must map some of {sorted(self.TOKENIZERS)} to a Vocab; got keys {sorted(vocabs)}")
-        self.vocabs, self.max_tokens = vocabs, max_tokens
+        self.vocabs, self.max_tokens = vocabs, check_int(max_tokens, "max_tokens", 1)
         self.tokens: list[str] = []  # what the last update showed, for code and tests to read
         self.ids: list[int] = []
         self.text = W.Text(value=text, description="Sentence", continuous_update=False, layout=W.Layout(width="90%"))
@@ -193,12 +194,8 @@ class LayerWeightExplorer(SavedView, W.VBox):
         lam = self.l2_lambda.value
         results = {t: self.result(t, lam) for t in tasks}
         fig, ax = plt.subplots(figsize=(6.5, 3.2))
-        plot_layer_weights(
-            {t: r.weights for t, r in results.items()},
-            self.layer_names,
-            ax=ax,
-            title=f"layer weights softmax(s), λ = {lam:g}",
-        )
+        weights = {t: r.weights for t, r in results.items()}
+        plot_layer_weights(weights, self.layer_names, ax=ax, title=f"layer weights softmax(s), λ = {lam:g}")
         self.image.value = figure_to_png(fig)
         self.summary.value = "<br>".join(
             f"<b>{html.escape(t)}</b>: test accuracy {r.test_accuracy:.3f}, weights "

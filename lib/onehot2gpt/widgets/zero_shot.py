@@ -40,20 +40,19 @@ def render_prompt(template: str, text: str, question: str = "", examples: list[s
 
 
 class ZeroShotPrompter(SavedView, W.VBox):
-    """Prompt a GPT with a zero-shot template, or a few-shot one, and read the continuation token by
-    token with the probability the model gave each.
+    """Prompt a GPT with a zero-shot or few-shot template and read the continuation token by token,
+    with the probability the model gave each.
 
     `models` maps a display name to ``(model, encode, decode)`` (a :class:`onehot2gpt.gpt.GPT` and
     its tokenizer's functions). `examples` maps a template (:data:`PROMPT_TEMPLATES`) to solved
-    examples in that template's shape, of which the *Examples* slider puts 0–3 first. `gpt2`, a
-    function returning ``(model, encode, decode)``, adds a "GPT-2" choice that is loaded when first
-    chosen; offline it fails with a message and the previous model stays selected.
+    examples, of which the *Examples* slider puts 0–3 first. `gpt2`, a function returning
+    ``(model, encode, decode)``, adds a "GPT-2" choice loaded when first chosen (offline: a message,
+    and the previous model stays). Decoding: greedy, or sampling with temperature, top-k (0 off),
+    top-p (1 off) and a seed, stopping at the line end when *Stop at line end* is ticked.
 
-    Decoding: greedy, or sampling with temperature, top-k (0 off) and top-p (1 off) and a seed;
-    generation stops at the end of the line when *Stop at line end* is ticked. State for code and
-    tests: ``.prompt`` (the text sent), ``.continuation``, ``.steps`` — one dict per new token with
-    ``token``, ``p`` (the model's probability, at temperature 1) and ``alternatives`` (the 3 most
-    likely tokens and their probabilities).
+    State for code and tests: ``.prompt_text`` (the text sent), ``.continuation``, ``.steps`` — one
+    dict per new token: ``token``, ``id``, ``p`` (the model's probability, at temperature 1) and
+    ``alternatives`` (the 3 most likely tokens and their probabilities).
     """
 
     def __init__(
@@ -243,14 +242,8 @@ class ZeroShotPrompter(SavedView, W.VBox):
                     choice = int(torch.multinomial(torch.softmax(filtered, -1), 1, generator=generator))
                 top = torch.topk(probs, 3)
                 token = decode([choice])
-                steps.append(
-                    {
-                        "token": token,
-                        "id": choice,
-                        "p": float(probs[choice]),
-                        "alternatives": [(decode([int(i)]), float(p)) for p, i in zip(top.values, top.indices)],
-                    }
-                )
+                alternatives = [(decode([int(i)]), float(p)) for p, i in zip(*top)]  # the 3 most likely
+                steps.append({"token": token, "id": choice, "p": float(probs[choice]), "alternatives": alternatives})
                 new.append(choice)
                 if self.stop_at_newline.value and "\n" in token:
                     break
