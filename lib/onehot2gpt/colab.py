@@ -1,19 +1,11 @@
 """The course on Google Colab: clone the repository, install the library, open the notebooks folder.
 
-Every notebook's first code cell (written by ``onehot2gpt-prepare``) fetches this file from the
-course's repository and runs it, when, and only when, the notebook runs in Colab. It must work
-before the library exists, so it uses the standard library only. Run in the notebook's kernel it:
-
-1. clones ``ONEHOT2GPT_REPO`` (default :data:`REPOSITORY_URL`) at ``ONEHOT2GPT_REF`` (default
-   :data:`RELEASE`; ``""`` for the default branch) into ``ONEHOT2GPT_HOME`` (default
-   ``./one-hot-to-gpt``), once: a second run reuses the clone;
-2. installs it with ``pip install -e <clone>[hf]``, once, changing none of Colab's own packages
-   (the library's lower bounds are at or below Colab's versions: ``make test-colab`` checks it);
-3. puts the clone's ``lib`` folder on ``sys.path`` (the kernel started before the install) and
-   changes to the clone's ``notebooks`` folder.
-
-A command that fails raises :class:`RuntimeError` with the command, the end of its output and
-what to do; git never waits for a password. See docs/colab.md.
+Every notebook's first code cell (written by ``onehot2gpt-prepare``) fetches this file and runs it
+when the notebook runs in Colab, before the library exists: standard library only. :func:`setup`
+clones ``ONEHOT2GPT_REPO`` at ``ONEHOT2GPT_REF`` into ``ONEHOT2GPT_HOME`` and installs it
+(``pip install -e <clone>[hf]``), each once, puts its ``lib`` on ``sys.path`` and changes to its
+``notebooks`` folder. A failing command raises RuntimeError with its output and what to do; git
+never waits for a password. See docs/colab.md.
 """
 
 import os

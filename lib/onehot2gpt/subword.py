@@ -1,20 +1,10 @@
-"""WordPiece: BERT's subword tokenizer, and a small trainer for its vocabulary.
+"""WordPiece: BERT's subword tokenizer (notebook 07; Devlin et al. 2018, Wu et al. 2016).
 
-Taught in notebook 07 (BERT pre-training). A word-level :class:`~onehot2gpt.vocab.Vocab` maps
-every unseen word to ``<unk>``; WordPiece instead splits a rare word into pieces it knows
-("unaffable" → ``un ##aff ##able``), so almost nothing is unknown with a vocabulary of ~30k.
-Follows BERT (Devlin et al. 2018) and its WordPiece (Wu et al. 2016; Schuster & Nakajima 2012):
-
-1. :func:`pretokenize` cleans the text and splits it into words and punctuation marks, exactly
-   like BERT's ``BasicTokenizer`` (the Hugging Face fast tokenizer's ``BertNormalizer`` plus
-   ``BertPreTokenizer``);
-2. :class:`WordPieceTokenizer` splits each word greedily, longest piece first; a piece that
-   continues a word is written with ``##``;
-3. :func:`~onehot2gpt.subword_training.train_wordpiece` (:meth:`WordPieceTokenizer.train`) learns a
-   vocabulary: start from characters and repeatedly merge the pair of pieces with the highest score
-   ``count(ab) / (count(a) * count(b))``.
-
-A standard BERT ``vocab.txt`` (one token per line, id = line number) loads with
+A rare word is split into pieces the vocabulary knows ("unaffable" → ``un ##aff ##able``), so
+almost nothing is unknown. :func:`pretokenize` splits text into words and punctuation exactly as
+BERT's ``BasicTokenizer``; :class:`WordPieceTokenizer` splits each word greedily, longest piece
+first (``##`` marks a piece that continues a word); :meth:`WordPieceTokenizer.train` learns a
+vocabulary (:mod:`onehot2gpt.subword_training`). A BERT ``vocab.txt`` loads with
 :meth:`WordPieceTokenizer.load` and gives the same ids as Hugging Face's ``BertTokenizerFast``.
 
 Example:
@@ -40,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from .utils import as_ids
+from .utils import as_ids, check_text
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIALS = (PAD, UNK, CLS, SEP, MASK)
@@ -137,7 +127,7 @@ def pretokenize(text: str, lower: bool = True, strip_accents: bool | None = None
         >>> pretokenize("Héllo, wörld! 你好 don't")
         ['hello', ',', 'world', '!', '你', '好', 'don', "'", 't']
     """
-    _check_text(text)
+    check_text(text, "text", empty_ok=True, fix=_ONE_TEXT)
     text = _clean(text)
     if strip_accents or (strip_accents is None and lower):
         text = _drop_marks(unicodedata.normalize("NFD", text))
@@ -148,12 +138,7 @@ def pretokenize(text: str, lower: bool = True, strip_accents: bool | None = None
     return _space_punct(text).split()
 
 
-def _check_text(text, what: str = "text") -> None:
-    if not isinstance(text, str):
-        raise TypeError(
-            f"expected {what} as a string, got {type(text).__name__}; "
-            "for several texts use encode_batch, for a list of words encode_words"
-        )
+_ONE_TEXT = "one text as a string; for several texts use encode_batch, for a list of words encode_words"
 
 
 # ------------------------------------------------------------------------------- tokenizer
@@ -309,7 +294,7 @@ class WordPieceTokenizer:
             >>> tok.tokenize("Unaffable!")
             ['un', '##aff', '##able', '!']
         """
-        _check_text(text)
+        check_text(text, "text", empty_ok=True, fix=_ONE_TEXT)
         tokens: list[str] = []
         # re.split with a group keeps the special tokens: odd positions hold them.
         parts = self._special_re.split(text) if self.special_tokens else [text]
@@ -351,9 +336,7 @@ class WordPieceTokenizer:
         (``add_special_tokens``, ``max_len``, ``truncation``), which also gives the token types and
         the attention mask. An empty `text` is a ValueError.
         """
-        _check_text(text)
-        if not text.strip():
-            raise ValueError("text is empty: give at least one word to encode")
+        check_text(text, "text", fix=_ONE_TEXT)
         return self(text, text_pair, **options)["input_ids"]
 
     def __call__(
@@ -379,11 +362,11 @@ class WordPieceTokenizer:
             >>> enc["input_ids"], enc["token_type_ids"]
             ([2, 5, 3, 1, 3], [0, 0, 0, 1, 1])
         """
-        _check_text(text)
+        check_text(text, "text", empty_ok=True, fix=_ONE_TEXT)
         ids_a = self.convert_tokens_to_ids(self.tokenize(text))
         ids_b = None
         if text_pair is not None:
-            _check_text(text_pair, "text_pair")
+            check_text(text_pair, "text_pair", empty_ok=True, fix=_ONE_TEXT)
         if text_pair:  # "" counts as no second text, as in Hugging Face ("  " does not)
             ids_b = self.convert_tokens_to_ids(self.tokenize(text_pair))
         ids_a, ids_b = self._fit(ids_a, ids_b, add_special_tokens, max_len, truncation)
@@ -461,8 +444,6 @@ class WordPieceTokenizer:
     ) -> dict:
         """B texts (and optional B second texts) → LongTensors of shape (B, T), padded on the
         right with ``pad_id`` to the longest; ``attention_mask`` is 0 at padding."""
-        import torch
-
         if isinstance(texts, str):
             raise TypeError("encode_batch takes a list of texts; for one text use encode")
         if not texts:
@@ -491,12 +472,8 @@ class WordPieceTokenizer:
             >>> tok.decode(tok.encode("Unaffable!"))
             'unaffable!'
         """
-        ids = as_ids(
-            list(ids) if not isinstance(ids, (torch.Tensor, list, tuple)) else ids,
-            len(self.itos),
-            dims=1,
-            allow_empty=True,
-        ).tolist()
+        ids = ids if isinstance(ids, (torch.Tensor, list, tuple)) else list(ids)
+        ids = as_ids(ids, len(self.itos), dims=1, allow_empty=True).tolist()
         if skip_special_tokens:
             ids = [i for i in ids if i not in self._special_ids]
         out = []

@@ -1,8 +1,5 @@
-"""Training a WordPiece vocabulary (notebook 07 calls it through :meth:`WordPieceTokenizer.train
-<onehot2gpt.subword.WordPieceTokenizer.train>`): start from characters and repeatedly merge the
-pair of pieces with the highest score, as BERT's WordPiece does (Wu et al. 2016; Schuster & Nakajima
-2012). The tokenizer that uses the vocabulary is :mod:`onehot2gpt.subword`.
-"""
+"""Training a WordPiece vocabulary (notebook 07, through :meth:`WordPieceTokenizer.train
+<onehot2gpt.subword.WordPieceTokenizer.train>`; Wu et al. 2016; Schuster & Nakajima 2012)."""
 
 from __future__ import annotations
 
@@ -11,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from .subword import PREFIX, SPECIALS, pretokenize
+from .utils import check_choice, check_int
 
 
 def _merge_name(a: str, b: str) -> str:
@@ -54,10 +52,8 @@ def train_wordpiece(
         raise TypeError(
             "train_wordpiece takes an iterable of texts, e.g. a list of lines, not one string; wrap it as [text]"
         )
-    if score not in ("wordpiece", "frequency"):
-        raise ValueError(f"score must be 'wordpiece' or 'frequency', got {score!r}")
-    if min_frequency < 1:
-        raise ValueError(f"min_frequency must be at least 1, got {min_frequency}")
+    check_choice(score, "score", ("wordpiece", "frequency"))
+    check_int(min_frequency, "min_frequency", 1, fix="pairs seen fewer times are never merged")
     word_counts: Counter[str] = Counter()
     for text in texts:
         word_counts.update(pretokenize(text, lower=lower))

@@ -1,17 +1,7 @@
-"""The training pieces every library trainer shares, in one place: AdamW with weight decay on the
-matrices only, the fine-tuning recipe (warm-up then linear decay), one update step, the two
-learning-rate schedules of the course, padding a batch of id lists, and the batches of one
-fine-tuning epoch (optionally grouped by length).
-
-The loops that use them sit beside their models: :mod:`onehot2gpt.transformer_tasks` (notebook
-06's encoder–decoder), :mod:`onehot2gpt.bert_pretraining` and :mod:`onehot2gpt.bert_tasks`
-(notebooks 07–08), :mod:`onehot2gpt.gpt_training` and :mod:`onehot2gpt.gpt_tasks` (notebook 09).
-The label a loss skips, ``IGNORE_INDEX``, and the finite-loss guard every loop calls,
-``check_finite_loss``, are in :mod:`onehot2gpt.utils`, because the models use them too.
-
-AdamW is Loshchilov & Hutter, "Decoupled Weight Decay Regularization" (2019); decaying only the
-weight matrices and embeddings, not biases and LayerNorm gains, is the recipe of BERT, GPT-2 and
-nanoGPT.
+"""The training pieces the library's loops share (the loops sit beside their models): AdamW with
+weight decay on the matrices only (Loshchilov & Hutter 2019; as BERT, GPT-2 and nanoGPT decay),
+the fine-tuning recipe, one update step, the course's two learning-rate schedules, padding a batch
+of id lists and one epoch's batches.
 """
 
 from __future__ import annotations
@@ -136,15 +126,10 @@ def epoch_batches(
 ) -> list[torch.Tensor]:
     """One epoch's batches of row ids: every row once, in ``ceil(n / batch_size)`` batches.
 
-    By default a random permutation cut into batches. With `group_by_length`, rows of about the
-    same length share a batch, so that trimming each batch to its longest row (as
-    :func:`onehot2gpt.bert_tasks.finetune` and :func:`onehot2gpt.gpt_tasks.finetune_gpt` do)
-    leaves little padding: the permutation is cut into chunks of
-    ``GROUP_BATCHES`` batches, each chunk is sorted by length (longest first) and cut into
-    batches, and the batches are shuffled (the "length-grouped sampler" of Hugging Face's
-    Trainer). Which rows meet in a batch is then less random, though the batches still come in a
-    random order; the work saved is the padding, since a random batch of mostly short sentences
-    pads them all to its longest.
+    By default a random permutation cut into batches. With `group_by_length` (Hugging Face's
+    "length-grouped sampler") the permutation is cut into chunks of ``GROUP_BATCHES`` batches, each
+    chunk sorted by length and cut into batches, and the batches shuffled: rows of about the same
+    length share a batch, so a batch trimmed to its longest row holds little padding.
     """
     lengths = torch.as_tensor(lengths)
     if lengths.dim() != 1 or lengths.is_floating_point() or lengths.is_complex():

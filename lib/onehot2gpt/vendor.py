@@ -1,17 +1,11 @@
 """JavaScript shipped with the package, so that bertviz's views draw with no network.
 
-bertviz's head and model views load require.js, jQuery and d3 from a CDN; with no network the view
-stays blank. The package ships the releases bertviz asks for, unmodified, each with its licence, in
-``static/vendor/`` with a manifest (``MANIFEST.json``: version, origin, licence and sha256 of each
-file). :func:`offline_bertviz_page` rewrites a page that bertviz returns so that it carries them
-inline, in the one script that draws the view. The page then needs nothing outside itself: it
-draws in JupyterLab, in the classic notebook and in a notebook saved or exported as HTML (a file
-served by the Jupyter server would be missing from a saved page, and a notebook's output has no
-server to ask when it is opened elsewhere).
-
-The libraries live in that script's function scope: the page's own ``require``, ``define``,
-``jQuery`` and ``$`` (the classic notebook has all four) are left as they were, and two views on
-one page do not share a loader.
+bertviz's views load require.js, jQuery and d3 from a CDN. The package ships the releases bertviz
+asks for, unmodified, with their licences and a manifest (``static/vendor/MANIFEST.json``: version,
+origin, licence, sha256). :func:`offline_bertviz_page` puts them inline, in the function scope of
+the script that draws the view: the page needs nothing outside itself (in JupyterLab, the classic
+notebook, a saved or exported notebook), and the page's own ``require``, ``define``, ``jQuery`` and
+``$`` are left as they were.
 """
 
 from __future__ import annotations
