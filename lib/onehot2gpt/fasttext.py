@@ -215,15 +215,12 @@ def train_fasttext(
     word's subword rows and predicts the centre against `negative` noise words. Plain SGD with
     hand-derived gradients (:func:`train_step`), the learning rate falling linearly from `lr` to
     `min_lr`. With `threads` = 1 (the default) a run is bit-reproducible; None keeps torch's setting."""
-    for name, value in (
-        ("d_model", d_model),
-        ("window", window),
-        ("negative", negative),
-        ("epochs", epochs),
-        ("buckets", buckets),
-        ("batch_size", batch_size),
-    ):
-        check_int(value, name, 1)
+    # the arguments that the returned vectors' config records
+    settings = {
+        k: v for k, v in locals().items() if k not in ("sentences", "vocab", "threads", "progress", "corpus_name")
+    }
+    for name in ("d_model", "window", "negative", "epochs", "buckets", "batch_size"):
+        check_int(settings[name], name, 1)
     check_number(lr, "lr", 0, low_open=True)
     start = time.perf_counter()
     vocab, ids, sentence_ids = word2vec.encode_corpus(sentences, vocab, min_count)
@@ -272,19 +269,7 @@ def train_fasttext(
         torch.set_num_threads(old_threads)
     config = {
         "model": "fasttext-skipgram",
-        "d_model": d_model,
-        "window": window,
-        "negative": negative,
-        "min_count": min_count,
-        "sample": sample,
-        "min_n": min_n,
-        "max_n": max_n,
-        "buckets": buckets,
-        "epochs": epochs,
-        "lr": lr,
-        "min_lr": min_lr,
-        "batch_size": batch_size,
-        "seed": seed,
+        **settings,
         "corpus": corpus_name,
         "n_tokens": len(ids),
         "threads": used_threads,

@@ -150,6 +150,8 @@ def train_glove(
 
     The vocabulary is word2vec's (:func:`onehot2gpt.word2vec.encode_corpus`: words seen
     `min_count` times, most frequent first), so the two can be compared word for word."""
+    # the arguments that the returned vectors' config records
+    settings = {k: v for k, v in locals().items() if k not in ("sentences", "vocab", "progress", "corpus_name")}
     check_positive_int(epochs, "epochs")
     check_positive_int(batch_size, "batch_size")
     check_positive_number(lr, "lr")
@@ -182,15 +184,7 @@ def train_glove(
     bar.close()
     config = {
         "model": "glove",
-        "d_model": d_model,
-        "window": window,
-        "min_count": min_count,
-        "x_max": x_max,
-        "alpha": alpha,
-        "epochs": epochs,
-        "lr": lr,
-        "batch_size": batch_size,
-        "seed": seed,
+        **settings,
         "pairs": int(len(counts)),
         "tokens": int(len(ids)),
         "epoch_losses": [round(x, 5) for x in losses],

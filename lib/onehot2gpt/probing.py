@@ -77,18 +77,9 @@ def encoder_layers(bert, features: dict, batch_size: int = 64) -> Tensor:
         for start in range(0, n, batch_size):
             rows = order[start : start + batch_size]
             longest = max(1, int(lengths[rows].max()))  # skip the batch's pure padding
-            part = {
-                k: features[k][rows, :longest].to(device)
-                for k in ("input_ids", "token_type_ids", "attention_mask")
-                if k in features
-            }
+            keys = [k for k in ("input_ids", "token_type_ids", "attention_mask") if k in features]
             # By name: Hugging Face's BertModel takes attention_mask second, ours token_type_ids.
-            out = bert(
-                input_ids=part["input_ids"],
-                token_type_ids=part.get("token_type_ids"),
-                attention_mask=part["attention_mask"],
-                output_hidden_states=True,
-            )
+            out = bert(**{k: features[k][rows, :longest].to(device) for k in keys}, output_hidden_states=True)
             layers = torch.stack(out.hidden_states, dim=2).cpu()  # (b, longest, L+1, D)
             if result is None:
                 result = layers.new_zeros(n, T, *layers.shape[2:])
