@@ -26,15 +26,12 @@ def _tokens(seq, specials: Sequence, what: str) -> list:
     """A token list (strings) or id list as a list, of the same kind as `specials` and free of them."""
     if isinstance(seq, str):
         raise TypeError(f"{what} must be a list of tokens or ids, not a string: tokenize it first")
-    if isinstance(seq, torch.Tensor):
-        seq = seq.tolist()
-    seq = list(seq)
-    ids = _is_id(specials[0])
-    if not all(_is_id(s) if ids else isinstance(s, str) for s in specials):
+    seq = seq.tolist() if isinstance(seq, torch.Tensor) else list(seq)
+    kind, same = ("ids", _is_id) if _is_id(specials[0]) else ("strings", lambda t: isinstance(t, str))
+    if not all(map(same, specials)):
         raise TypeError(f"the special tokens {list(specials)} must all be strings or all be ids")
-    wrong = [t for t in seq if not (_is_id(t) if ids else isinstance(t, str))]
+    wrong = [t for t in seq if not same(t)]
     if wrong:
-        kind = "ids" if ids else "strings"
         raise TypeError(
             f"{what} holds {wrong[0]!r} but the special tokens {list(specials)} are {kind}: "
             f"give tokens and specials of one kind (for ids pass the specials' ids, "

@@ -342,8 +342,7 @@ def evaluate_gpt(model: GPTForSequenceClassification, data: dict, batch_size: in
         # Rows in order of length, so that a batch holds rows of about the same length and little
         # padding (the predictions are put back in the rows' order below).
         order = _longest(data["lengths"]).argsort(stable=True)
-        back = torch.empty_like(order)
-        back[order] = torch.arange(N)
+        back = order.argsort()  # the inverse permutation
         for index in order.split(batch_size):
             batch = _batch(data, index, device)
             logits, hidden = model.logits_and_states(batch["input_ids"], batch["lengths"])

@@ -115,14 +115,16 @@ def _distribution(logits, temperature: float, top_k: int | None, top_p: float | 
 # Running the model
 
 
-def _as_batch(ids, vocab_size: int | None = None):
-    """A prompt (T,) or (B, T) → ((B, T) long tensor, whether it was 1-D)."""
-    ids = as_ids(ids, vocab_size, dims=(1, 2), name="the prompt", allow_empty=True)
+def _prompt_batch(model, ids, max_new_tokens: int, on_crop: str):
+    """A prompt (T,) or (B, T) → ((B, T) long tensor, whether it was 1-D), checked against the
+    model's vocabulary and context (:func:`_crop_notice`)."""
+    ids = as_ids(ids, getattr(model.config, "vocab_size", None), dims=(1, 2), name="the prompt", allow_empty=True)
     if ids.numel() == 0:
         raise ValueError(
             "the prompt is empty: give at least one token to continue from (e.g. the id "
             "of a newline, or of <bos>); a GPT has no start state of its own"
         )
+    _crop_notice(ids.size(-1), max_new_tokens, model.config.max_len, on_crop)
     return (ids[None], True) if ids.dim() == 1 else (ids, False)
 
 
@@ -145,7 +147,7 @@ def _crop_notice(T: int, max_new_tokens: int, max_len: int, on_crop: str):
     warnings.warn(
         f"{message}: the model reads only the last {max_len} tokens at each step, and "
         f"forgets the earlier ones (pass on_crop='error' to stop instead)",
-        stacklevel=3,
+        stacklevel=5,  # the line that called generate (past _prompt_batch and no_grad's wrapper)
     )
 
 
@@ -155,9 +157,8 @@ def next_token_distribution(model, ids, temperature: float = 1.0, top_k: int | N
     top-p, the distribution :func:`generate` samples from ((B, T) → (B, V)). Temperature 0 puts all
     the mass on the most likely token. A prompt longer than max_len is cropped (with a warning)."""
     _check_options(temperature, top_k, top_p)
-    batch, squeeze = _as_batch(ids, getattr(model.config, "vocab_size", None))
+    batch, squeeze = _prompt_batch(model, ids, 1, "crop")
     max_len = model.config.max_len
-    _crop_notice(batch.size(1), 1, max_len, "crop")
     with evaluating(model):
         logits = model(batch[:, -max_len:]).logits[:, -1]  # (B, V)
     probs = _distribution(logits, temperature, top_k, top_p)
@@ -199,9 +200,8 @@ def generate(
     """
     _check_options(temperature, top_k, top_p)
     check_int(max_new_tokens, "max_new_tokens", 0)
-    out, squeeze = _as_batch(ids, getattr(model.config, "vocab_size", None))
+    out, squeeze = _prompt_batch(model, ids, max_new_tokens, on_crop)
     max_len = model.config.max_len
-    _crop_notice(out.size(1), max_new_tokens, max_len, on_crop)
     greedy = greedy or temperature == 0
     past = None
     with evaluating(model):

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from .utils import check_choice, check_int, evaluating, seeded
 from .zero_shot_world import (  # noqa: F401 (the notebook reads the world's names from here: zs.World, …)
@@ -393,10 +394,7 @@ def _agree(model, rows, starts, batch_size):
     with evaluating(model):
         for b in range(0, len(order), batch_size):
             chunk = order[b : b + batch_size]
-            width = max(len(rows[i]) for i in chunk)
-            ids = torch.zeros(len(chunk), width, dtype=torch.long)
-            for j, i in enumerate(chunk):
-                ids[j, : len(rows[i])] = torch.as_tensor(list(rows[i]))
+            ids = pad_sequence([torch.as_tensor(list(rows[i])) for i in chunk], batch_first=True)  # right-padded
             pred = model(ids.to(device)).logits.argmax(-1).cpu()  # (B, T)
             for j, i in enumerate(chunk):
                 r, s = rows[i], starts[i]

@@ -172,12 +172,9 @@ class World:
 
     def person(self, name: str) -> Person:
         """The known person called `name` (KeyError for a stranger or an unknown name)."""
-        known = self.memorised(name)
-        if known is not None:
-            return known
         if name in self.strangers:
             raise KeyError(f"{name!r} is a stranger: their facts are drawn anew in every document")
-        raise KeyError(f"nobody called {name!r} lives in this world; names: {', '.join(NAMES)}")
+        return self.draw(name, None)  # a known person's facts are fixed: no random draw
 
     def memorised(self, name: str) -> Person | None:
         """What pre-training can teach about `name`: the known person, or None for a stranger."""
@@ -353,23 +350,19 @@ def make_corpus(
         u = rng.random()
         if u < translation_share:
             block = rng.sample(range(len(pairs)), rng.randint(3, 6))
-            documents.append("".join(f"{pairs[i][0]} = {pairs[i][1]}{NL}" for i in block))
-            kinds.append("translation")
+            kind, text = "translation", "".join(f"{pairs[i][0]} = {pairs[i][1]}{NL}" for i in block)
         elif u < translation_share + tldr_share:
-            documents.append(world.tldr_document(world.draw(rng.choice(NAMES), rng), rng))
-            kinds.append("tldr")
+            kind, text = "tldr", world.tldr_document(world.draw(rng.choice(NAMES), rng), rng)
         else:
             people = [world.draw(n, rng) for n in rng.sample(NAMES, 2)]
-            text = world.prose(rng, people)
+            kind, text = "prose", world.prose(rng, people)
             # Whether questions follow depends on u alone (so Q/A documents nest across shares)
             # and is drawn after the paragraph (so the paragraph is the same in every corpus).
             if u - translation_share - tldr_share < qa_share:
                 asked = rng.sample([(p, r) for p in people for r in RELATIONS], rng.randint(1, 2))
-                documents.append(text + "".join(world.qa_block(p, r) for p, r in asked))
-                kinds.append("qa")
-            else:
-                documents.append(text)
-                kinds.append("prose")
+                kind, text = "qa", text + "".join(world.qa_block(p, r) for p, r in asked)
+        documents.append(text)
+        kinds.append(kind)
     return Corpus(documents, kinds, qa_share)
 
 
