@@ -26,9 +26,6 @@ from .checkpoints import CheckpointError, config_from_record, fill_module, save_
 from .transformer import Encoder
 from .utils import IGNORE_INDEX, as_ids, check_choice, check_int, check_number, check_text, evaluating
 
-# ---------------------------------------------------------------------------------------------
-# Configuration
-
 
 @dataclass(frozen=True)
 class BertConfig:
@@ -301,8 +298,7 @@ def freeze(module: nn.Module, frozen: bool = True) -> nn.Module:
 def train_top_layers(model: nn.Module, top_layers: int) -> list[str]:
     """Train only the top `top_layers` encoder layers of `model` (a BertFor… model) and its head:
     the embeddings, the pooler and the lower layers are frozen and their dropout is switched off,
-    so they act as a fixed feature extractor (dropout in a layer that cannot learn only adds noise
-    and costs time; it stays off). → the names of the parameters left trainable."""
+    so they act as a fixed feature extractor. → the names of the parameters left trainable."""
     bert = getattr(model, "bert", None)
     if not isinstance(bert, BertModel) or isinstance(model, BertModel):
         raise TypeError(
@@ -520,8 +516,6 @@ def pseudo_log_likelihood(model: BertForPreTraining, ids, mask_id: int) -> torch
         raise ValueError(
             f"need one encoded sentence (T,) with [CLS], at least one token and [SEP]; got shape {tuple(ids.shape)}"
         )
-    if ids.numel() > model.config.max_len:
-        raise ValueError(f"{ids.numel()} tokens are longer than the model's {model.config.max_len}; shorten it")
     positions = torch.arange(1, ids.numel() - 1)
     batch = ids.repeat(len(positions), 1)  # one copy per masked position
     batch[torch.arange(len(positions)), positions] = mask_id
@@ -600,8 +594,7 @@ def attention_source(model, tokenizer):
     """An attention source for :class:`onehot2gpt.widgets.AttentionExplorer` and
     :func:`onehot2gpt.widgets.bertviz_view`: text → (WordPiece tokens, one (1, H, T, T) map per layer).
 
-    `model` is our BertModel or BertForPreTraining (the course BERT, or MiniLM via
-    :func:`onehot2gpt.pretrained.minilm_bert`); `tokenizer` a :class:`WordPieceTokenizer`. Two
+    `model` is our BertModel or BertForPreTraining, `tokenizer` a :class:`WordPieceTokenizer`. Two
     sentences separated by " [SEP] " become segments A and B. Unknown words become [UNK], as in BERT.
     """
     bert = model.bert if hasattr(model, "bert") else model

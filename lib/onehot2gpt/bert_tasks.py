@@ -126,14 +126,11 @@ def encode_tagged(
     if tags is not None and len(tags) != len(sentences):
         raise ValueError(f"got {len(sentences)} sentences but {len(tags)} tag lists")
     tag_id = {t: i for i, t in enumerate(tag_vocab)}
-    ids, segments, masks, word_index, labels = [], [], [], [], []
+    rows, labels = [], []
     for k, words in enumerate(sentences):
         enc = tokenizer.encode_words(list(words), max_len=max_len, truncation=True)
-        index = [-1 if w is None else w for w in enc["word_index"]]
-        ids.append(enc["input_ids"])
-        segments.append(enc["token_type_ids"])
-        masks.append(enc["attention_mask"])
-        word_index.append(index)
+        enc["word_index"] = index = [-1 if w is None else w for w in enc["word_index"]]
+        rows.append(enc)
         if tags is not None:
             if len(tags[k]) != len(words):
                 raise ValueError(f"sentence {k} has {len(words)} words but {len(tags[k])} tags")
@@ -145,12 +142,8 @@ def encode_tagged(
                 if w >= 0 and (t == 0 or index[t - 1] != w):  # the first piece of word w
                     row[t] = tag_id[tags[k][w]]
             labels.append(row)
-    out = {
-        "input_ids": pad_batch(ids, tokenizer.pad_id),
-        "token_type_ids": pad_batch(segments, 0),
-        "attention_mask": pad_batch(masks, 0),
-        "word_index": pad_batch(word_index, -1),
-    }
+    pads = {"input_ids": tokenizer.pad_id, "token_type_ids": 0, "attention_mask": 0, "word_index": -1}
+    out = {k: pad_batch([row[k] for row in rows], pad) for k, pad in pads.items()}
     if tags is not None:
         out["labels"] = pad_batch(labels, IGNORE_INDEX)
     return out

@@ -1,7 +1,5 @@
 """Look inside a course BERT: the walk of :mod:`onehot2gpt.lookinside` through a post-norm encoder
-and its MLM head, every tensor kept, which the stepper of notebook 07
-(:class:`~onehot2gpt.widgets.ForwardStepper`) shows.
-
+and its MLM head, every tensor kept, for notebook 07's :class:`~onehot2gpt.widgets.ForwardStepper`.
 Shapes as in :mod:`onehot2gpt.lookinside`: one sequence, T tokens, D model width, V vocabulary entries.
 """
 
@@ -73,8 +71,7 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
     D, H = c.d_model, c.n_heads
     tok, seg, pos = emb.tok_emb.weight[ids], emb.seg_emb.weight[types], emb.pos_emb.weight[:T]
     summed = tok + seg + pos
-    x = F.layer_norm(summed, (D,), emb.norm.weight, emb.norm.bias, emb.norm.eps)
-    x0 = x
+    x = x0 = F.layer_norm(summed, (D,), emb.norm.weight, emb.norm.bias, emb.norm.eps)
     allowed = (ids != c.pad_id)[None, :].expand(T, T)  # every real key, both sides
     layers = []
     for layer in model.bert.encoder.layers:

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import string
@@ -200,9 +201,8 @@ def null_margins(
     ``start[0] + end[0]``. A margin at or below a threshold means "no answer in this passage"
     (:func:`abstains`), BERT's SQuAD 2.0 rule.
 
-    The logits must hold [CLS]'s scores: a model called with [CLS] in its span_mask, as
-    :func:`evaluate` and :func:`answer_question` do. ValueError for NaN logits, for a row whose
-    [CLS] score is -inf (it was masked out) and for a row without context.
+    The logits must hold [CLS]'s scores (call the model with [CLS] in its span_mask, as
+    :func:`answer_question` does): ValueError for NaN, a -inf [CLS] score or a row without context.
 
     Example:
         >>> s, e = torch.tensor([[2., 0., 3.]]), torch.tensor([[1., 0., 4.]])
@@ -218,7 +218,7 @@ def null_margins(
         if best is None:
             raise ValueError(f"row {i} has no context token with a finite score: nothing to answer from")
         null = float(s[0] + e[0])
-        if not torch.isfinite(torch.tensor(null)):
+        if not math.isfinite(null):
             raise ValueError(
                 f"row {i}: the [CLS] (null) score is {null}; call the model with [CLS] in its "
                 f"span_mask (span_mask[:, 0] = True), as evaluate() does"
@@ -343,12 +343,8 @@ def answer_question(
             f"reads at most {room} (max_len={max_len}): paste only the paragraph that holds "
             f"the answer"
         )
-    features = encode_squad(
-        tokenizer,
-        [{"question": question, "context": context, "answers": []}],
-        max_len=max_len,
-        max_question_len=max_question_len,
-    )
+    example = {"question": question, "context": context, "answers": []}
+    features = encode_squad(tokenizer, [example], max_len, max_question_len)
     with evaluating(model):
         device = next(model.parameters()).device
         batch = {k: features[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask", "context_mask")}

@@ -18,13 +18,10 @@ from torch import nn
 from .attention import TORCH_MHA_KEYS, MultiHeadAttention, causal_mask, padding_mask
 from .utils import as_ids, check_choice, copy_weights, evaluating
 
-# ---------------------------------------------------------------------------------------------
-# Config
-
 
 @dataclass(frozen=True)
 class TransformerConfig:
-    """Sizes of a small Transformer. Teaching-sized defaults; presets below."""
+    """Sizes of a small Transformer: teaching-sized defaults; :meth:`tiny` for tests."""
 
     vocab_size: int = 64  # source vocabulary (and target, unless tgt_vocab_size is set)
     tgt_vocab_size: int | None = None
@@ -42,19 +39,12 @@ class TransformerConfig:
     def __post_init__(self):
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
-        check_choice(self.positions, "positions", ("sinusoidal", "learned"))
+        check_choice(self.positions, "positions", POSITIONS)
 
     @classmethod
     def tiny(cls, **overrides) -> TransformerConfig:
         """Tests and toy tasks: 2 layers, 32 wide, 2 heads."""
         return cls(**{**dict(d_model=32, n_heads=2, n_layers=2, d_ff=64, max_len=32), **overrides})
-
-    @classmethod
-    def base(cls, **overrides) -> TransformerConfig:
-        """The paper's Transformer-base sizes (for scale; too big to train here)."""
-        return cls(
-            **{**dict(vocab_size=37000, d_model=512, n_heads=8, n_layers=6, d_ff=2048, max_len=512), **overrides}
-        )
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -113,6 +103,9 @@ class LearnedPositions(nn.Module):
     def forward(self, x, start: int = 0):
         _check_length(start + x.size(1), self.max_len)
         return x + self.embedding.weight[start : start + x.size(1)]
+
+
+POSITIONS = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,11 +263,6 @@ class Decoder(_Stack):
 # Models
 
 
-def _positions(config: TransformerConfig) -> nn.Module:
-    cls = SinusoidalPositions if config.positions == "sinusoidal" else LearnedPositions
-    return cls(config.d_model, config.max_len)
-
-
 def _embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
     """Token embedding initialised with std 1/√D, so that after the paper's × √D scaling tokens
     and positions both have unit size (with PyTorch's default std 1 the scaled tokens would be √D
@@ -295,7 +283,7 @@ class TransformerEncoderModel(nn.Module):
         super().__init__()
         self.config = c = config
         self.tok_emb = _embedding(c.vocab_size, c.d_model, c.pad_id)
-        self.pos = _positions(c)
+        self.pos = POSITIONS[c.positions](c.d_model, c.max_len)
         self.dropout = nn.Dropout(c.dropout)
         self.encoder = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
 
@@ -319,7 +307,7 @@ class Seq2SeqTransformer(nn.Module):
         self.tgt_vocab_size = c.tgt_vocab_size or c.vocab_size
         self.src_emb = _embedding(c.vocab_size, c.d_model, c.pad_id)
         self.tgt_emb = _embedding(self.tgt_vocab_size, c.d_model, c.pad_id)
-        self.pos = _positions(c)
+        self.pos = POSITIONS[c.positions](c.d_model, c.max_len)
         self.dropout = nn.Dropout(c.dropout)
         self.encoder = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
         self.decoder = Decoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
