@@ -1,19 +1,11 @@
 """Datasets: a registry of pinned public files, a verified download cache, and small readers.
 
-Used from notebook 01 (WikiText-2 sentences for vocabularies and one-hot vectors) and notebook 02
-(word vectors: WikiText-2 to train on, the Google analogies and WordSim-353 to evaluate).
-
-Every file the course uses is listed in the registry, ``onehot2gpt/assets/registry.json`` (shipped
-with the package), with its URL, sha256 and size.
-:func:`fetch` turns a (dataset, file) name into a local path, trying in order
-
-1. the cache, ``<cache>/<dataset>/<file>`` (:func:`cache_dir`; env ``ONEHOT2GPT_CACHE``),
-2. an offline mirror, ``$ONEHOT2GPT_DATA_MIRROR/<dataset>/<file>`` (copied into the cache),
-3. the file's URL, then its mirrors, other hosts serving the same bytes (with a progress bar),
-
-and always checks the sha256, so a notebook never trains on a truncated or altered file. Files
-are written to a temporary name and renamed only once complete and verified, so an error or a
-Ctrl-C never leaves a partial file behind. ``.gz`` and ``.zip`` files are unpacked the same way.
+Every file the course uses is listed in ``onehot2gpt/assets/registry.json`` with its URL, sha256
+and size. :func:`fetch` turns a (dataset, file) name into a local path from the cache
+(:func:`cache_dir`), else the mirror ``$ONEHOT2GPT_DATA_MIRROR/<dataset>/<file>``, else the URL or
+its mirrors; it always checks the sha256 and writes under a temporary name, renamed once complete
+and verified, so neither an error nor a Ctrl-C leaves a partial file. ``.gz`` and ``.zip`` files
+are unpacked the same way.
 
 Example:
     >>> path = fetch("word-benchmarks", "wordsim353.tsv")
@@ -83,10 +75,7 @@ class CacheNotWritable(DataError, PermissionError):
 
 
 def load_registry() -> dict[str, Any]:
-    """Read the registry: ``{"_comment": str, "datasets": {name: {..., "files": [...]}}}``.
-
-    The path is ``$ONEHOT2GPT_REGISTRY`` if set, else :data:`REGISTRY_PATH`.
-    """
+    """The registry (``$ONEHOT2GPT_REGISTRY`` if set): ``{"datasets": {name: {..., "files": [...]}}}``."""
     path = Path(os.environ.get("ONEHOT2GPT_REGISTRY") or REGISTRY_PATH)
     with open(path, encoding="utf-8") as fh:
         return json.load(fh)
@@ -181,12 +170,9 @@ def _remove_stale_temp_files(folder: Path, name: str) -> None:
 
 @contextmanager
 def _atomic_writer(dest: Path) -> Iterator[tuple[IO[bytes], Callable[[], None]]]:
-    """Yield ``(fh, commit)``: write to a temp file beside ``dest``; ``commit()`` renames it.
-
-    Whatever happens (exception, KeyboardInterrupt, no commit), the temp file is removed. The
-    file gets the permissions of any new file (0666 less the umask), not mkstemp's private 0600,
-    so a cache a lecturer fills can be read by students.
-    """
+    """Yield ``(fh, commit)``: write to a temp file beside ``dest``; ``commit()`` renames it. The
+    temp file is removed whatever happens; the file gets 0666 less the umask (not mkstemp's 0600),
+    so a cache a lecturer fills can be read by students."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temp_files(dest.parent, dest.name)
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
@@ -203,10 +189,8 @@ def _atomic_writer(dest: Path) -> Iterator[tuple[IO[bytes], Callable[[], None]]]
 
 
 def _copy_hashing(src: IO[bytes], dest: Path, expected: str | None, bar: tqdm | None = None) -> str:
-    """Stream ``src`` into ``dest`` atomically; keep it only if its sha256 is ``expected``.
-
-    Returns the sha256 of what was read (``dest`` is absent when it mismatches).
-    """
+    """Stream ``src`` into ``dest`` atomically, kept only if its sha256 is ``expected`` → the
+    sha256 of what was read."""
     digest = hashlib.sha256()
     with _atomic_writer(dest) as (out, commit):
         for chunk in iter(lambda: src.read(_CHUNK), b""):
@@ -360,10 +344,8 @@ def read_tinyshakespeare() -> str:
 
 
 def read_wikitext(split: str = "train") -> list[str]:
-    """Raw lines (without the newline) of tokenized WikiText-2; split is train, valid or test.
-
-    Returns 36,718 / 3,760 / 4,358 lines, headings (`` = = Title = = ``) and blank lines included.
-    """
+    """Raw lines (without the newline) of tokenized WikiText-2, headings (`` = = Title = = ``) and
+    blank lines included; split is train (36,718 lines), valid (3,760) or test (4,358)."""
     if split not in ("train", "valid", "test"):
         raise UnknownName(f"unknown WikiText-2 split {split!r}; splits: train, valid, test")
     with open(fetch("wikitext-2", f"{split}.txt"), encoding="utf-8", newline="\n") as fh:
@@ -376,10 +358,8 @@ def _is_heading(line: str) -> bool:
 
 
 def wikitext_sentences(split: str = "train", lower: bool = True) -> list[list[str]]:
-    """One whitespace-split token list per non-empty, non-heading WikiText-2 line (a paragraph).
-
-    Returns about 17.6k token lists (paragraphs) for train, about 2.0M tokens in all.
-    """
+    """One whitespace-split token list per non-empty, non-heading WikiText-2 line (a paragraph):
+    about 17.6k lists, 2.0M tokens, for train."""
     lines = (line.lower() if lower else line for line in read_wikitext(split))
     return [line.split() for line in lines if line.strip() and not _is_heading(line)]
 
@@ -439,10 +419,8 @@ def wikitext_articles(split: str = "train") -> list[list[str]]:
 
 
 def read_analogies(lower: bool = True) -> list[tuple[str, str, str, str, str]]:
-    """Google analogies as ``(section, a, b, c, d)``, read "a is to b as c is to d".
-
-    Returns 19,544 questions from 14 sections (e.g. ``capital-common-countries``).
-    """
+    """Google analogies as ``(section, a, b, c, d)``, read "a is to b as c is to d": 19,544
+    questions from 14 sections (e.g. ``capital-common-countries``)."""
     questions: list[tuple[str, str, str, str, str]] = []
     section = ""
     with open(fetch("word-benchmarks", "questions-words.txt"), encoding="utf-8") as fh:
@@ -467,11 +445,9 @@ def read_wordsim353() -> list[tuple[str, str, float]]:
 
 
 def read_ud_pos(split: str = "train", lower: bool = False) -> list[tuple[list[str], list[str]]]:
-    """UD English EWT as ``(words, upos_tags)`` per sentence; split is train, dev or test.
-
-    Multi-word token lines (``3-4``) and empty nodes (``8.1``) are skipped, so words and tags line
-    up one to one. Returns 12,544 / 2,001 / 2,077 sentences.
-    """
+    """UD English EWT as ``(words, upos_tags)`` per sentence; split train (12,544), dev (2,001) or
+    test (2,077). Multi-word token lines (``3-4``) and empty nodes (``8.1``) are skipped, so words
+    and tags line up one to one."""
     if split not in ("train", "dev", "test"):
         raise UnknownName(f"unknown UD EWT split {split!r}; splits: train, dev, test")
     sentences: list[tuple[list[str], list[str]]] = []
@@ -495,10 +471,8 @@ def read_ud_pos(split: str = "train", lower: bool = False) -> list[tuple[list[st
 
 
 def read_sst2(split: str = "train") -> list[tuple[str, int]]:
-    """SST-2 as ``(sentence, label)`` with label 1 = positive, 0 = negative.
-
-    Splits: train (60,614), dev (6,735) and test (872: GLUE's SST-2 dev set, the one reported).
-    """
+    """SST-2 as ``(sentence, label)``, label 1 = positive, 0 = negative; splits train (60,614),
+    dev (6,735) and test (872: GLUE's SST-2 dev set, the one reported)."""
     if split not in ("train", "dev", "test"):
         raise UnknownName(f"unknown SST-2 split {split!r}; splits: train, dev, test")
     rows: list[tuple[str, int]] = []
@@ -546,8 +520,8 @@ _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
 
 def make_date_pairs(n: int, seed: int = 0, first_year: int = 1950, last_year: int = 2049) -> list[tuple[str, str]]:
     """`n` (human date, ISO date) pairs, e.g. ("Sun 22 Nov 2026", "2026-11-22"), drawn uniformly
-    from the days of `first_year`…`last_year` and from eight formats (half lower-cased).
-    Deterministic for a given seed: the toy transduction task of notebook 06.
+    from the days of `first_year`…`last_year` and from eight formats (half lower-cased), seeded:
+    the toy transduction task of notebook 06.
 
     Example:
         >>> make_date_pairs(1, seed=0)[0][1]
@@ -586,12 +560,9 @@ def make_date_pairs(n: int, seed: int = 0, first_year: int = 1950, last_year: in
 
 
 def read_snli(split: str = "dev") -> list[tuple[str, str, str]]:
-    """SNLI 1.0 as ``(premise, hypothesis, label)``, label one of "entailment", "neutral",
-    "contradiction"; split is dev or test (10,000 pairs each in the file).
-
-    Pairs whose ``gold_label`` is "-" (the annotators did not agree) are skipped, as in Bowman et
-    al. (2015): 9,842 dev and 9,824 test pairs remain.
-    """
+    """SNLI 1.0 as ``(premise, hypothesis, label)``, label "entailment", "neutral" or
+    "contradiction"; split dev (9,842 pairs) or test (9,824): pairs whose ``gold_label`` is "-"
+    (the annotators did not agree) are skipped, as in Bowman et al. (2015)."""
     if split not in ("dev", "test"):
         raise UnknownName(f"unknown SNLI split {split!r}; splits: dev, test (train is not mirrored)")
     rows: list[tuple[str, str, str]] = []
@@ -605,13 +576,10 @@ def read_snli(split: str = "dev") -> list[tuple[str, str, str]]:
 
 
 def read_squad() -> list[dict[str, Any]]:
-    """SQuAD 1.1 dev as one dict per question: ``{"id", "title", "context", "question",
-    "answers": [{"text", "answer_start"}, …]}`` (``answer_start`` is a character offset into
-    ``context``; most questions have 3 gold answers from different annotators).
-
-    Returns 10,570 questions about 2,067 paragraphs of 48 Wikipedia articles, in file order; the
-    article ``title`` is kept so that train and test can be split by article.
-    """
+    """SQuAD 1.1 dev as one dict per question, in file order (10,570 questions on 2,067 paragraphs
+    of 48 articles): ``{"id", "title", "context", "question", "answers": [{"text",
+    "answer_start"}, …]}``, ``answer_start`` a character offset into ``context``; ``title`` lets
+    train and test be split by article."""
     with open(fetch("squad-v1.1", "dev-v1.1.json"), encoding="utf-8") as fh:
         articles = json.load(fh)["data"]
     return [
@@ -629,12 +597,10 @@ def read_squad() -> list[dict[str, Any]]:
 
 
 def read_fra_eng() -> list[tuple[str, str]]:
-    """Tatoeba English–French pairs as ``(english, french)``, in file order (shortest English first).
-
-    167,130 pairs; an English sentence often has several French translations (tu/vous, word
-    order), each on its own line, so group by the English side before splitting train from test.
-    Attribute tatoeba.org and manythings.org/anki (CC BY 2.0 FR) when you show them.
-    """
+    """Tatoeba's 167,130 English–French pairs as ``(english, french)``, shortest English first. An
+    English sentence often has several translations, each on its own line: group by the English
+    side before splitting train from test. Attribute tatoeba.org and manythings.org/anki (CC BY 2.0
+    FR) when you show them."""
     pairs: list[tuple[str, str]] = []
     with open(fetch("fra-eng", "fra-eng.zip"), encoding="utf-8") as fh:
         for number, line in enumerate(fh, 1):

