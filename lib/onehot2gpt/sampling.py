@@ -104,13 +104,6 @@ def _filtered_logits(logits, temperature: float, top_k: int | None, top_p: float
     return logits
 
 
-def _distribution(logits, temperature: float, top_k: int | None, top_p: float | None):
-    """logits (…, V) → probabilities (…, V); temperature 0 gives all the mass to the argmax."""
-    if temperature == 0:
-        return torch.zeros_like(logits).scatter(-1, logits.argmax(-1, keepdim=True), 1.0)
-    return torch.softmax(_filtered_logits(logits, temperature, top_k, top_p), dim=-1)
-
-
 # ---------------------------------------------------------------------------------------------
 # Running the model
 
@@ -161,7 +154,10 @@ def next_token_distribution(model, ids, temperature: float = 1.0, top_k: int | N
     max_len = model.config.max_len
     with evaluating(model):
         logits = model(batch[:, -max_len:]).logits[:, -1]  # (B, V)
-    probs = _distribution(logits, temperature, top_k, top_p)
+    if temperature == 0:  # all the mass on the argmax
+        probs = torch.zeros_like(logits).scatter(-1, logits.argmax(-1, keepdim=True), 1.0)
+    else:
+        probs = torch.softmax(_filtered_logits(logits, temperature, top_k, top_p), dim=-1)
     return probs[0] if squeeze else probs
 
 

@@ -221,21 +221,15 @@ def greedy_lines(
     by_length: dict[int, list[int]] = {}
     for i, ids in enumerate(encoded):
         by_length.setdefault(len(ids), []).append(i)
-    out = [""] * len(prompts)
+    out, newline = [""] * len(prompts), tokenizer.vocab[NL]
     for length, rows in by_length.items():
         for b in range(0, len(rows), batch_size):
             chunk = rows[b : b + batch_size]
             ids = torch.tensor([encoded[i] for i in chunk])
             new = generate(model, ids, max_new, greedy=True, on_crop="error")[:, length:].tolist()
-            for i, row in zip(chunk, new):
-                out[i] = _first_line(tokenizer, row)
+            for i, row in zip(chunk, new):  # each up to and including its first line break
+                out[i] = tokenizer.decode(row[: row.index(newline) + 1] if newline in row else row)
     return out
-
-
-def _first_line(tokenizer: WorldTokenizer, new: list[int]) -> str:
-    """The text of written ids `new` up to and including the first line break."""
-    newline = tokenizer.vocab[NL]
-    return tokenizer.decode(new[: new.index(newline) + 1] if newline in new else new)
 
 
 def answer_length(tokenizer: WorldTokenizer, items: Sequence[Item]) -> int:
@@ -321,13 +315,8 @@ def evaluate(
 
 def greedy_answer(model, tokenizer: WorldTokenizer, prompt: str, max_new: int = 12) -> str:
     """What greedy decoding writes after `prompt`, up to and including the first line break (at
-    most `max_new` tokens), by real token-by-token generation (:func:`onehot2gpt.sampling.generate`)."""
-    from .sampling import generate
-
-    check_int(max_new, "max_new", 1, fix="the most tokens to write after the prompt")
-    ids = _prompt_ids(tokenizer, prompt, model.config.max_len, max_new)
-    new = generate(model, torch.tensor(ids), max_new, greedy=True)[len(ids) :].tolist()
-    return _first_line(tokenizer, new)
+    most `max_new` tokens), by token-by-token generation: :func:`greedy_lines` of this one prompt."""
+    return greedy_lines(model, tokenizer, [prompt], max_new)[0]
 
 
 def _prompt_ids(tokenizer: WorldTokenizer, prompt: str, max_len: int, max_new: int = 0, what="the prompt") -> list[int]:
@@ -366,8 +355,7 @@ def greedy_matches(
     then end the line? One forward pass over prompt + answer + line break: the greedy
     continuation equals the answer iff the arg-max at every answer position is the answer's
     next token (each position sees only the gold prefix, which greedy decoding would also have
-    written). Right-padding is harmless under the causal mask. ValueError if an item is longer
-    than the model's context."""
+    written). ValueError if an item is longer than the model's context."""
     if len(prompts) != len(answers):
         raise ValueError(f"{len(prompts)} prompts but {len(answers)} answers")
     rows, starts = _answer_rows(model, tokenizer, prompts, answers)
@@ -511,10 +499,9 @@ def load_course_models(shares: Sequence[float] = SHARES) -> dict:
     for share in shares:
         model, tokenizer, _, _ = load(checkpoint_name(share), kind="gpt")
         if not isinstance(tokenizer, WorldTokenizer):
-            has = type(tokenizer).__name__ if tokenizer is not None else "no tokenizer"
             raise CheckpointError(
-                f"{checkpoint_name(share)} holds a GPT with {has}, not a WorldTokenizer: it is not a model "
-                f"of the zero-shot experiment"
+                f"{checkpoint_name(share)} holds a GPT with a {type(tokenizer).__name__}, not a WorldTokenizer: "
+                f"it is not a model of the zero-shot experiment"
             )
         models[share] = (model, tokenizer)
     return models

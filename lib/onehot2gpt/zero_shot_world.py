@@ -139,10 +139,8 @@ class Person:
 
     def changed(self, relation: str, value: str) -> Person:
         """The same person with one fact replaced (the passage of a changed-fact question)."""
-        if value not in VALUES[relation]:
-            raise ValueError(
-                f"{value!r} is not a {relation} of this world; choose one of {', '.join(VALUES[relation])}"
-            )
+        values = VALUES[check_choice(relation, "relation", RELATIONS)]
+        check_choice(value, relation, values, fix=f"a {relation} of this world")
         return replace(self, **{relation: value})
 
 
