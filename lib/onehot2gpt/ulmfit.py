@@ -29,7 +29,7 @@ from torch import nn
 
 from .data import ASSETS
 from .elmo import BiLM
-from .utils import check_int, check_number, check_positive_int, check_positive_number, evaluating, set_seed
+from .utils import check_finite_loss, check_int, check_number, evaluating, set_seed
 
 __all__ = [
     "slanted_triangular_lr",
@@ -69,9 +69,9 @@ def slanted_triangular_lr(
     after the last. (The paper writes the fall's length as cut · (1/cut_frac − 1), the same number
     when total_steps · cut_frac is whole.) The paper's values: cut_frac 0.1, ratio 32.
     """
-    total_steps = check_positive_int(total_steps, "total_steps")
+    total_steps = check_int(total_steps, "total_steps", 1)
     step = check_int(step, "step", 0, total_steps - 1, fix=f"a run of total_steps={total_steps} counts from 0")
-    lr_max = check_positive_number(lr_max, "lr_max")
+    lr_max = check_number(lr_max, "lr_max", 0, low_open=True)
     cut_frac = check_number(cut_frac, "cut_frac", 0, 1, low_open=True, high_open=True, fix="the share of steps rising")
     ratio = check_number(ratio, "ratio", 1, fix="how many times smaller the lowest rate is")
     cut = max(1, math.floor(total_steps * cut_frac))
@@ -82,9 +82,9 @@ def slanted_triangular_lr(
 def discriminative_lrs(lr_top: float, n_groups: int, factor: float = 2.6) -> list[float]:
     """One learning rate per layer group, bottom to top: the top group gets `lr_top`, each group
     below it `factor` times less (ULMFiT: 2.6). ``factor=1`` gives every group the same rate."""
-    lr_top = check_positive_number(lr_top, "lr_top")
-    n_groups = check_positive_int(n_groups, "n_groups")
-    factor = check_positive_number(factor, "factor")
+    lr_top = check_number(lr_top, "lr_top", 0, low_open=True)
+    n_groups = check_int(n_groups, "n_groups", 1)
+    factor = check_number(factor, "factor", 0, low_open=True)
     return [lr_top / factor ** (n_groups - 1 - g) for g in range(n_groups)]
 
 
@@ -92,7 +92,7 @@ def trainable_groups(epoch: int, n_groups: int, gradual: bool = True) -> int:
     """How many layer groups, counted from the top, train in `epoch` (0-based): with gradual
     unfreezing the top one in epoch 0 and one more each epoch; without it all of them."""
     check_int(epoch, "epoch", 0)
-    n_groups = check_positive_int(n_groups, "n_groups")
+    n_groups = check_int(n_groups, "n_groups", 1)
     return min(epoch + 1, n_groups) if gradual else n_groups
 
 
@@ -110,7 +110,7 @@ class LMClassifier(nn.Module):
         super().__init__()
         _check_bilm(bilm)
         n_classes = check_int(n_classes, "n_classes", 2, fix="a classifier needs at least 2 classes")
-        hidden = check_positive_int(hidden, "hidden")
+        hidden = check_int(hidden, "hidden", 1)
         check_number(dropout, "dropout", 0, 1, high_open=True)
         self.vocab_size = bilm.config.vocab_size
         self.tok_emb = copy.deepcopy(bilm.tok_emb)
@@ -126,8 +126,7 @@ class LMClassifier(nn.Module):
             nn.Dropout(dropout),
             nn.Linear(hidden, n_classes),
         )
-        for p in self.parameters():  # a biLM loaded from float16 may be half precision
-            p.data = p.data.float()
+        self.float()  # a biLM loaded from float16 may be half precision
 
     def groups(self) -> list[list[nn.Parameter]]:
         """The layer groups, bottom to top: token layer, each LSTM layer, the head."""
@@ -225,8 +224,8 @@ def finetune_classifier(
     _check_labelled(ids, mask, labels, "training")
     if int(labels.min()) < 0 or int(labels.max()) >= n_classes:
         raise ValueError(f"labels must be in 0 … {n_classes - 1}")
-    epochs, batch_size = check_positive_int(epochs, "epochs"), check_positive_int(batch_size, "batch_size")
-    check_positive_number(lr_top, "lr_top")
+    epochs, batch_size = check_int(epochs, "epochs", 1), check_int(batch_size, "batch_size", 1)
+    check_number(lr_top, "lr_top", 0, low_open=True)
     set_seed(seed)
     model = LMClassifier(bilm if pretrained else BiLM(bilm.config), n_classes=n_classes)
     groups = model.groups()
@@ -249,10 +248,7 @@ def finetune_classifier(
                 param_group["lr"] = rate * scale
             width = int(mask[batch].sum(1).max())
             loss = F.cross_entropy(model(ids[batch, :width], mask[batch, :width]), labels[batch])
-            if not torch.isfinite(loss):
-                raise FloatingPointError(
-                    f"the loss became {loss.item()} at update {step}: lower lr_top (now {lr_top}) and run again"
-                )
+            check_finite_loss(loss, step, lr=lr_top, what=f"fine-tuning with lr_top={lr_top:g}")
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

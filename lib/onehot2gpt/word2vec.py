@@ -31,7 +31,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import torch
 import torch.nn.functional as F
@@ -559,19 +559,8 @@ def train_word2vec(
     schedule); ``on_step(step, loss)`` gets each update's number (0, 1, ...) and mean loss per
     prediction, so a hand-written loop can be compared with this one step by step.
     """
-    cfg = Word2VecConfig(
-        model=model,
-        d_model=d_model,
-        window=window,
-        negative=negative,
-        min_count=min_count,
-        sample=sample,
-        epochs=epochs,
-        lr=lr,
-        min_lr=min_lr,
-        batch_size=batch_size,
-        seed=seed,
-    )
+    arguments = locals()
+    cfg = Word2VecConfig(**{f.name: arguments[f.name] for f in fields(Word2VecConfig)})  # checks the settings
     if threads is not None:
         check_int(threads, "threads", 1)
     if max_steps is not None:
