@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 import torch
 
 from .data import ASSETS, sha256_file
-from .utils import copy_weights, resolve_device
+from .utils import check_choice, copy_weights, resolve_device
 
 FORMAT, VERSION = "onehot2gpt-checkpoint", 2
 CONFIG, WEIGHTS = "config.json", "weights.safetensors"
@@ -163,8 +163,7 @@ def save_checkpoint(
     not ``config["vocab_size"]``, before anything is written."""
     from safetensors.torch import save_file
 
-    if kind not in KINDS:
-        raise ValueError(f"unknown checkpoint kind {kind!r}; one of {sorted(KINDS)}")
+    check_choice(kind, "kind", sorted(KINDS), fix="the kind of model (which module builds it)")
     stored = {k: v.detach().to("cpu", dtype).contiguous().clone() for k, v in tensors.items()}
     broken = [k for k, v in stored.items() if not torch.isfinite(v).all()]
     if broken:
@@ -228,7 +227,7 @@ def _made_by(kind: str | None) -> str:
 
 def read_record(directory: str | Path, kind: str | None = None) -> dict:
     """The parsed config.json of a checkpoint folder, checked for format, version and (if given)
-    kind; its files are not read (:func:`read_checkpoint` checks them)."""
+    kind; its files are not read (:func:`load` checks them)."""
     directory = Path(directory)
     if not (directory / CONFIG).is_file():
         what = f"a {kind} checkpoint" if kind else "a checkpoint"
@@ -369,18 +368,6 @@ def fill_module(model: torch.nn.Module, weights: dict) -> torch.nn.Module:
     return copy_weights(model, weights, what=f"the weights in {WEIGHTS}", hint=hint, error=CheckpointError)
 
 
-def read_checkpoint(name_or_path: str | Path, kind: str | None = None) -> tuple[dict, dict, object]:
-    """Check a checkpoint folder → (its config.json record, the weights {name: tensor}, the
-    tokenizer or None); every check of :func:`load` except the model's own shapes."""
-    directory = checkpoint_folder(name_or_path)
-    record = read_record(directory, kind)
-    _verify_files(directory, record)
-    try:
-        return record, _read_weights(directory / WEIGHTS), _read_tokenizer(directory, record)
-    except CheckpointError as e:
-        raise CheckpointError(_with_config_note(str(e), directory, record)) from None
-
-
 def _config_edited(record: dict) -> bool:
     return config_sha256(record["config"]) != record["config_sha256"]
 
@@ -444,7 +431,11 @@ def load(name_or_path: str | Path, device: str | torch.device | None = "cpu", *,
     dev = resolve_device(device)
     if record["kind"] == "word2vec" and dev.type != "cpu":
         raise ValueError(f"word vectors load on the CPU only (device={str(device)!r}): use device='cpu'")
-    record, weights, tokenizer = read_checkpoint(directory, record["kind"])
+    _verify_files(directory, record)
+    try:
+        weights, tokenizer = _read_weights(directory / WEIGHTS), _read_tokenizer(directory, record)
+    except CheckpointError as e:
+        raise CheckpointError(_with_config_note(str(e), directory, record)) from None
     build = getattr(importlib.import_module(spec.module), spec.build)
     try:
         model = build(record, weights, tokenizer)

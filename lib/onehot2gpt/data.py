@@ -372,16 +372,11 @@ def _join_wikitext_numbers(words: list[str]) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(words):
-        word = words[i]
-        if word in _WIKITEXT_JOINS:
-            nxt = words[i + 1] if i + 1 < len(words) else None
-            if out and nxt is not None and nxt not in _WIKITEXT_JOINS:
-                out[-1] += _WIKITEXT_JOINS[word] + nxt
-                i += 2
-                continue
-            i += 1
-            continue
-        out.append(word)
+        if words[i] not in _WIKITEXT_JOINS:
+            out.append(words[i])
+        elif out and i + 1 < len(words) and words[i + 1] not in _WIKITEXT_JOINS:
+            out[-1] += _WIKITEXT_JOINS[words[i]] + words[i + 1]
+            i += 1  # the word after the marker is joined too
         i += 1
     return out
 

@@ -287,13 +287,7 @@ class WordPieceTokenizer:
         return self._cache[word]
 
     def tokenize(self, text: str) -> list[str]:
-        """Text → WordPiece tokens (strings).
-
-        Example:
-            >>> tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "!"])
-            >>> tok.tokenize("Unaffable!")
-            ['un', '##aff', '##able', '!']
-        """
+        """Text → WordPiece tokens (strings), as in this module's example."""
         check_text(text, "text", empty_ok=True, fix=_ONE_TEXT)
         tokens: list[str] = []
         # re.split with a group keeps the special tokens: odd positions hold them.
@@ -466,11 +460,6 @@ class WordPieceTokenizer:
 
         Like Hugging Face's WordPiece decoder, ``clean_up_spaces`` removes the space before
         ``. , ! ?``; lower-casing, accents and the spaces around other punctuation are lost.
-
-        Example:
-            >>> tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "!"])
-            >>> tok.decode(tok.encode("Unaffable!"))
-            'unaffable!'
         """
         ids = ids if isinstance(ids, (torch.Tensor, list, tuple)) else list(ids)
         ids = as_ids(ids, len(self.itos), dims=1, allow_empty=True).tolist()
