@@ -328,10 +328,8 @@ def logit_lens(
     for i, x in enumerate(trace.residuals):
         probs = read_out(x[position], n.weight, n.bias, model.lm_head.weight, n.eps).float().cpu()
         values, order = probs.topk(min(k, V))
-        t_prob = t_rank = None
-        if target is not None:
-            t_prob = float(probs[target])
-            t_rank = int((probs > probs[target]).sum())
+        t_prob = None if target is None else float(probs[target])
+        t_rank = None if target is None else int((probs > probs[target]).sum())  # tokens more likely than it
         top = list(zip(order.tolist(), values.tolist()))
         rows.append(LensRow("embedding" if i == 0 else f"layer {i - 1}", top, t_prob, t_rank))
     return rows

@@ -129,14 +129,8 @@ class SavedView:
         if parent is not None:
             data = dict(parent(**kwargs) or {})
         else:  # ipywidgets 7 displays through _ipython_display_
-            data = {
-                "text/plain": repr(self)[:110],
-                "application/vnd.jupyter.widget-view+json": {
-                    "version_major": 2,
-                    "version_minor": 0,
-                    "model_id": self._model_id,
-                },
-            }
+            view = {"version_major": 2, "version_minor": 0, "model_id": self._model_id}
+            data = {"text/plain": repr(self)[:110], "application/vnd.jupyter.widget-view+json": view}
         try:
             data["text/html"] = self.saved_view()
         except Exception:  # the live widget matters more than its picture
@@ -150,6 +144,14 @@ class SavedView:
 
             display(self._repr_mimebundle_(), raw=True)
             self._handle_displayed(**kwargs)
+
+
+def text_box(value: str, description: str, *, area: bool = False, width: str = "90%", height=None, **kwargs):
+    """A text box (a Textarea when `area`) that reports its value when the student presses Enter
+    or leaves it, not at every key (`kwargs`: placeholder, rows, …)."""
+    box = W.Textarea if area else W.Text
+    layout = W.Layout(width=width, height=height)
+    return box(value=value, description=description, continuous_update=False, layout=layout, **kwargs)
 
 
 def html_table(rows: list[list[str]], header: list[str] | None = None) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import ipywidgets as W
 
 from ..utils import check_choice, check_int
-from ._base import SavedView, error_html, figure_to_png, html_table
+from ._base import SavedView, error_html, figure_to_png, html_table, text_box
 
 if TYPE_CHECKING:
     import torch
@@ -149,7 +149,7 @@ class AttentionExplorer(SavedView, W.VBox):
         self._input_error = ""  # why the current text/model could not be shown, kept until fixed
         self._busy = False  # set while controls are changed in code: their callbacks wait
 
-        self.text = W.Text(value=text, description="Sentence", continuous_update=False, layout=W.Layout(width="90%"))
+        self.text = text_box(text, "Sentence")
         self.model = W.Dropdown(options=list(self.sources), description="Model")
         self.token = W.Dropdown(options=[], description="Query token")
         self.layer = W.IntSlider(value=0, min=0, max=0, description="Layer", continuous_update=False)
@@ -320,18 +320,11 @@ class AllHeadsView(SavedView, W.VBox):
                 )
                 cells.append(W.VBox([thumb, button]))
             rows.append(W.HBox(cells))
-        super().__init__(
-            [
-                W.HTML(
-                    f"<b>{html.escape(title)}</b> — {L} layers × {H} heads; press a head to "
-                    f"enlarge it (rows: queries, columns: keys; each thumbnail is scaled to its own largest weight)"
-                ),
-                W.VBox(rows),
-                self.status,
-                self.caption,
-                self.image,
-            ]
+        heading = W.HTML(
+            f"<b>{html.escape(title)}</b> — {L} layers × {H} heads; press a head to enlarge it (rows: "
+            f"queries, columns: keys; each thumbnail is scaled to its own largest weight)"
         )
+        super().__init__([heading, W.VBox(rows), self.status, self.caption, self.image])
         self.selected = None
         self._pick(selected)
 

@@ -6,7 +6,7 @@ import html
 
 import ipywidgets as W
 
-from ._base import SavedView, error_html, html_table, safe_update
+from ._base import SavedView, error_html, html_table, safe_update, text_box
 
 _KIND_STYLE = {"mask": "background:#ffd54f", "random": "background:#ef9a9a", "same": "background:#a5d6a7", "": ""}
 _KIND_TEXT = {"mask": "→ [MASK]", "random": "→ random", "same": "kept", "": ""}
@@ -35,7 +35,7 @@ class MaskingExplorer(SavedView, W.VBox):
         self.inputs: list[str] = []
         self.kinds: list[str] = []
         self.labels: list[int] = []
-        self.text = W.Text(value=text, description="Sentence", continuous_update=False, layout=W.Layout(width="90%"))
+        self.text = text_box(text, "Sentence")
         self.prob = W.FloatSlider(value=prob, min=0.05, max=0.5, step=0.05, description="Rate", continuous_update=False)
         self.seed = W.IntSlider(value=seed, min=0, max=99, description="Draw (seed)", continuous_update=False)
         self.whole_word = W.Checkbox(value=whole_word, description="whole words")
@@ -108,13 +108,7 @@ class FillInTheBlank(SavedView, W.VBox):
     def __init__(self, predict, text: str = "the church was built in the 12th [MASK] .", top_k: int = 5):
         self.predict = predict
         self.predictions: list = []
-        self.text = W.Text(
-            value=text,
-            description="Sentence",
-            continuous_update=False,
-            placeholder="write [MASK] where a word is missing",
-            layout=W.Layout(width="90%"),
-        )
+        self.text = text_box(text, "Sentence", placeholder="write [MASK] where a word is missing")
         self.top_k = W.IntSlider(value=top_k, min=1, max=15, description="Top k", continuous_update=False)
         self.status, self.output = W.HTML(), W.HTML()
         super().__init__([self.text, self.top_k, self.status, self.output])
@@ -171,20 +165,10 @@ class QuestionAnswerer(SavedView, W.VBox):
     ):
         self.answer = answer
         self.result: dict | None = None
-        self.passage = W.Textarea(
-            value=passage,
-            description="Passage",
-            continuous_update=False,
-            placeholder="paste a paragraph that holds the answer",
-            layout=W.Layout(width="95%", height="120px"),
-        )
-        self.question = W.Text(
-            value=question,
-            description="Question",
-            continuous_update=False,
-            placeholder="ask something the passage answers, then press Enter",
-            layout=W.Layout(width="95%"),
-        )
+        hint = "paste a paragraph that holds the answer"
+        self.passage = text_box(passage, "Passage", area=True, width="95%", height="120px", placeholder=hint)
+        hint = "ask something the passage answers, then press Enter"
+        self.question = text_box(question, "Question", width="95%", placeholder=hint)
         self.button = W.Button(description="Answer", button_style="primary")
         self.status, self.output = W.HTML(), W.HTML()
         super().__init__([self.passage, self.question, self.button, self.status, self.output])

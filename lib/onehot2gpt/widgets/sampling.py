@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import ipywidgets as W
 
 from ..utils import check_finite_logits, check_int, check_number
-from ._base import ERROR_STYLE, SavedView, TokenTexts, safe_update, visible_token
+from ._base import ERROR_STYLE, SavedView, TokenTexts, safe_update, text_box, visible_token
 
 if TYPE_CHECKING:
     import torch
@@ -101,9 +101,7 @@ class SamplingExplorer(TokenTexts, SavedView, W.VBox):
         self.continuation = ""
         self.generated_ids: list[int] = []
 
-        self.prompt = W.Textarea(
-            value=prompt, description="Prompt", continuous_update=False, rows=2, layout=W.Layout(width="90%")
-        )
+        self.prompt = text_box(prompt, "Prompt", area=True, rows=2)
         self.temperature = W.FloatSlider(
             value=temperature,
             min=0.0,
@@ -189,10 +187,7 @@ class SamplingExplorer(TokenTexts, SavedView, W.VBox):
         x = torch.tensor(ids[-self.max_len :], dtype=torch.long, device=self._device())  # (T,), cropped
         before = next_token_distribution(self.model, x, temperature or 1.0).float().cpu()  # (V,)
         check_finite_logits(before)
-        if temperature and top_k is None and top_p is None:
-            after = before
-        else:
-            after = next_token_distribution(self.model, x, temperature, top_k, top_p).float().cpu()
+        after = next_token_distribution(self.model, x, temperature, top_k, top_p).float().cpu()
         order = _ids_by_probability(before)
         shown = order[: self.rows]
         self.prompt_ids, self.probs_before, self.probs = ids, before, after
@@ -214,11 +209,8 @@ class SamplingExplorer(TokenTexts, SavedView, W.VBox):
         rows = []
         for i in shown:
             b, a = float(self.probs_before[i]), float(self.probs[i])
-            if a > 0:
-                why, style = "", ""
-            else:
-                why = "greedy" if not temperature else "top-k" if top_k is not None and rank[i] >= top_k else "top-p"
-                style = "color:#999;text-decoration:line-through"
+            why = "" if a > 0 else "greedy" if not temperature else "top-k" if top_k and rank[i] >= top_k else "top-p"
+            style = "color:#999;text-decoration:line-through" if why else ""
             bars = "".join(
                 f"<td style='{cell}'><div style='background:{colour};height:10px;"
                 f"width:{max(1, round(160 * p))}px'></div></td><td style='{cell}'>{p:.3f}</td>"

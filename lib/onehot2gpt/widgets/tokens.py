@@ -8,7 +8,7 @@ import ipywidgets as W
 
 from ..utils import check_int
 from ..vocab import Vocab, one_hot, tokenize_chars, tokenize_words
-from ._base import ERROR_STYLE, SavedView, figure_to_png, html_table, safe_update
+from ._base import ERROR_STYLE, SavedView, figure_to_png, html_table, safe_update, text_box
 
 
 class TokenExplorer(SavedView, W.VBox):
@@ -26,7 +26,7 @@ class TokenExplorer(SavedView, W.VBox):
         self.vocabs, self.max_tokens = vocabs, check_int(max_tokens, "max_tokens", 1)
         self.tokens: list[str] = []  # what the last update showed, for code and tests to read
         self.ids: list[int] = []
-        self.text = W.Text(value=text, description="Sentence", continuous_update=False, layout=W.Layout(width="90%"))
+        self.text = text_box(text, "Sentence")
         self.unit = W.ToggleButtons(options=list(vocabs), description="Units")
         self.summary, self.tokens_html, self.one_hot_html = W.HTML(), W.HTML(), W.HTML()
         self.status = W.HTML()
@@ -81,13 +81,7 @@ class EmbeddingExplorer(SavedView, W.VBox):
 
     def __init__(self, word_vectors, words: str = "king, queen, man, woman", neighbours: int = 3):
         self.wv = word_vectors
-        self.words = W.Text(
-            value=words,
-            description="Words",
-            continuous_update=False,
-            placeholder="comma-separated words, e.g. paris, france, london",
-            layout=W.Layout(width="90%"),
-        )
+        self.words = text_box(words, "Words", placeholder="comma-separated words, e.g. paris, france, london")
         self.neighbours = W.IntSlider(
             value=neighbours, min=0, max=10, description="Neighbours", continuous_update=False
         )
@@ -116,11 +110,8 @@ class EmbeddingExplorer(SavedView, W.VBox):
             labels.append(word)
             groups.append(g)
             near = self.wv.most_similar(word, k=self.neighbours.value) if self.neighbours.value else []
-            rows.append(
-                f"<tr><td><b>{html.escape(word)}</b></td><td>"
-                + ", ".join(f"{html.escape(n)} ({s:.2f})" for n, s in near)
-                + "</td></tr>"
-            )
+            listed = ", ".join(f"{html.escape(n)} ({s:.2f})" for n, s in near)
+            rows.append(f"<tr><td><b>{html.escape(word)}</b></td><td>{listed}</td></tr>")
             for n, _ in near:
                 if n not in labels:
                     labels.append(n)

@@ -7,7 +7,7 @@ import html
 import ipywidgets as W
 
 from ..utils import check_choice, check_int, evaluating
-from ._base import SavedView, error_html, safe_update, visible_token
+from ._base import SavedView, error_html, safe_update, text_box, visible_token
 from .sampling import encode_prompt
 
 # The prompt shapes GPT-2's paper tried zero-shot; the course's world models read them the same way
@@ -79,11 +79,8 @@ class ZeroShotPrompter(SavedView, W.VBox):
         check_int(shots, "shots", 0, 3, fix="the Examples slider puts 0–3 solved examples first")
         self.models = dict(models)
         self.examples = {k: list(v) for k, v in (examples or {}).items()}
-        unknown = set(self.examples) - set(PROMPT_TEMPLATES)
-        if unknown:
-            raise ValueError(
-                f"examples for unknown templates {sorted(unknown)}; templates: {', '.join(PROMPT_TEMPLATES)}"
-            )
+        for key in self.examples:
+            check_choice(key, "a key of examples", PROMPT_TEMPLATES, fix="examples maps a template to its examples")
         self._gpt2_loader = gpt2
         self.prompt_text = ""
         self.continuation = ""
@@ -93,13 +90,9 @@ class ZeroShotPrompter(SavedView, W.VBox):
         self._current_model = names[0]
         self.template = W.Dropdown(options=PROMPT_TEMPLATES, value=template, description="Template")
         self.shots = W.IntSlider(value=shots, min=0, max=3, description="Examples", continuous_update=False)
-        self.text = W.Textarea(
-            value=text, description="Input", rows=3, layout=W.Layout(width="90%"), continuous_update=False
-        )
-        self.question = W.Text(
-            value=question, description="Question", layout=W.Layout(width="90%"), continuous_update=False
-        )
-        self.prompt = W.Textarea(description="Prompt", rows=6, layout=W.Layout(width="90%"), continuous_update=False)
+        self.text = text_box(text, "Input", area=True, rows=3)
+        self.question = text_box(question, "Question")
+        self.prompt = text_box("", "Prompt", area=True, rows=6)
         self.greedy = W.Checkbox(value=True, description="Greedy (else sample)")
         self.temperature = W.FloatSlider(
             value=1.0, min=0.05, max=2.0, step=0.05, description="Temperature", continuous_update=False
