@@ -118,8 +118,7 @@ def _init_weights(*modules: nn.Module, std: float = 0.02):
                 nn.init.zeros_(m.bias)
 
 
-# ---------------------------------------------------------------------------------------------
-# The encoder
+# ------------------------------------------------------------------------------------- The encoder
 
 
 class BertEmbeddings(nn.Module):
@@ -220,8 +219,7 @@ class BertModel(nn.Module):
         return BertOutput(x, pooled, hidden, maps)
 
 
-# ---------------------------------------------------------------------------------------------
-# Pre-training: masked language model + next-sentence prediction
+# ---------------------------------- Pre-training: masked language model + next-sentence prediction
 
 
 class BertMLMHead(nn.Module):
@@ -284,8 +282,7 @@ class BertForPreTraining(nn.Module):
         return PreTrainingOutput(mlm_logits, nsp_logits, sum(losses) if losses else None, mlm_loss, nsp_loss)
 
 
-# ---------------------------------------------------------------------------------------------
-# Fine-tuning: one small head per kind of task (paper, figure 4)
+# ---------------------------------- Fine-tuning: one small head per kind of task (paper, figure 4)
 
 
 def freeze(module: nn.Module, frozen: bool = True) -> nn.Module:
@@ -542,8 +539,7 @@ def mlm_continue(model: BertForPreTraining, tokenizer, text: str, n_new: int = 1
     return tokenizer.decode(ids[start:])
 
 
-# ---------------------------------------------------------------------------------------------
-# Saving our own checkpoints
+# ---------------------------------------------------------------------- Saving our own checkpoints
 
 _MODELS = {"BertModel": BertModel, "BertForPreTraining": BertForPreTraining}
 

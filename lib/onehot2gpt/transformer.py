@@ -50,8 +50,7 @@ class TransformerConfig:
         return asdict(self)
 
 
-# ---------------------------------------------------------------------------------------------
-# Positions
+# --------------------------------------------------------------------------------------- Positions
 
 
 def sinusoidal_positions(max_len: int, d_model: int):
@@ -108,8 +107,7 @@ class LearnedPositions(nn.Module):
 POSITIONS = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
 
 
-# ---------------------------------------------------------------------------------------------
-# Blocks
+# ------------------------------------------------------------------------------------------ Blocks
 
 ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
 
@@ -190,19 +188,16 @@ class DecoderBlock(nn.Module):
         self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout) for _ in range(3))
 
     def forward(self, x, memory, self_mask=None, memory_mask=None, need_weights: bool = False):
-        def cross(h):
-            return self.cross_attn(h, memory, memory, mask=memory_mask, need_weights=need_weights)
-
         if self.norm_first:
             a, w_self = self.self_attn(self.norm1(x), mask=self_mask, need_weights=need_weights)
             x = x + self.dropout1(a)
-            c, w_cross = cross(self.norm2(x))
+            c, w_cross = self.cross_attn(self.norm2(x), memory, memory, mask=memory_mask, need_weights=need_weights)
             x = x + self.dropout2(c)
             x = x + self.dropout3(self.ff(self.norm3(x)))
         else:
             a, w_self = self.self_attn(x, mask=self_mask, need_weights=need_weights)
             x = self.norm1(x + self.dropout1(a))
-            c, w_cross = cross(x)
+            c, w_cross = self.cross_attn(x, memory, memory, mask=memory_mask, need_weights=need_weights)
             x = self.norm2(x + self.dropout2(c))
             x = self.norm3(x + self.dropout3(self.ff(x)))
         return x, w_self, w_cross
@@ -259,8 +254,7 @@ class Decoder(_Stack):
         return (self.norm(x), tuple(self_maps), tuple(cross_maps)) if need_weights else (self.norm(x), None, None)
 
 
-# ---------------------------------------------------------------------------------------------
-# Models
+# ------------------------------------------------------------------------------------------ Models
 
 
 def _embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
@@ -355,8 +349,7 @@ class Seq2SeqTransformer(nn.Module):
         return out[:, 1:]
 
 
-# ---------------------------------------------------------------------------------------------
-# torch.nn interop: key maps and loaders
+# ---------------------------------------------------------- torch.nn interop: key maps and loaders
 
 
 # Our EncoderBlock / DecoderBlock parameter names → torch.nn.TransformerEncoderLayer /
