@@ -382,3 +382,33 @@ def test_no_further_user_namespaces():
     """A new user namespace inside would start a fresh process count (--disable-userns)."""
     code = "import json, subprocess; print(json.dumps(subprocess.run(['unshare', '--user', 'true']).returncode))"
     assert probe(code, sandboxed=False) == 0 and probe(code) != 0
+
+
+def test_a_writable_folder_is_the_only_host_folder_written(tmp_path):
+    shared = tmp_path / "sockets"
+    shared.mkdir()
+    code = "import sys\nfor folder in sys.argv[1:]:\n    open(folder + '/planted', 'w').write('x')"
+    proc = sandbox.popen(["python", "-c", code, str(shared), str(tmp_path)], writable=[shared])
+    assert proc.wait(timeout=60) == 0  # the second write lands in the sandbox's own tmpfs
+    assert (shared / "planted").exists() and not (tmp_path / "planted").exists()
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)  # unsandboxed: it lands
+    assert (tmp_path / "planted").exists()
+
+
+def test_the_grader_refuses_without_a_sandbox(tmp_path, monkeypatch, capsys):
+    from onehot2gpt_teach import grading
+
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "01_tiny.ipynb").write_text("{}")
+    monkeypatch.setenv("PATH", "/nonexistent")  # no bwrap to be found
+    sandbox.available.cache_clear()
+    try:
+        with pytest.raises(sandbox.SandboxUnavailable, match="--no-sandbox"):
+            grading.grade(tmp_path / "subs", tmp_path)
+        with pytest.raises(SystemExit):
+            grading.main([str(tmp_path / "subs"), "--reference", str(tmp_path), "--out", str(tmp_path / "out")])
+        assert "bwrap is not on PATH" in capsys.readouterr().err
+        with pytest.raises(ValueError, match="no .ipynb files"):  # sandbox=False goes on to the submissions
+            grading.grade(tmp_path / "subs", tmp_path, sandbox=False)
+    finally:
+        sandbox.available.cache_clear()

@@ -9,10 +9,11 @@ for instructors::
 Submissions are the ``*.ipynb`` files anywhere under ``submissions/`` (hidden folders and
 ``.ipynb_checkpoints`` are skipped). A submission is matched to its course notebook by file name:
 ``10_zero_shot.ipynb`` is graded against ``notebooks/10_zero_shot.ipynb``; so is
-``alice_10_zero_shot.ipynb``. The *student* is the first folder under ``submissions/``
-(``alice/10_zero_shot.ipynb`` → ``alice``); for a file directly in ``submissions/`` it is the
-file name without the course notebook's name (``alice_10_zero_shot.ipynb`` → ``alice``), or the
-file stem when nothing is left.
+``alice_10_zero_shot.ipynb`` and its resubmission ``alice_10_zero_shot-1.ipynb`` (the suffix
+Canvas adds to a file handed in again under the same name). The *student* is the first folder
+under ``submissions/`` (``alice/10_zero_shot.ipynb`` → ``alice``); for a file directly in
+``submissions/`` it is the file name without the course notebook's name and any resubmission
+suffix (``alice_10_zero_shot-1.ipynb`` → ``alice``), or the file stem when nothing is left.
 
 Each submission runs cell by cell in its own kernel (the current Python environment), in an
 empty temporary working folder, so one failing cell does not stop the rest and no state is
@@ -37,8 +38,10 @@ the cells that had run are run again); a kernel that dies is restarted the same 
 whole notebook passes ``--timeout`` the checks left are reported as not run; a submission that
 kills its grading process is reported as a crash. Each graded submission goes to the journal
 ``results.jsonl`` at once, and a run that finds the journal grades only what is left. A file that
-is not a notebook, or whose name matches no course notebook, is reported. This is not a sandbox:
-student code runs with your permissions and your network, so grade untrusted files in a container.
+is not a notebook, or whose name matches no course notebook, is reported. Each kernel runs in a
+bubblewrap sandbox of its own (:mod:`onehot2gpt_teach.sandbox`; what it does and does not protect:
+docs/grading.md); where none can be built the grader refuses, unless ``--no-sandbox``, which runs
+student code with your permissions and is named in ``grades.md``.
 
 Output, in ``--out`` (default: the submissions folder):
 
@@ -46,9 +49,10 @@ Output, in ``--out`` (default: the submissions folder):
   exercise, result, check_cell, message, points, max_points``. ``result`` is ``pass``, ``fail``,
   ``timeout``, ``crash`` (the kernel or the grading process died), ``not run`` or ``error`` (the
   submission could not be graded); ``check_cell`` is ``ok``, ``modified`` or ``missing``;
-  ``message`` is one line, e.g. the first line of the check's AssertionError and its hint.
+  ``message`` is one line: the check's whole diagnosis (its lines joined by ``;``).
 * ``grades.md``: a summary table (passed and points per submission), the duplicates (a student
-  with several files for one notebook: the best-graded counts), then one table per submission.
+  with several files for one notebook: the newest resubmission counts, else the best-graded
+  file), then one table per submission.
 * ``grades_wide.csv``: one row per student for an LMS: total, maximum, one column per exercise.
 * ``feedback/<student>.md``: one file per student.
 
@@ -86,10 +90,20 @@ from .grading_checks import (
     plan_cells,
     reference_checks,
     replay_check,
+    resubmission,
 )
 from .grading_kernel import MAX_RESTARTS, PROBE_SECONDS, grade_submission, network_isolation_available
-from .grading_reports import duplicates, markdown_report, write_csv, write_feedback, write_reports, write_wide_csv
+from .grading_reports import (
+    duplicates,
+    markdown_report,
+    redact,
+    write_csv,
+    write_feedback,
+    write_reports,
+    write_wide_csv,
+)
 from .grading_workers import JOURNAL, MEMORY_GB, WORKER_GRACE, grade, read_journal, run_worker
+from .sandbox import SandboxUnavailable
 
 __all__ = [
     "CSV_COLUMNS",
@@ -117,8 +131,10 @@ __all__ = [
     "one_line",
     "plan_cells",
     "read_journal",
+    "redact",
     "reference_checks",
     "replay_check",
+    "resubmission",
     "write_csv",
     "write_feedback",
     "write_reports",
@@ -175,6 +191,12 @@ def main(argv: list[str] | None = None) -> int:
         "where the OS allows: Linux user namespaces)",
     )
     parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="grade without the bubblewrap sandbox, student code running with your permissions "
+        "(by default the grader refuses where no sandbox can be built); grades.md says so",
+    )
+    parser.add_argument(
         "--fresh",
         action="store_true",
         help=f"grade everything again, ignoring the journal ({JOURNAL}) of an earlier run",
@@ -191,11 +213,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.fresh and journal.exists():
         journal.unlink()
     log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    # the hidden seeds, kept out of the feedback: the given ones, else the one the journal recorded
+    seeds = lambda: args.hidden_seed or (read_journal(journal)[0] if journal.exists() else None) or ()  # noqa: E731
     settings = (
         f"Graded against `{args.reference}`; limits: {args.cell_timeout:g} s a cell, "
         f"{args.timeout:g} s a notebook, {args.memory_gb:g} GB a submission "
         f"({'no limit' if not args.memory_gb else 'address space'}); {args.jobs} at a time; network: "
-        f"{'allowed' if args.network else 'cut' if network_isolation_available() else 'not isolated (no user namespaces here)'}."
+        f"{'allowed' if args.network else 'cut' if not args.no_sandbox or network_isolation_available() else 'not isolated (no user namespaces here)'}; "
+        f"sandbox: {'NONE (--no-sandbox), student code ran with your permissions' if args.no_sandbox else 'bubblewrap'}."
     )
     try:
         results = grade(
@@ -209,9 +234,10 @@ def main(argv: list[str] | None = None) -> int:
             journal=journal,
             memory_gb=args.memory_gb or None,
             network=args.network,
-            on_result=lambda so_far: write_reports(so_far, out, settings + " (in progress)"),
+            sandbox=not args.no_sandbox,
+            on_result=lambda so_far: write_reports(so_far, out, settings + " (in progress)", seeds()),
         )
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, SandboxUnavailable) as exc:
         parser.error(str(exc))
     except KeyboardInterrupt:  # every grading process was stopped on the way out
         print(
@@ -220,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
-    for path in write_reports(results, out, settings):
+    for path in write_reports(results, out, settings, seeds()):
         print(path)
     return 0
 

@@ -4,6 +4,7 @@ reference checks in place (:func:`grade_submission`). See :mod:`onehot2gpt_teach
 from __future__ import annotations
 
 import math
+import os
 import secrets
 import subprocess
 import tempfile
@@ -22,6 +23,7 @@ try:
 except ImportError as exc:  # these come with the test extra, not with the library itself
     raise ImportError(f"grading needs nbclient, nbformat and ipykernel ({exc}): pip install -e '.[test]'") from exc
 
+from . import sandbox as sandboxing
 from .grading_checks import (
     STOP_RECORDING,
     ExerciseResult,
@@ -43,9 +45,10 @@ PROBE_SECONDS = 2  # after interrupting a cell: how long the kernel may take to 
 # --------------------------------------------------------------------------------------------
 
 # How this process starts kernels: a command before the kernel's own (["unshare", "-rn"] to cut
-# the network) and whether the kernel talks to us over Unix sockets (a kernel in a network
-# namespace of its own cannot reach our TCP ports). Set by a grading process (:func:`run_worker`).
-_KERNEL: dict = {"prefix": [], "ipc": False}
+# the network), whether the kernel talks to us over Unix sockets (a kernel in a network
+# namespace of its own cannot reach our TCP ports), and the sandbox's settings (None: no
+# sandbox). Set by a grading process (:func:`run_worker`).
+_KERNEL: dict = {"prefix": [], "ipc": False, "sandbox": None}
 _UNSHARE = ["unshare", "--user", "--map-root-user", "--net"]
 
 
@@ -53,6 +56,16 @@ def isolate_kernels() -> None:
     """From now on, start this process's kernels without network, talking over Unix sockets (see
     :func:`network_isolation_available`)."""
     _KERNEL.update(prefix=list(_UNSHARE), ipc=True)
+
+
+def sandbox_kernels(limits: sandboxing.Limits, network: bool = False) -> None:
+    """From now on, start this process's kernels each in a bubblewrap sandbox of its own
+    (:mod:`onehot2gpt_teach.sandbox`) with `limits`, talking over Unix sockets in the run's
+    private folder, the only host folder the kernel may write; interrupts travel as messages (a
+    signal to bwrap would not reach the kernel's session)."""
+    if not isinstance(limits, sandboxing.Limits):
+        raise ValueError(f"limits {limits!r}: pass a sandbox.Limits(...)")
+    _KERNEL.update(prefix=[], ipc=True, sandbox={"limits": limits, "network": bool(network)})
 
 
 def network_isolation_available() -> bool:
@@ -78,13 +91,29 @@ class _CurrentEnvSpecs(KernelSpecManager):
             resource_dir=ipykernel.kernelspec.RESOURCES, **ipykernel.kernelspec.get_kernel_dict()
         )
         spec.argv = [*_KERNEL["prefix"], *spec.argv]
+        if _KERNEL["sandbox"] is not None:
+            spec.interrupt_mode = "message"
         return spec
 
 
 class _CurrentEnvKernelManager(AsyncKernelManager):
+    sandbox_folder = ""  # with a sandbox: the run's folder for sockets, connection file and answers
+
     @default("kernel_spec_manager")
     def _current_env_specs(self):
         return _CurrentEnvSpecs(data_dir=self.data_dir)
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        cmd = super().format_kernel_cmd(extra_arguments)
+        box = _KERNEL["sandbox"]
+        if box is None:
+            return cmd
+        return sandboxing.command(cmd, writable=[self.sandbox_folder], limits=box["limits"], network=box["network"])
+
+    def write_connection_file(self, **kwargs):
+        super().write_connection_file(**kwargs)
+        if _KERNEL["sandbox"] is not None and os.geteuid() == 0:  # the sandbox's user reads it
+            os.chown(self.connection_file, sandboxing.SANDBOX_UID, -1)
 
 
 class _Client(NotebookClient):
@@ -146,6 +175,9 @@ class _Run:
         if _KERNEL["ipc"]:  # Unix sockets in our private folder: they cross network namespaces
             client.km.transport = "ipc"
             client.km.ip = str(Path(self.answers_dir) / f"kernel-{secrets.token_hex(3)}")
+        if _KERNEL["sandbox"] is not None:  # the one host folder the sandboxed kernel sees
+            client.km.sandbox_folder = self.answers_dir
+            client.km.connection_file = str(Path(self.answers_dir) / f"kernel-{secrets.token_hex(3)}.json")
         # the kernel's own stdout/stderr (C-level prints, ipykernel warnings) are not wanted
         await client.async_start_new_kernel(cwd=self.workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         await client.async_start_new_kernel_client()

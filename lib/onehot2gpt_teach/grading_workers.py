@@ -10,8 +10,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import sandbox as sandboxing
 from .grading_checks import ExerciseResult, Submission, find_submissions, reference_checks
-from .grading_kernel import grade_submission, isolate_kernels, network_isolation_available, read_notebook
+from .grading_kernel import (
+    grade_submission,
+    isolate_kernels,
+    network_isolation_available,
+    read_notebook,
+    sandbox_kernels,
+)
 
 # --------------------------------------------------------------------------------------------
 # A class: one process per submission, several at a time, a journal to resume from
@@ -69,7 +76,12 @@ def run_worker(spec_path: str) -> int:
 
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     _limit_resources(spec.get("memory_gb"))
-    if not spec.get("network", True) and network_isolation_available():
+    if spec.get("sandbox"):
+        limits = sandboxing.Limits(
+            memory_gb=spec.get("memory_gb"), cpu_seconds=int(spec["timeout"] * (os.cpu_count() or 1)) + 600
+        )
+        sandbox_kernels(limits, network=spec.get("network", False))
+    elif not spec.get("network", True) and network_isolation_available():
         isolate_kernels()
     home = tempfile.mkdtemp(prefix="onehot2gpt-home-")  # a private HOME for the kernel
     os.environ.update(
@@ -115,6 +127,7 @@ class _Workers:
         memory_gb: float | None,
         threads: int | None,
         network: bool = True,
+        sandbox: bool = False,
     ) -> list[ExerciseResult]:
         import json
         import signal
@@ -140,6 +153,7 @@ class _Workers:
                 "result": str(result),
                 "env": env,
                 "network": network,
+                "sandbox": sandbox,
             }
             spec_path = Path(tmp) / "spec.json"
             spec_path.write_text(json.dumps(spec), encoding="utf-8")
@@ -255,6 +269,7 @@ def grade(
     memory_gb: float | None = MEMORY_GB,
     network: bool = False,
     on_result=None,
+    sandbox: bool = True,
 ) -> list[ExerciseResult]:
     """Grade every notebook under `submissions_dir` against the course notebooks in
     `reference_dir` → all ExerciseResults, in submission order.
@@ -268,12 +283,25 @@ def grade(
     (a ``.jsonl`` file), every graded submission is appended as soon as it is done, and a run
     that finds the file takes the submissions graded before (same file, same contents) from it:
     an interrupted run resumes. `log(text)` hears one line per submission; `on_result(results)`
-    is called with the results so far after each one."""
+    is called with the results so far after each one.
+
+    With `sandbox` (the default), each kernel runs in a bubblewrap sandbox of its own
+    (:mod:`onehot2gpt_teach.sandbox`: read-only library and Python, no network unless `network`,
+    no view of the class, limits on processes, memory and CPU); where none can be built here
+    this raises :class:`~onehot2gpt_teach.sandbox.SandboxUnavailable` before grading anything.
+    ``sandbox=False`` runs the kernels with your permissions."""
     import concurrent.futures
     import os
 
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a whole number ≥ 1, got {jobs!r}")
+    if sandbox:
+        ok, why = sandboxing.available()
+        if not ok:
+            raise sandboxing.SandboxUnavailable(
+                f"no sandbox for the submissions' kernels: {why}. Student code would run with your "
+                "permissions; to grade anyway, pass --no-sandbox (grade(..., sandbox=False))"
+            )
     submissions = find_submissions(submissions_dir, reference_dir)
     done: dict = {}
     if journal is not None:
@@ -319,6 +347,7 @@ def grade(
             memory_gb=memory_gb,
             threads=threads,
             network=network,
+            sandbox=sandbox,
         )
         with lock:
             results[i] = rows

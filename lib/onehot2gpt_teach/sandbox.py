@@ -3,14 +3,16 @@
 :func:`popen` starts a command inside a fresh sandbox:
 
 - **File system.** A root of its own holding only: the system folders (``/usr``, ``/etc`` and the
-  ``/bin``, ``/lib*``, ``/sbin`` links or folders), this Python (``sys.prefix`` and
-  ``sys.base_prefix``), the course library (the folder holding ``onehot2gpt``), the data mirror,
+  ``/bin``, ``/lib*``, ``/sbin`` links or folders), this Python (``sys.prefix``,
+  ``sys.base_prefix`` and the folders a fresh ``python -I`` imports from, such as a ``.pth``
+  file's), the course library (the folder holding ``onehot2gpt``), the data mirror,
   cache and checkpoints named by the environment, and the `read_only` paths (the reference
   notebooks) — all read-only. ``/tmp`` is a private tmpfs of ``limits.file_mb`` MiB holding HOME
   (``/tmp/home``) and the working folder (``/tmp/work``, the current folder), which holds only a
-  copy of the submission. Nothing the sandbox writes reaches the host's disk: results must come
-  back over a channel the caller opens (stdout, or a pipe passed in `pass_fds`; bwrap keeps
-  inherited descriptors).
+  copy of the submission. Nothing the sandbox writes reaches the host's disk but in the
+  `writable` folders a caller names (the grader: its kernel's sockets folder): results come back
+  over a channel the caller opens (stdout, a pipe passed in `pass_fds`, which bwrap keeps, or
+  that folder, whose contents the caller must treat as hostile data).
 - **Namespaces.** New user, PID, network, IPC, UTS and cgroup namespaces; no further user
   namespaces inside (``--disable-userns``); ``--new-session``; ``--die-with-parent``. The
   sandbox's ``/proc`` shows only its own processes, it has no network but its own loopback, and
@@ -87,7 +89,7 @@ class Limits:
 
     `processes` counts threads too (ipykernel runs about ten, torch one per OMP thread)."""
 
-    memory_gb: float = 8.0  # RLIMIT_AS, per process
+    memory_gb: float | None = 8.0  # RLIMIT_AS, per process (None: not limited)
     processes: int = 128  # RLIMIT_NPROC, the sandbox's tasks together
     cpu_seconds: int = 3600  # RLIMIT_CPU, per process
     file_mb: int = 1024  # RLIMIT_FSIZE, and the size of the sandbox's tmpfs
@@ -102,6 +104,8 @@ class Limits:
             ("open_files", 16),
         ):
             value = getattr(self, name)
+            if name == "memory_gb" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= low:
                 raise ValueError(f"Limits({name}={value!r}): must be a number ≥ {low}; pass a larger {name}")
         for name in ("processes", "cpu_seconds", "file_mb", "open_files"):
@@ -110,14 +114,16 @@ class Limits:
 
     def rlimits(self) -> dict[str, int]:
         """{resource name: limit} as set inside the sandbox."""
-        return {
+        limits = {
             "RLIMIT_NPROC": self.processes,
-            "RLIMIT_AS": int(self.memory_gb * 2**30),
             "RLIMIT_CPU": self.cpu_seconds,
             "RLIMIT_FSIZE": self.file_mb * 2**20,
             "RLIMIT_NOFILE": self.open_files,
             "RLIMIT_CORE": 0,
         }
+        if self.memory_gb is not None:
+            limits["RLIMIT_AS"] = int(self.memory_gb * 2**30)
+        return limits
 
 
 # Runs inside the sandbox (as the sandbox's user, in its user namespace): set the limits, then
@@ -125,31 +131,35 @@ class Limits:
 _SET_LIMITS = """
 import os, resource, sys
 for name, value in __import__("json").loads(sys.argv[1]).items():
-    resource.setrlimit(getattr(resource, name), (value, value))
+    kind = getattr(resource, name)
+    hard = resource.getrlimit(kind)[1]
+    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    resource.setrlimit(kind, (value, value))
 os.execvp(sys.argv[2], sys.argv[2:])
 """
 
-# Runs as root before bwrap (see the module's docstring): bind each read-only path into a
-# private tmpfs that the unprivileged user can traverse, then drop to that user and exec bwrap.
+# Runs as root before bwrap (see the module's docstring): bind each host path into a private
+# tmpfs that the unprivileged user can traverse, then drop to that user and exec bwrap. (No
+# "{name}" in this code: jupyter_client fills such templates into a kernel's command line.)
 _ROOT_LAUNCHER = """
 import ctypes, json, os, sys
 spec = json.loads(sys.argv[1])
 libc = ctypes.CDLL(None, use_errno=True)
 def ok(ret, what):
     if ret != 0:
-        sys.exit(f"onehot2gpt sandbox: {what}: {os.strerror(ctypes.get_errno())}")
+        sys.exit("onehot2gpt sandbox: %s: %s" % (what, os.strerror(ctypes.get_errno())))
 ok(libc.unshare(0x00020000), "unshare(CLONE_NEWNS)")
 ok(libc.mount(b"none", b"/", None, 0x4000 | 0x40000, None), "making / private")
 fds = [os.open(p, os.O_PATH) for p in spec["sources"]]  # in this namespace, before /tmp is covered
 ok(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0x2 | 0x4, b"mode=0755,size=1m"), "a tmpfs on /tmp")
 os.mkdir(spec["stage"], 0o755)
 for i, fd in enumerate(fds):
-    target = os.path.join(spec["stage"], str(i))
-    if os.path.isdir(f"/proc/self/fd/{fd}"):
+    source, target = "/proc/self/fd/%d" % fd, os.path.join(spec["stage"], str(i))
+    if os.path.isdir(source):
         os.mkdir(target)
     else:
         open(target, "w").close()
-    ok(libc.mount(f"/proc/self/fd/{fd}".encode(), target.encode(), None, 0x1000 | 0x4000, None), f"binding {target}")
+    ok(libc.mount(source.encode(), target.encode(), None, 0x1000 | 0x4000, None), "binding " + target)
     os.close(fd)
 uid = spec["uid"]
 os.setgroups([])
@@ -173,10 +183,28 @@ def _library_roots() -> list[Path]:
     return roots
 
 
+@functools.lru_cache(maxsize=1)
+def _python_paths() -> tuple[Path, ...]:
+    """The folders this Python imports from in a fresh isolated run (``python -I``): the standard
+    library, site-packages and what their ``.pth`` files add; not the current folder, PYTHONPATH
+    or the user's site-packages."""
+    try:
+        out = subprocess.run(
+            [sys.executable, "-I", "-c", "import json, sys; print(json.dumps(sys.path))"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        paths = json.loads(out.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return ()
+    return tuple(Path(p).resolve() for p in paths if p and os.path.isdir(p) and Path(p).resolve() != Path("/"))
+
+
 def _read_only_paths(extra) -> list[Path]:
     """Every host path the sandbox sees, read-only: outermost first, none inside another."""
     paths = [Path(p) for p in _SYSTEM if os.path.isdir(p) and not os.path.islink(p)]
-    paths += [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), *_library_roots()]
+    paths += [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), *_python_paths(), *_library_roots()]
     paths += [Path(os.environ[k]).resolve() for k in _PATH_ENV if os.environ.get(k) and Path(os.environ[k]).exists()]
     for p in extra:
         path = Path(p)
@@ -215,12 +243,18 @@ def command(
     submission_fd: int | None = None,
     submission_name: str = "submission.ipynb",
     read_only=(),
+    writable=(),
     env=None,
     limits: Limits = Limits(),
+    network: bool = False,
 ) -> list[str]:
     """The full command line that runs `argv` in a sandbox (see the module's docstring); run it
     with ``pass_fds`` holding `submission_fd` and the caller's channel. Most callers want
-    :func:`popen`, which opens the submission and passes the descriptors."""
+    :func:`popen`, which opens the submission and passes the descriptors.
+
+    `writable` folders are bound read-write at the same path (a kernel's sockets folder: the
+    sandbox may put anything there, so the caller trusts nothing it finds in them); as root they
+    are given to :data:`SANDBOX_UID`. `network` keeps the host's network (``--share-net``)."""
     if isinstance(argv, (str, bytes)) or not argv or not all(isinstance(a, str) for a in argv):
         raise ValueError(f"argv {argv!r}: pass a non-empty list of strings (the command and its arguments)")
     if not isinstance(limits, Limits):
@@ -232,11 +266,21 @@ def command(
         raise SandboxUnavailable(f"bwrap is not on PATH: {INSTALL_HINT}")
     as_root = os.geteuid() == 0
     sources = _read_only_paths(read_only)
+    shared = []
+    for p in writable:
+        path = Path(p)
+        if not path.is_dir() or path.resolve() == Path("/"):
+            raise ValueError(f"writable path {str(p)!r} is not a folder; pass an existing folder made for the sandbox")
+        shared.append(path.resolve())
+        if as_root:
+            os.chown(path, SANDBOX_UID, SANDBOX_UID)
     args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"]
+    args += ["--share-net"] if network else []
     args += ["--hostname", "sandbox", "--dev", "/dev", "--proc", "/proc"]
     args += ["--size", str(limits.file_mb * 2**20), "--tmpfs", TMP, "--dir", HOME, "--dir", WORK]
-    for i, path in enumerate(sources):  # after the tmpfs, which would hide those under /tmp
-        args += ["--ro-bind", f"{_STAGE}/{i}" if as_root else str(path), str(path)]
+    for i, path in enumerate(sources + shared):  # after the tmpfs, which would hide those under /tmp
+        bind = "--ro-bind" if i < len(sources) else "--bind"
+        args += [bind, f"{_STAGE}/{i}" if as_root else str(path), str(path)]
     for link in _SYSTEM:
         if os.path.islink(link):
             args += ["--symlink", os.readlink(link), link]
@@ -249,7 +293,7 @@ def command(
     args += ["--", *inner, *argv]
     if not as_root:
         return args
-    spec = {"sources": [str(p) for p in sources], "stage": _STAGE, "uid": SANDBOX_UID, "argv": args}
+    spec = {"sources": [str(p) for p in sources + shared], "stage": _STAGE, "uid": SANDBOX_UID, "argv": args}
     return [sys.executable, "-I", "-S", "-c", _ROOT_LAUNCHER, json.dumps(spec)]
 
 
@@ -258,14 +302,16 @@ def popen(
     *,
     submission: str | Path | None = None,
     read_only=(),
+    writable=(),
     env=None,
     limits: Limits = Limits(),
+    network: bool = False,
     pass_fds=(),
     **kwargs,
 ) -> subprocess.Popen:
     """Start `argv` in a fresh sandbox holding a copy of `submission` (in its working folder,
     under the same name) → the Popen of bwrap. `read_only` adds host paths the sandbox may read
-    (the reference notebooks); `env` adds environment variables; `pass_fds` are the caller's
+    (the reference notebooks); `writable`, `network` and `env` are :func:`command`'s; `pass_fds` are the caller's
     channel (say the write end of a pipe); other keyword arguments go to :class:`subprocess.Popen`
     (``stdout=subprocess.PIPE``, ``start_new_session=True``…). Killing that process (SIGKILL
     included) ends every process of the sandbox; so does the end of the thread that called this
@@ -279,7 +325,16 @@ def popen(
             raise ValueError(f"submission {str(submission)!r} is not a file; pass the submitted notebook's path")
         fd, name = os.open(path, os.O_RDONLY), path.name
     try:
-        args = command(argv, submission_fd=fd, submission_name=name, read_only=read_only, env=env, limits=limits)
+        args = command(
+            argv,
+            submission_fd=fd,
+            submission_name=name,
+            read_only=read_only,
+            writable=writable,
+            env=env,
+            limits=limits,
+            network=network,
+        )
         fds = (*pass_fds, *(() if fd is None else (fd,)))
         kwargs.setdefault("env", {"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
         return subprocess.Popen(args, pass_fds=fds, **kwargs)
