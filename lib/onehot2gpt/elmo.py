@@ -43,8 +43,6 @@ from onehot2gpt.checkpoints import config_from_record, fill_module, save_checkpo
 from onehot2gpt.utils import as_ids, check_choice, check_int, check_number, evaluating
 from onehot2gpt.vocab import BOS, EOS, PAD, Vocab
 
-__all__ = ["BiLMConfig", "BiLM", "ScalarMix", "ElmoFeatures", "reverse_padded", "save_bilm", "split_sentences"]
-
 
 @dataclass(frozen=True)
 class BiLMConfig:

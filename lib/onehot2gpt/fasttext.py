@@ -30,8 +30,6 @@ from onehot2gpt.utils import check_finite_loss, check_int, check_number, check_t
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
 
-__all__ = ["char_ngrams", "ngram_bucket", "subword_table", "FastTextVectors", "train_step", "train_fasttext"]
-
 BOW, EOW = "<", ">"
 
 

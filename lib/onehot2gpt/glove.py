@@ -32,8 +32,6 @@ from onehot2gpt.vocab import Vocab
 from onehot2gpt.word2vec import encode_corpus
 from onehot2gpt.word_vectors import WordVectors
 
-__all__ = ["cooccurrence", "glove_weight", "glove_loss", "GloVe", "train_glove"]
-
 
 def _check_ids(ids, vocab_size: int, sentence_ids) -> tuple[Tensor, Tensor]:
     if not isinstance(ids, Tensor) or ids.dim() != 1 or ids.dtype not in (torch.int32, torch.int64):

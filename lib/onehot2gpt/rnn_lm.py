@@ -36,8 +36,6 @@ from tqdm.auto import tqdm
 from onehot2gpt.utils import as_ids, check_finite_logits, check_finite_loss, check_int, check_number, evaluating
 from onehot2gpt.vocab import BOS, EOS, PAD, UNK, Vocab
 
-__all__ = ["NGramLM", "LSTMLM", "encode_corpus", "lm_batches", "perplexity", "train_lm"]
-
 
 def _check_token_lists(token_lists, what: str = "token_lists") -> None:
     """Raise a helpful error unless `token_lists` is a non-empty list of token lists."""

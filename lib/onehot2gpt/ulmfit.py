@@ -31,18 +31,6 @@ from .data import ASSETS
 from .elmo import BiLM
 from .utils import check_finite_loss, check_int, check_number, evaluating, set_seed
 
-__all__ = [
-    "slanted_triangular_lr",
-    "discriminative_lrs",
-    "trainable_groups",
-    "LMClassifier",
-    "finetune_classifier",
-    "classifier_accuracy",
-    "ABLATION_SETTINGS",
-    "ABLATION_FILE",
-    "load_ablation",
-]
-
 # The settings of notebook 04's ablation (and recipes/ulmfit-ablation.py): the switches of finetune_classifier.
 ABLATION_SETTINGS: dict[str, dict[str, bool]] = {
     "ULMFiT (all three)": {},

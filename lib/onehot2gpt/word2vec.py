@@ -42,28 +42,6 @@ from onehot2gpt.utils import as_ids, check_choice, check_finite_loss, check_int,
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
 
-__all__ = [
-    "MODELS",
-    "MAX_ROW_STEP",
-    "Word2VecConfig",
-    "SkipGram",
-    "CBOW",
-    "negative_sampling_loss",
-    "keep_probabilities",
-    "subsample",
-    "noise_distribution",
-    "context_windows",
-    "skipgram_pairs",
-    "cbow_examples",
-    "negative_sampling_grads",
-    "NoiseSampler",
-    "encode_corpus",
-    "epoch_batches",
-    "train_step",
-    "train_word2vec",
-    "WordVectors",
-]
-
 MODELS = ("skipgram", "cbow")
 
 
