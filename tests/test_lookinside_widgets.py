@@ -166,3 +166,14 @@ def test_stepper_walks_a_bert_too():
     torch.testing.assert_close(w.stage.value, expected)
     with pytest.raises(TypeError, match="course GPT"):
         LogitLens(bert, encode, decode)  # the lens reads a GPT's residual stream
+
+
+def test_token_texts_are_escaped_once(gpt):
+    def amp(ids):  # "," reads as "&", a token whose text HTML must escape
+        return decode(ids).replace(",", "&")
+
+    lens = LogitLens(gpt, encode, amp, prompt="to be,")
+    assert "at 5: &amp;:" in lens.table.value and "&amp;amp;" not in lens.table.value
+    ablation = InterventionExplorer(gpt, encode, amp, prompt="to be,")
+    assert ablation.tokens_off.options[5][0] == "5: &"  # an option's label is text, not HTML
+    assert "&amp;amp;" not in ablation.table.value
