@@ -77,9 +77,10 @@ def test_no_network_but_own_loopback():
     """
     try:
         inside, outside = probe(code), probe(code, sandboxed=False)
+        shared = probe(code, network=True)  # the grader's --network
     finally:
         server.close()
-    assert outside["reached"] and not inside["reached"]
+    assert outside["reached"] and not inside["reached"] and shared["reached"]
     assert inside["interfaces"] == ["lo"] and outside["interfaces"] != ["lo"]
 
 
