@@ -29,8 +29,7 @@ from .attention import MultiHeadAttention, causal_mask, merge_heads, scaled_dot_
 from .checkpoints import config_from_record, fill_module, save_checkpoint
 from .utils import InvalidIds, as_ids, check_int, check_number, copy_weights
 
-# ---------------------------------------------------------------------------------------------
-# Configuration
+# ------------------------------------------------------------------------------------ Configuration
 
 
 @dataclass(frozen=True)
@@ -108,8 +107,7 @@ class GPTConfig:
         return asdict(self)
 
 
-# ---------------------------------------------------------------------------------------------
-# The block
+# ---------------------------------------------------------------------------------------- The block
 
 
 class GPTFeedForward(nn.Module):
@@ -166,8 +164,7 @@ class GPTBlock(nn.Module):
         return x, weights, present
 
 
-# ---------------------------------------------------------------------------------------------
-# The model
+# ---------------------------------------------------------------------------------------- The model
 
 
 class GPTOutput(NamedTuple):
@@ -265,8 +262,7 @@ def lm_loss(model: GPT, ids):
     return F.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten())
 
 
-# ---------------------------------------------------------------------------------------------
-# Hugging Face GPT-2: its config and one key map
+# --------------------------------------------------- Hugging Face GPT-2: its config and one key map
 
 
 def gpt_config_from_hf(hf_config) -> GPTConfig:
@@ -375,8 +371,7 @@ def load_hf_gpt2(hf_model, config: GPTConfig | None = None) -> GPT:
     return copy_weights(GPT(config), sources, problems=problems, what="the Hugging Face weights", hint=hint).eval()
 
 
-# ---------------------------------------------------------------------------------------------
-# Saving our own checkpoints (the format and its checks: onehot2gpt.checkpoints)
+# ------------------- Saving our own checkpoints (the format and its checks: onehot2gpt.checkpoints)
 
 
 def save_gpt(model: GPT, directory: str | Path, info: dict | None = None, tokenizer=None) -> Path:
@@ -397,8 +392,7 @@ def gpt_from_checkpoint(record: dict, weights: dict, tokenizer=None) -> GPT:
     return fill_module(GPT(config_from_record(GPTConfig, record)), weights)
 
 
-# ---------------------------------------------------------------------------------------------
-# Checking the inputs (messages that say what to do)
+# ----------------------------------------------- Checking the inputs (messages that say what to do)
 
 
 def _check_ids(ids, vocab_size: int) -> None:

@@ -42,11 +42,8 @@ from .utils import as_ids, check_finite_loss, check_int, check_number, check_ten
 
 
 def gpt_hidden_states(gpt: GPT, ids) -> torch.Tensor:
-    """ids (B, T) → the final hidden states LN(h_n) (B, T, D), which ``gpt.lm_head`` maps to GPT's logits.
-
-    :class:`~onehot2gpt.gpt.GPT` returns logits only, so this runs its parts in the order of
-    ``GPT.forward`` (without a cache): embeddings and dropout, the causal blocks, the final norm.
-    """
+    """ids (B, T) → the final hidden states LN(h_n) (B, T, D), which ``gpt.lm_head`` maps to GPT's logits:
+    the steps of ``GPT.forward`` without a cache (:class:`~onehot2gpt.gpt.GPT` returns logits only)."""
     c = gpt.config
     ids = as_ids(ids, c.vocab_size, dims=2)
     T = ids.size(1)
@@ -144,13 +141,10 @@ class GPTForSequenceClassification(nn.Module):
 
 class GPTForMultipleChoice(GPTForSequenceClassification):
     """GPT-1's multiple-choice head: every answer is its own row ``<start> context <delim> answer_k
-    <extract>``, read by the same GPT; a linear layer (after dropout) turns each row's extract state
-    into one score, and a softmax over the K scores of a question picks the answer.
-    forward(input_ids (B, K, T), lengths (B, K) or attention_mask (B, K, T), right-padded) →
-    :class:`GPTClassifierOutput` (scores (B, K), LM logits (B, K, T, V)).
-
-    Build the inputs with :func:`encode_choices_for_gpt`; :func:`finetune_gpt` and
-    :func:`evaluate_gpt` take it like the classifier.
+    <extract>`` (:func:`encode_choices_for_gpt`), read by the same GPT; a linear layer (after dropout)
+    turns each row's extract state into one score, and a softmax over the K scores of a question
+    picks the answer. forward(input_ids (B, K, T), lengths (B, K) or attention_mask (B, K, T),
+    right-padded) → :class:`GPTClassifierOutput` (scores (B, K), LM logits (B, K, T, V)).
     """
 
     def __init__(self, gpt: GPT, dropout: float = 0.1):

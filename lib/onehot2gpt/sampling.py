@@ -23,8 +23,7 @@ import torch
 
 from .utils import as_ids, check_choice, check_finite_logits, check_int, check_number, check_text, evaluating
 
-# ---------------------------------------------------------------------------------------------
-# Filters on logits
+# -------------------------------------------------------------------------------- Filters on logits
 
 
 def _check_logits(logits):
@@ -104,8 +103,7 @@ def _filtered_logits(logits, temperature: float, top_k: int | None, top_p: float
     return logits
 
 
-# ---------------------------------------------------------------------------------------------
-# Running the model
+# -------------------------------------------------------------------------------- Running the model
 
 
 def _prompt_batch(model, ids, max_new_tokens: int, on_crop: str):
@@ -221,8 +219,7 @@ def generate(
     return out[0] if squeeze else out
 
 
-# ---------------------------------------------------------------------------------------------
-# One generator per prompt
+# ------------------------------------------------------------------------- One generator per prompt
 
 
 def prompt_generator(prompt, seed: int = 0) -> torch.Generator:
@@ -253,8 +250,7 @@ def prompt_generator(prompt, seed: int = 0) -> torch.Generator:
     return torch.Generator().manual_seed(zlib.crc32(f"{int(seed)}:".encode() + key))
 
 
-# ---------------------------------------------------------------------------------------------
-# Measuring generated text
+# ------------------------------------------------------------------------- Measuring generated text
 
 _PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~“”‘’«»—–…"
 

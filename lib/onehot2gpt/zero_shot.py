@@ -10,13 +10,9 @@ facts are the same in every document, and *strangers*, whose facts every documen
 lines (the *Q/A share* of documents, the one thing that varies between the experiment's models),
 ``tl;dr :`` summaries, and blocks of real Tatoeba pairs, ``english = french``.
 
-The tests (:func:`make_tests`) separate reading from recall. A question about a stranger can
-only be answered from the passage; a question about a known person whose fact the passage
-*changes* is answered with the passage's fact by a model that reads and with the memorised one
-by a model that recalls. :func:`classify_answer` labels each greedy answer "read",
-"memorised" or "other"; :func:`evaluate` gives the shares, zero-shot (the bare prompt) and
-few-shot (solved examples first). Translation is tested on held-out English sentences, where
-"memorised" means a French line recalled whole from pre-training.
+The tests (:func:`make_tests`) separate reading from recall: :func:`classify_answer` labels each
+greedy answer "read" (the passage's fact), "memorised" (what pre-training taught instead) or
+"other", and :func:`evaluate` gives the shares, zero-shot (the bare prompt) and few-shot.
 """
 
 from __future__ import annotations
@@ -171,8 +167,7 @@ def make_tests(
     return tests
 
 
-# ---------------------------------------------------------------------------------------------
-# Scoring: what greedy decoding writes, and whether it came from the passage or from memory
+# -------- Scoring: what greedy decoding writes, and whether it came from the passage or from memory
 
 LABELS = ("read", "memorised", "other")
 
@@ -391,8 +386,7 @@ def _agree(model, rows, starts, batch_size):
     return agrees, firsts
 
 
-# ---------------------------------------------------------------------------------------------
-# The experiment
+# ----------------------------------------------------------------------------------- The experiment
 
 SHARES = (0.0, 0.005, 0.02, 0.1)
 

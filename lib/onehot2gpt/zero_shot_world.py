@@ -1,10 +1,7 @@
 """The invented world of the zero-shot experiment (:mod:`onehot2gpt.zero_shot`): its people, the
 documents written about them (:func:`make_corpus`), real Tatoeba sentence pairs
 (:func:`translation_pairs`) and the word-level tokenizer of it all (:class:`WorldTokenizer`).
-
-*Known people* have the same town, trade and animal in every document (a model can memorise
-them); *strangers* have facts every document draws anew (only the passage holds them). Every name
-here is importable from :mod:`onehot2gpt.zero_shot`, the module the notebook uses.
+Every name here is importable from :mod:`onehot2gpt.zero_shot`, the module the notebook uses.
 """
 
 from __future__ import annotations
@@ -364,8 +361,7 @@ def make_corpus(
     return Corpus(documents, kinds, qa_share)
 
 
-# ---------------------------------------------------------------------------------------------
-# Tokens
+# ------------------------------------------------------------------------------------------- Tokens
 
 
 class WorldTokenizer:
@@ -402,13 +398,8 @@ class WorldTokenizer:
     def tokenize(self, text: str) -> list[str]:
         check_text(text, "text", empty_ok=True, fix="the tokenizer reads one string")
         tokens: list[str] = []
-        for i, line in enumerate(text.split(NL)):
-            if i:
-                tokens.append(NL)
-            for piece in line.split(EOD):
-                tokens.extend(tokenize_words(_clean(piece)))
-                tokens.append(EOD)
-            tokens.pop()
+        for piece in re.split(f"({NL}|{EOD})", text):  # the separators kept, as tokens of their own
+            tokens += [piece] if piece in (NL, EOD) else tokenize_words(_clean(piece))
         return tokens
 
     def unknown(self, text: str) -> list[str]:
