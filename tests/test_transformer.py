@@ -14,7 +14,6 @@ from onehot2gpt.transformer import (
     Seq2SeqTransformer,
     SinusoidalPositions,
     TransformerConfig,
-    TransformerEncoderModel,
     load_torch_layer,
     sinusoidal_positions,
 )
@@ -91,8 +90,16 @@ def test_key_maps_cover_both_sides():
 
 @pytest.fixture
 def encoder_model():
+    """The encoder half of a Seq2SeqTransformer: ids (B, T) → (hidden (B, T, D), maps or None)."""
     torch.manual_seed(0)
-    return TransformerEncoderModel(TransformerConfig.tiny(vocab_size=20, dropout=0.0)).eval()
+    model = Seq2SeqTransformer(TransformerConfig.tiny(vocab_size=20, dropout=0.0)).eval()
+
+    def encode(ids, output_attentions=False):
+        memory, _, maps = model.encode(ids, output_attentions)
+        return memory, maps
+
+    encode.model = model
+    return encode
 
 
 def test_encoder_model_returns_one_map_per_layer_hf_style(encoder_model):
@@ -178,13 +185,15 @@ def test_attention_source_serves_the_encoder_maps(encoder_model, seq2seq):
     from onehot2gpt.vocab import Vocab
 
     vocab = Vocab(list("abcdefghijklmnop"))
-    source = attention_source(encoder_model, vocab, list)
+    source = attention_source(encoder_model.model, vocab, list)
     tokens, maps = source("abc")
     assert tokens == ["a", "b", "c"] and len(maps) == 2 and maps[0].shape == (1, 2, 3, 3)
     _, expected = encoder_model(torch.tensor([vocab.encode_tokens(tokens)]), output_attentions=True)
     torch.testing.assert_close(maps[0], expected[0])
     with pytest.raises(ValueError, match="not in the model's vocabulary"):
         source("az")
+    with pytest.raises(TypeError, match="model must be a Seq2SeqTransformer.*got Linear"):
+        attention_source(nn.Linear(2, 2), vocab, list)
     with pytest.raises(ValueError, match="empty"):
         source("")
     small = Vocab(list("abcdefghijk"))  # ids 4..14 fit the seq2seq source vocabulary of 15

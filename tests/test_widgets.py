@@ -291,17 +291,17 @@ def test_attention_explorer_with_minilm(one_thread):
 
 def test_attention_explorer_with_our_own_encoder(one_thread):
     import torch
-    from onehot2gpt.transformer import TransformerConfig, TransformerEncoderModel, attention_source
+    from onehot2gpt.transformer import Seq2SeqTransformer, TransformerConfig, attention_source
     from onehot2gpt.widgets import AttentionExplorer
 
     vocab = Vocab.build([tokenize_words(TEXT)])
     torch.manual_seed(0)
-    model = TransformerEncoderModel(TransformerConfig.tiny(vocab_size=len(vocab), n_layers=3))
+    model = Seq2SeqTransformer(TransformerConfig.tiny(vocab_size=len(vocab), n_layers=3))
     explorer = AttentionExplorer(
         {"ours": attention_source(model, vocab, tokenize_words)}, text=TEXT, token="it", layer=2, head=1
     )
     ids = torch.tensor([vocab.encode_tokens(tokenize_words(TEXT))])
-    _, maps = model.eval()(ids, output_attentions=True)
+    maps = model.eval().encode(ids, output_attentions=True)[2]
     tokens = tokenize_words(TEXT)
     assert (explorer.layer.max, explorer.head.max) == (2, 1)
     assert_top(explorer, tokens, maps[2][0, 1, tokens.index("it")])

@@ -1,4 +1,4 @@
-"""The Transformer: positional encodings, blocks, encoder, decoder, and two small models.
+"""The Transformer: positional encodings, blocks, encoder, decoder, and the encoder–decoder model.
 
 Taught in notebook 06; BERT (07–08) and GPT (09–10) reuse the blocks. Follows Vaswani et al.,
 "Attention Is All You Need" (2017): sinusoidal positions (§3.5), sub-layers wrapped as
@@ -268,25 +268,6 @@ def _embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
     return emb
 
 
-class TransformerEncoderModel(nn.Module):
-    """Token embedding × √D + positions → Encoder. forward(ids (B, T), output_attentions=False)
-    → (hidden (B, T, D), attentions: tuple of (B, H, T, T) per layer, or None). Padding (pad_id)
-    keys are masked."""
-
-    def __init__(self, config: TransformerConfig):
-        super().__init__()
-        self.config = c = config
-        self.tok_emb = _embedding(c.vocab_size, c.d_model, c.pad_id)
-        self.pos = POSITIONS[c.positions](c.d_model, c.max_len)
-        self.dropout = nn.Dropout(c.dropout)
-        self.encoder = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
-
-    def forward(self, ids, output_attentions: bool = False):
-        ids = as_ids(ids, self.config.vocab_size, dims=2)
-        x = self.dropout(self.pos(self.tok_emb(ids) * math.sqrt(self.config.d_model)))
-        return self.encoder(x, padding_mask(ids, self.config.pad_id), output_attentions)
-
-
 class Seq2SeqTransformer(nn.Module):
     """The paper's encoder–decoder, for transduction (e.g. rewriting dates).
 
@@ -385,9 +366,12 @@ def load_torch_layer(ours: nn.Module, theirs: nn.Module) -> nn.Module:
 
 def attention_source(model, vocab, tokenize):
     """An attention source for the explorer and bertviz views: text → (tokens, attentions), the
-    encoder self-attention of `model` (a TransformerEncoderModel, or a Seq2SeqTransformer's
-    encoder) as one (1, H, T, T) tensor per layer. Unknown tokens raise a ValueError that lists
-    them (the model has no <unk> training to fall back on)."""
+    encoder self-attention of `model` (a Seq2SeqTransformer) as one (1, H, T, T) tensor per layer.
+    Unknown tokens raise a ValueError that lists them (the model has no <unk> training to fall back on)."""
+    if not isinstance(model, Seq2SeqTransformer):
+        raise TypeError(
+            f"model must be a Seq2SeqTransformer (BERTs: bert.attention_source); got {type(model).__name__}"
+        )
 
     def source(text: str):
         tokens = tokenize(text)
@@ -401,10 +385,7 @@ def attention_source(model, vocab, tokenize):
             )
         ids = torch.tensor([vocab.encode_tokens(tokens)])
         with evaluating(model):
-            if isinstance(model, Seq2SeqTransformer):
-                maps = model.encode(ids, output_attentions=True)[2]
-            else:
-                maps = model(ids, output_attentions=True)[1]
+            maps = model.encode(ids, output_attentions=True)[2]
         return list(tokens), maps
 
     return source
