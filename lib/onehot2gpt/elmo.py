@@ -86,7 +86,6 @@ class BiLMConfig:
 def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Reverse the first lengths[b] positions of each row of x (B, T, ...); padding stays put.
 
-    Applying it twice gives x back.
     Example:
         >>> reverse_padded(torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0]]), torch.tensor([3, 2]))
         tensor([[3, 2, 1, 0],
@@ -284,9 +283,8 @@ class ElmoFeatures:
     """A frozen biLM as a feature extractor: sentences (token lists) → layers and mask.
 
     Tokens are lower-cased (``lower=True``, as the course vocabulary is) and looked up in
-    `vocab`, unknown ones becoming <unk>; each sentence is wrapped in <bos> … <eos> as in
-    training, and those two positions are dropped from the output. Runs in eval mode without
-    gradients. A sentence longer than ``max_len − 2`` tokens raises ValueError.
+    `vocab` (unknown ones become <unk>); each sentence is wrapped in <bos> … <eos> as in
+    training, and those two positions are dropped from the output. Runs in eval mode.
     """
 
     def __init__(self, bilm: BiLM, vocab: Vocab, lower: bool = True, batch_size: int = 64):

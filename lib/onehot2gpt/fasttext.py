@@ -208,11 +208,10 @@ def train_fasttext(
 ) -> FastTextVectors:
     """Skip-gram with negative sampling where each input word is the mean of its subword rows.
 
-    The examples are word2vec's (:func:`onehot2gpt.word2vec.epoch_batches`: sub-sampled, reduced
-    windows, never across a sentence): each (context word, centre word) pair reads the context
-    word's subword rows and predicts the centre against `negative` noise words. Plain SGD with
-    hand-derived gradients (:func:`train_step`), the learning rate falling linearly from `lr` to
-    `min_lr`. With `threads` = 1 (the default) a run is bit-reproducible; None keeps torch's setting."""
+    The examples are word2vec's (:func:`onehot2gpt.word2vec.epoch_batches`); each (context, centre)
+    pair reads the context word's subword rows and predicts the centre against `negative` noise
+    words, by :func:`train_step`, the rate falling linearly from `lr` to `min_lr`. With `threads` = 1
+    (the default) a run is bit-reproducible; None keeps torch's setting."""
     # the arguments that the returned vectors' config records
     settings = {
         k: v for k, v in locals().items() if k not in ("sentences", "vocab", "threads", "progress", "corpus_name")

@@ -1,17 +1,15 @@
 """Probing frozen representations: which layers does a task use?
 
-A probe is a small classifier trained on a frozen model's layers: ELMo's downstream model (Peters
-et al. 2018, section 3.2), used by Tenney et al. (2019) to ask what BERT learns: a learned scalar mix
-γ · Σ_j softmax(s)_j · h_j over the layers, then a linear layer. After training, softmax(s) says how
-much the task relies on each layer. Taught in notebook 04 (ELMo) and reused in notebook 08 (BERT).
-
+A probe (ELMo's downstream model, Peters et al. 2018; Tenney et al. 2019 for BERT) is a learned
+scalar mix γ · Σ_j softmax(s)_j · h_j over a frozen model's layers, then a linear layer; softmax(s)
+says how much the task relies on each layer. Taught in notebook 04 and reused in notebook 08.
 Features are (N, n_layers, D): one row per token (:func:`token_features`) or per sentence
-(:func:`sentence_features`, mean-pooled); a one-hot representation is ids (N,) with ``onehot_size``.
+(:func:`sentence_features`); a one-hot representation is ids (N,) with ``onehot_size``.
 
-Before any probe, notebook 04 looks: :func:`contextual_vectors` takes one word's vector at every
-layer of a BERT encoder in several sentences, and :func:`sense_grouping_score`,
-:func:`sense_pair_accuracy` and :func:`nearest_sense_accuracy` score how the vectors group by sense;
-:func:`shuffled_labels_p_value` says how often shuffled sense labels score as high.
+:func:`contextual_vectors` takes one word's vector at every layer of a BERT encoder in several
+sentences; :func:`sense_grouping_score`, :func:`sense_pair_accuracy` and
+:func:`nearest_sense_accuracy` score how they group by sense, and :func:`shuffled_labels_p_value`
+how often shuffled sense labels score as high.
 """
 
 from __future__ import annotations
@@ -105,10 +103,9 @@ def contextual_vectors(bert, tokenizer, sentences: Sequence[str], word: str) -> 
     """One word's vectors in N sentences at every layer of a BERT encoder → (N, n_layers + 1, D):
     the embeddings, then each layer, as :func:`encoder_layers` gives them.
 
-    `bert` is our BertModel (or a BertFor… model) or Hugging Face's BertModel, `tokenizer` our
-    WordPieceTokenizer or a Hugging Face fast tokenizer with the model's vocabulary. Sentences are
-    split into words where BERT splits them (spaces and punctuation); the first word equal to
-    `word`, ignoring case, is used, and a word cut into several WordPieces gets their mean.
+    `tokenizer` is our WordPieceTokenizer or a Hugging Face fast tokenizer. Sentences are split
+    into words where BERT splits them; the first word equal to `word`, ignoring case, is used, and
+    a word cut into several WordPieces gets their mean.
 
     Example:
         >>> from onehot2gpt.checkpoints import load

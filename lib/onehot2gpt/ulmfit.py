@@ -87,9 +87,8 @@ def trainable_groups(epoch: int, n_groups: int, gradual: bool = True) -> int:
 class LMClassifier(nn.Module):
     """A text classifier on the forward language model of a course biLM, with ULMFiT's head.
 
-    The token layer and the forward LSTM layers are copied from `bilm` (it is left unchanged) and
-    run exactly as in the biLM (a residual connection around every layer after the first). The
-    head reads the top layer's states h (B, T, H) with concat pooling over each row's real tokens,
+    The token layer and the forward LSTM layers are copies of `bilm`'s, run as in the biLM. The head
+    reads the top layer's states h (B, T, H) with concat pooling over each row's real tokens,
     [h at the last real token ; elementwise max ; mean] (B, 3H), then ULMFiT's two blocks,
     batch norm → dropout → Linear(3H, hidden) → ReLU, batch norm → dropout → Linear(hidden, n_classes).
     """
@@ -198,15 +197,13 @@ def finetune_classifier(
     batch_size: int = 32,
     n_classes: int = 2,
 ) -> LMClassifier:
-    """ULMFiT's last stage, as notebook 04 writes it out: an :class:`LMClassifier` on `bilm`'s forward
-    LM (or, with ``pretrained=False``, on a biLM of the same config with random weights), trained on
-    (ids, mask, labels) → the trained classifier, in eval mode.
+    """ULMFiT's last stage: an :class:`LMClassifier` on `bilm`'s forward LM (``pretrained=False``:
+    on a biLM of the same config with random weights), trained on (ids, mask, labels), in eval mode.
 
     Adam with β = (0.7, 0.99), the top group's rate `lr_top`; each switch turns one technique off:
     ``discriminative`` (÷ 2.6 per group below), ``slanted`` (STLR over all the updates; otherwise a
     constant rate), ``gradual`` (one more group from the top each epoch); ``frozen`` trains only the
-    head throughout. The run is seeded by `seed` (weights of the head, dropout, batch order), so the
-    same call gives the same classifier on the same machine.
+    head. Seeded by `seed` (head weights, dropout, batch order).
     """
     _check_bilm(bilm)
     _check_labelled(ids, mask, labels, "training")

@@ -226,12 +226,10 @@ def context_windows(
 ) -> Tensor:
     """Ids (N,) → the context ids of every position, (N, 2·window), -1 where there is none.
 
-    Column j holds the word at offset ``j - window`` (j < window) or ``j - window + 1`` (j >= window),
-    i.e. offsets -window..-1, +1..+window. With ``shrink`` each centre draws its own window
-    b uniform in 1..window, as word2vec.c does, so near words count more; offsets beyond b are -1.
-    Contexts never cross a sentence: pass ``sentence_ids`` (N,), equal for the words of one
-    sentence, e.g. ``torch.repeat_interleave(torch.arange(S), lengths)``; every change of value
-    between neighbours is a boundary.
+    The columns are the offsets -window..-1, +1..+window. With ``shrink`` each centre draws its
+    own window b uniform in 1..window, as word2vec.c does, so near words count more; offsets beyond
+    b are -1. Contexts never cross a sentence: ``sentence_ids`` (N,) is equal for the words of one
+    sentence, e.g. ``torch.repeat_interleave(torch.arange(S), lengths)``.
 
     Example:
         >>> context_windows(torch.tensor([7, 8, 9]), 1, shrink=False)
@@ -347,9 +345,8 @@ def _alias_table(probs: Tensor) -> tuple[Tensor, Tensor]:
 class NoiseSampler:
     """Draws noise words from a distribution probs (V,), e.g. :func:`noise_distribution`.
 
-    ``sampler(shape, generator)`` → ids of that shape, each drawn independently with probability
-    ``probs[id]``: the same distribution as ``torch.multinomial(probs, n, replacement=True)``,
-    with the alias method (:func:`_alias_table`) doing each draw in O(1). The trainer uses it.
+    ``sampler(shape, generator)`` → ids of that shape, each drawn with probability ``probs[id]``
+    (as ``torch.multinomial(probs, n, replacement=True)``), in O(1) by the alias method.
 
     Example:
         >>> NoiseSampler(torch.tensor([0.0, 1.0]))((2, 3))
@@ -430,8 +427,7 @@ def epoch_batches(
 
     Sub-sample with ``keep`` (V,) (:func:`keep_probabilities`), draw each centre's window b, then
     group the centres by b, so that a batch holds windows of one width (little padding) and about
-    ``batch_size`` (context, centre) pairs. :func:`train_word2vec` calls it once per epoch with
-    its generator, so the same generator gives the same batches here and there.
+    ``batch_size`` (context, centre) pairs. :func:`train_word2vec` calls it once per epoch.
     """
     kept = _keep_mask(ids, keep, generator)
     ids = ids[kept]
@@ -604,14 +600,13 @@ def train_word2vec(
                 bar.set_postfix(loss=f"{history[-1]:.3f}")
     finally:
         torch.set_num_threads(old_threads)
-    seconds = time.perf_counter() - start
     config = {
         **asdict(cfg),
         "threads": threads or old_threads,
         "workers": workers,
         "corpus": corpus_name,
         "n_tokens": len(ids),
-        "train_seconds": round(seconds, 1),
+        "train_seconds": round(time.perf_counter() - start, 1),
         "loss_per_epoch": [round(x, 4) for x in history],
     }
     return WordVectors(in_w.clone(), vocab, config)
