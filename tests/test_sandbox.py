@@ -413,3 +413,18 @@ def test_the_grader_refuses_without_a_sandbox(tmp_path, monkeypatch, capsys):
             grading.grade(tmp_path / "subs", tmp_path, sandbox=False)
     finally:
         sandbox.available.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "flag, named", [([], "sandbox: bubblewrap"), (["--no-sandbox"], "sandbox: NONE (--no-sandbox)")]
+)
+def test_the_report_names_the_sandbox(tmp_path, flag, named):
+    from onehot2gpt_teach import grading
+
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "ref" / "01_tiny.ipynb").write_text("{}")
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "alice_01_tiny.ipynb").write_text("not a notebook")  # graded without a kernel
+    args = [str(tmp_path / "subs"), "--reference", str(tmp_path / "ref"), "--out", str(tmp_path / "out")]
+    assert grading.main(args + flag) == 0
+    assert named in (tmp_path / "out" / "grades.md").read_text(encoding="utf-8")
