@@ -9,7 +9,7 @@
   cache and checkpoints named by the environment, and the `read_only` paths (the reference
   notebooks) — all read-only. ``/tmp`` is a private tmpfs of ``limits.file_mb`` MiB holding HOME
   (``/tmp/home``) and the working folder (``/tmp/work``, the current folder), which holds only a
-  copy of the submission. Nothing the sandbox writes reaches the host's disk but in the
+  copy of the submission, when one is given. Nothing the sandbox writes reaches the host's disk but in the
   `writable` folders a caller names (the grader: its kernel's sockets folder): results come back
   over a channel the caller opens (stdout, a pipe passed in `pass_fds`, which bwrap keeps, or
   that folder, whose contents the caller must treat as hostile data).
@@ -21,7 +21,7 @@
 - **Environment.** Cleared; then :data:`ALLOWED_ENV` copied from ours where set, ``PATH``,
   ``HOME``, ``TMPDIR``, ``MPLCONFIGDIR``, ``IPYTHONDIR`` and ``PYTHONDONTWRITEBYTECODE`` set by
   this module, and the caller's `env`.
-- **Identity.** Run as root, the grader stages the read-only paths in a private mount namespace
+- **Identity.** Run as root, a launcher stages the bound paths in a private mount namespace
   (so that paths under a private ``/root`` can be bound) and starts bwrap as the unprivileged
   :data:`SANDBOX_UID` (``nobody``); run as another user, bwrap runs as that user. Either way the
   sandbox's processes belong to a user other than root, which is what makes ``RLIMIT_NPROC``
