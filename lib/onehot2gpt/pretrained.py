@@ -105,12 +105,7 @@ def hf_attention(model, tokenizer, text: str, text_pair: str | None = None):
 
 def minilm_source() -> AttentionSource:
     """An attention source for the explorer: text → (WordPiece tokens, 6 × (1, 12, T, T)) from MiniLM."""
-    model, tokenizer = load_minilm()
-
-    def minilm_attention(text: str):
-        return hf_attention(model, tokenizer, text)
-
-    return minilm_attention
+    return functools.partial(hf_attention, *load_minilm())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -98,18 +98,14 @@ class _CharMap:
         return text.translate(self.table)
 
 
-# 1. drop NUL, U+FFFD and control characters; every whitespace → " "; spaces around CJK ideographs
-_clean = _CharMap(
-    lambda ch: (
-        ""
-        if ord(ch) in (0, 0xFFFD) or _is_control(ch)
-        else " "
-        if _is_whitespace(ch)
-        else f" {ch} "
-        if _is_cjk(ch)
-        else ch
-    )
-)
+def _clean_char(ch: str) -> str:
+    """1. drop NUL, U+FFFD and control characters; every whitespace → " "; spaces around CJK ideographs."""
+    if ord(ch) in (0, 0xFFFD) or _is_control(ch):
+        return ""
+    return " " if _is_whitespace(ch) else f" {ch} " if _is_cjk(ch) else ch
+
+
+_clean = _CharMap(_clean_char)
 # 2. after NFD ("é" → "e" + U+0301): drop the combining marks (category Mn)
 _drop_marks = _CharMap(lambda ch: "" if unicodedata.category(ch) == "Mn" else ch)
 # 3. spaces around every punctuation mark, so that str.split() splits there too

@@ -31,17 +31,13 @@ def train_wordpiece(
     """Learn a WordPiece vocabulary of at most `vocab_size` tokens from an iterable of texts.
 
     Every word (from :func:`pretokenize`) starts as characters, "hugs" → ``h ##u ##g ##s``. Each
-    step merges the adjacent pair with the highest score ``count(ab) / (count(a) * count(b))``:
-    pairs that occur together more often than their parts' frequencies suggest (ties: the
-    alphabetically first pair). Pairs seen fewer than `min_frequency` times are never merged.
+    step merges the adjacent pair with the highest score ``count(ab) / (count(a) * count(b))``
+    (ties: the alphabetically first pair); pairs seen fewer than `min_frequency` times are never
+    merged. This score favours pairs of rare pieces; ``score="frequency"`` merges the most frequent
+    pair instead (as BPE and Hugging Face's ``WordPieceTrainer`` do): fewer tokens per word.
 
-    This score favours pairs of rare pieces, so on a real corpus much of the vocabulary goes on
-    rare words, piece by piece, and common words stay split. ``score="frequency"`` merges the
-    most frequent pair instead (as BPE does, and as Hugging Face's ``WordPieceTrainer`` does):
-    fewer tokens per word for the same vocabulary size.
-
-    Returns the token list: `specials` first (so ``[PAD]`` = 0), then the characters (word
-    starts, then ``##`` continuations, each sorted), then the merged pieces in the order learned.
+    Returns `specials` (so ``[PAD]`` = 0), then the characters (word starts, then ``##``
+    continuations, each sorted), then the merged pieces in the order learned.
 
     Example (the Hugging Face course's corpus; its first merge is "##g" + "##s"):
         >>> corpus = ["hug " * 10 + "pug " * 5 + "pun " * 12 + "bun " * 4 + "hugs " * 5]

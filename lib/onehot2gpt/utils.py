@@ -414,9 +414,7 @@ def check_finite_logits(logits) -> None:
         )
 
 
-# --------------------------------------------------------------------------------------------
-# Where models run: the CPU unless ONEHOT2GPT_DEVICE says otherwise
-# --------------------------------------------------------------------------------------------
+# -------------------------------------------- where models run: the CPU unless ONEHOT2GPT_DEVICE says otherwise
 
 DEVICE_ENV = "ONEHOT2GPT_DEVICE"
 
