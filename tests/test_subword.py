@@ -471,7 +471,7 @@ def test_convert_between_tokens_and_ids(tiny):
 def test_save_load_round_trip(tmp_path, tiny, tok, model_dir):
     tiny.save(tmp_path / "vocab.txt")
     assert (tmp_path / "vocab.txt").read_text(encoding="utf-8").splitlines() == tiny.itos
-    again = WordPieceTokenizer.from_vocab_file(tmp_path / "vocab.txt")
+    again = WordPieceTokenizer.load(tmp_path / "vocab.txt")
     assert again.itos == tiny.itos
     assert again("abcde!", "un")["input_ids"] == tiny("abcde!", "un")["input_ids"]
     tok.save(tmp_path)  # a directory gets vocab.txt

@@ -1,12 +1,8 @@
 """BERT's pre-training (notebook 07; Devlin et al., 2018, §3.1): the data, the two objectives, the loop.
 
-:func:`mask_tokens` corrupts 15 % of the pieces for the masked language model (80 % [MASK], 10 % a
-random piece, 10 % unchanged); :func:`nsp_pairs` and :func:`pretraining_pairs` draw next-sentence
-pairs (half the second sentences follow the first, half come from another article);
-:func:`pretraining_loss` adds the two losses; :func:`pretrain_bert` trains
-(:class:`onehot2gpt.bert.BertForPreTraining`) and :func:`evaluate_pretraining` scores held-out
-text on fixed random batches. ``python recipes/bert-wikitext2.py --out DIR`` builds the course
-checkpoint with this loop.
+:func:`mask_tokens` (the masked LM's 15 %, 80/10/10), :func:`nsp_pairs` and :func:`pretraining_pairs`
+(next-sentence pairs), :func:`pretraining_loss` (the two losses added), :func:`pretrain_bert` (the
+loop ``recipes/bert-wikitext2.py`` trains the course checkpoint with), :func:`evaluate_pretraining`.
 """
 
 from __future__ import annotations

@@ -402,12 +402,10 @@ def load(name_or_path: str | Path, device: str | torch.device | None = "cpu", *,
     :func:`names` lists them) or a checkpoint folder → :class:`Loaded` ``(model, tokenizer, config,
     info)``, the model in eval mode on `device`, after every check in this module's docstring.
 
-    ``device=None`` is :func:`~onehot2gpt.utils.course_device` (``$ONEHOT2GPT_DEVICE``, else the
-    CPU); the default stays the CPU, where the notebooks feed their models. For word vectors the
-    model is the :class:`~onehot2gpt.word_vectors.WordVectors` (CPU only) and the tokenizer its
-    vocabulary. ``"all-MiniLM-L6-v2"`` is the course's BertModel holding the pip package's weights,
-    with a WordPieceTokenizer of its vocab.txt. `kind` ("gpt", "bert", "bilm", "word2vec",
-    "minilm-qa") refuses a folder of another kind.
+    ``device=None`` is :func:`~onehot2gpt.utils.course_device`. For word vectors the model is the
+    :class:`~onehot2gpt.word_vectors.WordVectors` (CPU only) and the tokenizer its vocabulary;
+    ``"all-MiniLM-L6-v2"`` is the course's BertModel with the pip package's weights and vocab.txt.
+    `kind` ("gpt", "bert", "bilm", "word2vec", "minilm-qa") refuses a folder of another kind.
 
     Example:
         >>> gpt, vocab, config, info = load("gpt-char-shakespeare")

@@ -196,8 +196,6 @@ class WordPieceTokenizer:
             vocab = [line.rstrip("\n") for line in fh]
         return cls(vocab, **kwargs)
 
-    from_vocab_file = load
-
     def save(self, path: str | Path) -> None:
         """Write the vocabulary as a BERT ``vocab.txt`` (a directory gets ``vocab.txt`` inside)."""
         path = Path(path)
@@ -480,13 +478,8 @@ def longest_first(n_a: int, n_b: int, budget: int) -> tuple[int, int]:
     """
     if n_a + n_b <= budget:
         return n_a, n_b
-    first_is_short = n_a <= n_b
-    short, long = (n_a, n_b) if first_is_short else (n_b, n_a)
-    if short <= budget - short:
-        short, long = short, budget - short
-    else:
-        short, long = budget // 2, budget - budget // 2
-    return (short, long) if first_is_short else (long, short)
+    short = min(n_a, n_b, budget // 2)  # the shorter text keeps all it has, up to half the budget
+    return (short, budget - short) if n_a <= n_b else (budget - short, short)
 
 
 _CLEAN_UPS = [

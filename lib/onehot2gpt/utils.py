@@ -378,11 +378,9 @@ def check_tensor(
 
 
 def check_finite_loss(loss, step: int, *, lr: float | None = None, what: str = "training") -> float:
-    """The loss of update `step` (0, 1, …) as a float, or `TrainingDiverged` when it is NaN or ±inf.
-
-    Every library training loop calls it, so a run that diverges (too high a learning rate, bad
-    data) stops at once with the step, the loss and the fix, instead of returning NaN losses and a
-    model that writes one token forever.
+    """The loss of update `step` (0, 1, …) as a float, or `TrainingDiverged` when it is NaN or ±inf:
+    every library training loop calls it, so a diverging run stops at once with the step, the loss
+    and the fix.
 
     Example:
         >>> check_finite_loss(torch.tensor(2.5), 0)
