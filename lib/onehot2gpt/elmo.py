@@ -13,13 +13,11 @@ Choices, with ELMo's own in brackets:
 * token layer: a word embedding projected to hidden [a character CNN]; unknown words share <unk>;
 * each direction: ``n_layers`` separate ``nn.LSTM``s (so every layer's states are visible), a
   residual connection around every layer after the first [2 layers, 4096 cells projected to 512];
-* softmax: the top state projected to d_model, then a full softmax tied to the word embedding
-  (``softmax="full"``, the tiny test models) or an adaptive softmax (Grave et al. 2017,
-  ``softmax="adaptive"``, the course checkpoint) [sampled softmax].
+* softmax: the top state projected to d_model, then a full softmax tied to the word embedding or
+  an adaptive softmax (Grave et al. 2017; the course checkpoint) [sampled softmax].
 
-Padding: batches are right-padded and ``mask`` marks real tokens; the backward LM reverses only the
-real tokens of each row (:func:`reverse_padded`). The course checkpoint is trained by
-``python recipes/bilm-wikitext2.py --out DIR``.
+Batches are right-padded (``mask`` marks real tokens); the backward LM reverses only each row's
+real tokens (:func:`reverse_padded`). Checkpoint: ``python recipes/bilm-wikitext2.py --out DIR``.
 
 Example:
     >>> from onehot2gpt.checkpoints import load
@@ -64,9 +62,8 @@ class BiLMConfig:
         check_number(self.dropout, "dropout", 0, 1, high_open=True)
         check_choice(self.softmax, "softmax", ("full", "adaptive"))
         object.__setattr__(self, "cutoffs", tuple(int(c) for c in self.cutoffs))
-        if self.softmax == "adaptive" and not (
-            self.cutoffs and all(a < b for a, b in zip((0,) + self.cutoffs, self.cutoffs + (self.vocab_size,)))
-        ):
+        bounds = (0, *self.cutoffs, self.vocab_size)
+        if self.softmax == "adaptive" and (not self.cutoffs or any(a >= b for a, b in zip(bounds, bounds[1:]))):
             raise ValueError(
                 f"adaptive softmax cutoffs must increase strictly between 0 and "
                 f"vocab_size={self.vocab_size}, got {self.cutoffs}"
@@ -234,9 +231,8 @@ def _check_inputs(ids, mask, vocab_size: int) -> tuple[torch.Tensor, torch.Tenso
 class ScalarMix(nn.Module):
     """ELMo_k = γ · Σ_j softmax(s)_j · h_{k,j}: a learned weighted average of the biLM layers.
 
-    s starts at 0 (a plain average) and γ at 1. ``l2_lambda`` adds λ·‖s − mean(s)‖² to
-    :meth:`penalty`, which pulls the weights towards the plain average (ELMo's code penalises
-    λ·‖s‖²; softmax ignores a common shift of s, so the two pull the same way). With
+    s starts at 0 (a plain average) and γ at 1. :meth:`penalty` is λ·‖s − mean(s)‖² (ELMo's code:
+    λ·‖s‖², the same pull since softmax ignores a shift of s), towards the plain average. With
     ``layer_norm=True`` each layer is first normalised over its real positions and features.
     """
 

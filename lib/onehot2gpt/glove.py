@@ -1,8 +1,7 @@
 """GloVe: word vectors fitted to the logarithm of co-occurrence counts.
 
-Taught in notebook 02, beside word2vec. Follows Pennington, Socher & Manning (2014), "GloVe: Global
-Vectors for Word Representation": count, over the whole corpus, how often each word j occurs near
-each word i, then fit vectors to those counts.
+Taught in notebook 02. Follows Pennington, Socher & Manning (2014), "GloVe: Global Vectors for Word
+Representation": count how often each word j occurs near each word i, then fit vectors to the counts.
 
 * :func:`cooccurrence`: X_ij, where every occurrence of j within ``window`` words of i adds 1/d for
   distance d, symmetric, never across a sentence boundary;
@@ -10,9 +9,8 @@ each word i, then fit vectors to those counts.
   α = 3/4; the course checkpoint uses x_max = 10, the reference code's demo value);
 * :func:`glove_loss`: Σ f(X_ij) (w_i · w̃_j + b_i + b̃_j − log X_ij)² over the pairs with X_ij > 0;
 * :func:`train_glove`: AdaGrad over shuffled batches of the pairs (the paper's optimiser and
-  learning rate, 0.05); the word vector is w + w̃, as in the paper.
-
-The course checkpoint is made with ``python recipes/glove-wikitext2.py --out DIR``.
+  learning rate, 0.05); the word vector is w + w̃, as in the paper. The course checkpoint is made
+  with ``python recipes/glove-wikitext2.py --out DIR``.
 """
 
 from __future__ import annotations

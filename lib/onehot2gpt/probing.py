@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from tqdm.auto import tqdm
 
 from .elmo import ScalarMix
 from .subword import pretokenize
@@ -260,8 +261,6 @@ def train_probe(
     the features are ids (N,) of one-hot vectors of size V (a linear layer on them is a table
     with one row of class scores per word).
     """
-    from tqdm.auto import tqdm
-
     _check_xy(train_x, train_y, "train", onehot_size)
     _check_xy(test_x, test_y, "test", onehot_size)
     n_classes = n_classes or int(max(train_y.max(), test_y.max())) + 1

@@ -58,11 +58,10 @@ class NGramLM:
     """Count-based n-gram LM with interpolated Kneser–Ney smoothing (or absolute discounting).
 
     P(w | ctx) = max(c(ctx, w) − D, 0) / c(ctx) + D · N₁₊(ctx •) / c(ctx) · P(w | shorter ctx),
-    recursing down to a uniform distribution over the vocabulary, so every token (unknown words
-    are mapped to <unk>) gets a non-zero probability and the probabilities over the vocabulary
-    sum to 1. N₁₊(ctx •) is the number of distinct words seen after ctx. A context never seen
-    falls back to the shorter one. ``discount=0`` gives unsmoothed maximum-likelihood counts
-    (unseen words then have probability 0 and the perplexity is infinite: the sparsity problem).
+    down to a uniform distribution over the vocabulary (unknown words are <unk>), so every token
+    gets a non-zero probability. N₁₊(ctx •) is the number of distinct words seen after ctx; an
+    unseen context falls back to the shorter one. ``discount=0`` gives unsmoothed counts (unseen
+    words get probability 0 and the perplexity is infinite: the sparsity problem).
     """
 
     def __init__(self, n: int, vocab: Vocab, discount: float = 0.75, kneser_ney: bool = True):
@@ -206,11 +205,8 @@ class NGramLM:
 
 
 class LSTMLM(nn.Module):
-    """Embedding → LSTM → linear layer to next-token logits; the output matrix is the embedding.
-
-    Tying input and output embeddings needs the LSTM width to equal d_model, and halves the
-    parameter count for a large vocabulary.
-    """
+    """Embedding → LSTM → linear layer to next-token logits; with ``tie_weights`` the output matrix
+    is the embedding (so the LSTM is d_model wide)."""
 
     def __init__(
         self, vocab_size: int, d_model: int = 128, n_layers: int = 2, dropout: float = 0.2, tie_weights: bool = True

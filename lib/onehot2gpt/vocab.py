@@ -1,11 +1,9 @@
 """Tokens, vocabularies and one-hot vectors.
 
-Taught in notebook 01 (one-hot and the vocabulary). A :class:`Vocab` maps tokens to integer ids
-with a frequency cut-off and the four special tokens every later model uses; :func:`one_hot`
-turns ids into 1-of-N vectors and :func:`bag_of_words` sums them.
-
-Every tokenizer of the course has ``encode(text) -> ids`` and ``decode(ids) -> text``; a
-vocabulary also maps token lists (:meth:`Vocab.encode_tokens`, :meth:`Vocab.decode_tokens`).
+Taught in notebook 01. A :class:`Vocab` maps tokens to integer ids with a frequency cut-off and
+the four special tokens every later model uses; :func:`one_hot` turns ids into 1-of-N vectors and
+:func:`bag_of_words` sums them. Like every tokenizer of the course it has ``encode(text) -> ids``
+and ``decode(ids) -> text``, and it also maps token lists (``encode_tokens``, ``decode_tokens``).
 
 Example:
     >>> vocab = Vocab.build([tokenize_words("the cat sat on the mat")])

@@ -465,12 +465,11 @@ def train_step(
 ) -> tuple[float, int]:
     """One SGD step in place on both tables; returns (summed loss, number of predictions).
 
-    contexts (B, C) with -1 pads, centres (B,), negatives (B, K). As in word2vec.c, the context
-    words are the inputs and the centre is the word to predict, in both skip-gram and CBOW. The
-    step is −lr times the hand-derived gradient of the summed loss (what autograd and SGD would
-    do), except that a word seen very often in one batch has its summed step damped
-    (:data:`MAX_ROW_STEP`) and CBOW gives every context word the whole error of their mean.
-    """
+    contexts (B, C) with -1 pads, centres (B,), negatives (B, K); as in word2vec.c, the context
+    words are the inputs and the centre is predicted, in both models. The step is −lr times the
+    gradient of the summed loss, except that a word seen very often in one batch has its summed
+    step damped (:data:`MAX_ROW_STEP`) and CBOW gives every context word the whole error of their
+    mean."""
     B, C = contexts.shape
     V, D = in_w.shape
     found = contexts >= 0  # (B, C)

@@ -1,8 +1,7 @@
 """Word vectors with their vocabulary: nearest neighbours, analogies, evaluation, save and load.
 
-Taught in notebook 02 (word vectors). :func:`onehot2gpt.word2vec.train_word2vec` returns them;
-:class:`WordVectors` is also importable from ``onehot2gpt.word2vec``. The evaluations follow
-gensim's conventions (``evaluate_word_analogies``, ``evaluate_word_pairs``).
+Taught in notebook 02; returned by word2vec and GloVe training and by ``FastTextVectors.word_vectors``.
+The evaluations follow gensim's conventions (``evaluate_word_analogies``, ``evaluate_word_pairs``).
 """
 
 from __future__ import annotations
@@ -92,11 +91,9 @@ class WordVectors:
         return [(self.vocab.itos[i], round(float(s), 4)) for s, i in zip(top.values, top.indices.tolist())]
 
     def analogy(self, a: str, b: str, c: str, k: int = 1) -> list[tuple[str, float]]:
-        """ "a is to b as c is to ?" by 3CosAdd: the words nearest unit(b) − unit(a) + unit(c),
-        leaving out a, b and c themselves (Mikolov et al. 2013a). Returns k (word, cosine) pairs.
-
-        A ValueError when a = b or a = c: the answer is then c (or b) itself, a word the method
-        leaves out, so any word it returned would be a wrong answer given silently."""
+        """ "a is to b as c is to ?" by 3CosAdd: the k (word, cosine) pairs nearest unit(b) − unit(a)
+        + unit(c), leaving out a, b and c (Mikolov et al. 2013a). A ValueError when a = b or a = c:
+        the answer is then c (or b), a word the method leaves out."""
         for same, other in ((b, c), (c, b)):
             if a == same:
                 raise ValueError(
@@ -122,12 +119,10 @@ class WordVectors:
     ) -> dict:
         """Accuracy on (section, a, b, c, d) analogy questions, e.g. data.read_analogies().
 
-        Same conventions as gensim's ``KeyedVectors.evaluate_word_analogies``: only the
-        ``restrict_vocab`` first (most frequent) words are searched; a question with any word
-        outside them is skipped (``n_used`` of ``n_total`` are answered); the answer is the
-        3CosAdd nearest word other than a, b, c. Returns ``{"accuracy", "n_correct", "n_used",
-        "n_total", "coverage", "per_section": {section: accuracy}}``.
-        """
+        As gensim's ``evaluate_word_analogies``: only the ``restrict_vocab`` most frequent words are
+        searched, a question with a word outside them is skipped, and the answer is the 3CosAdd
+        nearest word other than a, b, c. Returns ``{"accuracy", "n_correct", "n_used", "n_total",
+        "coverage", "per_section": {section: accuracy}}``."""
         lookup = self._case_map(restrict_vocab, case_insensitive)
         norm = str.lower if case_insensitive else str
         sections, rows = [], []
