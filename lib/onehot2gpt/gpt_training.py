@@ -74,11 +74,8 @@ def lm_batch(
     check_tensor(data, "data", dims=1, fix="the whole text as one stream of token ids")
     check_int(batch_size, "batch_size", 1)
     check_int(block_size, "block_size", 1)
-    if len(data) <= block_size:
-        raise ValueError(
-            f"the stream has {len(data)} tokens; a window of block_size={block_size} plus "
-            f"its next token needs at least {block_size + 1}"
-        )
+    fix = f"a window of block_size={block_size} and the token after it must fit in the stream"
+    check_int(len(data), "len(data)", block_size + 1, fix=fix)
     starts = torch.randint(len(data) - block_size, (batch_size,), generator=generator)  # (B,)
     window = data[starts[:, None] + torch.arange(block_size + 1)]  # (B, T + 1)
     return window[:, :-1], window[:, 1:]
@@ -97,6 +94,7 @@ def estimate_loss(
     """Mean next-token loss (nats) of `model` on `batches` random windows of `data` (N,), in eval
     mode. The windows depend only on `seed`, so every call scores the same text, and losses taken
     at different moments of training differ only because the model changed."""
+    check_int(batches, "batches", 1)
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     total = 0.0

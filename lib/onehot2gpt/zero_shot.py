@@ -436,8 +436,7 @@ def corpus_ids(s: Setup, qa_share: float, n_documents: int = 6000, seed: int = 1
     """The token ids of the corpus with this Q/A share (documents joined by ``<eod>``)."""
     corpus = make_corpus(s.world, s.train_pairs, qa_share=qa_share, n_documents=n_documents, seed=seed)
     ids = s.tokenizer.encode(corpus.text())
-    unk = s.tokenizer.vocab.unk_id
-    if unk in ids:
+    if s.tokenizer.vocab.unk_id in ids:
         raise RuntimeError("the corpus produced <unk> tokens: the tokenizer was not built from this world")
     return torch.tensor(ids, dtype=torch.long)
 
