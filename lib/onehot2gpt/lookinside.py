@@ -199,9 +199,8 @@ def check_trace(model, trace: Trace, atol: float = 1e-4) -> dict[str, float]:
     with evaluating(model):
         ids = trace.ids.to(model.tok_emb.weight.device)[None]
         T = ids.size(1)
-        diffs = {}
         x = model.tok_emb(ids) + model.pos_emb(torch.arange(T, device=ids.device))
-        diffs["embedding"] = (x[0] - trace.x0).abs().max().item()
+        diffs = {"embedding": (x[0] - trace.x0).abs().max().item()}
         mask = causal_mask(T, device=ids.device)
         for l, block in enumerate(model.blocks):
             x, w, _ = block(trace.layers[l]["resid_pre"][None], mask, need_weights=True)

@@ -46,9 +46,7 @@ def plot_matrix(
         ax.set_yticks(range(rows), labels=list(row_labels))
     if len(col_labels):
         ax.set_xticks(range(cols), labels=list(col_labels), rotation=60, ha="right")
-    if annotate is None:
-        annotate = rows * cols <= 150
-    if annotate:
+    if annotate or (annotate is None and rows * cols <= 150):  # by default, when the numbers fit
         hi = float(m.max()) if vmax is None else vmax
         lo = float(m.min()) if vmin is None else vmin
         for i in range(rows):

@@ -53,11 +53,10 @@ def validate_attentions(attentions, tokens: list[str]) -> list[torch.Tensor]:
         )
     out = []
     for i, a in enumerate(attentions):
+        if type(a).__module__ == "numpy":
+            raise TypeError(f"layer {i} is a numpy array: convert each layer with torch.from_numpy(a)")
         if not isinstance(a, torch.Tensor):
-            fix = (
-                "convert each layer with torch.from_numpy(a)" if type(a).__module__ == "numpy" else f"pass {per_layer}"
-            )
-            raise TypeError(f"layer {i} is a {type(a).__name__}, not a torch tensor: {fix}")
+            raise TypeError(f"layer {i} is a {type(a).__name__}, not a torch tensor: pass {per_layer}")
         if a.dim() == 3:
             raise ValueError(
                 f"layer {i} has shape {tuple(a.shape)} = (H, T, T): add the batch dimension "

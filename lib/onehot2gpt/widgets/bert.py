@@ -61,12 +61,11 @@ class MaskingExplorer(SavedView, W.VBox):
         if ids.size(1) <= 2:
             raise ValueError("type a sentence to mask")
         word_ids = torch.tensor([[-1 if w is None else w for w in enc["word_index"]]])
-        specials = [tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id]
         inputs, labels = mask_tokens(
             ids,
             mask_id=tok.mask_id,
             vocab_size=len(tok),
-            special_ids=specials,
+            special_ids=[tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id],
             prob=self.prob.value,
             word_ids=word_ids if self.whole_word.value else None,
             generator=torch.Generator().manual_seed(self.seed.value),
@@ -91,9 +90,8 @@ class MaskingExplorer(SavedView, W.VBox):
             f"<span style='{_KIND_STYLE[k]}'>{html.escape(i) if k else ''}</span>"
             for i, k in zip(self.inputs, self.kinds)
         ]
-        self.table.value = html_table(
-            [["token"] + cells, ["model reads"] + became, ["what"] + [_KIND_TEXT[k] for k in self.kinds]]
-        )
+        what = [_KIND_TEXT[k] for k in self.kinds]
+        self.table.value = html_table([["token"] + cells, ["model reads"] + became, ["what"] + what])
 
 
 class FillInTheBlank(SavedView, W.VBox):
@@ -128,10 +126,8 @@ class FillInTheBlank(SavedView, W.VBox):
                 f"<td style='padding-left:6px'>{p:.3f}</td></tr>"
                 for t, p in guesses
             )
-            blocks.append(f"<b>[MASK] {n}</b> (token {position})<table>{rows}</table>")
-        self.output.value = (
-            "<div style='display:flex;gap:24px'>" + "".join(f"<div>{b}</div>" for b in blocks) + "</div>"
-        )
+            blocks.append(f"<div><b>[MASK] {n}</b> (token {position})<table>{rows}</table></div>")
+        self.output.value = f"<div style='display:flex;gap:24px'>{''.join(blocks)}</div>"
 
 
 # Notebook 08: extractive question answering ----------------------------------------------------

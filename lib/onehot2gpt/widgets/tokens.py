@@ -117,7 +117,9 @@ class EmbeddingExplorer(SavedView, W.VBox):
                     labels.append(n)
                     groups.append(g)
         if len(labels) < 2:
-            raise ValueError(f"pick at least two known words (or one word and some neighbours). {note}".strip())
+            raise ValueError(
+                f"pick at least two known words (or one word and some neighbours){'; ' * bool(note)}{note}"
+            )
         vectors = torch.stack([torch.as_tensor(self.wv[w], dtype=torch.float32) for w in labels])
         fig, ax = plt.subplots(figsize=(6, 5))
         plot_projection(
