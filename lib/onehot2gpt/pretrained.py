@@ -269,10 +269,9 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     from urllib.parse import urlparse
 
     url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    address = (url.hostname, url.port or (443 if url.scheme == "https" else 80))
     try:
-        with socket.create_connection(
-            (url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout=timeout
-        ):
+        with socket.create_connection(address, timeout=timeout):
             return True
     except OSError:
         return False

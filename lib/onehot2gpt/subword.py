@@ -30,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from .training import pad_batch
 from .utils import as_ids, check_text
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
@@ -440,12 +441,8 @@ class WordPieceTokenizer:
             raise ValueError(f"got {len(texts)} texts but {len(text_pairs)} text_pairs; pass one pair per text")
         pairs = text_pairs if text_pairs is not None else [None] * len(texts)
         rows = [self(a, b, max_len=max_len, truncation=truncation) for a, b in zip(texts, pairs)]
-        T = max(len(r["input_ids"]) for r in rows)
         pad = {"input_ids": self.pad_id, "token_type_ids": 0, "attention_mask": 0}
-        return {
-            key: torch.tensor([r[key] + [value] * (T - len(r[key])) for r in rows], dtype=torch.long)  # (B, T)
-            for key, value in pad.items()
-        }
+        return {key: pad_batch([r[key] for r in rows], value) for key, value in pad.items()}  # (B, T) each
 
     # ------------------------------------------------------------------------- decoding
 

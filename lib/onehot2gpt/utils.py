@@ -144,10 +144,8 @@ def show_source(obj) -> None:
 
 
 class InvalidIds(ValueError, TypeError, IndexError):
-    """Token ids that cannot be used: not whole numbers, wrong shape, empty, or out of range.
-
-    It is a ValueError, a TypeError and an IndexError at once, so code that caught any of the
-    three from the older, per-module checks still catches it."""
+    """Token ids that cannot be used: not whole numbers, wrong shape, empty, or out of range (a
+    ValueError, a TypeError and an IndexError at once: any of the three catches it)."""
 
 
 def _first_non_integer(values) -> tuple[tuple[int, ...], object] | None:
