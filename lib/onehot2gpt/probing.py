@@ -139,15 +139,11 @@ def contextual_vectors(bert, tokenizer, sentences: Sequence[str], word: str) -> 
             raise ValueError(f"the tokenizer gave no pieces for {words[k]!r} in sentence {i}")
         rows.append(ids)
         spans.append(pieces)
-    T = max(map(len, rows))
     pad = getattr(tokenizer, "pad_id", None)
     pad = tokenizer.pad_token_id if pad is None else pad
-    features = {
-        "input_ids": torch.tensor([r + [pad] * (T - len(r)) for r in rows]),
-        "attention_mask": torch.tensor([[1] * len(r) + [0] * (T - len(r)) for r in rows]),
-    }
-    features["token_type_ids"] = torch.zeros_like(features["input_ids"])
-    layers = encoder_layers(bert, features)  # (N, T, L+1, D)
+    ids = nn.utils.rnn.pad_sequence([torch.tensor(r) for r in rows], batch_first=True, padding_value=pad)  # (N, T)
+    mask = (torch.arange(ids.shape[1]) < torch.tensor([len(r) for r in rows])[:, None]).long()
+    layers = encoder_layers(bert, {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)})
     return torch.stack([layers[b, pieces].mean(0) for b, pieces in enumerate(spans)])
 
 
