@@ -54,6 +54,7 @@ class GPTConfig:
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
         check_number(self.dropout, "dropout", 0, 1, high_open=True, fix="a probability")
+        check_number(self.eps, "eps", 0, low_open=True, fix="LayerNorm's epsilon")
 
     @classmethod
     def tiny(cls, vocab_size: int = 50, **overrides) -> GPTConfig:
