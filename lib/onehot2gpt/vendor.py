@@ -129,13 +129,7 @@ def offline_bertviz_page(page: str) -> str:
     view_js, n = _PARAMS.subn(lambda m: m[0].replace("<", "\\u003c"), view_js[start:])
     if n != 1:
         raise _changed(f"{n} lines 'const params = ...', expected 1")
-    loader = _LOADER.format(
-        requirejs=shipped["requirejs"],
-        jquery=shipped["jquery"],
-        d3=shipped["d3"],
-        requirejs_js=vendored_script("requirejs"),
-        jquery_js=vendored_script("jquery"),
-        d3_js=vendored_script("d3"),
-        view_js=view_js,
-    )
+    # each library's version ({jquery}) and text ({jquery_js}): shipped holds requirejs, jquery and d3
+    texts = {f"{name}_js": vendored_script(name) for name in shipped}
+    loader = _LOADER.format(view_js=view_js, **shipped, **texts)
     return page[: script.start()] + script[1] + loader + script[3] + page[script.end() :]
