@@ -85,10 +85,8 @@ class NGramLM:
         return [self.bos] * (self.n - 1) + self.vocab.encode_tokens(tokens) + [self.eos]
 
     def fit(self, token_lists: Sequence[Sequence[str]]) -> NGramLM:
-        """Count the n-grams of sentences (lists of tokens); each is wrapped in <bos> … <eos>.
-
-        Refitting replaces the counts. Returns self.
-        """
+        """Count the n-grams of sentences (token lists), each wrapped in <bos> … <eos>; refitting
+        replaces the counts. Returns self."""
         _check_token_lists(token_lists)
         top: dict[tuple[int, ...], Counter] = defaultdict(Counter)
         for tokens in token_lists:
@@ -188,10 +186,9 @@ class NGramLM:
     def generate(
         self, context: Sequence[str] = (), max_tokens: int = 30, generator: torch.Generator | None = None
     ) -> list[str]:
-        """Sample tokens one at a time after `context` until <eos> or `max_tokens`.
-
-        <pad> and <bos> are never sampled. Returns the new tokens (without <eos>).
-        """
+        """Sample tokens one at a time after `context` until <eos> or `max_tokens`; <pad> and <bos>
+        are never sampled. Returns the new tokens (without <eos>)."""
+        check_int(max_tokens, "max_tokens", 0)
         out: list[str] = []
         banned = [self.vocab[t] for t in (PAD, BOS) if t in self.vocab]
         for _ in range(max_tokens):
@@ -257,6 +254,7 @@ class LSTMLM(nn.Module):
         prompt_ids: a non-empty list or 1-D tensor of ids (e.g. starting with <bos>). Returns the
         new ids only; stops after `eos_id` (included) or `max_new_tokens`.
         """
+        check_int(max_new_tokens, "max_new_tokens", 0)
         check_number(temperature, "temperature", 0, low_open=True)
         ids = as_ids(prompt_ids, self.vocab_size, dims=1, name="prompt_ids")
         with evaluating(self):
