@@ -123,11 +123,7 @@ def _special_ids(special_ids, needed: Sequence[str]) -> dict[str, int]:
             f"special_ids lacks {', '.join(missing)}: GPT-1's inputs need the ids of "
             f"{', '.join(needed)}; add them to the vocabulary (and the model's embedding)"
         )
-    out = {name: special_ids[name] for name in needed}
-    bad = {k: v for k, v in out.items() if not _is_id(v) or v < 0}
-    if bad:
-        raise ValueError(f"special ids must be non-negative integers; got {bad}")
-    return {k: int(v) for k, v in out.items()}
+    return {name: check_int(special_ids[name], f"special_ids[{name!r}]", 0) for name in needed}
 
 
 def _label_ids(labels, label_names, n: int, what: str = "text") -> torch.Tensor:
