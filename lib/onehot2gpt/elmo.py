@@ -323,9 +323,7 @@ class ElmoFeatures:
     @torch.no_grad()
     def encode(self, sentences: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
         """List of token lists → (layers (B, T, L+1, 2H), mask (B, T) bool), T = longest sentence.
-
-        The sentences run in batches of similar length (each batch only as long as its longest
-        sentence), and come back in the order given."""
+        The sentences run in batches of similar length and come back in the order given."""
         ids, mask = self.ids(sentences)
         device = next(self.bilm.parameters()).device
         lengths = mask.sum(1)

@@ -403,9 +403,7 @@ def shuffled_labels_p_value(
     high as the true ones: a p-value. Small (say < 0.05): the vectors group by sense; large: their
     score is what chance gives. Every distinct relabelling is tried when there are at most
     `max_relabelings` of them (10 vectors, 5 and 5: 252), otherwise that many random ones.
-
-    `score(vectors, labels) -> float` is :func:`sense_pair_accuracy` by default; any score where
-    higher means better grouping works.
+    `score(vectors, labels) -> float` (default :func:`sense_pair_accuracy`): higher = better grouping.
     """
     sims, labels = _sense_inputs(vectors, labels)
     check_int(max_relabelings, "max_relabelings", 1)

@@ -187,16 +187,14 @@ class WordVectors:
         half = self.vectors.to(torch.float16)
         if not torch.isfinite(half).all():
             raise ValueError("some vectors overflow float16 (|x| > 65504); the training diverged")
-        info = {k: v for k, v in self.config.items() if k not in self._SHAPE_FIELDS}
-        config = {"vocab_size": len(self), "d_model": self.d_model}
         return save_checkpoint(
             directory,
             "word2vec",
             "WordVectors",
-            config,
+            {"vocab_size": len(self), "d_model": self.d_model},
             {"vectors": half},
             tokenizer=self.vocab,
-            info=info,
+            info={k: v for k, v in self.config.items() if k not in self._SHAPE_FIELDS},
             dtype=torch.float16,
         )
 
