@@ -2,7 +2,7 @@
 
 Taught in notebook 02. Follows Mikolov et al. 2013a, "Efficient Estimation of Word Representations
 in Vector Space" (skip-gram, CBOW), and 2013b, "Distributed Representations of Words and Phrases and
-their Compositionality" (negative sampling, sub-sampling), with the details of their word2vec.c.
+their Compositionality" (negative sampling, sub-sampling), with the details of their word2vec.c. In order:
 
 * the models, :class:`SkipGram` / :class:`CBOW` and :func:`negative_sampling_loss`, trained with autograd;
 * the examples: :func:`skipgram_pairs` / :func:`cbow_examples`, sub-sampling
