@@ -156,13 +156,9 @@ def text_box(value: str, description: str, *, area: bool = False, width: str = "
 
 def html_table(rows: list[list[str]], header: list[str] | None = None) -> str:
     cell = "border:1px solid #ccc;padding:2px 6px;text-align:center;font-family:monospace"
-    out = ["<table style='border-collapse:collapse'>"]
-    if header:
-        out.append("<tr>" + "".join(f"<th style='{cell}'>{h}</th>" for h in header) + "</tr>")
-    for row in rows:
-        out.append("<tr>" + "".join(f"<td style='{cell}'>{c}</td>" for c in row) + "</tr>")
-    out.append("</table>")
-    return "".join(out)
+    head = "<tr>" + "".join(f"<th style='{cell}'>{h}</th>" for h in header) + "</tr>" if header else ""
+    body = "".join("<tr>" + "".join(f"<td style='{cell}'>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table style='border-collapse:collapse'>{head}{body}</table>"
 
 
 def figure_to_png(fig) -> bytes:

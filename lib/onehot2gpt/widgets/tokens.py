@@ -53,13 +53,8 @@ class TokenExplorer(SavedView, W.VBox):
             f"{len(tokens)} tokens{more}, vocabulary of {len(vocab):,}: "
             f"<b>{n_unk}</b> unseen → <code>&lt;unk&gt;</code>"
         )
-        unk = f"style='{ERROR_STYLE}'"
-        self.tokens_html.value = html_table(
-            [
-                ["token"] + [html.escape(t) for t in shown],
-                ["id"] + [f"<span {unk}>{i}</span>" if i == vocab.unk_id else str(i) for i in ids],
-            ]
-        )
+        id_cells = [f"<span style='{ERROR_STYLE}'>{i}</span>" if i == vocab.unk_id else str(i) for i in ids]
+        self.tokens_html.value = html_table([["token"] + [html.escape(t) for t in shown], ["id"] + id_cells])
         columns = sorted(set(ids))
         matrix = one_hot(ids, len(vocab))[:, columns]  # (T, number of distinct ids)
         header = ["token \\ id"] + [f"{c}<br>{html.escape(vocab.itos[c])}" for c in columns]
@@ -117,9 +112,8 @@ class EmbeddingExplorer(SavedView, W.VBox):
                     labels.append(n)
                     groups.append(g)
         if len(labels) < 2:
-            raise ValueError(
-                f"pick at least two known words (or one word and some neighbours){'; ' * bool(note)}{note}"
-            )
+            need = "pick at least two known words (or one word and some neighbours)"
+            raise ValueError(f"{need}; {note}" if note else need)
         vectors = torch.stack([torch.as_tensor(self.wv[w], dtype=torch.float32) for w in labels])
         fig, ax = plt.subplots(figsize=(6, 5))
         plot_projection(
