@@ -119,15 +119,11 @@ def checkpoint_path(name: str) -> Path:
 
 
 def checkpoint_folder(name_or_path: str | Path) -> Path:
-    """A course checkpoint's name or a folder → the folder."""
-    if (
-        isinstance(name_or_path, str)
-        and "/" not in name_or_path
-        and os.sep not in name_or_path
-        and not Path(name_or_path).is_dir()
-    ):
+    """A course checkpoint's name (a string of one path part that is not a folder) or a folder → the folder."""
+    path = Path(name_or_path)
+    if isinstance(name_or_path, str) and len(path.parts) == 1 and not path.is_dir():
         return checkpoint_path(name_or_path)
-    return Path(name_or_path)
+    return path
 
 
 # ---------------------------------------------------------------------------------------------

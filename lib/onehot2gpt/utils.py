@@ -127,9 +127,7 @@ def set_threads(n: int | None = None) -> int:
     the test suite runs them; another count can change the last digits of some trained results."""
     if n is None:
         n = int(os.environ.get("ONEHOT2GPT_THREADS", min(2, os.cpu_count() or 1)))
-    if n < 1:
-        raise ValueError(f"thread count must be at least 1, got {n}")
-    torch.set_num_threads(n)
+    torch.set_num_threads(check_int(n, "n", 1, fix="the number of CPU threads (or ONEHOT2GPT_THREADS)"))
     return n
 
 
