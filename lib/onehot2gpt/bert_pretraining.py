@@ -110,9 +110,8 @@ def pretraining_pairs(
     """`batch_size` next-sentence-prediction pairs [CLS] A [SEP] B [SEP], not yet masked, drawn
     from articles of tokenised sentences with `generator`: an article, then a sentence A in it;
     half the pairs IsNext (label 0: B follows A), half NotNext (1: B is a sentence of another
-    article). Returns (B, T) input_ids, token_type_ids, attention_mask and (B,) nsp_labels.
-    Drawing an article first, a sentence of a 2-sentence article comes up far more often than one
-    of a 300-sentence article."""
+    article). Returns (B, T) input_ids, token_type_ids, attention_mask and (B,) nsp_labels. (A
+    sentence of a 2-sentence article comes up far more often than one of a 300-sentence article.)"""
     usable = [i for i, a in enumerate(articles) if len(a) >= 2]
     if len(usable) < 2:
         raise ValueError("need at least two articles with two or more sentences each")
@@ -232,13 +231,11 @@ def pretrain_bert(
     progress: bool = True,
     desc: str = "BERT",
 ) -> dict[str, list[float]]:
-    """Masked LM + next-sentence prediction on `articles` (lists of tokenised sentences) with
-    AdamW, linear warm-up over `warmup` steps and linear decay to 0; returns per-step "loss",
-    "mlm_loss", "nsp_loss".
-
-    Each step draws `batch_size` sentence pairs of at most `max_len` pieces and masks them
-    (:func:`pretraining_batch`, seeded by `seed`), adds the two losses (:func:`pretraining_loss`),
-    clips the gradient norm to 1 and updates (:func:`pretraining_steps`)."""
+    """Masked LM + next-sentence prediction on `articles` (lists of tokenised sentences) → per-step
+    "loss", "mlm_loss", "nsp_loss". Each step draws `batch_size` sentence pairs of at most
+    `max_len` pieces and masks them (:func:`pretraining_batch`, seeded by `seed`), adds the two
+    losses (:func:`pretraining_loss`) and updates (:func:`pretraining_steps`: AdamW, linear
+    warm-up over `warmup` steps, linear decay to 0, the gradient norm clipped to 1)."""
     g = torch.Generator().manual_seed(seed)
 
     def losses(step, optimizer):  # one step's batch → (loss, mlm_loss, nsp_loss)

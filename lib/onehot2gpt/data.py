@@ -295,13 +295,10 @@ def _unpack(entry: dict[str, Any], archive: Path, dest: Path) -> None:
 
 
 def fetch(name: str, file: str | None = None, *, progress: bool = True) -> Path:
-    """Path to a verified local copy of one dataset file (unpacked for .gz/.zip entries).
-
-    Looks in the cache, then ``$ONEHOT2GPT_DATA_MIRROR``, then downloads. ``file`` may be left
-    out for one-file datasets. Raises :class:`ChecksumError` (the bad cached copy is deleted),
-    :class:`DatasetUnavailable` (no cache, no mirror, no network), :class:`CacheNotWritable` (a
-    read-only cache that lacks the file) or :class:`UnknownName`.
-    """
+    """Path to a verified local copy of one dataset file (unpacked for .gz/.zip entries); ``file``
+    may be left out for one-file datasets. Raises :class:`ChecksumError` (the bad cached copy is
+    deleted), :class:`DatasetUnavailable` (no cache, no mirror, no network), :class:`CacheNotWritable`
+    (a read-only cache that lacks the file) or :class:`UnknownName`."""
     entry = _file_entry(name, file)
     folder = cache_dir() / name
     try:

@@ -279,12 +279,9 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 def gpt2(name_or_path: str = "gpt2", **hf_kwargs):
     """Download (or read from the cache or a folder) GPT-2, e.g. "gpt2" (124M) or "gpt2-medium",
-    → (our GPT in eval mode, its byte-level BPE tokenizer). Needs internet the first time (Colab
-    has it); offline, the course's own checkpoints stand in. Extra keyword arguments
-    (cache_dir, local_files_only, revision) go to transformers.
-
-    A name that is neither a folder nor in the Hugging Face cache is downloaded only when the Hub
-    answers (:func:`hub_reachable`); otherwise the OSError comes at once."""
+    → (our GPT in eval mode, its byte-level BPE tokenizer). Extra keyword arguments (cache_dir,
+    local_files_only, revision) go to transformers. A name neither in a folder nor in the Hugging
+    Face cache is downloaded only when the Hub answers (:func:`hub_reachable`), else OSError at once."""
     import transformers
 
     from .gpt import load_hf_gpt2

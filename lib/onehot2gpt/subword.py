@@ -248,13 +248,8 @@ class WordPieceTokenizer:
     # ------------------------------------------------------------------------- tokenising
 
     def wordpiece(self, word: str) -> list[str]:
-        """One pre-tokenised word → its pieces, longest match first; ``[UNK]`` if impossible.
-
-        Example (a vocabulary holding "un", "##aff", "##able"):
-            >>> tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "!"])
-            >>> tok.wordpiece("unaffable")
-            ['un', '##aff', '##able']
-        """
+        """One pre-tokenised word → its pieces, longest match first ("unaffable" → ``un ##aff
+        ##able`` in this module's example); ``[UNK]`` if impossible."""
         return list(self._pieces(word))
 
     def _pieces(self, word: str) -> tuple[str, ...]:

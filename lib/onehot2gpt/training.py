@@ -60,11 +60,9 @@ def fine_tuning_optimizer(
     weight_decay: float,
 ):
     """The fine-tuning recipe shared by BERT (:func:`onehot2gpt.bert_tasks.finetune`) and GPT-1
-    (:func:`onehot2gpt.gpt_tasks.finetune_gpt`) → (optimizer, scheduler, steps).
-
-    :func:`adamw` on the trainable parameters, the learning rate rising linearly over the first
-    `warmup` share of the steps, then falling linearly to 0.
-    """
+    (:func:`onehot2gpt.gpt_tasks.finetune_gpt`) → (optimizer, scheduler, steps): :func:`adamw` on
+    the trainable parameters, the rate rising linearly over the first `warmup` share of the steps,
+    then falling linearly to 0."""
     steps = epochs * math.ceil(n_rows / batch_size)
     if max_steps is not None:
         steps = min(steps, max_steps)
