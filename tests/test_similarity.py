@@ -2,6 +2,8 @@
 independent correct solutions are not, bad input is refused. Hand-built notebooks, no kernels."""
 
 import csv
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -185,8 +187,31 @@ def test_the_command_writes_both_files(course, tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["similarity.csv", "similarity.md"]
 
 
+def test_the_grader_writes_the_similarity_report_after_the_grades(course, tmp_path, monkeypatch, capsys):
+    """onehot2gpt-grade's own run, its grading replaced by a stand-in (no kernels): the similarity
+    files come after the grade reports, at the threshold given."""
+    submissions, reference = course
+    monkeypatch.setattr(grading, "grade", lambda *args, **kwargs: [])
+    out = tmp_path / "grades"
+    argv = [str(submissions), "--reference", str(reference), "--out", str(out), "--no-sandbox"]
+    assert grading.main(argv) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-2:] == [str(out / "similarity.md"), str(out / "similarity.csv")]
+    assert "grades.md" in " ".join(printed[:-2])
+    assert [r["student_b"] for r in csv.DictReader((out / "similarity.csv").open(encoding="utf-8"))] == ["carol"]
+    assert grading.main(argv + ["--copy-threshold", "0"]) == 0
+    assert len(list(csv.DictReader((out / "similarity.csv").open(encoding="utf-8")))) > 1
+
+
 def test_the_grader_refuses_a_bad_copy_threshold(course, capsys):
     submissions, reference = course
     with pytest.raises(SystemExit):
         grading.main([str(submissions), "--reference", str(reference), "--copy-threshold", "-1"])
-    assert "--copy-threshold" in capsys.readouterr().err
+    assert "--copy-threshold: '-1': give a share between 0 and 1" in capsys.readouterr().err
+
+
+def test_python_dash_m_answers_help():
+    run = subprocess.run(
+        [sys.executable, "-m", "onehot2gpt_teach.similarity", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0 and run.stdout.startswith("usage: python -m onehot2gpt_teach.similarity"), run.stderr

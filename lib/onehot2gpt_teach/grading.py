@@ -55,6 +55,8 @@ Output, in ``--out`` (default: the submissions folder):
   file), then one table per submission.
 * ``grades_wide.csv``: one row per student for an LMS: total, maximum, one column per exercise.
 * ``feedback/<student>.md``: one file per student.
+* ``similarity.md`` and ``similarity.csv``: pairs of students whose solution cells of one exercise
+  share code (:mod:`onehot2gpt_teach.similarity`, ``--copy-threshold``).
 
 The code is in four modules, all of whose public names this module exports: ``grading_checks``
 (results, check cells, submissions, the verdict), ``grading_kernel`` (one submission in a kernel),
@@ -104,6 +106,8 @@ from .grading_reports import (
 )
 from .grading_workers import JOURNAL, MEMORY_GB, WORKER_GRACE, grade, read_journal, run_worker
 from .sandbox import SandboxUnavailable
+from .similarity import THRESHOLD as COPY_THRESHOLD
+from .similarity import report_copies, threshold_argument
 
 __all__ = [
     "CSV_COLUMNS",
@@ -201,6 +205,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help=f"grade everything again, ignoring the journal ({JOURNAL}) of an earlier run",
     )
+    parser.add_argument(
+        "--copy-threshold",
+        type=threshold_argument,
+        default=COPY_THRESHOLD,
+        help="similarity.md and .csv list the pairs of students whose solution cells of one exercise each have "
+        f"at least this share of their code in the other, 0 to 1 (default: {COPY_THRESHOLD}; docs/grading.md, Copies)",
+    )
     args = parser.parse_args(argv)
     if args.timeout <= 0 or args.cell_timeout <= 0:
         parser.error("--timeout and --cell-timeout must be positive numbers of seconds")
@@ -248,6 +259,11 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     for path in write_reports(results, out, settings, seeds()):
         print(path)
+    try:  # copies across the class (onehot2gpt_teach.similarity), once the grades are written
+        for path in report_copies(args.submissions, args.reference, out, args.copy_threshold):
+            print(path)
+    except (ValueError, ImportError) as exc:
+        log(f"similarity.md not written: {exc}")
     return 0
 
 

@@ -31,8 +31,8 @@ from itertools import combinations
 from pathlib import Path
 
 from ._cli import output_folder
-from .grading_checks import _first_line, _normalise, _source, _tags, find_submissions, reference_checks
-from .student import strip_solutions
+from .grading_checks import find_submissions, reference_checks
+from .student import cell_tags, strip_solutions
 
 # Chosen on planted cases of eight course exercises (docs/grading.md, "Copies"). copydetect's defaults
 # (25 and 25) miss copies with one line edited: an exercise's body filters down to a few dozen characters.
@@ -77,6 +77,20 @@ def _read_notebook(path: str | Path, what: str):
         ) from exc
 
 
+def _source(cell) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
+def _lines(source: str) -> list[str]:
+    """The non-blank lines of `source`, stripped."""
+    return [line.strip() for line in source.splitlines() if line.strip()]
+
+
+def _first_line(source: str) -> str:
+    return next(iter(_lines(source)), "")
+
+
 def _check_thresholds(threshold: float, noise: int, guarantee: int) -> None:
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
         raise ValueError(f"threshold={threshold!r}: give a share between 0 and 1 (default {THRESHOLD})")
@@ -112,12 +126,12 @@ def reference_exercises(notebook) -> list[Exercise]:
     for number, cell in enumerate(notebook.cells, 1):
         if cell.get("cell_type") != "code":
             continue
-        if "check" in _tags(cell):
+        if "check" in cell_tags(cell):
             name = next(names, "")
             for k, (n, c) in enumerate(pending):
                 exercises.append((f"{name} (part {k + 1})" if len(pending) > 1 else name, c))
             pending = []
-        elif "exercise" in _tags(cell):
+        elif "exercise" in cell_tags(cell):
             pending.append((number, cell))
     exercises += [(f"exercise at cell {n}", c) for n, c in pending]
     out = []
@@ -297,7 +311,7 @@ def find_copies(
         cells[(SOLUTION, reference.name)] = exercise.solution
         if len({student for student, _ in cells}) < 2:
             continue
-        answered = {k: v for k, v in cells.items() if _normalise(v) != _normalise(exercise.stub)}
+        answered = {k: v for k, v in cells.items() if _lines(v) != _lines(exercise.stub)}
         pairs += compare_cells(answered, exercise.stub, reference.name, name, threshold, noise, guarantee)
     return sorted(pairs, key=lambda p: (p.notebook, p.exercise, -p.score)), skipped
 
