@@ -77,26 +77,11 @@ def main() -> None:
     torch.manual_seed(s["SEED"])
     config = BertConfig.course(vocab_size=len(tokenizer), max_len=max(s["MAX_LEN"], 128), dropout=s["DROPOUT"])
     model = BertForPreTraining(config).to(args.device)
-    common = dict(
-        steps=s["STEPS"],
-        batch_size=s["BATCH_SIZE"],
-        max_len=s["MAX_LEN"],
-        lr=s["LR"],
-        warmup=s["WARMUP"],
-        seed=s["SEED"],
-    )
+    # the loop's arguments are the settings of the same names, in lower case
+    common = {k.lower(): s[k] for k in ("STEPS", "BATCH_SIZE", "MAX_LEN", "LR", "WARMUP", "SEED")}
     if fast:
-        history = _bert.pretrain_bert_fast(
-            model,
-            tokenizer,
-            train_ids,
-            **common,
-            mask_prob=s["MASK_PROB"],
-            bf16=s["BF16"],
-            explicit_attention=s["EXPLICIT_ATTENTION"],
-            chunked_loss=s["CHUNKED_LOSS"],
-            sparse_top=s["SPARSE_TOP"],
-        )
+        switches = {k.lower(): s[k] for k in _PLAIN}  # mask_prob, bf16, explicit_attention, ...
+        history = _bert.pretrain_bert_fast(model, tokenizer, train_ids, **common, **switches)
     else:
         history = pretrain_bert(model, tokenizer, train_ids, **common)
     t_train = time.time() - start
