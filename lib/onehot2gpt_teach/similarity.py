@@ -4,7 +4,7 @@ For every course notebook and every exercise in it (a code cell tagged ``exercis
 the grader names it: after the check cell that follows it), the submission's copy of that cell
 (found by cell id, else by its first line, the ``def`` line the student version keeps) is compared
 with the same cell of every other student's submissions and with the course's own solution, using
-`copydetect <https://pypi.org/project/copydetect/>`_: its code fingerprints (winnowed k-grams of
+`copydetect <https://pypi.org/project/copydetect/>`_: its code fingerprints (hashed k-grams of
 the code with names, strings and comments filtered out, so that renaming variables or rewriting
 comments does not hide a copy). The fingerprints of the student version of the cell (the ``def``
 line, the code around the solution block and the ``raise NotImplementedError`` stub) are removed
@@ -35,7 +35,8 @@ from .grading_checks import find_submissions, reference_checks
 from .student import cell_tags, strip_solutions
 
 # Chosen on planted cases of eight course exercises (docs/grading.md, "Copies"). copydetect's defaults
-# (25 and 25) miss copies with one line edited: an exercise's body filters down to a few dozen characters.
+# (25 and 25) missed a copy of `cosine` with one line edited: an exercise's body filters down to a few dozen
+# characters.
 THRESHOLD = 0.7
 NOISE = 10  # copydetect's noise threshold k: matches shorter than this many filtered characters are ignored
 GUARANTEE = 10  # copydetect's guarantee threshold: = NOISE, every k-gram kept (winnowing window 1)
