@@ -59,11 +59,8 @@ def _quiet_transformers():
 
 @functools.lru_cache(maxsize=1)
 def load_minilm():
-    """Load (BertModel in eval mode, BertTokenizerFast) for all-MiniLM-L6-v2, offline; cached.
-
-    The model uses "eager" attention: the fused kernels (sdpa) never form the attention matrix,
-    so they cannot return it.
-    """
+    """Load (BertModel in eval mode, BertTokenizerFast) for all-MiniLM-L6-v2, offline; cached. The
+    model uses "eager" attention: the fused kernels (sdpa) never form the attention matrix."""
     from transformers import BertModel, BertTokenizerFast
 
     path = minilm_path()

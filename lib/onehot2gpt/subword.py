@@ -43,10 +43,7 @@ PREFIX = "##"  # marks a piece that continues a word: "un", "##aff", "##able"
 
 def _is_control(ch: str) -> bool:
     """Control, format, private-use or surrogate (Cc, Cf, Co, Cs); tab and newlines are spaces.
-
-    Unassigned code points (Cn) are kept, as Hugging Face's fast tokenizer keeps them (the
-    original Python BERT code drops them).
-    """
+    Unassigned code points (Cn) are kept, as Hugging Face's fast tokenizer keeps them."""
     return ch not in "\t\n\r" and unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs")
 
 
@@ -79,11 +76,8 @@ def is_punctuation(ch: str) -> bool:
 
 
 class _CharMap:
-    """``str.translate`` with a per-character rule, classifying each distinct character once.
-
-    The same as ``"".join(rule(ch) for ch in text)``, but a corpus has only a few thousand
-    distinct characters, so after the first lines it runs at the speed of ``str.translate``.
-    """
+    """``"".join(rule(ch) for ch in text)`` as ``str.translate``: each distinct character is
+    classified once (a corpus has a few thousand), then the table does the work."""
 
     def __init__(self, rule: Callable[[str], str]):
         self.rule = rule
