@@ -155,8 +155,11 @@ def test_reports_list_the_pair_with_its_lines(course, tmp_path):
 def test_an_unreadable_submission_is_named_and_the_rest_compared(course):
     submissions, reference = course
     (submissions / "bob" / "02_word2vec.ipynb").write_text("{not json", encoding="utf-8")
+    odd = '{"cells": [5, null], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'  # JSON, but no cells
+    (submissions / "dave" / "02_word2vec.ipynb").write_text(odd, encoding="utf-8")
     pairs, skipped = find_copies(submissions, reference)
-    assert len(skipped) == 1 and skipped[0].startswith("bob/02_word2vec.ipynb: submission")
+    assert [reason.split(":")[0] for reason in skipped] == ["bob/02_word2vec.ipynb", "dave/02_word2vec.ipynb"]
+    assert "bob/02_word2vec.ipynb: submission" in skipped[0] and "could not be read" in skipped[1]
     assert [(p.student_a, p.student_b) for p in pairs] == [("alice", "carol")]
 
 

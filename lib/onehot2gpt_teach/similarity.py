@@ -301,10 +301,14 @@ def find_copies(
             exercises[sub.reference] = reference_exercises(_read_notebook(sub.reference, "course notebook"))
         try:
             notebook = _read_notebook(sub.path, "submission")
+            found = solution_cells(notebook, exercises[sub.reference])
         except ValueError as exc:
             skipped.append(f"{sub.file}: {exc}")
             continue
-        for name, source in solution_cells(notebook, exercises[sub.reference]).items():
+        except (AttributeError, TypeError) as exc:  # cells that are not what nbformat describes
+            skipped.append(f"{sub.file}: its cells could not be read ({type(exc).__name__}: {exc})")
+            continue
+        for name, source in found.items():
             groups.setdefault((sub.reference, name), {})[(sub.student, sub.file)] = source
     pairs = []
     for (reference, name), cells in groups.items():
