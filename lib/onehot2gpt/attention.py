@@ -185,8 +185,7 @@ def load_torch_mha(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> M
     """Copy a `torch.nn.MultiheadAttention`'s weights into ours (same d_model and heads)."""
     if (theirs.embed_dim, theirs.num_heads) != (ours.d_model, ours.n_heads):
         raise ValueError(
-            f"shape mismatch: torch module has d_model={theirs.embed_dim}, "
-            f"heads={theirs.num_heads}; ours has {ours.d_model}, {ours.n_heads}"
+            f"shape mismatch: d_model, heads = {theirs.embed_dim}, {theirs.num_heads} (torch's), ours {ours.d_model}, {ours.n_heads}"
         )
     if not theirs._qkv_same_embed_dim:
         raise ValueError("only MultiheadAttention with kdim = vdim = embed_dim can be copied")

@@ -83,7 +83,6 @@ class BertConfig:
         check_choice(getattr(hf_config, "hidden_act", "gelu"), "hidden_act", ("gelu",), fix="our GELU is the exact one")
         positions = getattr(hf_config, "position_embedding_type", "absolute")
         check_choice(positions, "position_embedding_type", ("absolute",), fix="only learned positions are supported")
-        pad = getattr(hf_config, "pad_token_id", None)
         return cls(
             vocab_size=hf_config.vocab_size,
             d_model=hf_config.hidden_size,
@@ -94,28 +93,27 @@ class BertConfig:
             type_vocab_size=hf_config.type_vocab_size,
             dropout=hf_config.hidden_dropout_prob,
             eps=hf_config.layer_norm_eps,
-            pad_id=0 if pad is None else pad,
+            pad_id=getattr(hf_config, "pad_token_id", None) or 0,  # None: BERT's [PAD] is 0
         )
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def _init_weights(*modules: nn.Module, std: float = 0.02):
-    """BERT's initialisation: N(0, 0.02²) weights, zero biases, LayerNorm at identity, zero [PAD]
-    row. Small weights make every token equally likely at first: MLM loss ≈ ln(vocab_size)."""
-    for root in modules:
-        for m in root.modules():
-            if isinstance(m, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(m.weight, std=std)
-            if isinstance(m, nn.Linear) and m.bias is not None:
-                nn.init.zeros_(m.bias)
-            if isinstance(m, nn.Embedding) and m.padding_idx is not None:
-                with torch.no_grad():
-                    m.weight[m.padding_idx].zero_()
-            if isinstance(m, nn.LayerNorm):
-                nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
+def _init_weights(root: nn.Module):
+    """BERT's initialisation of every layer in `root`: N(0, 0.02²) weights, zero biases, LayerNorm at
+    identity, zero [PAD] row. Small weights make every token equally likely at first: MLM loss ≈ ln(vocab_size)."""
+    for m in root.modules():
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+        if isinstance(m, nn.Embedding) and m.padding_idx is not None:
+            with torch.no_grad():
+                m.weight[m.padding_idx].zero_()
+        if isinstance(m, nn.LayerNorm):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
 
 
 # ------------------------------------------------------------------------------------- The encoder
@@ -298,10 +296,7 @@ def train_top_layers(model: nn.Module, top_layers: int) -> list[str]:
     so they act as a fixed feature extractor. → the names of the parameters left trainable."""
     bert = getattr(model, "bert", None)
     if not isinstance(bert, BertModel) or isinstance(model, BertModel):
-        raise TypeError(
-            f"pass a BertFor… model (a BertModel with a head on top, e.g. "
-            f"BertForSequenceClassification); got {type(model).__name__}"
-        )
+        raise TypeError(f"pass a BertFor… model (a BertModel with a head on top); got {type(model).__name__}")
     layers = list(bert.encoder.layers)
     check_int(top_layers, "top_layers", 0, len(layers), fix="the number of top encoder layers to train")
     freeze(model, False)
@@ -449,9 +444,7 @@ def best_span(start_logits, end_logits, max_answer_len: int = 30, allowed=None):
     scores = scores.masked_fill(~valid, float("-inf"))
     best = int(scores.argmax())
     score = float(scores.flatten()[best])
-    if score == float("-inf"):
-        return None
-    return best // T, best % T, score
+    return None if score == float("-inf") else (best // T, best % T, score)
 
 
 def _require_mlm_head(model, what: str, parts: tuple[str, ...] = ()) -> None:
@@ -494,12 +487,9 @@ def fill_mask(model: BertForPreTraining, tokenizer, text: str, top_k: int = 5):
     with evaluating(model):
         out = model.bert(torch.tensor([ids]), torch.tensor([enc["token_type_ids"]]))
         probs = torch.softmax(model.mlm(out.last_hidden_state[0, positions]), dim=-1)  # (n masks, V)
-    result = []
-    for pos, row in zip(positions, probs):
-        values, index = row.topk(top_k)
-        tokens = tokenizer.convert_ids_to_tokens(index.tolist())
-        result.append((pos, [(t, float(v)) for t, v in zip(tokens, values)]))
-    return result
+    values, index = probs.topk(top_k)  # (n masks, top_k), best first
+    tokens = [tokenizer.convert_ids_to_tokens(row) for row in index.tolist()]
+    return [(pos, list(zip(t, p))) for pos, t, p in zip(positions, tokens, values.tolist())]
 
 
 def pseudo_log_likelihood(model: BertForPreTraining, ids, mask_id: int) -> torch.Tensor:
@@ -578,12 +568,9 @@ def bert_from_checkpoint(record: dict, weights: dict, tokenizer=None) -> BertMod
             f"config.json names model {record.get('model')!r}; a BERT checkpoint holds one of {sorted(_MODELS)}"
         )
     config = config_from_record(BertConfig, record)
-    model = (
-        BertForPreTraining(config)
-        if record["model"] == "BertForPreTraining"
-        else BertModel(config, add_pooler=record.get("pooler", True))
-    )
-    return fill_module(model, weights)
+    if record["model"] == "BertForPreTraining":
+        return fill_module(BertForPreTraining(config), weights)
+    return fill_module(BertModel(config, add_pooler=record.get("pooler", True)), weights)
 
 
 def attention_source(model, tokenizer):

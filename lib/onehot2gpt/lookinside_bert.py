@@ -58,11 +58,9 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
     ids = one_sequence(ids, c, "this BERT")
     T = ids.numel()
     check_temperature(temperature)
-    types = (
-        torch.zeros_like(ids)
-        if token_type_ids is None
-        else as_ids(token_type_ids, c.type_vocab_size, dims=1, name="token_type_ids")
-    )
+    types = torch.zeros_like(ids)  # one segment: all "A"
+    if token_type_ids is not None:
+        types = as_ids(token_type_ids, c.type_vocab_size, dims=1, name="token_type_ids")
     if types.shape != ids.shape:
         raise ValueError(f"token_type_ids must have the shape of ids {tuple(ids.shape)}; got {tuple(types.shape)}")
     emb = model.bert.embeddings
@@ -90,25 +88,13 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
     head = model.mlm
     dense = F.linear(x, head.dense.weight, head.dense.bias)
     act = F.gelu(dense)
-    normed = F.layer_norm(act, (D,), head.norm.weight, head.norm.bias, head.norm.eps)
-    logits = F.linear(normed, head.decoder.weight, head.decoder.bias)
+    norm = F.layer_norm(act, (D,), head.norm.weight, head.norm.bias, head.norm.eps)
+    logits = F.linear(norm, head.decoder.weight, head.decoder.bias)
+    temperature = float(temperature)
     scaled = logits / temperature
+    probs = torch.softmax(scaled, -1)
     return BertTrace(
-        ids.cpu(),
-        types.cpu(),
-        tok,
-        seg,
-        pos,
-        summed,
-        x0,
-        layers,
-        dense,
-        act,
-        normed,
-        logits,
-        float(temperature),
-        scaled,
-        torch.softmax(scaled, -1),
+        ids.cpu(), types.cpu(), tok, seg, pos, summed, x0, layers, dense, act, norm, logits, temperature, scaled, probs
     )
 
 

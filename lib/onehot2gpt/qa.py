@@ -131,18 +131,14 @@ def _check_answer_start(ex: dict) -> int:
     """The first gold answer's ``answer_start``, after checking that its text is there."""
     answer, context = ex["answers"][0], ex["context"]
     start, text = answer["answer_start"], answer["text"]
-    whole = isinstance(start, int) and not isinstance(start, bool)
-    if not whole or not 0 <= start <= len(context) - len(text) or context[start : start + len(text)] != text:
-        found = context[start : start + len(text)] if whole and start >= 0 else ""
+    whole = isinstance(start, int) and not isinstance(start, bool) and start >= 0
+    found = context[start : start + len(text)] if whole else ""
+    if not whole or found != text:
         where = context.find(text)
-        elsewhere = (
-            f"; the text does occur at character {where}: fix answer_start"
-            if where >= 0
-            else "; the text does not occur in the context at all"
-        )
+        hint = f"does occur at character {where}: fix answer_start" if where >= 0 else "does not occur in the context"
         raise ValueError(
             f"SQuAD question {ex.get('id')!r}: the answer {text!r} should start at character "
-            f"{start!r} of the context, but {found!r} stands there{elsewhere}"
+            f"{start!r} of the context, but {found!r} stands there; the text {hint}"
         )
     return start
 
@@ -276,8 +272,7 @@ def unanswerable_pairs(examples: Sequence[dict], seed: int = 0) -> list[dict]:
         paragraphs.setdefault(ex["title"], {})[ex["context"]] = f" {squad_normalize(ex['context'])} "
     if len(paragraphs) < 2:
         raise ValueError(
-            f"need questions from at least two articles to pair them with other articles' "
-            f"paragraphs; got {len(paragraphs)}"
+            f"need questions from at least two articles (to pair each with another's paragraph); got {len(paragraphs)}"
         )
     rng = random.Random(seed)
     titles = list(paragraphs)
@@ -347,12 +342,10 @@ def answer_question(
     features = encode_squad(tokenizer, [example], max_len, max_question_len)
     with evaluating(model):
         device = next(model.parameters()).device
-        batch = {k: features[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask", "context_mask")}
-        span_mask = batch["context_mask"].clone()
+        args = (features[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask"))
+        span_mask = features["context_mask"].clone()
         span_mask[:, 0] = True  # [CLS]: the null span, "no answer in this passage"
-        start_logits, end_logits = model(
-            batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], span_mask=span_mask
-        )
+        start_logits, end_logits = model(*args, span_mask=span_mask.to(device))
     (s, e), margin = (x[0] for x in null_margins(start_logits, end_logits, features["context_mask"], max_answer_len))
     start_logits, end_logits = start_logits[0].float().cpu(), end_logits[0].float().cpu()
     inside = features["context_mask"][0]

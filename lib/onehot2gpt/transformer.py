@@ -10,7 +10,7 @@ attention maps on request as one (B, H, T_q, T_k) tensor per layer, as Hugging F
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -45,9 +45,6 @@ class TransformerConfig:
     def tiny(cls, **overrides) -> TransformerConfig:
         """Tests and toy tasks: 2 layers, 32 wide, 2 heads."""
         return cls(**{**dict(d_model=32, n_heads=2, n_layers=2, d_ff=64, max_len=32), **overrides})
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # --------------------------------------------------------------------------------------- Positions
@@ -308,9 +305,8 @@ class Seq2SeqTransformer(nn.Module):
     def forward(self, src, tgt_in, output_attentions: bool = False):
         memory, memory_mask, enc_maps = self.encode(src, output_attentions)
         logits, self_maps, cross_maps = self.decode(tgt_in, memory, memory_mask, output_attentions)
-        if not output_attentions:
-            return logits, None
-        return logits, {"encoder": enc_maps, "decoder": self_maps, "cross": cross_maps}
+        maps = {"encoder": enc_maps, "decoder": self_maps, "cross": cross_maps} if output_attentions else None
+        return logits, maps
 
     def greedy_decode(self, src, bos_id: int, eos_id: int, max_new: int | None = None):
         """src (B, S) → generated ids (B, ≤ max_new), without <bos>; stops when every row has

@@ -20,8 +20,6 @@ from .training import inverse_sqrt_schedule, optimizer_step, pad_batch
 from .utils import check_finite_loss
 from .vocab import BOS, EOS, Vocab, tokenize_chars
 
-__all__ = ["encode_pairs", "train_seq2seq", "translate", "exact_match"]
-
 
 def encode_pairs(
     pairs: Sequence[tuple[str, str]],
@@ -71,10 +69,7 @@ def train_seq2seq(
             s, t = src[idx].to(device), tgt[idx].to(device)
             logits, _ = model(s, t[:, :-1])
             loss = F.cross_entropy(
-                logits.reshape(-1, logits.size(-1)),
-                t[:, 1:].reshape(-1),
-                ignore_index=pad,
-                label_smoothing=label_smoothing,
+                logits.flatten(0, 1), t[:, 1:].flatten(), ignore_index=pad, label_smoothing=label_smoothing
             )
             optimizer_step(loss, opt, sched, model.parameters(), clip)
             losses.append(check_finite_loss(loss, step, lr=lr, what=desc))
