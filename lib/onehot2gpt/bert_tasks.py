@@ -306,7 +306,7 @@ def evaluate(model, data: dict, task: str, batch_size: int = 64, max_answer_len:
       texts ("predictions") and SQuAD's exact_match and f1 in percent; loss with gold positions.
     """
     _check_task(task, data, training=False)
-    N, T = data["input_ids"].shape
+    T = data["input_ids"].size(1)
     total_loss, correct, count, outputs = 0.0, 0, 0, []
     # Rows in order of length, so that a batch holds rows of about the same length and little
     # padding; `back` puts the results in the rows' order again.
