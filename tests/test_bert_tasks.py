@@ -239,20 +239,6 @@ def test_best_span_and_predict_spans_refuse_nan_logits():
         qa.predict_spans(torch.zeros(1, 3), torch.full((1, 3), float("nan")), torch.ones(1, 3, dtype=torch.bool))
 
 
-def test_choose_null_threshold_separates_what_can_be_separated():
-    answerable, unanswerable = torch.tensor([4.0, 6.0, 9.0]), torch.tensor([-3.0, 0.0, 2.0])
-    t = qa.choose_null_threshold(answerable, unanswerable)
-    assert 2.0 < t < 4.0
-    assert qa.null_accuracy(answerable, unanswerable, t) == {"answered": 1.0, "abstained": 1.0, "balanced": 1.0}
-    # Overlapping margins: the best threshold still beats "always answer" and "never answer".
-    g = torch.Generator().manual_seed(0)
-    a, u = torch.randn(200, generator=g) + 2, torch.randn(300, generator=g)
-    best = qa.null_accuracy(a, u, qa.choose_null_threshold(a, u))["balanced"]
-    for t in (-100.0, 100.0, 0.0, 2.0):
-        assert best >= qa.null_accuracy(a, u, t)["balanced"]
-    assert best > 0.75
-
-
 @pytest.mark.parametrize(
     "bad, error",
     [(float("nan"), ValueError), (float("inf"), ValueError), ("1", TypeError), (None, TypeError), (True, TypeError)],
@@ -260,13 +246,6 @@ def test_choose_null_threshold_separates_what_can_be_separated():
 def test_a_bad_threshold_is_refused(bad, error):
     with pytest.raises(error, match=r"null_threshold(=\S+)? must be a (finite )?number.*score margin"):
         qa.abstains(torch.tensor([1.0]), bad)
-
-
-def test_choose_null_threshold_refuses_empty_or_broken_margins():
-    with pytest.raises(ValueError, match="both kinds"):
-        qa.choose_null_threshold(torch.tensor([]), torch.tensor([1.0]))
-    with pytest.raises(ValueError, match="NaN or inf"):
-        qa.choose_null_threshold(torch.tensor([float("nan")]), torch.tensor([1.0]))
 
 
 def test_unanswerable_pairs_take_a_paragraph_of_another_article_without_the_answer(squad, bert_tok):

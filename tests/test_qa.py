@@ -18,7 +18,7 @@ from onehot2gpt.subword import WordPieceTokenizer
 from onehot2gpt.widgets import PRECIPITATION, QuestionAnswerer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
-from _qa import minilm_qa_recipe, qa_split, qa_trainable, save_minilm_qa  # noqa: E402  (recipes/_qa.py: the QA recipe's run)
+from _qa import choose_null_threshold, minilm_qa_recipe, qa_split, qa_trainable, save_minilm_qa  # noqa: E402  (recipes/_qa.py: the QA recipe's run)
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +111,30 @@ def test_qa_trainable_rejects_a_bad_layer_count(top):
     model = BertForQuestionAnswering(minilm_bert()[0])
     with pytest.raises(ValueError, match="top_layers must be a whole number from 0 to 6"):
         qa_trainable(model, top)
+
+
+# --------------------------------------------------------------------- the null threshold (the recipe's)
+
+
+def test_choose_null_threshold_separates_what_can_be_separated():
+    answerable, unanswerable = torch.tensor([4.0, 6.0, 9.0]), torch.tensor([-3.0, 0.0, 2.0])
+    t = choose_null_threshold(answerable, unanswerable)
+    assert 2.0 < t < 4.0
+    assert bert_tasks.null_accuracy(answerable, unanswerable, t) == {"answered": 1.0, "abstained": 1.0, "balanced": 1.0}
+    # Overlapping margins: the best threshold still beats "always answer" and "never answer".
+    g = torch.Generator().manual_seed(0)
+    a, u = torch.randn(200, generator=g) + 2, torch.randn(300, generator=g)
+    best = bert_tasks.null_accuracy(a, u, choose_null_threshold(a, u))["balanced"]
+    for t in (-100.0, 100.0, 0.0, 2.0):
+        assert best >= bert_tasks.null_accuracy(a, u, t)["balanced"]
+    assert best > 0.75
+
+
+def test_choose_null_threshold_refuses_empty_or_broken_margins():
+    with pytest.raises(ValueError, match="both kinds"):
+        choose_null_threshold(torch.tensor([]), torch.tensor([1.0]))
+    with pytest.raises(ValueError, match="NaN or inf"):
+        choose_null_threshold(torch.tensor([float("nan")]), torch.tensor([1.0]))
 
 
 # --------------------------------------------------------------------- answer_question

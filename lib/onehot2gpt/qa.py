@@ -231,28 +231,6 @@ def abstains(margins: torch.Tensor, threshold: float) -> torch.Tensor:
     return torch.as_tensor(margins) <= threshold
 
 
-def choose_null_threshold(answerable: torch.Tensor, unanswerable: torch.Tensor) -> float:
-    """Margins of questions whose passage holds the answer and of questions whose passage does not
-    (1-D each) → the threshold that maximises the mean of the two accuracies (answered on the
-    first, abstained on the second), halfway between the two margins around it. Choose it on
-    held-out questions and report on others.
-
-    Example:
-        >>> choose_null_threshold(torch.tensor([5., 6., 1.]), torch.tensor([-2., 0., 3.]))
-        0.5
-    """
-    a, u = torch.as_tensor(answerable).float().flatten(), torch.as_tensor(unanswerable).float().flatten()
-    if len(a) == 0 or len(u) == 0:
-        raise ValueError(f"need margins of both kinds of question; got {len(a)} answerable and {len(u)} unanswerable")
-    if not (torch.isfinite(a).all() and torch.isfinite(u).all()):
-        raise ValueError("the margins hold NaN or inf: score the questions again with a working model")
-    values = torch.cat([a, u]).unique()  # sorted
-    candidates = torch.cat([values[:1] - 1, (values[1:] + values[:-1]) / 2, values[-1:] + 1])
-    answered = (a[None, :] > candidates[:, None]).float().mean(1)
-    abstained = (u[None, :] <= candidates[:, None]).float().mean(1)
-    return float(candidates[int(((answered + abstained) / 2).argmax())])
-
-
 def null_accuracy(answerable: torch.Tensor, unanswerable: torch.Tensor, threshold: float) -> dict[str, float]:
     """Margins of answerable and unanswerable questions and a threshold → {"answered": the share of
     answerable questions the model answers, "abstained": the share of unanswerable ones it declines,
