@@ -218,3 +218,39 @@ def test_python_dash_m_answers_help():
         [sys.executable, "-m", "onehot2gpt_teach.similarity", "--help"], capture_output=True, text=True, timeout=120
     )
     assert run.returncode == 0 and run.stdout.startswith("usage: python -m onehot2gpt_teach.similarity"), run.stderr
+
+
+def _calibration():
+    """tools/similarity_calibration.py as a module (tools/ is not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "similarity_calibration.py"
+    spec = importlib.util.spec_from_file_location("similarity_calibration", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_planted_cases_fall_on_either_side_of_the_default_threshold():
+    # What THRESHOLD rests on (docs/grading.md, "Copies"): at the module's settings every copy and
+    # every copy with one line edited reaches it, every independent solution (the course's among
+    # them) stays under it.
+    calibration = _calibration()
+    assert all(calibration.edited(f) != calibration.CASES[f][1] for f in calibration.CASES)
+    result = calibration.calibrate()
+    assert set(result["exercises"]) == set(calibration.CASES)
+    for function, row in result["exercises"].items():
+        assert row["copy"] >= THRESHOLD and row["edited_copy"] >= THRESHOLD, (function, row)
+        apart = (row["independent"], row["student_vs_course"], row["independent_vs_course"])
+        assert max(apart) < THRESHOLD, (function, row)
+
+
+def test_the_calibration_refuses_bad_settings_with_what_to_do(capsys):
+    calibration = _calibration()
+    with pytest.raises(SystemExit):
+        calibration.main(["--noise", "12", "--guarantee", "11"])
+    assert "--guarantee 11: give a number ≥ --noise (12)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        calibration.main(["--noise", "0"])
+    assert "--noise: '0': give a whole number of characters, 1 or more" in capsys.readouterr().err
