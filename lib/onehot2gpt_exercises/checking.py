@@ -10,14 +10,22 @@ inputs of the check's own seed and of the grader's hidden seeds and saves the an
 runs student code: the same inputs, the library's reference, and the recorded answers in place of
 the student's function (:func:`replaying`). Patching anything in the kernel can only spoil the
 recorded answers, never turn a wrong answer into a pass.
+
+While recording, the student's function is not called from inside the check: the check only draws
+the inputs and queues them; :func:`stop_recording` makes the calls after the check has returned,
+so no frame above the student's call (``sys._getframe``, ``inspect.stack()``, ``f_back``) holds
+the check's reference or its locals. The in-notebook check (no grading) still calls the student's
+function from inside the check: its verdict is the student's own feedback, never a grade.
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import copy
 import io
 import math
+import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -146,20 +154,30 @@ def _wrong_answer(name: str, message: str, concept: str, hint: str) -> Assertion
 # Grading: record in the student's kernel, replay in the grader's process
 # --------------------------------------------------------------------------------------------
 
-_GRADING: dict = {"mode": None, "path": None, "hidden": (), "calls": []}
+_GRADING: dict = {"mode": None, "path": None, "hidden": (), "pending": []}
 
 
 def start_recording(path: str | Path, hidden_seeds=()) -> None:
     """Make :func:`check_function` record instead of check (used by :mod:`onehot2gpt_teach.grading` in a
     student's kernel): each check then calls the student's function on the inputs of its own seed
     and of every seed in `hidden_seeds`, and saves the answers to `path` (``torch.save``, read back
-    with ``weights_only=True``) without comparing them. :func:`stop_recording` ends it."""
-    _GRADING.update(mode="record", path=Path(path), hidden=tuple(int(s) for s in hidden_seeds), calls=[])
+    with ``weights_only=True``) without comparing them. The calls are made by :func:`stop_recording`,
+    after the checks have returned (see the module's docstring)."""
+    _GRADING.update(mode="record", path=Path(path), hidden=tuple(int(s) for s in hidden_seeds), pending=[])
 
 
 def stop_recording() -> None:
-    """Back to ordinary checking."""
-    _GRADING.update(mode=None, path=None, hidden=(), calls=[])
+    """Call the student's functions on the inputs the checks queued since :func:`start_recording`,
+    save their answers (after each check, so a later crash keeps the earlier ones), and go back to
+    ordinary checking. The check frames are gone by then: the student's function runs below this
+    function and :func:`_call` only, whose frames hold the queue (student functions and inputs)."""
+    pending, path = _GRADING["pending"], _GRADING["path"]
+    _GRADING.update(mode=None, path=None, hidden=(), pending=[])  # a student calling this again: no-op
+    calls = []
+    for name, student_fn, inputs in pending:
+        calls.append({"name": name, "answers": _answers(student_fn, inputs)})
+        torch.save({"calls": calls}, path)
+        print(f"{name}: answers recorded for grading")
 
 
 @contextlib.contextmanager
@@ -207,18 +225,66 @@ def _plain(x):
 
 
 def _record(student_fn: Callable, make_inputs, name: str, seeds: list[int], trials: int) -> None:
-    """Call `student_fn` on every trial's inputs of every seed and save the answers: ("value",
-    answer), or ("raised", exception name, message) and no further calls."""
-    answers, path = [], _GRADING["path"]  # the student's function may stop the recording: kept
+    """Queue `student_fn` with every trial's inputs of every seed for :func:`stop_recording`. The
+    inputs are drawn here, in the order a live check draws them (the student's function never
+    touches the generator), so the replay draws the same ones."""
+    inputs = []
     for seed in seeds:
         gen = torch.Generator().manual_seed(seed)
-        for _ in range(trials):
-            args = make_inputs(gen)
+        inputs.append([make_inputs(gen) for _ in range(trials)])
+    _GRADING["pending"].append((name, _confined(student_fn), inputs))
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    """The global names a code object (and the functions and comprehensions inside it) may read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _confined(fn, depth: int = 0):
+    """`fn` as the recording calls it. A check may wrap the student's function in a function of its
+    own (``as_int``, ``without_grad``): that wrapper's frame sits between the recording and the
+    student's function, and its module's globals would hold the check's reference helpers
+    (``_reference_analogy``). Such a wrapper (a function of this package) is rebuilt with only the
+    globals its code names, and so are the functions in its closure; the student's function and
+    anything else are returned as they are."""
+    package = __name__.rpartition(".")[0]
+    module = getattr(fn, "__globals__", {}).get("__name__", "")
+    if not isinstance(fn, types.FunctionType) or depth > 8 or not (module + ".").startswith(package + "."):
+        return fn
+    scope = {"__name__": module, "__builtins__": fn.__globals__.get("__builtins__", builtins)}
+    scope.update({n: fn.__globals__[n] for n in _code_names(fn.__code__) if n in fn.__globals__})
+    cells = []
+    for cell in fn.__closure__ or ():
+        try:
+            cells.append(types.CellType(_confined(cell.cell_contents, depth + 1)))
+        except ValueError:  # an empty cell: kept
+            cells.append(cell)
+    confined = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, tuple(cells) or None)
+    confined.__kwdefaults__ = fn.__kwdefaults__
+    return confined
+
+
+def _call(fn, args):
+    """The one frame between the recording and the student's function: it holds the function and
+    its inputs, nothing else."""
+    return fn(*args)
+
+
+def _answers(student_fn: Callable, inputs: list) -> list:
+    """`student_fn`'s answers on the queued inputs (one list of argument tuples per seed): ("value",
+    answer), or ("raised", exception name, message) or ("unreadable", what) and no further calls."""
+    answers = []
+    for trials in inputs:
+        for args in trials:
             try:
-                got = _plain(student_fn(*copy.deepcopy(args)))
+                got = _plain(_call(student_fn, copy.deepcopy(args)))
             except Exception as exc:  # recorded: the replay reports it like a live check would
                 answers.append(("raised", type(exc).__name__, str(exc)[:2000]))
-                break
+                return answers
             buffer = io.BytesIO()
             try:
                 torch.save(got, buffer)
@@ -226,21 +292,11 @@ def _record(student_fn: Callable, make_inputs, name: str, seeds: list[int], tria
                 torch.load(buffer, weights_only=True)
             except Exception:  # not plain data: the replay says so
                 kind = type(got).__qualname__
-                answers.append(
-                    (
-                        "unreadable",
-                        f"a {kind}" if not isinstance(got, torch.Tensor) else f"a {kind} (a subclass of torch.Tensor)",
-                    )
-                )
-                break
+                subclass = " (a subclass of torch.Tensor)" if isinstance(got, torch.Tensor) else ""
+                answers.append(("unreadable", f"a {kind}{subclass}"))
+                return answers
             answers.append(("value", got))
-        else:
-            continue
-        break
-    calls = _GRADING["calls"] if _GRADING["path"] == path else []
-    calls.append({"name": name, "answers": answers})
-    torch.save({"calls": calls}, path)
-    print(f"{name}: answers recorded for grading")
+    return answers
 
 
 def _replayed(name: str) -> list:
@@ -296,7 +352,7 @@ def check_function(
             label = f"test {trial + 1} of {trials}" if k == 0 else f"hidden test {trial + 1} of {trials}"
             try:
                 if answers is None:
-                    got = student_fn(*copy.deepcopy(args))
+                    got = _call(student_fn, copy.deepcopy(args))
                 else:
                     got = _answer(answers, name)
             except NotImplementedError:

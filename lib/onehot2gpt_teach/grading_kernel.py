@@ -263,7 +263,12 @@ class _Run:
                 source = check_prelude(source, answers, self.hidden_seeds) + source
             outcome = await self._execute(client, source, limit)
             if answers is not None and outcome.status in ("ok", "error"):
-                await self._execute(client, STOP_RECORDING, PROBE_SECONDS)
+                # the student's functions run here (the check only queued their inputs), under the
+                # check's limit: their timeout or crash is the check's
+                stop_limit = min(self.cell_timeout, self._left())
+                stopped = await self._execute(client, STOP_RECORDING, stop_limit)
+                if stopped.status in ("timeout", "dead"):
+                    outcome, limit = stopped, stop_limit
             self._record(position, step, outcome, limit, answers)
             position += 1
             if outcome.status == "dead":

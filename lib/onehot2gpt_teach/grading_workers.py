@@ -19,6 +19,7 @@ from .grading_kernel import (
     read_notebook,
     sandbox_kernels,
 )
+from .reference_use import mark_reference_use
 
 # --------------------------------------------------------------------------------------------
 # A class: one process per submission, several at a time, a journal to resume from
@@ -349,6 +350,7 @@ def grade(
             network=network,
             sandbox=sandbox,
         )
+        rows = mark_reference_use(submission, rows)  # from the source, here: no kernel's word
         with lock:
             results[i] = rows
             if journal is not None:
