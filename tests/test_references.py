@@ -331,3 +331,29 @@ def test_a_flagged_pass_scores_zero_with_the_reason(tmp_path):
     assert marked.message.startswith("uses the library's own `one_hot`")
     honest = Submission(tmp_path / "01_tiny.ipynb", "01_tiny.ipynb", "bob", tmp_path / "01_tiny.ipynb")
     assert reference_use.mark_reference_use(honest, [row]) == [row]
+
+
+def test_the_grader_scores_a_flagged_answer_zero_and_says_why(tmp_path):
+    """Through grade() and the reports: the aliasing answer passes the check in its kernel, yet
+    scores 0 with the reason in grades.md and the student's feedback; the honest one passes."""
+    from onehot2gpt_teach import grading, sandbox
+
+    reference = course()
+    reference.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    (tmp_path / "ref").mkdir()
+    nbformat.write(reference, tmp_path / "ref" / "01_tiny.ipynb")
+    aliasing = copy.deepcopy(reference)
+    aliasing.cells[1].source = "import onehot2gpt.vocab as v\nmy_one_hot = v.one_hot"
+    for student, nb in {"alice": reference, "mallory": aliasing}.items():
+        (tmp_path / "subs" / student).mkdir(parents=True)
+        nbformat.write(nb, tmp_path / "subs" / student / "01_tiny.ipynb")
+    results = grading.grade(
+        tmp_path / "subs", tmp_path / "ref", cell_timeout=60, timeout=300, sandbox=sandbox.available()[0]
+    )
+    got = {r.student: r for r in results}
+    assert (got["alice"].result, got["alice"].points) == ("pass", 1.0)
+    assert (got["mallory"].result, got["mallory"].points) == ("fail", 0.0)
+    grading.write_reports(results, tmp_path / "out")
+    reason = "uses the library's own `one_hot`"
+    assert reason in (tmp_path / "out" / "grades.md").read_text(encoding="utf-8")
+    assert reason in (tmp_path / "out" / "feedback" / "mallory.md").read_text(encoding="utf-8")

@@ -29,7 +29,9 @@ The verdict is reached here, not in the kernel: there the check only records the
 student's function, on the check's own inputs and on those of hidden seeds
 (:func:`onehot2gpt_exercises.checking.start_recording`), and :func:`replay_check` judges them in
 the grading process with the library's reference and comparison. Patching anything in the kernel
-can only spoil the recorded answers.
+can only spoil the recorded answers. An answer that uses the library function it was asked to write
+(or the checking code, or the grader's frames) is found in the submission's source and scores 0,
+the reason in its message (:mod:`onehot2gpt_teach.reference_use`).
 
 Robustness: each submission is graded by a process of its own (``--jobs`` at a time), in a session
 of its own, with a private HOME and a memory limit; a cell that runs longer than
