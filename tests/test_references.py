@@ -108,7 +108,9 @@ def test_the_stack_attacks_find_the_reference_under_a_naive_caller():
 
 
 def _spy_references(monkeypatch) -> list:
-    """Patch every check module's check_function so that it notes the reference it is given."""
+    """Patch every check module's check_function so that it notes the reference it is given (the
+    checking helpers that compute what an exercise asks for, attention_variant and block_variant,
+    are looked for too)."""
     from onehot2gpt_exercises import checking
 
     references, real = [], checking.check_function
@@ -141,7 +143,7 @@ def test_the_recording_leaves_no_check_reference_within_reach(tmp_path, monkeypa
         def attacker(*args, name=name, before=before):
             # the references this check was given (noted by the spy before the call), by id only:
             # an int held here is not a way to the reference
-            targets = {id(r) for r in references[before:]}
+            targets = {id(r) for r in [*references[before:], checking.attention_variant, checking.block_variant]}
             found = harvest(args)
             attacked.append(name)
             if any(id(obj) in targets for obj in found):

@@ -389,6 +389,14 @@ def check_function(
     print(f"✓ {name}: matches the reference on {trials} random inputs{hidden}")
 
 
+# The functions on the stack while the student's function runs keep only the globals they name:
+# this module's other functions (attention_variant, which computes what an exercise asks for) are
+# not in their frames' globals.
+_call = _confined(_call)
+_answers = _confined(_answers)
+stop_recording = _confined(stop_recording)
+
+
 class _Unreadable(Exception):
     """A recorded answer that was not plain data."""
 
