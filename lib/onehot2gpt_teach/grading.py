@@ -252,10 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     except (FileNotFoundError, ValueError, SandboxUnavailable) as exc:
         parser.error(str(exc))
-    except KeyboardInterrupt:  # every grading process was stopped on the way out
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: every grading process was stopped on the way out
         print(
             f"interrupted: the submissions graded so far are in {journal}; run the same command "
-            "again to grade the rest",
+            "again to grade the rest (the ones stopped mid-way included)",
             file=sys.stderr,
         )
         return 130

@@ -28,6 +28,7 @@ from .reference_use import mark_reference_use
 WORKER_GRACE = 120  # seconds a submission's process may take beyond --timeout (start-up, replays)
 MEMORY_GB = 8.0  # address space for a submission's process and its kernel (RLIMIT_AS)
 JOURNAL = "results.jsonl"
+QUARANTINE_STARTS = 2  # a submission started this often, the grader dying each time, is not run again
 
 
 def _sha256(path: Path) -> str:
@@ -68,14 +69,36 @@ def _limit_resources(memory_gb: float | None) -> list[str]:
     return done
 
 
+def _die_with_parent(parent: int | None) -> None:
+    """Ask Linux to SIGKILL this process when the thread that started it exits (PR_SET_PDEATHSIG,
+    through ctypes), so that a grader killed with SIGKILL leaves no worker behind; exit now if
+    `parent` is already gone. Elsewhere (not Linux, no libc) nothing is asked."""
+    import os
+    import signal
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if parent is not None and os.getppid() != parent:  # the grader died before the prctl
+        os._exit(1)
+
+
 def run_worker(spec_path: str) -> int:
     """``python -m onehot2gpt_teach.grading --worker SPEC``: grade one submission in this process (its
-    kernel a child of it) and write the rows to the spec's result file."""
+    kernel a child of it) and write the rows to the spec's result file. The process is killed when
+    the grader that started it dies (:func:`_die_with_parent`)."""
     import json
     import os
     import shutil
 
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    _die_with_parent(spec.get("parent"))
     _limit_resources(spec.get("memory_gb"))
     if spec.get("sandbox"):
         limits = sandboxing.Limits(
@@ -108,6 +131,10 @@ def run_worker(spec_path: str) -> int:
     return 0
 
 
+class _Stopped(Exception):
+    """The grader is stopping (Ctrl-C, SIGTERM): this submission's process was killed by it."""
+
+
 class _Workers:
     """Starts one grading process per submission, each in a session of its own (so that a
     submission killing its process group reaches no one else), and kills what is left of it."""
@@ -117,6 +144,7 @@ class _Workers:
 
         self.running: set = set()
         self.lock = threading.Lock()
+        self.stopping = False
 
     def run(
         self,
@@ -131,6 +159,7 @@ class _Workers:
         sandbox: bool = False,
     ) -> list[ExerciseResult]:
         import json
+        import os
         import signal
 
         from onehot2gpt.data import cache_dir
@@ -155,6 +184,7 @@ class _Workers:
                 "env": env,
                 "network": network,
                 "sandbox": sandbox,
+                "parent": os.getpid(),
             }
             spec_path = Path(tmp) / "spec.json"
             spec_path.write_text(json.dumps(spec), encoding="utf-8")
@@ -167,6 +197,8 @@ class _Workers:
             )
             with self.lock:
                 self.running.add(proc)
+                if self.stopping:  # stop_all ran between the Popen and here
+                    self._kill(proc)
             timed_out = False
             try:
                 proc.wait(timeout=timeout + WORKER_GRACE)
@@ -176,6 +208,8 @@ class _Workers:
                 self._kill(proc)
                 with self.lock:
                     self.running.discard(proc)
+            if self.stopping:  # killed by the grader's stop, not by the submission: no grade
+                raise _Stopped(submission.file)
             try:
                 return [ExerciseResult.from_row(r) for r in json.loads(result.read_text(encoding="utf-8"))]
             except (OSError, ValueError, TypeError):
@@ -214,32 +248,67 @@ class _Workers:
         except subprocess.TimeoutExpired:
             pass
 
-    def kill_all(self) -> None:
+    def stop_all(self) -> None:
+        """Start no more grading processes and kill the running ones; :meth:`run` then raises
+        :class:`_Stopped` for theirs instead of reporting a crash."""
         with self.lock:
+            self.stopping = True
             running = list(self.running)
         for proc in running:
             self._kill(proc)
 
 
-def read_journal(path: str | Path) -> tuple[tuple[int, ...] | None, dict[tuple[str, str], list[ExerciseResult]]]:
-    """A journal written by :func:`grade` → (its hidden seeds, {(file, sha256): rows}). Lines that
-    cannot be read (a run killed mid-write) are skipped: those submissions are graded again."""
+def _journal_lines(path: Path):
+    """The journal's entries as dicts, lines that are not JSON objects (a half-written last line
+    of a killed run) left out."""
     import json
 
-    seeds, done = None, {}
-    path = Path(path)
     if not path.exists():
-        return None, {}
+        return
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            yield entry
+
+
+def read_journal(path: str | Path) -> tuple[tuple[int, ...] | None, dict[tuple[str, str], list[ExerciseResult]]]:
+    """A journal written by :func:`grade` → (its hidden seeds, {(file, sha256): rows}) of the
+    finished submissions. Lines that cannot be read (a run killed mid-write) are skipped: those
+    submissions are graded again. The ``started`` and ``stopped`` lines are read by
+    :func:`unfinished_starts`."""
+    seeds, done = None, {}
+    for entry in _journal_lines(Path(path)):
+        try:
             if "hidden_seeds" in entry and "file" not in entry:
                 seeds = tuple(int(x) for x in entry["hidden_seeds"])
-            else:
+            elif "file" in entry:  # a finished submission (the only kind of line before "started")
                 done[(entry["file"], entry["sha256"])] = [ExerciseResult.from_row(r) for r in entry["rows"]]
         except (ValueError, KeyError, TypeError):
             continue
     return seeds, done
+
+
+def unfinished_starts(path: str | Path) -> dict[tuple[str, str], int]:
+    """{(file, sha256): n} for the submissions of a journal that were started n times since they
+    last finished, the grader dying each time before it could finish or stop them (a ``stopped``
+    line, written on Ctrl-C or SIGTERM, takes back the start it follows)."""
+    starts: dict[tuple[str, str], int] = {}
+    for entry in _journal_lines(Path(path)):
+        try:
+            if "started" in entry:
+                key = (str(entry["started"]), str(entry["sha256"]))
+                starts[key] = starts.get(key, 0) + 1
+            elif "stopped" in entry:
+                key = (str(entry["stopped"]), str(entry["sha256"]))
+                starts[key] = max(0, starts.get(key, 0) - 1)
+            elif "file" in entry and "rows" in entry:
+                starts.pop((str(entry["file"]), str(entry["sha256"])), None)
+        except (KeyError, TypeError):
+            continue
+    return {key: n for key, n in starts.items() if n}
 
 
 def _append(path: Path, entry: dict) -> None:
@@ -281,10 +350,15 @@ def grade(
     that kills its process or its kernel is reported as a ``crash``; one that outlives
     `timeout` plus :data:`WORKER_GRACE` as a ``timeout``; the run goes on. The checks also run on
     the inputs of `hidden_seeds` (default: one random seed, or the journal's). With `journal`
-    (a ``.jsonl`` file), every graded submission is appended as soon as it is done, and a run
-    that finds the file takes the submissions graded before (same file, same contents) from it:
-    an interrupted run resumes. `log(text)` hears one line per submission; `on_result(results)`
-    is called with the results so far after each one.
+    (a ``.jsonl`` file), each submission is appended as ``started`` before its process starts and
+    with its rows once done, and a run that finds the file takes the submissions graded before
+    (same file, same contents) from it: an interrupted run resumes. Ctrl-C (KeyboardInterrupt) or
+    SIGTERM (when `grade` runs in the main thread) kills the grading processes, journals the
+    submissions in flight as ``stopped`` (no grade) and raises KeyboardInterrupt; a resumed run
+    grades them. A submission started :data:`QUARANTINE_STARTS` times without finishing or being
+    stopped (the whole grader died each time) is quarantined: not run again, reported as a
+    ``crash`` whose message says so. `log(text)` hears one line per submission;
+    `on_result(results)` is called with the results so far after each one.
 
     With `sandbox` (the default), each kernel runs in a bubblewrap sandbox of its own
     (:mod:`onehot2gpt_teach.sandbox`: read-only library and Python, no network unless `network`,
@@ -305,9 +379,11 @@ def grade(
             )
     submissions = find_submissions(submissions_dir, reference_dir)
     done: dict = {}
+    starts: dict = {}
     if journal is not None:
         journal = Path(journal)
         recorded, done = read_journal(journal)
+        starts = unfinished_starts(journal)
         if hidden_seeds is None:
             hidden_seeds = recorded
         elif recorded is not None and done and tuple(hidden_seeds) != recorded:
@@ -330,28 +406,56 @@ def grade(
             results[i] = done[key]
             if log:
                 log(f"{submission.file}: graded before ({journal.name}), not run again")
+        elif starts.get(key, 0) >= QUARANTINE_STARTS:
+            n = starts[key]
+            results[i] = _file_rows(
+                submission,
+                "crash",
+                f"quarantined: grading this notebook was started {n} times and each time the whole "
+                "grader died before it finished, so it was not run again; it needs a look by hand",
+            )
+            _append(journal, {"file": key[0], "sha256": key[1], "rows": [r.row() for r in results[i]]})
+            if log:
+                log(
+                    f"{submission.file}: QUARANTINED, not run: started {n} times in {journal.name}, the grader "
+                    "dying each time before it finished (delete its lines there to grade it again)"
+                )
         else:
             todo.append((i, submission, key))
     workers = _Workers()
+    import signal
     import threading
 
     lock = threading.Lock()
+    in_flight: set = set()
 
     def one(item):
         i, submission, key = item
         start = time.monotonic()
-        rows = workers.run(
-            submission,
-            cell_timeout=cell_timeout,
-            timeout=timeout,
-            hidden_seeds=hidden_seeds,
-            memory_gb=memory_gb,
-            threads=threads,
-            network=network,
-            sandbox=sandbox,
-        )
+        with lock:
+            if workers.stopping:
+                return
+            in_flight.add(key)
+            if journal is not None:
+                _append(journal, {"started": key[0], "sha256": key[1]})
+        try:
+            rows = workers.run(
+                submission,
+                cell_timeout=cell_timeout,
+                timeout=timeout,
+                hidden_seeds=hidden_seeds,
+                memory_gb=memory_gb,
+                threads=threads,
+                network=network,
+                sandbox=sandbox,
+            )
+        except _Stopped:
+            return  # journaled as stopped by the main thread: graded on resume
         rows = mark_reference_use(submission, rows)  # from the source, here: no kernel's word
         with lock:
+            if workers.stopping:
+                return
+            in_flight.discard(key)
             results[i] = rows
             if journal is not None:
                 _append(journal, {"file": key[0], "sha256": key[1], "rows": [r.row() for r in rows]})
@@ -363,13 +467,27 @@ def grade(
             if on_result:
                 on_result([r for k in sorted(results) for r in results[k]])
 
+    def terminate(signum, frame):
+        raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
+
+    installed = threading.current_thread() is threading.main_thread()
+    if installed:
+        previous = signal.signal(signal.SIGTERM, terminate)  # SIGTERM stops like Ctrl-C
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
     try:
         for future in [pool.submit(one, item) for item in todo]:
             future.result()
-    except BaseException:  # Ctrl-C: stop every grading process, keep the journal
-        workers.kill_all()
+    except BaseException:  # Ctrl-C, SIGTERM: stop every grading process, keep the journal
+        with lock:  # from here no thread journals a grade, and none starts a process
+            workers.stopping = True
+            if journal is not None:
+                for key in sorted(in_flight):
+                    _append(journal, {"stopped": key[0], "sha256": key[1]})
+        workers.stop_all()
         pool.shutdown(wait=False, cancel_futures=True)
         raise
+    finally:
+        if installed:
+            signal.signal(signal.SIGTERM, previous)
     pool.shutdown()
     return [r for i in sorted(results) for r in results[i]]
