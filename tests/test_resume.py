@@ -54,6 +54,9 @@ def _grader(tmp_path, reference):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        # As a terminal starts it: pytest-xdist's workers ignore SIGINT, and a child inherits that
+        # (Python then installs no KeyboardInterrupt handler), so Ctrl-C would never reach it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
