@@ -428,3 +428,73 @@ def test_the_report_names_the_sandbox(tmp_path, flag, named):
     args = [str(tmp_path / "subs"), "--reference", str(tmp_path / "ref"), "--out", str(tmp_path / "out")]
     assert grading.main(args + flag) == 0
     assert named in (tmp_path / "out" / "grades.md").read_text(encoding="utf-8")
+
+
+# ---- the watch over the whole tree ----------------------------------------------------------
+
+HOLDERS = """
+import os, sys, time
+for _ in range({n}):
+    if os.fork() == 0:
+        block = b"x" * ({each} * 2**20)  # written: resident, not just reserved
+        time.sleep({hold})
+        os._exit(0)
+for _ in range({n}):
+    os.wait()
+"""
+
+
+def watched(code: str, limits: sandbox.Limits, watch: bool, writable=(), within: float = 60):
+    """Run `code` in a sandbox with `limits`, under a Watch or not → (exit code, why it was stopped)."""
+    proc = sandbox.popen(["python", "-c", code], limits=limits, writable=writable, stdin=subprocess.DEVNULL)
+    guard = sandbox.Watch(proc.pid, limits, writable=writable) if watch else None
+    try:
+        code = proc.wait(timeout=within)
+    finally:
+        proc.kill()
+        if guard is not None:
+            guard.stop()
+    return code, guard.exceeded if guard is not None else ""
+
+
+def test_the_watch_bounds_the_memory_of_the_whole_tree():
+    """Six processes of 96 MB each, each under the per-process limit: 576 MB together."""
+    limits = sandbox.Limits(memory_gb=0.25, processes=32)
+    code = HOLDERS.format(n=6, each=96, hold=6)
+    assert watched(code, limits, watch=False) == (0, "")  # the rlimits alone let it through
+    exit_code, why = watched(code, limits, watch=True)
+    assert exit_code != 0 and "held" in why and "over the limit of 0.25 GB" in why, (exit_code, why)
+
+
+def test_the_watch_bounds_the_cpus_of_the_whole_tree():
+    limits = sandbox.Limits(cores=0.5, processes=32)
+    code = (
+        "import os, time\nfor _ in range(2):\n    os.fork()\nend = time.time() + 9\nwhile time.time() < end:\n    pass"
+    )
+    assert watched(code, limits, watch=False)[1] == ""
+    exit_code, why = watched(code, limits, watch=True)
+    assert exit_code != 0 and "CPUs" in why and "share of 0.5" in why, (exit_code, why)
+
+
+def test_the_watch_bounds_what_the_tree_writes_to_its_folder(tmp_path):
+    shared = tmp_path / "sockets"
+    shared.mkdir()
+    limits = sandbox.Limits(file_mb=2)
+    code = (
+        f"import time\nfor i in range(4):\n    open({str(shared)!r} + f'/f{{i}}', 'wb').write(b'x' * 2**20)\n"
+        "time.sleep(5)"
+    )
+    assert watched(code, limits, watch=False, writable=[shared]) == (0, "")
+    for f in shared.iterdir():
+        f.unlink()
+    exit_code, why = watched(code, limits, watch=True, writable=[shared])
+    assert exit_code != 0 and "over the limit of 2 MiB" in why, (exit_code, why)
+
+
+def test_the_watch_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="pid"):
+        sandbox.Watch(0, sandbox.Limits())
+    with pytest.raises(ValueError, match="limits"):
+        sandbox.Watch(os.getpid(), {"memory_gb": 1})
+    with pytest.raises(ValueError, match="cores"):
+        sandbox.Limits(cores=0)

@@ -25,6 +25,8 @@ import contextlib
 import copy
 import io
 import math
+import os
+import stat
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -194,13 +196,31 @@ def replaying(calls: list, hidden_seeds=()):
         _GRADING.update(saved)
 
 
+MAX_RECORDING_BYTES = 256 * 2**20  # the largest answers file the grader reads
+
+
 def read_recording(path: str | Path) -> list:
     """The answers a kernel recorded, read safely (``torch.load(weights_only=True)``: plain tensors,
     numbers, strings, lists, tuples and dicts only). Raises ValueError with what went wrong."""
-    try:
-        record = torch.load(path, weights_only=True)
+    try:  # a plain file of the kernel's folder: not a link (to a host file) or a FIFO (to hang on)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         raise ValueError("no answers were recorded: the check did not reach your function") from None
+    except OSError as exc:
+        raise ValueError(f"the recorded answers could not be opened as a plain file ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_RECORDING_BYTES:
+            raise ValueError(
+                f"the recorded answers are not a plain file of at most {MAX_RECORDING_BYTES // 2**20} MiB: "
+                "return smaller answers"
+            )
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(MAX_RECORDING_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        record = torch.load(io.BytesIO(data), weights_only=True)
     except Exception as exc:  # anything but plain data (a tensor subclass, a custom object, …)
         raise ValueError(
             f"the recorded answers could not be read as plain data ({type(exc).__name__}): "

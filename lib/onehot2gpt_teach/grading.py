@@ -188,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         "--memory-gb",
         type=float,
         default=MEMORY_GB,
-        help=f"memory for each submission's process and kernel (default: {MEMORY_GB:g}; 0 for no limit)",
+        help=f"memory for each submission: its sandbox's processes together, and each process's address space "
+        f"(default: {MEMORY_GB:g}; 0 for no limit)",
     )
     parser.add_argument(
         "--network",
@@ -231,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = (
         f"Graded against `{args.reference}`; limits: {args.cell_timeout:g} s a cell, "
         f"{args.timeout:g} s a notebook, {args.memory_gb:g} GB a submission "
-        f"({'no limit' if not args.memory_gb else 'address space'}); {args.jobs} at a time; network: "
+        f"({'no limit' if not args.memory_gb else 'its processes together' if not args.no_sandbox else 'address space'}); "
+        f"{args.jobs} at a time; network: "
         f"{'allowed' if args.network else 'cut' if not args.no_sandbox or network_isolation_available() else 'not isolated (no user namespaces here)'}; "
         f"sandbox: {'NONE (--no-sandbox), student code ran with your permissions' if args.no_sandbox else 'bubblewrap'}."
     )

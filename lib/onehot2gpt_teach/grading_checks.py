@@ -78,6 +78,50 @@ class Submission:
     reference: Path | None
 
 
+def build_rows(
+    submission: Submission,
+    checks: list[ReferenceCheck],
+    verdicts: dict[int, tuple[str, str]],
+    status: list[str] | None,
+    missing: tuple[str, str],
+) -> list[ExerciseResult]:
+    """The submission's rows, one per reference check, built by the grader from what it knows (the
+    course notebook's checks and points, the submission's identity) and the verdicts {check index:
+    (result, message)}; a check without a verdict gets `missing`. A check cell the submission
+    edited or deleted (`status`) is named in its message."""
+    notebook = submission.reference.name if submission.reference else submission.path.name
+    rows = []
+    for k, check in enumerate(checks):
+        result, message = verdicts.get(k, missing)
+        state = status[k] if status else ""
+        if state not in ("", "ok"):
+            note = f"check cell {state}: graded with the reference check cell"
+            message = f"{note}; {message}" if message else note
+        points = check.points if result == "pass" else 0.0
+        rows.append(
+            ExerciseResult(
+                submission.student, notebook, submission.file, check.name, result, state, message, points, check.points
+            )
+        )
+    return rows
+
+
+def file_row(submission: Submission, result: str, message: str) -> ExerciseResult:
+    """One row about the whole submission (no exercise): an unknown notebook, an unreadable course notebook."""
+    notebook = submission.reference.name if submission.reference else submission.path.name
+    return ExerciseResult(submission.student, notebook, submission.file, "", result, "", message)
+
+
+def unknown_notebook(submission: Submission) -> ExerciseResult:
+    """The row of a submission whose file name matches no course notebook."""
+    return file_row(
+        submission,
+        "error",
+        f"unknown notebook {submission.path.name!r}: no course notebook "
+        "of that name; rename it like the course notebook it answers",
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Finding submissions and reading check cells
 # --------------------------------------------------------------------------------------------

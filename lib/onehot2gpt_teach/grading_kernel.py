@@ -27,13 +27,17 @@ from . import sandbox as sandboxing
 from .grading_checks import (
     STOP_RECORDING,
     ExerciseResult,
+    ReferenceCheck,
     Step,
     Submission,
+    build_rows,
     check_prelude,
+    file_row,
     one_line,
     plan_cells,
     reference_checks,
     replay_check,
+    unknown_notebook,
 )
 
 MAX_RESTARTS = 2  # kernel restarts per submission before the remaining checks are given up
@@ -143,8 +147,10 @@ class _Run:
         timeout: float,
         answers_dir: str | None = None,
         hidden_seeds=(),
+        on_verdict=None,
     ):
         self.steps, self.workdir = steps, workdir
+        self.on_verdict = on_verdict  # called (check index, result, message) once per check, when decided
         self.answers_dir, self.hidden_seeds = answers_dir or workdir, tuple(hidden_seeds)
         self.cell_timeout, self.timeout = cell_timeout, timeout
         self.results: list[tuple[str, str] | None] = [None] * n_checks
@@ -154,10 +160,21 @@ class _Run:
         self.problems: list[tuple[int, str, str]] = []  # (step position, status, "cell 5 …")
         self.restarts = 0
         self.client: _Client | None = None
+        self.watch: sandboxing.Watch | None = None  # the sandbox's tree limits, per kernel
 
     def finish(self, result: str, message: str) -> None:
         """Give every check that has no result yet this (result, message)."""
-        self.results = [(result, message) if r is None else r for r in self.results]
+        for k, verdict in enumerate(self.results):
+            if verdict is None:
+                self._decide(k, (result, message))
+
+    def _decide(self, k: int, verdict: tuple[str, str]) -> None:
+        """Check `k`'s verdict, final: kept and passed on at once (a later crash cannot take it)."""
+        if self.results[k] is not None:
+            return
+        self.results[k] = verdict
+        if self.on_verdict is not None:
+            self.on_verdict(k, *verdict)
 
     async def _start(self) -> _Client:
         client = _Client(
@@ -181,11 +198,17 @@ class _Run:
         # the kernel's own stdout/stderr (C-level prints, ipykernel warnings) are not wanted
         await client.async_start_new_kernel(cwd=self.workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         await client.async_start_new_kernel_client()
+        pid = getattr(client.km.provisioner, "pid", None)
+        if _KERNEL["sandbox"] is not None and isinstance(pid, int):  # memory and disk of the whole tree
+            self.watch = sandboxing.Watch(pid, _KERNEL["sandbox"]["limits"], writable=[self.answers_dir])
         return client
 
     async def stop(self) -> None:
         """Shut the kernel down (at once) if one is running."""
         client, self.client = self.client, None
+        watch, self.watch = self.watch, None
+        if watch is not None:
+            watch.stop()
         if client is not None and client.km is not None:
             await client._async_cleanup_kernel()
 
@@ -314,9 +337,12 @@ class _Run:
             timed_out = f"{what} timed out after {limit:g} s and was interrupted"
         else:
             timed_out = f"{what} was stopped when the notebook's time limit of {self.timeout:g} s ran out"
+        exceeded = self.watch.exceeded if self.watch is not None else ""
         texts = {
             "timeout": timed_out,
-            "dead": f"the kernel died in {what} (os._exit, a crash or running out of memory?) and was restarted",
+            "dead": f"the kernel was stopped in {what}: {exceeded}; restarted"
+            if exceeded
+            else f"the kernel died in {what} (os._exit, a crash or running out of memory?) and was restarted",
             "error": f"{step.label} raised {outcome.message}",
         }
         if step.check is None:
@@ -326,19 +352,19 @@ class _Run:
                 self.problems.append((position, outcome.status, texts[outcome.status]))
             return
         if outcome.status in ("timeout", "dead"):
-            self.results[step.check] = (_RESULT_OF[outcome.status], texts[outcome.status])
+            self._decide(step.check, (_RESULT_OF[outcome.status], texts[outcome.status]))
             return
         # The verdict: the recorded answers judged here, never what the kernel printed or raised.
         verdict = replay_check(step.source, answers, self.hidden_seeds) if answers else ("fail", "")
         if verdict[0] == "pass":
-            self.results[step.check] = verdict
+            self._decide(step.check, verdict)
             return
         # the check did not get to the answers (say why), or judged them wrong; either way the
         # problem just before it (a cell that failed, timed out or crashed) may explain it
         message = outcome.message if outcome.status == "error" else verdict[1]
         status, context = self._context(position, "NameError" in message)
         message = f"{context}; then {message}" if context else message
-        self.results[step.check] = (_RESULT_OF.get(status, "fail"), message)
+        self._decide(step.check, (_RESULT_OF.get(status, "fail"), message))
 
 
 _RESULT_OF = {"timeout": "timeout", "dead": "crash"}  # a check's result after such a problem
@@ -359,66 +385,53 @@ def read_notebook(path: Path):
     return notebook
 
 
-def grade_submission(
-    submission: Submission, *, cell_timeout: float = 300, timeout: float = 1800, hidden_seeds=()
-) -> list[ExerciseResult]:
-    """Run one submission in a fresh kernel and grade it: one ExerciseResult per check cell of
-    its course notebook (one row with result ``error`` when there is no course notebook or it
-    cannot be read). The checks also run on the inputs of `hidden_seeds`. Never raises for a
-    broken submission. (This runs the kernel as a child of this process: :func:`grade` runs each
-    submission in a process of its own.)"""
+def course_checks(reference: Path) -> tuple[list[ReferenceCheck], str]:
+    """The check cells of a course notebook → (checks, "") or ([], why no submission can be graded
+    against it: unreadable, or no check cell)."""
     try:
-        return _grade_submission(submission, cell_timeout, timeout, tuple(hidden_seeds))
-    except Exception as exc:  # a grader bug must not end the run for everyone else
-        message = f"grader error: {one_line(type(exc).__name__, str(exc))}"
-        return [ExerciseResult(submission.student, submission.path.name, submission.file, "", "error", "", message)]
-
-
-def _grade_submission(
-    submission: Submission, cell_timeout: float, timeout: float, hidden_seeds: tuple[int, ...] = ()
-) -> list[ExerciseResult]:
-    def rows(results, status=None):
-        return [
-            ExerciseResult(
-                submission.student,
-                notebook_name,
-                submission.file,
-                check.name,
-                result,
-                status[k] if status else "",
-                message,
-                check.points if result == "pass" else 0.0,
-                check.points,
-            )
-            for k, (check, (result, message)) in enumerate(zip(checks, results))
-        ]
-
-    notebook_name = submission.reference.name if submission.reference else submission.path.name
-
-    def file_error(message: str) -> list[ExerciseResult]:  # one row about the whole file
-        return [ExerciseResult(submission.student, notebook_name, submission.file, "", "error", "", message)]
-
-    if submission.reference is None:
-        return file_error(
-            f"unknown notebook {submission.path.name!r}: no course notebook "
-            "of that name; rename it like the course notebook it answers"
-        )
-    try:
-        checks = reference_checks(read_notebook(submission.reference))
+        checks = reference_checks(read_notebook(reference))
     except ValueError as exc:
-        return file_error(f"reference {submission.reference}: {exc}")
+        return [], f"reference {reference.name}: {exc}"
     if not checks:
-        return file_error(f"reference {submission.reference} has no cell tagged 'check'")
+        return [], f"reference {reference.name} has no cell tagged 'check'"
+    return checks, ""
+
+
+def run_checks(
+    path: Path,
+    checks: list[ReferenceCheck],
+    *,
+    cell_timeout: float,
+    timeout: float,
+    hidden_seeds=(),
+    on_plan=None,
+    on_verdict=None,
+) -> None:
+    """Run the submission at `path` in a fresh kernel with the reference `checks` in place: calls
+    `on_plan(status)` once (per check ``"ok"``, ``"modified"`` or ``"missing"``), then
+    `on_verdict(k, result, message)` once per check, as each is decided. Never raises for a
+    broken submission: a grader failure is every undecided check's ``error``."""
+    decided: set[int] = set()
+
+    def verdict(k, result, message):
+        decided.add(k)
+        if on_verdict is not None:
+            on_verdict(k, result, message)
+
     try:
-        notebook = read_notebook(submission.path)
+        notebook = read_notebook(path)
     except ValueError as exc:
-        return rows([("error", str(exc))] * len(checks))
+        for k in range(len(checks)):
+            verdict(k, "error", str(exc))
+        return
     steps, status = plan_cells(notebook, checks)
+    if on_plan is not None:
+        on_plan(status)
     with (
         tempfile.TemporaryDirectory(prefix="onehot2gpt-grading-") as workdir,
         tempfile.TemporaryDirectory(prefix="onehot2gpt-answers-") as answers_dir,
     ):
-        run = _Run(steps, len(checks), workdir, cell_timeout, timeout, answers_dir, hidden_seeds)
+        run = _Run(steps, len(checks), workdir, cell_timeout, timeout, answers_dir, hidden_seeds, verdict)
         try:
             run_sync(run.run)()
         except Exception as exc:  # the kernel would not start, or a grader bug: report, go on
@@ -429,10 +442,33 @@ def _grade_submission(
                     run_sync(run.stop)()
                 except Exception:
                     pass
-    results = []
-    for (result, message), state in zip(run.results, status):
-        if state != "ok":
-            note = f"check cell {state}: graded with the reference check cell"
-            message = f"{note}; {message}" if message else note
-        results.append((result, message))
-    return rows(results, status)
+
+
+def grade_submission(
+    submission: Submission, *, cell_timeout: float = 300, timeout: float = 1800, hidden_seeds=()
+) -> list[ExerciseResult]:
+    """Run one submission in a fresh kernel and grade it: one ExerciseResult per check cell of
+    its course notebook (one row with result ``error`` when there is no course notebook or it
+    cannot be read). The checks also run on the inputs of `hidden_seeds`. Never raises for a
+    broken submission. (This runs the kernel as a child of this process: :func:`grade` runs each
+    submission in a process of its own.)"""
+    if submission.reference is None:
+        return [unknown_notebook(submission)]
+    checks, why = course_checks(submission.reference)
+    if not checks:
+        return [file_row(submission, "error", why)]
+    plan: list[list[str]] = []
+    verdicts: dict[int, tuple[str, str]] = {}
+    try:
+        run_checks(
+            submission.path,
+            checks,
+            cell_timeout=cell_timeout,
+            timeout=timeout,
+            hidden_seeds=tuple(hidden_seeds),
+            on_plan=plan.append,
+            on_verdict=lambda k, result, message: verdicts.setdefault(k, (result, message)),
+        )
+    except Exception as exc:  # a grader bug must not end the run for everyone else
+        return [file_row(submission, "error", f"grader error: {one_line(type(exc).__name__, str(exc))}")]
+    return build_rows(submission, checks, verdicts, plan[0] if plan else None, ("error", "grader error: no verdict"))

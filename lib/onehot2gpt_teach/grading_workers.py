@@ -11,14 +11,18 @@ import time
 from pathlib import Path
 
 from . import sandbox as sandboxing
-from .grading_checks import ExerciseResult, Submission, find_submissions, reference_checks
-from .grading_kernel import (
-    grade_submission,
-    isolate_kernels,
-    network_isolation_available,
-    read_notebook,
-    sandbox_kernels,
+from .grading_checks import (
+    MESSAGE_CHARS,
+    RESULTS,
+    ExerciseResult,
+    ReferenceCheck,
+    Submission,
+    build_rows,
+    file_row,
+    find_submissions,
+    unknown_notebook,
 )
+from .grading_kernel import course_checks, isolate_kernels, network_isolation_available, run_checks, sandbox_kernels
 from .reference_use import mark_reference_use
 
 # --------------------------------------------------------------------------------------------
@@ -28,6 +32,7 @@ from .reference_use import mark_reference_use
 WORKER_GRACE = 120  # seconds a submission's process may take beyond --timeout (start-up, replays)
 MEMORY_GB = 8.0  # address space for a submission's process and its kernel (RLIMIT_AS)
 JOURNAL = "results.jsonl"
+CPU_MARGIN = 0.5  # CPUs a sandbox may use beyond its --jobs share of threads (ipykernel's own threads)
 QUARANTINE_STARTS = 2  # a submission started this often, the grader dying each time, is not run again
 
 
@@ -37,19 +42,11 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _file_rows(submission: Submission, result: str, message: str) -> list[ExerciseResult]:
+def _all_rows(submission: Submission, checks: list[ReferenceCheck], result: str, message: str) -> list[ExerciseResult]:
     """Every exercise of the submission's course notebook with one result (or one file row)."""
-    notebook = submission.reference.name if submission.reference else submission.path.name
-    try:
-        checks = reference_checks(read_notebook(submission.reference)) if submission.reference else []
-    except ValueError:
-        checks = []
     if not checks:
-        return [ExerciseResult(submission.student, notebook, submission.file, "", result, "", message)]
-    return [
-        ExerciseResult(submission.student, notebook, submission.file, c.name, result, "", message, 0.0, c.points)
-        for c in checks
-    ]
+        return [file_row(submission, result, message)]
+    return build_rows(submission, checks, {}, None, (result, message))
 
 
 def _limit_resources(memory_gb: float | None) -> list[str]:
@@ -89,20 +86,47 @@ def _die_with_parent(parent: int | None) -> None:
         os._exit(1)
 
 
+def _import_checks() -> None:
+    """Import every module of :mod:`onehot2gpt_exercises` (and through them the library's
+    references) now, before any student code runs: a file changed on disk later is not read."""
+    import importlib
+    import pkgutil
+
+    import onehot2gpt_exercises
+
+    for module in pkgutil.walk_packages(onehot2gpt_exercises.__path__, "onehot2gpt_exercises."):
+        importlib.import_module(module.name)
+
+
 def run_worker(spec_path: str) -> int:
     """``python -m onehot2gpt_teach.grading --worker SPEC``: grade one submission in this process (its
-    kernel a child of it) and write the rows to the spec's result file. The process is killed when
-    the grader that started it dies (:func:`_die_with_parent`)."""
+    kernel a child of it) against the reference checks the spec holds, and send the grader one
+    JSON line per verdict, as each is decided, on this process's standard output (a pipe only the
+    grader reads; every other output of this process goes to /dev/null). The process is killed
+    when the grader that started it dies (:func:`_die_with_parent`)."""
     import json
     import os
     import shutil
 
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8")  # the grader's pipe, not inherited
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+
+    def send(entry: dict) -> None:
+        channel.write(json.dumps(entry) + "\n")
+        channel.flush()
+
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     _die_with_parent(spec.get("parent"))
+    _import_checks()
     _limit_resources(spec.get("memory_gb"))
     if spec.get("sandbox"):
+        threads = spec.get("threads")
         limits = sandboxing.Limits(
-            memory_gb=spec.get("memory_gb"), cpu_seconds=int(spec["timeout"] * (os.cpu_count() or 1)) + 600
+            memory_gb=spec.get("memory_gb"),
+            cpu_seconds=int(spec["timeout"] * (os.cpu_count() or 1)) + 600,
+            cores=threads + CPU_MARGIN if threads else None,  # its share beside the other --jobs
         )
         sandbox_kernels(limits, network=spec.get("network", False))
     elif not spec.get("network", True) and network_isolation_available():
@@ -114,21 +138,53 @@ def run_worker(spec_path: str) -> int:
         MPLCONFIGDIR=str(Path(home) / ".matplotlib"),
         **spec.get("env", {}),
     )
+    checks = [
+        ReferenceCheck(c["name"], c["source"], c["cell_id"], tuple(tuple(a) for a in c["anchors"]), c["points"])
+        for c in spec["checks"]
+    ]
     try:
-        sub = spec["submission"]
-        submission = Submission(
-            Path(sub["path"]), sub["file"], sub["student"], Path(sub["reference"]) if sub["reference"] else None
+        run_checks(
+            Path(spec["submission"]),
+            checks,
+            cell_timeout=spec["cell_timeout"],
+            timeout=spec["timeout"],
+            hidden_seeds=spec["hidden_seeds"],
+            on_plan=lambda status: send({"plan": status}),
+            on_verdict=lambda k, result, message: send({"check": k, "result": result, "message": message}),
         )
-        rows = grade_submission(
-            submission, cell_timeout=spec["cell_timeout"], timeout=spec["timeout"], hidden_seeds=spec["hidden_seeds"]
-        )
-        out = Path(spec["result"])
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps([r.row() for r in rows]), encoding="utf-8")
-        os.replace(tmp, out)
+        send({"done": True})
     finally:
         shutil.rmtree(home, ignore_errors=True)
     return 0
+
+
+def read_channel(out: bytes, n_checks: int) -> tuple[list[str] | None, dict[int, tuple[str, str]], bool]:
+    """What a grading process sent (:func:`run_worker`) → (the plan, {check index: (result,
+    message)}, whether it said it was done), read as plain data: a line that is not one of those
+    entries, an index out of range, a result not in RESULTS or a second verdict on a check is
+    ignored; messages are cut to MESSAGE_CHARS."""
+    import json
+
+    plan, verdicts, done = None, {}, False
+    for line in out.splitlines()[: 2 * n_checks + 8]:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        if "plan" in entry and plan is None:
+            status = entry["plan"]
+            if isinstance(status, list) and len(status) == n_checks:
+                if all(state in ("ok", "modified", "missing") for state in status):
+                    plan = list(status)
+        elif "check" in entry:
+            k, result, message = entry.get("check"), entry.get("result"), entry.get("message")
+            if type(k) is int and 0 <= k < n_checks and result in RESULTS and isinstance(message, str):
+                verdicts.setdefault(k, (result, message[:MESSAGE_CHARS]))
+        elif entry.get("done") is True:
+            done = True
+    return plan, verdicts, done
 
 
 class _Stopped(Exception):
@@ -149,6 +205,7 @@ class _Workers:
     def run(
         self,
         submission: Submission,
+        checks: list[ReferenceCheck],
         *,
         cell_timeout: float,
         timeout: float,
@@ -158,6 +215,10 @@ class _Workers:
         network: bool = True,
         sandbox: bool = False,
     ) -> list[ExerciseResult]:
+        """Grade `submission` in a process of its own → its rows, built here from `checks` (read by
+        the grader before any student code ran) and the verdicts the process sent over its pipe;
+        the checks it did not decide (it died, was killed or ran out of time) are ``crash`` or
+        ``timeout``. Nothing the process writes elsewhere is read."""
         import json
         import os
         import signal
@@ -165,22 +226,21 @@ class _Workers:
         from onehot2gpt.data import cache_dir
 
         with tempfile.TemporaryDirectory(prefix="onehot2gpt-worker-") as tmp:
-            result = Path(tmp) / "rows.json"
             env = {"ONEHOT2GPT_CACHE": str(cache_dir())}
             if threads:
-                env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+                # torch, BLAS and the tokenizers' Rust threads: the kernel keeps to its share of the CPUs
+                env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), RAYON_NUM_THREADS=str(threads))
             spec = {
-                "submission": {
-                    "path": str(submission.path),
-                    "file": submission.file,
-                    "student": submission.student,
-                    "reference": str(submission.reference) if submission.reference else "",
-                },
+                "submission": str(submission.path),
+                "checks": [
+                    {"name": c.name, "source": c.source, "cell_id": c.cell_id, "anchors": c.anchors, "points": c.points}
+                    for c in checks
+                ],
                 "cell_timeout": cell_timeout,
                 "timeout": timeout,
                 "hidden_seeds": list(hidden_seeds),
                 "memory_gb": memory_gb,
-                "result": str(result),
+                "threads": threads,
                 "env": env,
                 "network": network,
                 "sandbox": sandbox,
@@ -191,7 +251,7 @@ class _Workers:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "onehot2gpt_teach.grading", "--worker", str(spec_path)],
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
             )
@@ -201,38 +261,39 @@ class _Workers:
                     self._kill(proc)
             timed_out = False
             try:
-                proc.wait(timeout=timeout + WORKER_GRACE)
+                out, _ = proc.communicate(timeout=timeout + WORKER_GRACE)
             except subprocess.TimeoutExpired:
                 timed_out = True
+                self._kill(proc)
+                out, _ = proc.communicate()
             finally:
                 self._kill(proc)
                 with self.lock:
                     self.running.discard(proc)
-            if self.stopping:  # killed by the grader's stop, not by the submission: no grade
-                raise _Stopped(submission.file)
-            try:
-                return [ExerciseResult.from_row(r) for r in json.loads(result.read_text(encoding="utf-8"))]
-            except (OSError, ValueError, TypeError):
-                pass
-        if timed_out:
-            return _file_rows(
-                submission,
-                "timeout",
-                f"grading this submission took longer than "
-                f"{timeout + WORKER_GRACE:g} s (--timeout plus {WORKER_GRACE} s) and was stopped",
-            )
+        if self.stopping:  # killed by the grader's stop, not by the submission: no grade
+            raise _Stopped(submission.file)
+        plan, verdicts, done = read_channel(out or b"", len(checks))
         code = proc.returncode
-        how = (
-            f"was killed by signal {signal.Signals(-code).name}"
-            if code is not None and code < 0
-            else f"ended with exit code {code}"
-        )
-        return _file_rows(
-            submission,
-            "crash",
-            f"the process grading this submission {how} before it "
-            "finished (did the submission kill its kernel's parent, or run out of memory?)",
-        )
+        if timed_out:
+            missing = (
+                "timeout",
+                f"grading this submission took longer than {timeout + WORKER_GRACE:g} s "
+                f"(--timeout plus {WORKER_GRACE} s) and was stopped",
+            )
+        elif code == 0 and done:
+            missing = ("error", "grader error: the grading process sent no verdict on this check")
+        else:
+            how = (
+                f"was killed by signal {signal.Signals(-code).name}"
+                if code is not None and code < 0
+                else f"ended with exit code {code}"
+            )
+            missing = (
+                "crash",
+                f"the process grading this submission {how} before it finished this check "
+                "(did the submission kill its kernel's parent, or run out of memory?)",
+            )
+        return build_rows(submission, checks, verdicts, plan, missing)
 
     def _kill(self, proc) -> None:
         """Kill the process's whole session: the grading process and its kernel."""
@@ -378,6 +439,8 @@ def grade(
                 "permissions; to grade anyway, pass --no-sandbox (grade(..., sandbox=False))"
             )
     submissions = find_submissions(submissions_dir, reference_dir)
+    # the course notebooks' checks, read once, before any student code runs: rows are built from these
+    course = {s.reference: course_checks(s.reference) for s in submissions if s.reference is not None}
     done: dict = {}
     starts: dict = {}
     if journal is not None:
@@ -408,8 +471,9 @@ def grade(
                 log(f"{submission.file}: graded before ({journal.name}), not run again")
         elif starts.get(key, 0) >= QUARANTINE_STARTS:
             n = starts[key]
-            results[i] = _file_rows(
+            results[i] = _all_rows(
                 submission,
+                course.get(submission.reference, ([], ""))[0],
                 "crash",
                 f"quarantined: grading this notebook was started {n} times and each time the whole "
                 "grader died before it finished, so it was not run again; it needs a look by hand",
@@ -438,17 +502,24 @@ def grade(
             in_flight.add(key)
             if journal is not None:
                 _append(journal, {"started": key[0], "sha256": key[1]})
+        checks, why = course.get(submission.reference, ([], ""))
         try:
-            rows = workers.run(
-                submission,
-                cell_timeout=cell_timeout,
-                timeout=timeout,
-                hidden_seeds=hidden_seeds,
-                memory_gb=memory_gb,
-                threads=threads,
-                network=network,
-                sandbox=sandbox,
-            )
+            if submission.reference is None:
+                rows = [unknown_notebook(submission)]
+            elif not checks:
+                rows = [file_row(submission, "error", why)]
+            else:
+                rows = workers.run(
+                    submission,
+                    checks,
+                    cell_timeout=cell_timeout,
+                    timeout=timeout,
+                    hidden_seeds=hidden_seeds,
+                    memory_gb=memory_gb,
+                    threads=threads,
+                    network=network,
+                    sandbox=sandbox,
+                )
         except _Stopped:
             return  # journaled as stopped by the main thread: graded on resume
         rows = mark_reference_use(submission, rows)  # from the source, here: no kernel's word

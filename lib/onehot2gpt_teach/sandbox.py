@@ -30,10 +30,13 @@
   starts, so they are inherited by every process it forks: ``RLIMIT_NPROC`` (tasks, threads
   included, of the sandbox's user *in its own user namespace*: a count per sandbox, which a
   fork cannot escape), ``RLIMIT_AS`` per process, ``RLIMIT_CPU`` per process, ``RLIMIT_FSIZE``,
-  ``RLIMIT_NOFILE`` and ``RLIMIT_CORE`` 0. The memory of the whole tree is therefore bounded by
-  ``processes × memory_gb`` plus the tmpfs, not by ``memory_gb``: cgroups are not used (this
-  module does not create or join any), which is the remaining gap (``tests/test_sandbox.py``
-  measures both bounds).
+  ``RLIMIT_NOFILE`` and ``RLIMIT_CORE`` 0. These alone bound the whole tree's memory by
+  ``processes × memory_gb``; :class:`Watch` (which the grader runs on every kernel) bounds the
+  tree's memory together by ``memory_gb`` and what it writes to the `writable` folders by
+  ``file_mb``, by looking ten times a second and killing the whole tree when over. cgroups are
+  not used (this module creates or joins none: they are not delegated everywhere, cgroups v1
+  here), so a burst between two looks can overshoot (``tests/test_sandbox.py`` measures both
+  bounds).
 
 :func:`available` says whether all this works here, and why not. ``tests/test_sandbox.py``
 attacks each promise above, and runs each probe without the sandbox to show it can fail.
@@ -51,7 +54,17 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ALLOWED_ENV", "SANDBOX_UID", "Limits", "SandboxUnavailable", "available", "command", "popen"]
+__all__ = [
+    "ALLOWED_ENV",
+    "SANDBOX_UID",
+    "Limits",
+    "SandboxUnavailable",
+    "Watch",
+    "available",
+    "command",
+    "popen",
+    "process_tree",
+]
 
 SANDBOX_UID = 65534  # "nobody": the user bwrap runs as when the grader runs as root
 ALLOWED_ENV = (
@@ -63,6 +76,7 @@ ALLOWED_ENV = (
     "MKL_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
     "NUMEXPR_NUM_THREADS",
+    "RAYON_NUM_THREADS",
     "ONEHOT2GPT_DATA_MIRROR",
     "ONEHOT2GPT_CACHE",
     "ONEHOT2GPT_CHECKPOINTS",
@@ -94,6 +108,7 @@ class Limits:
     cpu_seconds: int = 3600  # RLIMIT_CPU, per process
     file_mb: int = 1024  # RLIMIT_FSIZE, and the size of the sandbox's tmpfs
     open_files: int = 1024  # RLIMIT_NOFILE, per process
+    cores: float | None = None  # the tree's share of the CPUs over CPU_WINDOW seconds (Watch; None: any)
 
     def __post_init__(self):
         for name, low in (
@@ -102,9 +117,10 @@ class Limits:
             ("cpu_seconds", 1),
             ("file_mb", 1),
             ("open_files", 16),
+            ("cores", 0.1),
         ):
             value = getattr(self, name)
-            if name == "memory_gb" and value is None:
+            if name in ("memory_gb", "cores") and value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= low:
                 raise ValueError(f"Limits({name}={value!r}): must be a number ≥ {low}; pass a larger {name}")
@@ -341,6 +357,169 @@ def popen(
     finally:
         if fd is not None:
             os.close(fd)
+
+
+def _children() -> dict[int, list[int]]:
+    """{pid: its children's pids}, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="utf-8", errors="replace") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    return children
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and every process below it (an orphan of the sandbox is adopted by the sandbox's
+    first process, so it stays below bwrap)."""
+    children, found, todo = _children(), [pid], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _memory(pid: int) -> int:
+    """Bytes of memory `pid` holds: its proportional set size (shared pages divided among the
+    processes sharing them, so a fork's copy-on-write pages count once), else its resident size."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds `pid` has used (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+CPU_WINDOW = 5.0  # seconds over which a tree's CPU use is compared with Limits.cores
+
+
+def _disk(folders) -> int:
+    total = 0
+    for folder in folders:
+        for root, _, files in os.walk(folder):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(root, name)).st_size
+                except OSError:
+                    pass
+    return total
+
+
+class Watch:
+    """Bounds for a sandbox's whole process tree, which a fork cannot multiply: a thread that, every
+    `interval` seconds while the process `pid` lives, sums the memory of every process below it
+    (:func:`_memory`) and the bytes in its `writable` folders, and SIGKILLs the whole tree when the
+    sum passes ``limits.memory_gb`` or ``limits.file_mb``, or when the tree has used more than
+    ``limits.cores`` CPUs on average over the last :data:`CPU_WINDOW` seconds (a fork bomb
+    spinning at the process limit would otherwise starve the submissions graded beside it).
+    :attr:`exceeded` then says what happened, in a sentence for the report. Between two looks a
+    tree may overshoot by what it allocates in `interval` (each process stays under ``RLIMIT_AS``
+    meanwhile)."""
+
+    def __init__(self, pid: int, limits: Limits, writable=(), interval: float = 0.1):
+        import threading
+
+        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+            raise ValueError(f"pid {pid!r}: pass the process id of the sandbox's first process")
+        if not isinstance(limits, Limits):
+            raise ValueError(f"limits {limits!r}: pass a sandbox.Limits(...)")
+        self.pid, self.limits, self.writable, self.interval = pid, limits, [str(w) for w in writable], interval
+        self.exceeded = ""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"sandbox-watch-{pid}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _alive(self) -> bool:
+        try:
+            with open(f"/proc/{self.pid}/stat", encoding="utf-8", errors="replace") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return False
+
+    def _kill(self, tree: list[int]) -> None:
+        import signal
+
+        for pid in tree:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def _cpu(self, tree: list[int], seen: dict[int, float], history: list) -> str:
+        """Add this look's CPU time of the tree to `history`; → why the tree is over its share, or ""."""
+        import time
+
+        spent = 0.0
+        for pid in tree:
+            now = _cpu_seconds(pid)
+            spent += max(0.0, now - seen.get(pid, 0.0 if history else now))  # the first look: a baseline
+            seen[pid] = now
+        when = time.monotonic()
+        total = (history[-1][1] if history else 0.0) + spent
+        history.append((when, total))
+        while history and when - history[0][0] > CPU_WINDOW:
+            history.pop(0)
+        span = when - history[0][0]
+        if self.limits.cores is None or span < 0.8 * CPU_WINDOW:
+            return ""
+        used = (total - history[0][1]) / span
+        if used <= self.limits.cores:
+            return ""
+        return (
+            f"its {len(tree)} processes used {used:.1f} CPUs for {span:.0f} s, over this submission's share "
+            f"of {self.limits.cores:g}, and were stopped"
+        )
+
+    def _run(self) -> None:
+        memory = None if self.limits.memory_gb is None else self.limits.memory_gb * 2**30
+        disk = self.limits.file_mb * 2**20
+        seen: dict[int, float] = {}
+        history: list[tuple[float, float]] = []
+        while not self._stop.wait(self.interval) and self._alive():
+            tree = process_tree(self.pid)
+            if cpu := self._cpu(tree, seen, history):
+                self.exceeded = cpu
+            used = sum(_memory(pid) for pid in tree) if memory is not None else 0
+            if self.exceeded:
+                pass
+            elif memory is not None and used > memory:
+                self.exceeded = (
+                    f"its {len(tree)} processes held {used / 2**30:.1f} GB of memory together, over the "
+                    f"limit of {self.limits.memory_gb:g} GB, and were stopped"
+                )
+            elif self.writable and (written := _disk(self.writable)) > disk:
+                self.exceeded = (
+                    f"it wrote {written / 2**20:.0f} MiB, over the limit of {self.limits.file_mb} MiB, and was stopped"
+                )
+            if self.exceeded:
+                self._kill(tree)
+                return
 
 
 @functools.lru_cache(maxsize=1)
