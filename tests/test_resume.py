@@ -32,7 +32,7 @@ def _class(tmp_path):
     return reference
 
 
-def _grader(tmp_path, reference):
+def _grader(tmp_path, reference, *extra):
     """The grader's command line in a process of its own, one submission at a time."""
     return subprocess.Popen(
         [
@@ -50,6 +50,7 @@ def _grader(tmp_path, reference):
             "300",
             "--hidden-seed",
             "7",
+            *extra,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -141,10 +142,12 @@ def test_a_stopped_class_resumes_and_grades_the_submission_in_flight(tmp_path, s
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_a_killed_grader_leaves_no_process_and_the_class_resumes(tmp_path):
+@pytest.mark.parametrize("extra", [(), ("--no-sandbox",)], ids=["sandbox", "no-sandbox"])
+def test_a_killed_grader_leaves_no_process_and_the_class_resumes(tmp_path, extra):
+    """Also without the sandbox: the kernel then dies with its grading process by PR_SET_PDEATHSIG."""
     reference = _class(tmp_path)
     journal = tmp_path / "out" / grading.JOURNAL
-    proc = _grader(tmp_path, reference)
+    proc = _grader(tmp_path, reference, *extra)
     try:
         _wait_until_in_flight(proc, journal)
         below = _descendants(proc.pid)

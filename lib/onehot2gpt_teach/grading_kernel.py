@@ -3,10 +3,12 @@ reference checks in place (:func:`grade_submission`). See :mod:`onehot2gpt_teach
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import secrets
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -52,14 +54,76 @@ PROBE_SECONDS = 2  # after interrupting a cell: how long the kernel may take to 
 # the network), whether the kernel talks to us over Unix sockets (a kernel in a network
 # namespace of its own cannot reach our TCP ports), and the sandbox's settings (None: no
 # sandbox). Set by a grading process (:func:`run_worker`).
-_KERNEL: dict = {"prefix": [], "ipc": False, "sandbox": None}
+_KERNEL: dict = {"prefix": [], "ipc": False, "sandbox": None, "user": None}
 _UNSHARE = ["unshare", "--user", "--map-root-user", "--net"]
+_UNSHARE_AS_ROOT = ["unshare", "--net"]  # root needs no user namespace (and keeps uids to drop to)
+
+# Run before a kernel started without a sandbox. As root ("uid" given): set the limits; where a
+# path the kernel needs (this Python, the library, the data) lies below a folder others cannot pass
+# (a pyenv under /root), cover that folder, in a mount namespace of the kernel's own, by a tmpfs
+# holding just those paths; become the unprivileged user. Then, as any user, ask Linux to kill the
+# kernel when its grading process dies (PR_SET_PDEATHSIG, which a change of user clears, so it
+# comes last) and become the kernel. (No curly brackets: jupyter_client fills such templates into
+# a kernel's command line.)
+_LAUNCH = """
+import ctypes, json, os, resource, sys
+spec = json.loads(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+def ok(ret, what):
+    if ret != 0:
+        sys.exit("onehot2gpt grader: %s: %s" % (what, os.strerror(ctypes.get_errno())))
+def closed(path):
+    parts = path.split("/")
+    for i in range(2, len(parts) + 1):
+        folder = "/".join(parts[:i])
+        if not os.stat(folder).st_mode & 0o001:
+            return folder
+    return None
+tops = sorted(set(t for t in map(closed, spec["paths"]) if t)) if spec["uid"] is not None else []
+tops = [t for t in tops if not any(t.startswith(u + "/") for u in tops)]
+if tops:
+    ok(libc.unshare(0x00020000), "unshare(CLONE_NEWNS)")
+    ok(libc.mount(b"none", b"/", None, 0x4000 | 0x40000, None), "making / private")
+    inside = [p for p in spec["paths"] if any(p == t or p.startswith(t + "/") for t in tops)]
+    fds = [(p, os.open(p, os.O_PATH)) for p in inside]
+    for top in tops:
+        ok(libc.mount(b"tmpfs", top.encode(), b"tmpfs", 0x2 | 0x4, b"mode=0755,size=1m"), "a tmpfs on " + top)
+    for path, fd in fds:
+        if os.path.isdir("/proc/self/fd/%d" % fd):
+            os.makedirs(path, mode=0o755, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+            open(path, "a").close()
+        ok(libc.mount(("/proc/self/fd/%d" % fd).encode(), path.encode(), None, 0x1000 | 0x4000, None), "binding " + path)
+        os.close(fd)
+if spec["uid"] is not None:
+    for name, value in spec["rlimits"].items():
+        resource.setrlimit(getattr(resource, name), (value, value))
+    os.setgroups([])
+    os.setresgid(spec["uid"], spec["uid"], spec["uid"])
+    os.setresuid(spec["uid"], spec["uid"], spec["uid"])
+libc.prctl(1, 9, 0, 0, 0)
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
 
 
 def isolate_kernels() -> None:
     """From now on, start this process's kernels without network, talking over Unix sockets (see
     :func:`network_isolation_available`)."""
-    _KERNEL.update(prefix=list(_UNSHARE), ipc=True)
+    _KERNEL.update(prefix=list(_UNSHARE_AS_ROOT if os.geteuid() == 0 else _UNSHARE), ipc=True)
+
+
+def unprivileged_kernels(limits: sandboxing.Limits) -> None:
+    """From now on, start this process's kernels (this process runs as root, without a sandbox: in
+    Gradescope's container, say) as the unprivileged :data:`~onehot2gpt_teach.sandbox.SANDBOX_UID`,
+    with `limits` set before they start and :class:`~onehot2gpt_teach.sandbox.Watch` over their
+    tree: such a kernel can write nothing root owns (the results, the course, the library), only
+    its own working folder, HOME and the run's private folder, which are given to it."""
+    if not isinstance(limits, sandboxing.Limits):
+        raise ValueError(f"limits {limits!r}: pass a sandbox.Limits(...)")
+    if os.geteuid() != 0:
+        raise PermissionError("unprivileged_kernels: only root can start kernels as another user; run as root")
+    _KERNEL.update(user={"uid": sandboxing.SANDBOX_UID, "limits": limits})
 
 
 def sandbox_kernels(limits: sandboxing.Limits, network: bool = False) -> None:
@@ -80,7 +144,8 @@ def network_isolation_available() -> bool:
     if shutil.which("unshare") is None:
         return False
     try:
-        return subprocess.run([*_UNSHARE, "true"], capture_output=True, timeout=10).returncode == 0
+        command = _UNSHARE_AS_ROOT if os.geteuid() == 0 else _UNSHARE
+        return subprocess.run([*command, "true"], capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 
@@ -94,7 +159,18 @@ class _CurrentEnvSpecs(KernelSpecManager):
         spec = self.kernel_spec_class(
             resource_dir=ipykernel.kernelspec.RESOURCES, **ipykernel.kernelspec.get_kernel_dict()
         )
-        spec.argv = [*_KERNEL["prefix"], *spec.argv]
+        user = _KERNEL["user"]
+        launch = []
+        if _KERNEL["sandbox"] is None:  # the sandbox dies with its parent on its own
+            setting = {"uid": None, "rlimits": {}, "paths": []}
+            if user is not None:
+                setting = {
+                    "uid": user["uid"],
+                    "rlimits": user["limits"].rlimits(),
+                    "paths": [str(p) for p in sandboxing.read_only_paths(())],
+                }
+            launch = [sys.executable, "-I", "-S", "-c", _LAUNCH, json.dumps(setting)]
+        spec.argv = [*_KERNEL["prefix"], *launch, *spec.argv]
         if _KERNEL["sandbox"] is not None:
             spec.interrupt_mode = "message"
         return spec
@@ -116,7 +192,7 @@ class _CurrentEnvKernelManager(AsyncKernelManager):
 
     def write_connection_file(self, **kwargs):
         super().write_connection_file(**kwargs)
-        if _KERNEL["sandbox"] is not None and os.geteuid() == 0:  # the sandbox's user reads it
+        if (_KERNEL["sandbox"] is not None or _KERNEL["user"] is not None) and os.geteuid() == 0:  # its user reads it
             os.chown(self.connection_file, sandboxing.SANDBOX_UID, -1)
 
 
@@ -192,6 +268,9 @@ class _Run:
         if _KERNEL["ipc"]:  # Unix sockets in our private folder: they cross network namespaces
             client.km.transport = "ipc"
             client.km.ip = str(Path(self.answers_dir) / f"kernel-{secrets.token_hex(3)}")
+        if _KERNEL["user"] is not None:  # the unprivileged kernel's own folders, and no others
+            for folder in (self.workdir, self.answers_dir):
+                os.chown(folder, _KERNEL["user"]["uid"], -1)
         if _KERNEL["sandbox"] is not None:  # the one host folder the sandboxed kernel sees
             client.km.sandbox_folder = self.answers_dir
             client.km.connection_file = str(Path(self.answers_dir) / f"kernel-{secrets.token_hex(3)}.json")
@@ -199,8 +278,9 @@ class _Run:
         await client.async_start_new_kernel(cwd=self.workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         await client.async_start_new_kernel_client()
         pid = getattr(client.km.provisioner, "pid", None)
-        if _KERNEL["sandbox"] is not None and isinstance(pid, int):  # memory and disk of the whole tree
-            self.watch = sandboxing.Watch(pid, _KERNEL["sandbox"]["limits"], writable=[self.answers_dir])
+        box = _KERNEL["sandbox"] or _KERNEL["user"]
+        if box is not None and isinstance(pid, int):  # memory, disk and CPUs of the whole tree
+            self.watch = sandboxing.Watch(pid, box["limits"], writable=[self.answers_dir])
         return client
 
     async def stop(self) -> None:

@@ -22,7 +22,14 @@ from .grading_checks import (
     find_submissions,
     unknown_notebook,
 )
-from .grading_kernel import course_checks, isolate_kernels, network_isolation_available, run_checks, sandbox_kernels
+from .grading_kernel import (
+    course_checks,
+    isolate_kernels,
+    network_isolation_available,
+    run_checks,
+    sandbox_kernels,
+    unprivileged_kernels,
+)
 from .reference_use import mark_reference_use
 
 # --------------------------------------------------------------------------------------------
@@ -129,9 +136,17 @@ def run_worker(spec_path: str) -> int:
             cores=threads + CPU_MARGIN if threads else None,  # its share beside the other --jobs
         )
         sandbox_kernels(limits, network=spec.get("network", False))
-    elif not spec.get("network", True) and network_isolation_available():
-        isolate_kernels()
+    else:
+        if not spec.get("network", True) and network_isolation_available():
+            isolate_kernels()
+        if os.geteuid() == 0:  # no sandbox but the platform's container: the kernel runs as nobody
+            threads = spec.get("threads")
+            unprivileged_kernels(
+                sandboxing.Limits(memory_gb=spec.get("memory_gb"), cores=threads + CPU_MARGIN if threads else None)
+            )
     home = tempfile.mkdtemp(prefix="onehot2gpt-home-")  # a private HOME for the kernel
+    if os.geteuid() == 0:
+        os.chown(home, sandboxing.SANDBOX_UID, -1)
     os.environ.update(
         HOME=home,
         IPYTHONDIR=str(Path(home) / ".ipython"),

@@ -64,6 +64,7 @@ __all__ = [
     "command",
     "popen",
     "process_tree",
+    "read_only_paths",
 ]
 
 SANDBOX_UID = 65534  # "nobody": the user bwrap runs as when the grader runs as root
@@ -217,7 +218,7 @@ def _python_paths() -> tuple[Path, ...]:
     return tuple(Path(p).resolve() for p in paths if p and os.path.isdir(p) and Path(p).resolve() != Path("/"))
 
 
-def _read_only_paths(extra) -> list[Path]:
+def read_only_paths(extra) -> list[Path]:
     """Every host path the sandbox sees, read-only: outermost first, none inside another."""
     paths = [Path(p) for p in _SYSTEM if os.path.isdir(p) and not os.path.islink(p)]
     paths += [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), *_python_paths(), *_library_roots()]
@@ -281,7 +282,7 @@ def command(
     if bwrap is None:
         raise SandboxUnavailable(f"bwrap is not on PATH: {INSTALL_HINT}")
     as_root = os.geteuid() == 0
-    sources = _read_only_paths(read_only)
+    sources = read_only_paths(read_only)
     shared = []
     for p in writable:
         path = Path(p)
