@@ -45,13 +45,50 @@ def reset_attempts() -> None:
     _WRONG_ATTEMPTS.clear()
 
 
+_PACKAGE = str(Path(__file__).resolve().parent)
+
+
+def _inside_checks(filename: str) -> bool:
+    try:
+        return str(Path(filename).resolve()).startswith(_PACKAGE + os.sep)
+    except (OSError, ValueError):
+        return False
+
+
+def _short_traceback(exc: BaseException) -> list[str]:
+    """What IPython shows for a check's failure (``_render_traceback_``): the frames of the
+    student's own code that raised (if it did; the checks' frames left out), then the check's
+    message. The default traceback would print the check's source lines, and so its reference
+    code and hints, before the student has tried twice."""
+    import traceback
+
+    lines: list[str] = []
+    cause = exc.__cause__
+    if cause is not None:
+        frames = [f for f in traceback.extract_tb(cause.__traceback__) if not _inside_checks(f.filename)]
+        if frames:
+            lines.append("Traceback of your code (most recent call last):")
+            lines += [line.rstrip("\n") for line in traceback.format_list(frames)]
+        lines += [line.rstrip("\n") for line in traceback.format_exception_only(type(cause), cause)]
+        lines.append("")
+    first, *rest = str(exc).split("\n")
+    return [*lines, f"{type(exc).__name__}: {first}", *rest]
+
+
+def shown_briefly(exc: BaseException) -> BaseException:
+    """`exc` made to show itself in IPython as :func:`_short_traceback` (an instance attribute: the
+    exception keeps its type, which the grader and the tests read)."""
+    exc._render_traceback_ = lambda: _short_traceback(exc)
+    return exc
+
+
 def fail(name: str, message: str, hint: str = "", concept: str = "") -> AssertionError:
     text = f"{name}: {message}"
     if concept:
         text += f"\nThink about: {concept}"
     if hint:
         text += f"\nHint: {hint}"
-    return AssertionError(text)
+    return shown_briefly(AssertionError(text))
 
 
 def describe(x) -> str:
@@ -149,7 +186,7 @@ def _wrong_answer(name: str, message: str, concept: str, hint: str) -> Assertion
         text += f"\nHint: {hint}"
     elif hint:
         text += "\n(Fix it and run this check again: a more concrete hint comes after a second wrong attempt.)"
-    return AssertionError(text)
+    return shown_briefly(AssertionError(text))
 
 
 # --------------------------------------------------------------------------------------------
@@ -461,7 +498,7 @@ def random_ids(gen: torch.Generator, max_len: int = 12, max_vocab: int = 20):
 def require_callable(fn) -> None:
     """A TypeError unless `fn` is a function (a check cell that passes ``my_fn()`` instead of ``my_fn``)."""
     if not callable(fn):
-        raise TypeError(f"pass your function itself (without calling it), got {describe(fn)}")
+        raise shown_briefly(TypeError(f"pass your function itself (without calling it), got {describe(fn)}"))
 
 
 def without_grad(fn: Callable) -> Callable:

@@ -1,0 +1,114 @@
+"""What a student sees when a check fails (issue 47, item 2): IPython shows the check's message and,
+when the student's own code raised, that code's frames, but never the check's source lines (which
+hold the reference code and the hints); the first failure holds no hint. Every check of
+onehot2gpt_exercises is tried, and one failure is rendered by a real kernel."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import nbformat
+import onehot2gpt_exercises as ex
+import pytest
+from nbclient import NotebookClient
+from onehot2gpt_exercises import checking
+
+PACKAGE = Path(ex.__file__).resolve().parent
+CHECKS = sorted(n for n in dir(ex) if n.startswith("check_") and n != "check_function" and callable(getattr(ex, n)))
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _hints() -> dict[str, list[str]]:
+    """{module file: the hint texts it passes to checks} (string constants of ``hint=`` arguments)."""
+    found = {}
+    for path in PACKAGE.glob("*.py"):
+        texts = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.keyword) and node.arg == "hint":
+                for part in ast.walk(node.value):
+                    if isinstance(part, ast.Constant) and isinstance(part.value, str) and len(part.value) >= 15:
+                        texts.append(part.value)
+        found[path.name] = texts
+    return found
+
+
+HINTS = [text for texts in _hints().values() for text in texts]
+
+
+def _stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+def _none(*args, **kwargs):
+    return None
+
+
+def _failure(check, fn) -> AssertionError:
+    checking.reset_attempts()
+    with pytest.raises(AssertionError) as info:
+        getattr(ex, check)(fn)
+    return info.value
+
+
+def test_there_are_hints_to_keep_back():
+    assert len(HINTS) > 20  # the extraction finds what the checks pass
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_an_unwritten_exercise_shows_the_message_alone(check):
+    failure = _failure(check, _stub)
+    shown = failure._render_traceback_()
+    first, *rest = str(failure).split("\n")
+    assert shown == [f"AssertionError: {first}", *rest]  # no frame, so no source line of the check
+    assert "not written yet" in first
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_the_first_wrong_answer_shows_no_hint_and_no_check_source(check):
+    failure = _failure(check, _none)
+    shown = "\n".join(failure._render_traceback_())
+    leaked = [hint for hint in HINTS if hint in shown]
+    assert leaked == [], f"{check}'s first failure shows a hint: {leaked}"
+    assert str(PACKAGE) not in shown
+
+
+def test_the_students_own_frames_are_shown_and_the_checks_are_not():
+    def my_one_hot(ids, vocab_size):
+        scale = 1 / 0  # the student's bug
+        return scale
+
+    failure = _failure("check_one_hot", my_one_hot)
+    shown = "\n".join(failure._render_traceback_())
+    assert "scale = 1 / 0" in shown and "ZeroDivisionError: division by zero" in shown
+    assert str(PACKAGE) not in shown
+    assert shown.rstrip().endswith(str(failure).split("\n")[-1])
+
+
+def test_a_real_kernel_renders_the_short_traceback(tmp_path):
+    """IPython calls ``_render_traceback_``: the error output holds the message and the student's
+    frame, and none of the check's source."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import torch\nfrom onehot2gpt_exercises import check_one_hot\n"
+            "def my_one_hot(ids, vocab_size):\n    return torch.zeros(len(ids), vocab_size + 1)"
+        ),
+        nbformat.v4.new_code_cell("check_one_hot(my_one_hot)"),
+        nbformat.v4.new_code_cell("def my_one_hot(ids, vocab_size):\n    return [][0]\ncheck_one_hot(my_one_hot)"),
+    ]
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True).execute(cwd=str(tmp_path))
+    source_lines = {
+        line.strip() for path in PACKAGE.glob("*.py") for line in path.read_text(encoding="utf-8").splitlines()
+    }
+    source_lines = {line for line in source_lines if len(line) >= 20 and not line.startswith(('"', "'", "f'", 'f"'))}
+    for cell, expected in ((nb.cells[1], "expected shape"), (nb.cells[2], "IndexError: list index out of range")):
+        (error,) = [o for o in cell.outputs if o.output_type == "error"]
+        assert error.ename == "AssertionError"
+        shown = [ANSI.sub("", line) for line in error.traceback]
+        text = "\n".join(shown)
+        assert expected in text
+        assert not [line for line in source_lines if line in text], "a line of the checks' source is shown"
+        assert str(PACKAGE) not in text
+    assert "return [][0]" in "\n".join(ANSI.sub("", line) for line in nb.cells[2].outputs[0].traceback)
