@@ -12,6 +12,7 @@ from pathlib import Path
 import nbformat
 import onehot2gpt_exercises as ex
 import pytest
+import torch
 from nbclient import NotebookClient
 from onehot2gpt_exercises import checking
 
@@ -112,3 +113,56 @@ def test_a_real_kernel_renders_the_short_traceback(tmp_path):
         assert not [line for line in source_lines if line in text], "a line of the checks' source is shown"
         assert str(PACKAGE) not in text
     assert "return [][0]" in "\n".join(ANSI.sub("", line) for line in nb.cells[2].outputs[0].traceback)
+
+
+@pytest.mark.parametrize(
+    "check, wrong",
+    [
+        ("check_next_token_pairs", lambda sentence: [(("<bos>",), sentence[0])]),
+        ("check_wordpiece", lambda word, vocab: [word]),
+        ("check_segment_ids", lambda tokens: [0]),
+    ],
+)
+def test_a_wrong_list_answer_shows_the_input_the_expected_and_the_answer(check, wrong):
+    message = str(_failure(check, wrong))
+    assert "\n  on input " in message
+    assert "\n  expected " in message and "\n  got      " in message
+
+
+def test_a_hidden_tests_input_is_described_not_shown(tmp_path):
+    """In the grader's replay a hidden test's failure names the input's shapes, never its values."""
+    from onehot2gpt_teach.grading import replay_check
+
+    answers = tmp_path / "answers.pt"
+    checking.start_recording(answers, [424242])
+
+    def right_on_the_visible_seed_only(ids, vocab_size):  # the visible inputs come first: 5 trials
+        right_on_the_visible_seed_only.calls = getattr(right_on_the_visible_seed_only, "calls", 0) + 1
+        width = vocab_size if right_on_the_visible_seed_only.calls <= 5 else vocab_size + 1
+        return torch.nn.functional.one_hot(torch.as_tensor(ids), width).float()
+
+    ex.check_one_hot(right_on_the_visible_seed_only)
+    checking.stop_recording()
+    result, message = replay_check("check_one_hot(my_one_hot)", answers, [424242])
+    assert result == "fail" and "hidden test 1 of 5" in message
+    assert "on a hidden input (tensor of shape" in message and "on input [" not in message
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (dict(heads="view"), "without moving an axis"),
+        (dict(mask_after=True), "applied after the softmax"),
+        (dict(scale=1.0), "the scores are not scaled"),
+        (dict(scale="D"), "divided by √D"),
+        (dict(heads="round-robin"), "every H-th feature"),
+        (dict(use_mask=False), "the mask is ignored"),
+        (dict(out_proj=False), "never mixed"),
+    ],
+)
+def test_each_planted_attention_mistake_is_diagnosed(change, words):
+    def planted(x, w_qkv, b_qkv, w_o, b_o, n_heads, mask=None):
+        return checking.attention_variant(x, w_qkv, b_qkv, w_o, b_o, n_heads, mask, **change)
+
+    message = str(_failure("check_multi_head_attention", planted))
+    assert "Looks like: " in message and words in message.split("Looks like: ", 1)[1], message

@@ -97,6 +97,20 @@ def describe(x) -> str:
     return f"{type(x).__name__} {x!r}"[:200]
 
 
+SHOWN_ELEMENTS = 16  # a tensor this small is shown with its values in a failure's input line
+
+
+def show(x, limit: int = 160) -> str:
+    """An input or answer as a failure message shows it: a small tensor with its values, a larger
+    one by shape and dtype, anything else by its repr, cut to `limit` characters."""
+    if isinstance(x, torch.Tensor):
+        if x.numel() <= SHOWN_ELEMENTS:
+            return f"{x.tolist()!r} (a {tuple(x.shape)} {_dtype_kind(x.dtype).split(' ')[0]} tensor)"
+        return describe(x)
+    text = repr(x)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _dtype_kind(dtype: torch.dtype) -> str:
     if dtype == torch.bool:
         return "bool (True/False)"
@@ -437,6 +451,12 @@ def check_function(
                 assert_same(got, expected, f"{name} ({label})", "", rtol, atol)
             except AssertionError as wrong:
                 message = str(wrong)
+                if k == 0:  # a visible test: the input, and for a list, string or dict the whole answer
+                    message += f"\n  on input {', '.join(show(a) for a in args)}"
+                    if isinstance(expected, (list, tuple, dict, str)):
+                        message += f"\n  expected {show(expected)}\n  got      {show(got)}"
+                else:  # a hidden test's input stays hidden: its shapes only
+                    message += f"\n  on a hidden input ({', '.join(describe(a) for a in args)})"
                 found = diagnose(got, expected, *copy.deepcopy(args)) if diagnose else None
                 if found:
                     message += f"\n  Looks like: {found}"
@@ -532,26 +552,43 @@ def first_match(got, mistakes: dict, rtol: float = 1e-4, atol: float = 1e-5) -> 
 
 
 def attention_variant(
-    x, w_qkv, b_qkv, w_o, b_o, n_heads, mask=None, *, scale=None, use_mask=True, out_proj=True, heads="split"
+    x,
+    w_qkv,
+    b_qkv,
+    w_o,
+    b_o,
+    n_heads,
+    mask=None,
+    *,
+    scale=None,
+    use_mask=True,
+    mask_after=False,
+    out_proj=True,
+    heads="split",
 ):
     """Multi-head self-attention over x (B, T, D) from its weights, with one step switchable to a
     typical mistake: `scale` None (√(D/H)), "D" (√D) or a number; `use_mask`; `out_proj` (W^O
-    applied); `heads` "split" (consecutive features per head) or "round-robin". → (output (B, T, D),
-    weights (B, H, T, T))."""
+    applied); `mask_after` (the mask applied to the weights after the softmax); `heads` "split"
+    (consecutive features per head), "round-robin", or "view" (one view straight to (B, H, T, D/H),
+    no transpose, merged back the same way). → (output (B, T, D), weights (B, H, T, T))."""
     B, T, D = x.shape
     hs = D // n_heads
 
     def split(t):
         if heads == "split":
             return t.view(B, T, n_heads, hs).transpose(1, 2)
+        if heads == "view":
+            return t.reshape(B, n_heads, T, hs)  # positions mixed into heads
         return t.view(B, T, hs, n_heads).permute(0, 3, 1, 2)  # features dealt out round-robin
 
     q, k, v = (split(t) for t in F.linear(x, w_qkv, b_qkv).split(D, dim=-1))
     scores = q @ k.transpose(-2, -1) / {None: math.sqrt(hs), "D": math.sqrt(D)}.get(scale, scale)
-    if mask is not None and use_mask:
+    if mask is not None and use_mask and not mask_after:
         scores = scores.masked_fill(~mask, float("-inf"))
     w = torch.softmax(scores, -1)
-    out = (w @ v).transpose(1, 2).reshape(B, T, D)
+    if mask is not None and use_mask and mask_after:
+        w = w.masked_fill(~mask, 0.0)
+    out = (w @ v).reshape(B, T, D) if heads == "view" else (w @ v).transpose(1, 2).reshape(B, T, D)
     return (F.linear(out, w_o, b_o) if out_proj else out), w
 
 

@@ -159,11 +159,26 @@ def _mha_diagnose(got, expected, x, W_qkv, b_qkv, W_o, b_o, n_heads, mask=None):
             "divide by √(D/H)",
         ),
         (dict(scale=1.0), "the scores are not scaled: divide each head's dot products by √(D/H)"),
+        (
+            dict(heads="view"),
+            "the heads were cut with one view straight to (B, H, T, D/H), without moving an axis: that hands each "
+            "head a run of positions, not its own block of features. Split the feature axis into (H, D/H) first, "
+            "then bring the head axis in front of the positions",
+        ),
+        (
+            dict(heads="round-robin"),
+            "each head got every H-th feature: head h must own one contiguous block of D/H features",
+        ),
         (dict(use_mask=False), "the mask is ignored: masked keys must get zero weight"),
+        (
+            dict(mask_after=True),
+            "the mask is applied after the softmax: the masked weights are zero, but the others no longer sum to 1. "
+            "Remove the masked keys from the scores, before the softmax",
+        ),
         (dict(out_proj=False), "the heads are concatenated but never mixed: the output projection W^O is missing"),
     ]
     if mask is None:
-        variants = [v for v in variants if "mask" not in v[0]]
+        variants = [v for v in variants if not any("mask" in key for key in v[0])]
     for change, words in variants:
         v_out, v_w = attention_variant(x, W_qkv, b_qkv, W_o, b_o, n_heads, mask, **change)
         if (
