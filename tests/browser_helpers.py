@@ -299,6 +299,13 @@ class LabPage:
             self.load()
 
 
+_ERROR_LINE = re.compile(r"^\s*(Traceback.*\(most recent call last\)|[A-Za-z_][\w.]*(Error|Exception): )")
+
+
+def _shows_an_error(text: str) -> bool:
+    return "Traceback (most recent call last)" in text or bool(_ERROR_LINE.match(text))
+
+
 class Notebook:
     """One notebook open in the JupyterLab tab `lab_page`, until close()."""
 
@@ -398,11 +405,12 @@ class Notebook:
     def prompts(self) -> list[str]:
         return [t.strip() for t in self.page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()]
 
-    _PROGRESS = """() => {
+    _PROGRESS = r"""() => {
         const cells = Array.from(document.querySelectorAll('.jp-Notebook .jp-CodeCell'));
         return [cells.map(c => (c.querySelector('.jp-InputPrompt') || {}).textContent || ''),
                 cells.map(c => Array.from(c.querySelectorAll('.jp-OutputArea-output'))
-                     .some(o => o.textContent.includes('Traceback (most recent call last)')))];
+                     .some(o => o.textContent.includes('Traceback (most recent call last)')
+                                || /^\s*[A-Za-z_][\w.]*(Error|Exception): /.test(o.textContent)))];
     }"""
 
     def run_all(self, n_code_cells: int, timeout: float, may_fail: list[bool]):
@@ -475,13 +483,10 @@ class Notebook:
         return panel.inner_text()
 
     def tracebacks(self, where=None) -> list[str]:
-        """The outputs inside `where` (default: the notebook) that show a Python traceback."""
+        """The outputs inside `where` (default: the notebook) that show a Python error: a traceback,
+        or the short form a failing check renders (its exception's line, then its message)."""
         where = where or self.page.locator(".jp-Notebook")
-        return [
-            t
-            for t in where.locator(".jp-OutputArea-output").all_inner_texts()
-            if "Traceback (most recent call last)" in t
-        ]
+        return [t for t in where.locator(".jp-OutputArea-output").all_inner_texts() if _shows_an_error(t)]
 
     def assert_no_traceback(self, where=None, log_console: bool = False, besides: list[str] = ()):
         """No Python traceback in the outputs inside `where` (default: the notebook) other than

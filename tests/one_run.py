@@ -274,8 +274,9 @@ def _reads_outside_wrappers(code: str, names: set[str]) -> set[str]:
 def solution_names_used_later(course: dict, student: dict, name: str) -> list[str]:
     """The cells after each exercise that would need its solution. A name the course's exercise
     cell binds differently from the student version's (the function whose body is the stub, or a
-    name only the solution binds) must not be read by a later cell (other than a check) except
-    through yours_or/yours_if_solved, until a later cell binds it again. Empty when the student
+    name only the solution binds) must not be read by a later cell (other than a check, or a later
+    exercise built on it, such as a block built on the student's attention) except through
+    yours_or/yours_if_solved, until a later cell binds it again. Empty when the student
     version's cells after its exercises can run without the solutions."""
     problems = []
     stubs = {c.get("id"): c for c in student["cells"]}
@@ -291,8 +292,8 @@ def solution_names_used_later(course: dict, student: dict, name: str) -> list[st
         for later in student["cells"][start + 1 :]:  # what runs after it in the student version
             if not names:
                 break
-            if later["cell_type"] != "code" or "check" in cell_tags(later):
-                continue
+            if later["cell_type"] != "code" or {"check", "exercise"} & set(cell_tags(later)):
+                continue  # a check, or an exercise built on this one (its own check then fails)
             rebound = set(_bindings(source(later)))  # a cell that binds the name again, then reads it
             used = _reads_outside_wrappers(source(later), names - rebound)
             if used:

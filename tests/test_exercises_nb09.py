@@ -1,6 +1,7 @@
-"""Notebook 09's checks: a GPT block's forward from its weights, top-k with ties and k ≥ V,
-top-p and the dtype of what filters return, and yours_if_solved (later cells run on the
-student's function once it passes)."""
+"""Notebook 09's checks: the GPT the notebook builds (attention, MLP, block, model) proven on the
+course checkpoint, each planted mistake named; top-k with ties and k ≥ V, top-p and the dtype of
+what filters return, and yours_if_solved (later cells run on the student's function once it
+passes)."""
 
 import math
 
@@ -9,95 +10,174 @@ import pytest
 import torch
 from exercise_helpers import assert_rejects, top_k_lowest_ids
 from onehot2gpt_exercises import checking
+from torch import nn
 
-# ------------------------------------------------------------------ a GPT block, written as a student might
-
-
-def _layer_norm(x, gain, bias, eps=1e-5):
-    mean = x.mean(-1, keepdim=True)
-    var = ((x - mean) ** 2).mean(-1, keepdim=True)
-    return gain * (x - mean) / torch.sqrt(var + eps) + bias
+# ------------------------------------------------------------------ the GPT, built as a student might
 
 
 def _gelu_tanh(x):
     return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
 
 
-def _block(x, w, n_heads, *, mask=True, prenorm=True, residual=True, scale=True, gelu=_gelu_tanh, split="consecutive"):
-    """One pre-norm block with einsum and loops over heads, independent of the library."""
-    B, T, D = x.shape
-    hs = D // n_heads
-    h = _layer_norm(x, w["norm1.weight"], w["norm1.bias"]) if prenorm else x
-    qkv = h @ w["attn.in_proj.weight"].T + w["attn.in_proj.bias"]  # (B, T, 3D)
-    q, k, v = qkv[..., :D], qkv[..., D : 2 * D], qkv[..., 2 * D :]
-    heads = []
-    for i in range(n_heads):
-        cols = slice(i * hs, (i + 1) * hs) if split == "consecutive" else slice(i, D, n_heads)
-        s = torch.einsum("btd,bsd->bts", q[..., cols], k[..., cols])
-        if scale:
-            s = s / math.sqrt(hs)
-        if mask:
-            s = s.masked_fill(torch.ones(T, T).triu(1).bool(), float("-inf"))
-        heads.append(torch.softmax(s, -1) @ v[..., cols])
-    a = torch.cat(heads, -1) @ w["attn.out_proj.weight"].T + w["attn.out_proj.bias"]
-    x = x + a if residual else a
-    if not prenorm:
-        x = _layer_norm(x, w["norm1.weight"], w["norm1.bias"])
-    h = _layer_norm(x, w["norm2.weight"], w["norm2.bias"]) if prenorm else x
-    m = gelu(h @ w["ff.linear1.weight"].T + w["ff.linear1.bias"]) @ w["ff.linear2.weight"].T + w["ff.linear2.bias"]
-    x = x + m if residual else m
-    return x if prenorm else _layer_norm(x, w["norm2.weight"], w["norm2.bias"])
+class Attention(nn.Module):
+    """An independent causal self-attention: a loop over heads, einsum, triu mask. `slip` plants one
+    common mistake."""
+
+    slip = ""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads = n_heads
+        self.in_proj = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        B, T, D = x.shape
+        H, hs = self.n_heads, D // self.n_heads
+        q, k, v = self.in_proj(x).chunk(3, dim=-1)
+        if self.slip == "view":  # one view straight to (B, H, T, hs)
+            q, k, v = (z.reshape(B, H, T, hs) for z in (q, k, v))
+            heads = [(q[:, h], k[:, h], v[:, h]) for h in range(H)]
+        else:
+            heads = [
+                (q[..., h * hs : (h + 1) * hs], k[..., h * hs : (h + 1) * hs], v[..., h * hs : (h + 1) * hs])
+                for h in range(H)
+            ]
+        outs = []
+        for qh, kh, vh in heads:
+            s = torch.einsum("btd,bsd->bts", qh, kh)
+            s = s if self.slip == "no scale" else s / math.sqrt(hs)
+            later = torch.ones(T, T, dtype=torch.bool).triu(1)
+            if self.slip == "mask after":
+                w = torch.softmax(s, -1).masked_fill(later, 0.0)
+            else:
+                w = torch.softmax(s.masked_fill(later, float("-inf")), -1)
+            outs.append(w @ vh)
+        if self.slip == "view":
+            return self.out_proj(torch.stack(outs, 1).reshape(B, T, D))
+        return self.out_proj(torch.cat(outs, -1))
 
 
-def test_check_gpt_block_passes_an_independent_solution(capsys):
-    ex.check_gpt_block(_block)
-    assert "✓ gpt_block" in capsys.readouterr().out
+class MLP(nn.Module):
+    act = staticmethod(_gelu_tanh)
+
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.linear2(self.act(self.linear1(x)))
+
+
+class Block(nn.Module):
+    post_norm = False
+
+    def __init__(self, d_model, n_heads, d_ff):
+        super().__init__()
+        self.norm1, self.attn = nn.LayerNorm(d_model), Attention(d_model, n_heads)
+        self.norm2, self.ff = nn.LayerNorm(d_model), MLP(d_model, d_ff)
+
+    def forward(self, x):
+        if self.post_norm:
+            x = self.norm1(x + self.attn(x))
+            return self.norm2(x + self.ff(x))
+        x = x + self.attn(self.norm1(x))
+        return x + self.ff(self.norm2(x))
+
+
+class Model(nn.Module):
+    slip = ""
+
+    def __init__(self, config, block=Block):
+        super().__init__()
+        c = self.config = config
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
+        self.pos_emb = nn.Embedding(c.max_len, c.d_model)
+        self.blocks = nn.ModuleList(block(c.d_model, c.n_heads, c.d_ff) for _ in range(c.n_layers))
+        self.final_norm = nn.LayerNorm(c.d_model)
+        self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
+        self.lm_head.weight = self.tok_emb.weight
+
+    def forward(self, ids):
+        h = self.tok_emb(ids)
+        if self.slip != "no positions":
+            h = h + self.pos_emb.weight[: ids.shape[1]]
+        for block in self.blocks:
+            h = block(h)
+        logits = self.lm_head(h if self.slip == "no final norm" else self.final_norm(h))
+        return logits.softmax(-1) if self.slip == "softmax" else logits
+
+
+def _with(cls, **attributes):
+    return type(cls.__name__, (cls,), attributes)
+
+
+def test_the_build_checks_pass_an_independent_solution(capsys):
+    ex.check_causal_self_attention(Attention)
+    ex.check_gpt_mlp(MLP)
+    ex.check_gpt_block(Block)
+    ex.check_gpt_model(Model)
+    out = capsys.readouterr().out
+    for name in ("causal_self_attention", "gpt_mlp", "gpt_block", "gpt_model"):
+        assert f"✓ {name}" in out
+
+
+@pytest.mark.parametrize(
+    "slip, reason",
+    [("view", "without moving an axis"), ("mask after", "after the softmax"), ("no scale", "not scaled")],
+)
+def test_check_causal_self_attention_names_each_planted_mistake(slip, reason):
+    assert_rejects(ex.check_causal_self_attention, _with(Attention, slip=slip), reason)
+
+
+@pytest.mark.parametrize(
+    "act, reason",
+    [(torch.nn.functional.gelu, r"exact \(erf\) GELU"), (torch.relu, "ReLU"), (lambda z: z, "no non-linearity")],
+)
+def test_check_gpt_mlp_names_each_planted_mistake(act, reason):
+    assert_rejects(ex.check_gpt_mlp, _with(MLP, act=staticmethod(act)), reason)
+
+
+def test_check_gpt_block_names_a_post_norm_block():
+    assert_rejects(ex.check_gpt_block, _with(Block, post_norm=True), "post-norm")
 
 
 @pytest.mark.parametrize(
     "slip, reason",
     [
-        (dict(mask=False), "causal mask is missing"),
-        (dict(prenorm=False), "post-norm"),
-        (dict(residual=False), "residual connections are missing"),
-        (dict(scale=False), "not scaled"),
-        (dict(gelu=torch.nn.functional.gelu), "exact"),
-        (dict(split="round-robin"), "heads' features are scrambled"),
+        ("no positions", "position embedding is missing"),
+        ("no final norm", "final LayerNorm"),
+        ("softmax", "probabilities"),
     ],
 )
-def test_check_gpt_block_names_each_slip(slip, reason):
-    assert_rejects(ex.check_gpt_block, lambda x, w, h: _block(x, w, h, **slip), reason)
+def test_check_gpt_model_names_each_planted_mistake(slip, reason):
+    assert_rejects(ex.check_gpt_model, _with(Model, slip=slip), reason)
 
 
-def test_check_gpt_block_rejects_a_wrong_dtype_and_shape():
-    assert_rejects(ex.check_gpt_block, lambda x, w, h: _block(x, w, h).double(), "dtype")
-    ex.reset_attempts()
-    assert_rejects(ex.check_gpt_block, lambda x, w, h: _block(x, w, h)[:, -1], "shape")
+def test_a_build_check_names_weights_that_are_not_the_checkpoints():
+    class Renamed(MLP):
+        def __init__(self, d_model, d_ff):
+            nn.Module.__init__(self)
+            self.up, self.down = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+    with pytest.raises(AssertionError, match=r"MyMLP's weights are not the checkpoint's: missing \['linear1.bias'"):
+        ex.check_gpt_mlp(Renamed)
 
 
-def test_check_gpt_block_uses_trained_looking_layer_norms():
-    """A solution that forgets LayerNorm's gain and bias must fail: the check's weights have them."""
-
-    def no_affine(x, w, h):
-        w = dict(
-            w,
-            **{
-                f"norm{i}.{p}": torch.ones_like(w[f"norm{i}.{p}"]) * (p == "weight")
-                for i in (1, 2)
-                for p in ("weight", "bias")
-            },
-        )
-        return _block(x, w, h)
-
-    assert_rejects(ex.check_gpt_block, no_affine)
-
-
-def test_check_gpt_block_says_when_not_written():
-    def todo(x, w, n_heads):
-        raise NotImplementedError
+def test_a_build_check_says_when_not_written():
+    class Todo(Block):
+        def forward(self, x):
+            raise NotImplementedError
 
     with pytest.raises(AssertionError, match="not written yet"):
-        ex.check_gpt_block(todo)
+        ex.check_gpt_block(Todo)
+
+
+def test_the_library_stand_in_has_mygpts_interface_and_passes():
+    ex.check_gpt_model(ex.LibraryGPT)
+    gpt = ex.nb09.course_gpt()
+    stand_in = ex.LibraryGPT(gpt.config)
+    assert [n for n, _ in stand_in.named_parameters()] == [n for n, _ in Model(gpt.config).named_parameters()]
 
 
 # ------------------------------------------------------------------ top-k: ties, k ≥ V, dtype

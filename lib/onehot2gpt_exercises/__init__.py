@@ -40,6 +40,16 @@ from .nb05 import check_attention_with_loops, check_causal_mask, check_multi_hea
 from .nb06 import check_encoder_block, check_greedy_decode, check_layer_norm, check_positional_encoding
 from .nb07 import check_apply_masking, check_mlm_loss, check_segment_ids, check_wordpiece
 from .nb08 import check_best_span, check_first_piece_labels, check_qa_loss, check_token_f1
-from .nb09 import check_gpt_block, check_kv_cache_step, check_lens_readout, check_top_k_filter, check_top_p_filter
+from .nb09 import (
+    LibraryGPT,
+    check_causal_self_attention,
+    check_gpt_block,
+    check_gpt_mlp,
+    check_gpt_model,
+    check_kv_cache_step,
+    check_lens_readout,
+    check_top_k_filter,
+    check_top_p_filter,
+)
 from .nb10 import check_answer_matches, check_greedy_until_newline, check_qa_prompt
 from .nb11 import check_chain_rule_log_prob, check_independent_masks, check_induction_score, check_permutation_mask

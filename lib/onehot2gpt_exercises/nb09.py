@@ -1,15 +1,17 @@
-"""Checks for notebook 09 (GPT and decoding): a GPT block's forward from its weights, top-k and
-top-p filters, one key/value-cache step."""
+"""Checks for notebook 09 (GPT and decoding): the GPT the notebook builds (causal self-attention,
+MLP, block, model), each proven on the course checkpoint; top-k and top-p filters; one
+key/value-cache step; the logit lens's read-out."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+from onehot2gpt.gpt import GPT
 
 from .checking import (
+    attention_variant,
     block_variant,
     check_function,
     close,
@@ -17,10 +19,177 @@ from .checking import (
     rand_int,
     require_callable,
     same_shape,
-    without_grad,
 )
 
-# Exercise 1: a GPT block's forward, from the block's weights
+# Exercises 1–4: the GPT built in the notebook (attention, MLP, block, model), each proven on the
+# course checkpoint's weights. The student's class is built and filled by the recording's own call
+# (:func:`_filled`), so the frames above the student's code hold the class and the weights only.
+
+
+_LOADED = (
+    "onehot2gpt.checkpoints.load",
+    "onehot2gpt.gpt.GPT",
+    "onehot2gpt.gpt.GPTBlock",
+    "onehot2gpt.gpt.gpt_from_checkpoint",
+)
+# What each build check's reference stands for (their reference is the checkpoint's model, loaded at
+# run time): an answer that uses one of these scores 0 in the grader (onehot2gpt_teach.reference_use).
+LIBRARY_REFERENCES = {
+    "check_causal_self_attention": ("onehot2gpt.attention.MultiHeadAttention", *_LOADED),
+    "check_gpt_mlp": ("onehot2gpt.gpt.GPTFeedForward", *_LOADED),
+    "check_gpt_block": _LOADED,
+    "check_gpt_model": _LOADED,
+}
+
+
+def course_gpt():
+    """The course checkpoint ``gpt-char-shakespeare``'s library GPT, in eval mode."""
+    from onehot2gpt.checkpoints import load
+
+    return load("gpt-char-shakespeare").model.eval()
+
+
+def _filled(cls, arguments: tuple, state: dict, name: str) -> Callable:
+    """A function of the inputs that builds ``cls(*arguments)`` once, fills it with `state` (the
+    names and shapes of the checkpoint, which the given ``__init__`` defines) and returns what it
+    computes, without gradients."""
+    made: list = []
+
+    def run(*inputs):
+        if not made:
+            module = cls(*arguments)
+            mine = {k: tuple(v.shape) for k, v in module.state_dict().items()}
+            theirs = {k: tuple(v.shape) for k, v in state.items()}
+            if mine != theirs:
+                missing, extra = sorted(set(theirs) - set(mine)), sorted(set(mine) - set(theirs))
+                shapes = sorted(k for k in set(mine) & set(theirs) if mine[k] != theirs[k])
+                raise ValueError(
+                    f"{name}'s weights are not the checkpoint's: missing {missing[:3]}, unexpected {extra[:3]}, "
+                    f"other shape {shapes[:3]}; keep __init__ as the notebook gives it"
+                )
+            module.load_state_dict(state)
+            made.append(module.eval())
+        with torch.no_grad():
+            return made[0](*inputs)
+
+    run.__name__ = name
+    return run
+
+
+def _state(module) -> dict:
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+def _hidden_states(gen: torch.Generator, d_model: int, max_len: int):
+    """x (B, T, D) like a block's input: about unit scale, T from 1 to `max_len` (one trial in five T = 1)."""
+    B, T = rand_int(gen, 1, 4), rand_int(gen, 1, max_len + 1)
+    return (torch.randn(B, T, d_model, generator=gen),)
+
+
+def _attention_diagnose(state: dict, n_heads: int):
+    weights = [state[f"{n}_proj.{w}"] for n in ("in", "out") for w in ("weight", "bias")]
+
+    def diagnose(got, expected, x):
+        if not same_shape(got, expected):
+            return None
+        mask = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
+        for change, words in _ATTENTION_SLIPS:
+            variant = attention_variant(x, *weights, n_heads, mask, **change)[0]
+            if close(got, variant) and not close(variant, expected):
+                return words
+        return None
+
+    return diagnose
+
+
+_ATTENTION_SLIPS = [
+    (
+        dict(heads="view"),
+        "the heads were cut with one view straight to (B, H, T, hs), without moving an axis: each head then holds a "
+        "run of positions, not its block of features. Split the feature axis into (H, hs) first, then bring the head "
+        "axis in front of the positions",
+    ),
+    (dict(heads="round-robin"), "each head got every H-th feature: head h owns one contiguous block of hs features"),
+    (
+        dict(use_mask=False),
+        "every position also reads the positions after it: the causal mask is missing, so the model would see the "
+        "characters it has to predict",
+    ),
+    (
+        dict(mask_after=True),
+        "the mask is applied after the softmax: later positions get weight 0, but the others no longer sum to 1. "
+        "Remove the later keys from the scores, before the softmax",
+    ),
+    (dict(scale=1.0), "the scores are not scaled: each head's dot products are divided by √hs"),
+    (dict(scale="D"), "the scores are divided by √D; each head compares vectors of hs = D / H features: √hs"),
+    (dict(out_proj=False), "the heads are put side by side but never mixed: the output projection W^O is missing"),
+]
+
+
+def check_causal_self_attention(cls) -> None:
+    """Exercise: ``MyCausalSelfAttention(d_model, n_heads)`` (its ``__init__`` given) whose forward
+    maps x (B, T, D) → (B, T, D), proven equal to the library's attention holding the weights of
+    the course checkpoint's first block."""
+    from onehot2gpt.attention import MultiHeadAttention
+
+    require_callable(cls)
+    gpt = course_gpt()
+    c = gpt.config
+    reference_attention = MultiHeadAttention(c.d_model, c.n_heads).eval()
+    reference_attention.load_state_dict(gpt.blocks[0].attn.state_dict())
+
+    @torch.no_grad()
+    def reference(x):
+        T = x.size(1)
+        return reference_attention(x, mask=torch.ones(T, T, dtype=torch.bool).tril())[0]
+
+    state = _state(gpt.blocks[0].attn)
+    check_function(
+        _filled(cls, (c.d_model, c.n_heads), state, "MyCausalSelfAttention"),
+        reference,
+        lambda gen: _hidden_states(gen, c.d_model, c.max_len),
+        name="causal_self_attention",
+        diagnose=_attention_diagnose(state, c.n_heads),
+        concept="masked multi-head self-attention: one projection gives Q, K and V; each is cut into H heads of "
+        "hs = D / H consecutive features; a head scores every query against the keys at or before its position, "
+        "scaled by 1/√hs, takes the softmax over the keys and averages the values; the heads go side by side again "
+        "and the output projection mixes them",
+        hint="what shape must q have for q @ kᵀ to give one (T, T) score matrix per head: (B, H, T, hs). Which "
+        "entries of that matrix must be −∞ before the softmax, and which axis does the softmax run over?",
+    )
+
+
+def check_gpt_mlp(cls) -> None:
+    """Exercise: ``MyMLP(d_model, d_ff)`` whose forward maps x (B, T, D) → (B, T, D), proven equal
+    to the library's GPT-2 MLP holding the course checkpoint's first-block weights."""
+    require_callable(cls)
+    gpt = course_gpt()
+    c, ff = gpt.config, gpt.blocks[0].ff
+    state = _state(ff)
+
+    def diagnose(got, expected, x):
+        if not same_shape(got, expected):
+            return None
+        hidden = F.linear(x, state["linear1.weight"], state["linear1.bias"])
+        for act, words in (
+            (F.gelu, "the exact (erf) GELU is used; GPT-2 was trained with its tanh approximation"),
+            (torch.relu, "ReLU is used; GPT-2's MLP uses GELU, in its tanh approximation"),
+            (lambda z: z, "there is no non-linearity between the two linear layers"),
+        ):
+            if close(got, F.linear(act(hidden), state["linear2.weight"], state["linear2.bias"])):
+                return words
+        return None
+
+    check_function(
+        _filled(cls, (c.d_model, c.d_ff), state, "MyMLP"),
+        torch.no_grad()(ff.forward),
+        lambda gen: _hidden_states(gen, c.d_model, 8),
+        name="gpt_mlp",
+        diagnose=diagnose,
+        concept="the MLP works on each position alone: widen from D to d_ff features, a GELU, narrow back to D",
+        hint="two linear layers with a GELU between them; which form of GELU did GPT-2 use (look at F.gelu's "
+        "`approximate` argument)?",
+    )
 
 
 # The GPT-2 block in block_variant's terms; each slip below changes one of its steps.
@@ -54,74 +223,104 @@ _BLOCK_SLIPS = [
 ]
 
 
-def _block_diagnose(got, expected, x, w, n_heads):
-    if not same_shape(got, expected):
-        return None
-    mask = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
-    for slip, words in _BLOCK_SLIPS:
-        if slip.get("use_mask") is False and x.size(1) == 1:
-            continue
-        if close(got, block_variant(x, w, n_heads, mask, **{**_GPT2_BLOCK, **slip})):
-            return words
-    return None
-
-
-def random_gpt_block(gen: torch.Generator, d_model: int, n_heads: int):
-    """A library GPTBlock (eval mode, no dropout) with every weight drawn from `gen`, LayerNorm
-    gains and biases included, so a forgotten weight changes the output."""
-    from onehot2gpt.gpt import GPTBlock
-
-    block = GPTBlock(d_model, n_heads, 4 * d_model).eval()
-    with torch.no_grad():
-        for name, p in block.named_parameters():
-            if name.endswith("norm1.weight") or name.endswith("norm2.weight"):
-                p.copy_(1 + 0.3 * torch.randn(p.shape, generator=gen))
-            else:
-                p.copy_(torch.randn(p.shape, generator=gen) / math.sqrt(p.shape[-1]))
-    return block
-
-
-def check_gpt_block(fn: Callable) -> None:
-    """Exercise: (x (B, T, D), w: dict of the block's weights by name, n_heads) → (B, T, D), one
-    pre-norm GPT block: x + Attn(LN₁(x)) with a causal mask, then + MLP(LN₂(·)). Compared with
-    the library's GPTBlock holding the same weights."""
-    from onehot2gpt.attention import causal_mask
-
-    trial = iter(range(10**6))
-
-    def make(gen):
-        n_heads, hs = rand_int(gen, 1, 5), rand_int(gen, 2, 9)
-        B, T = rand_int(gen, 1, 4), 1 if next(trial) == 3 else rand_int(gen, 2, 9)  # one test with T = 1
-        block = random_gpt_block(gen, n_heads * hs, n_heads)
-        w = {k: v.detach().clone() for k, v in block.state_dict().items()}
-        return torch.randn(B, T, n_heads * hs, generator=gen), w, n_heads
+def check_gpt_block(cls) -> None:
+    """Exercise: ``MyBlock(d_model, n_heads, d_ff)`` (its ``__init__`` given, built on the
+    student's attention and MLP) whose forward maps x (B, T, D) → (B, T, D), proven equal to the
+    library's GPTBlock holding the course checkpoint's first-block weights."""
+    require_callable(cls)
+    gpt = course_gpt()
+    c, block = gpt.config, gpt.blocks[0]
+    state = _state(block)
 
     @torch.no_grad()
-    def reference(x, w, n_heads):
-        block = random_gpt_block(torch.Generator(), x.size(-1), n_heads)
-        block.load_state_dict(w)
-        return block(x, causal_mask(x.size(1)))[0]
+    def reference(x):
+        T = x.size(1)
+        return block(x, torch.ones(T, T, dtype=torch.bool).tril())[0]
+
+    def diagnose(got, expected, x):
+        if not same_shape(got, expected):
+            return None
+        mask = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
+        for slip, words in _BLOCK_SLIPS:
+            if slip.get("use_mask") is False and x.size(1) == 1:
+                continue
+            if close(got, block_variant(x, state, c.n_heads, mask, **{**_GPT2_BLOCK, **slip})):
+                return words
+        return None
 
     check_function(
-        without_grad(fn),
+        _filled(cls, (c.d_model, c.n_heads, c.d_ff), state, "MyBlock"),
         reference,
-        make,
+        lambda gen: _hidden_states(gen, c.d_model, c.max_len),
         name="gpt_block",
-        trials=6,
-        diagnose=_block_diagnose,
-        concept="a GPT-2 block is pre-norm: x + attention(LayerNorm₁(x)), then that plus MLP(LayerNorm₂(of it)). The "
-        "attention splits Q, K and V (one packed projection, in that order) into H heads of hs = D / H consecutive "
-        "features, scores each query against the keys at or before its own position, scaled by 1/√hs, and merges the "
-        "heads back before the output projection; the MLP is Linear, GELU (tanh approximation), Linear",
-        hint="h = F.layer_norm(x, (D,), w['norm1.weight'], w['norm1.bias']); q, k, v = F.linear(h, "
-        "w['attn.in_proj.weight'], w['attn.in_proj.bias']).split(D, dim=-1); each .view(B, T, H, hs).transpose(1, 2); "
-        "scores = q @ k.transpose(-2, -1) / hs**0.5, masked_fill where the key is after the query (~torch.ones(T, T, "
-        "dtype=torch.bool).tril()) with -inf; (softmax @ v).transpose(1, 2).reshape(B, T, D); x = x + F.linear(that, "
-        "out_proj); then x = x + F.linear(F.gelu(F.linear(LN₂(x), linear1), approximate='tanh'), linear2)",
+        diagnose=diagnose,
+        concept="a GPT-2 block is pre-norm: LayerNorm₁ feeds the attention and its output is added to the block's "
+        "input x; LayerNorm₂ of that sum feeds the MLP, whose output is added again",
+        hint="write the two formulas x ← x + Attn(LN₁(x)) and x ← x + MLP(LN₂(x)) as two lines: which tensor does "
+        "each LayerNorm see, and what is each sub-layer's output added to?",
     )
 
 
-# Exercises 2 and 3: top-k and top-p filters
+def check_gpt_model(cls) -> None:
+    """Exercise: ``MyGPT(config)`` (its ``__init__`` given: embeddings, blocks, final LayerNorm and
+    the output layer tied to the token embedding) whose forward maps ids (B, T) → logits (B, T, V),
+    proven equal to the library's GPT holding the course checkpoint ``gpt-char-shakespeare``."""
+    require_callable(cls)
+    gpt = course_gpt()
+    c = gpt.config
+
+    def make(gen):
+        B, T = rand_int(gen, 1, 4), rand_int(gen, 1, c.max_len + 1)
+        return (torch.randint(c.vocab_size, (B, T), generator=gen),)
+
+    def variant(ids, *, positions=True, final_norm=True, softmax=False):
+        T = ids.size(1)
+        h = gpt.tok_emb(ids) + (gpt.pos_emb(torch.arange(T)) if positions else 0)
+        for block in gpt.blocks:
+            h = block(h, torch.ones(T, T, dtype=torch.bool).tril())[0]
+        logits = gpt.lm_head(gpt.final_norm(h) if final_norm else h)
+        return logits.softmax(-1) if softmax else logits
+
+    @torch.no_grad()
+    def diagnose(got, expected, ids):
+        if not same_shape(got, expected):
+            return None
+        for change, words in (
+            (dict(positions=False), "the position embedding is missing: h₀ = token embedding + position embedding"),
+            (dict(final_norm=False), "the final LayerNorm (LN_f) before the output layer is missing"),
+            (dict(softmax=True), "these are probabilities: forward returns the logits, before any softmax"),
+        ):
+            if close(got, variant(ids, **change)):
+                return words
+        return None
+
+    check_function(
+        _filled(cls, (c,), _state(gpt), "MyGPT"),
+        torch.no_grad()(lambda ids: gpt(ids).logits),
+        make,
+        name="gpt_model",
+        trials=4,
+        diagnose=diagnose,
+        concept="GPT in three formulas: h₀ = U W_e + W_p (token plus position embedding), h_l = block(h_{l−1}) for "
+        "every block, logits = LN_f(h_n) W_eᵀ; the forward returns logits, the softmax comes later",
+        hint="which positions does row t of the position embedding belong to (the ids are (B, T)), and what does the "
+        "model apply to h_n before the tied output layer?",
+    )
+
+
+class LibraryGPT(GPT):
+    """The library's GPT with MyGPT's interface, for the cells after an unsolved check:
+    ``LibraryGPT(config)`` (``block`` accepted and ignored), forward ids (B, T) → logits (B, T, V),
+    the same parameter names."""
+
+    def __init__(self, config, block=None):
+        super().__init__(config)
+
+    def forward(self, ids):
+        return super().forward(ids).logits
+
+
+# Exercises 5 and 6: top-k and top-p filters
 
 
 def _distinct_logits(gen: torch.Generator, max_vocab: int = 12):
@@ -266,7 +465,7 @@ def check_top_p_filter(fn: Callable) -> None:
     )
 
 
-# Exercise 4: one step with a key/value cache
+# Exercise 7: one step with a key/value cache
 
 
 def check_kv_cache_step(fn: Callable) -> None:
@@ -308,7 +507,7 @@ def check_kv_cache_step(fn: Callable) -> None:
     )
 
 
-# Exercise 5: the logit lens's read-out of one residual vector
+# Exercise 8: the logit lens's read-out of one residual vector
 
 
 def _lens_diagnose(got, expected, x, gain, bias, embedding):

@@ -90,7 +90,9 @@ def default_forbidden(check_name: str) -> tuple[str, ...]:
     """The library names a check's reference uses: in the check function's source
     (:mod:`onehot2gpt_exercises`), the reference argument of its ``check_function`` call, followed
     into the local and module-level functions it names, resolved through their imports; only names
-    of the library (``onehot2gpt.…``) are kept, sorted.
+    of the library (``onehot2gpt.…``) are kept, with those the check's module declares in its
+    ``LIBRARY_REFERENCES`` ({check name: names}: a reference loaded at run time, such as a
+    checkpoint's model, names no class in the source), sorted.
 
     Example: ``default_forbidden("check_one_hot") == ("onehot2gpt.vocab.one_hot",)``
     """
@@ -100,11 +102,13 @@ def default_forbidden(check_name: str) -> tuple[str, ...]:
     if not check_name.startswith("check_") or not callable(check):
         raise ValueError(f"check_name must name a check of onehot2gpt_exercises (check_…), got {check_name!r}")
     module = inspect.getmodule(check)
+    # a check whose reference is a model loaded at run time names the library classes it stands for
+    declared = tuple(getattr(module, "LIBRARY_REFERENCES", {}).get(check_name, ()))
     tree = ast.parse(inspect.getsource(module))
     functions = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
     check_def = functions.get(check_name)
     if check_def is None:  # defined elsewhere (re-exported): no source to follow
-        return ()
+        return tuple(sorted(declared))
     module_imports = _imports(node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)))
     local_defs = {
         node.name: node
@@ -118,7 +122,7 @@ def default_forbidden(check_name: str) -> tuple[str, ...]:
             reference = node.args[1] if len(node.args) > 1 else keywords.get("reference_fn")
             break
     if reference is None:
-        return ()
+        return tuple(sorted(declared))
     names, seen, todo = set(), set(), [(reference, check_def)]
     while todo:
         expression, scope = todo.pop()
@@ -133,7 +137,7 @@ def default_forbidden(check_name: str) -> tuple[str, ...]:
                 todo.append((functions[node.id], functions[node.id]))
             elif node.id in imports and imports[node.id].startswith(LIBRARY + "."):
                 names.add(imports[node.id])
-    return tuple(sorted(names))
+    return tuple(sorted(names | set(declared)))
 
 
 def forbidden_names(check_source: str, metadata: dict | None = None) -> tuple[str, ...]:
