@@ -1,6 +1,8 @@
-"""The LSTM-cell check of notebook 03: an independent correct cell passes, typical mistakes are
-rejected with the concept first, and the stand-in equals one step of torch.nn.LSTM."""
+"""Notebook 03's build checks: the LSTM cell (an independent correct cell passes, typical mistakes
+are rejected with the concept first, the stand-in equals one step of torch.nn.LSTM) and the LSTM
+language model built on it, proven on the course checkpoint, each planted mistake named."""
 
+import onehot2gpt_exercises as ex
 import pytest
 import torch
 from exercise_helpers import assert_rejects
@@ -72,3 +74,58 @@ def test_unwritten_cell_gives_nothing_away():
     with pytest.raises(AssertionError, match="not written yet") as info:
         check_lstm_cell(unwritten)
     assert "Think about" not in str(info.value) and "Hint" not in str(info.value)
+
+
+# ------------------------------------------------------------------ the LSTM language model, built on a cell
+
+
+def _lm_class(residual="rest", cell=None):
+    """A student's MyLSTMLM with its own step loop (an independent LSTM cell unless `cell`)."""
+
+    def own_cell(x, h, c, w_ih, w_hh, b_ih, b_hh):
+        i, f, g, o = (x @ w_ih.T + b_ih + h @ w_hh.T + b_hh).chunk(4, dim=-1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+    step = cell or own_cell
+
+    class MyLSTMLM(ex.TorchLSTMLM):
+        def forward(self, ids, states=None):
+            h = self.tok_proj(self.tok_emb(ids))
+            for j, lstm in enumerate(self.fwd_layers):
+                hs, cs = h.new_zeros(h.shape[0], lstm.hidden_size), h.new_zeros(h.shape[0], lstm.hidden_size)
+                outs = []
+                for t in range(h.shape[1]):
+                    hs, cs = step(
+                        h[:, t], hs, cs, lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0, lstm.bias_hh_l0
+                    )
+                    outs.append(hs)
+                out = torch.stack(outs, 1)
+                h = out + h if (residual == "all" or (residual == "rest" and j > 0)) else out
+            z = self.out_proj(h)
+            return self.softmax.log_prob(z.reshape(-1, z.shape[-1])).view(*ids.shape, -1), None
+
+    return MyLSTMLM
+
+
+def test_check_lstm_lm_passes_an_independent_model_and_the_stand_in(capsys):
+    ex.check_lstm_lm(_lm_class())
+    ex.check_lstm_lm(ex.TorchLSTMLM)
+    assert capsys.readouterr().out.count("✓ lstm_lm") == 2
+
+
+@pytest.mark.parametrize(
+    "residual, reason",
+    [("none", "residual connection around layers 2 … L is missing"), ("all", "first layer has a residual")],
+)
+def test_check_lstm_lm_names_each_planted_mistake(residual, reason):
+    assert_rejects(ex.check_lstm_lm, _lm_class(residual), reason)
+
+
+def test_check_lstm_lm_catches_a_wrong_cell_inside_the_model():
+    def forgets_nothing(x, h, c, w_ih, w_hh, b_ih, b_hh):  # the forget gate left out: c never decays
+        i, f, g, o = (x @ w_ih.T + b_ih + h @ w_hh.T + b_hh).chunk(4, dim=-1)
+        c = c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+    assert_rejects(ex.check_lstm_lm, _lm_class(cell=forgets_nothing))

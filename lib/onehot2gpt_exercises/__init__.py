@@ -28,7 +28,14 @@ from .nb02 import (
     check_sgns_step,
     check_skipgram_pairs,
 )
-from .nb03 import check_bigram_prob, check_lstm_cell, check_next_token_pairs, check_perplexity
+from .nb03 import (
+    TorchLSTMLM,
+    check_bigram_prob,
+    check_lstm_cell,
+    check_lstm_lm,
+    check_next_token_pairs,
+    check_perplexity,
+)
 from .nb04 import (
     check_bilm_layers,
     check_reverse_padded,

@@ -551,6 +551,36 @@ def first_match(got, mistakes: dict, rtol: float = 1e-4, atol: float = 1e-5) -> 
     return None
 
 
+def filled_module(cls, arguments: tuple, state: dict, name: str, pick: Callable | None = None) -> Callable:
+    """A function of the inputs that builds the student's ``cls(*arguments)`` once, fills it with
+    `state` (a checkpoint's weights: the names and shapes the notebook's given ``__init__`` defines)
+    and returns what it computes without gradients (``pick(output)`` when given: the part a check
+    compares). The check passes this as the student's function, so the recording builds the model
+    itself and no frame above the student's code holds the reference."""
+    made: list = []
+
+    def run(*inputs):
+        if not made:
+            module = cls(*arguments)
+            mine = {k: tuple(v.shape) for k, v in module.state_dict().items()}
+            theirs = {k: tuple(v.shape) for k, v in state.items()}
+            if mine != theirs:
+                missing, extra = sorted(set(theirs) - set(mine)), sorted(set(mine) - set(theirs))
+                shapes = sorted(k for k in set(mine) & set(theirs) if mine[k] != theirs[k])
+                raise ValueError(
+                    f"{name}'s weights are not the checkpoint's: missing {missing[:3]}, unexpected {extra[:3]}, "
+                    f"other shape {shapes[:3]}; keep __init__ as the notebook gives it"
+                )
+            module.load_state_dict(state)
+            made.append(module.eval())
+        with torch.no_grad():
+            out = made[0](*inputs)
+        return pick(out) if pick is not None else out
+
+    run.__name__ = name
+    return run
+
+
 def attention_variant(
     x,
     w_qkv,

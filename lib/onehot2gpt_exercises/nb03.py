@@ -1,5 +1,5 @@
-"""Checks for notebook 03 (language models), and the torch LSTM cell that stands in for the
-student's own cell in the notebook's later cells until it is written."""
+"""Checks for notebook 03 (language models), and the torch LSTM cell and language model that stand
+in for the student's own in the notebook's later cells until they are written."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .checking import check_function, close, describe, rand_int, same_shape, without_grad
+from .checking import (
+    check_function,
+    close,
+    describe,
+    filled_module,
+    rand_int,
+    require_callable,
+    same_shape,
+    without_grad,
+)
 
 _WORDS = ["潮水", "退了", "就", "知道", "誰", "沒穿", "褲子", "the", "tide", "goes", "out"]
 
@@ -191,4 +200,102 @@ def check_lstm_cell(fn: Callable) -> None:
         hint="gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh, shape (B, 4H); split it into four (B, H) "
         "blocks i, f, g, o (gates[:, :H], gates[:, H:2*H], …); i, f, o = sigmoid, g = tanh; c_new = f * c + i * g; "
         "h_new = o * tanh(c_new); return h_new, c_new",
+    )
+
+
+# Exercise 5: the LSTM language model's forward, proven on the course checkpoint
+
+
+def course_bilm():
+    """The course checkpoint ``bilm-wikitext2``'s library BiLM, in eval mode (its forward half is
+    notebook 03's language model)."""
+    from onehot2gpt.checkpoints import load
+
+    return load("bilm-wikitext2").model.eval()
+
+
+class TorchLSTMLM(nn.Module):
+    """MyLSTMLM with PyTorch's own LSTM loop: what the notebook's later cells run until the
+    student's model passes its check. The same constructor, parameter names and forward: ids (B, T)
+    and each layer's (h, c) (or None) → log-probabilities (B, T, V) and each layer's last (h, c)."""
+
+    def __init__(self, vocab_size, d_model=128, hidden=224, n_layers=2, cutoffs=(2_000, 10_000)):
+        super().__init__()
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.tok_proj = nn.Linear(d_model, hidden)
+        self.fwd_layers = nn.ModuleList(nn.LSTM(hidden, hidden, batch_first=True) for _ in range(n_layers))
+        self.out_proj = nn.Linear(hidden, d_model)
+        self.softmax = nn.AdaptiveLogSoftmaxWithLoss(d_model, vocab_size, list(cutoffs), div_value=4.0, head_bias=True)
+
+    def forward(self, ids, states=None):
+        h = self.tok_proj(self.tok_emb(ids))
+        states = states or [None] * len(self.fwd_layers)
+        new_states = []
+        for j, lstm in enumerate(self.fwd_layers):
+            start = None if states[j] is None else (states[j][0][None], states[j][1][None])
+            out, (h_last, c_last) = lstm(h, start)
+            h = out + h if j > 0 else out
+            new_states.append((h_last[0], c_last[0]))
+        z = self.out_proj(h)
+        return self.softmax.log_prob(z.reshape(-1, z.shape[-1])).view(*ids.shape, -1), new_states
+
+
+def check_lstm_lm(cls) -> None:
+    """Exercise: ``MyLSTMLM(vocab_size, d_model, hidden, n_layers, cutoffs)`` (its ``__init__``
+    given) whose forward runs ids (B, T) through the embedding, the token projection, each LSTM
+    layer step by step with the student's cell (a residual around layers 2 … L) and the adaptive
+    softmax → (log-probabilities (B, T, V), states). Proven equal to the forward language model of
+    the course checkpoint ``bilm-wikitext2`` on random token windows."""
+    require_callable(cls)
+    bilm = course_bilm()
+    c = bilm.config
+    state = {k: v.detach().clone() for k, v in bilm.state_dict().items() if not k.startswith("bwd_layers.")}
+
+    def make(gen):
+        B, T = rand_int(gen, 1, 4), rand_int(gen, 1, 13)
+        return (torch.randint(4, c.vocab_size, (B, T), generator=gen),)
+
+    @torch.no_grad()
+    def reference(ids):
+        return bilm(ids)["fwd_logits"]
+
+    @torch.no_grad()
+    def variant(ids, residual):
+        h = bilm.tok_proj(bilm.tok_emb(ids))
+        for j, lstm in enumerate(bilm.fwd_layers):
+            out, _ = lstm(h)
+            h = out + h if residual(j) else out
+        return bilm._log_probs(h)
+
+    def diagnose(got, expected, ids):
+        if not same_shape(got, expected):
+            return None
+        for residual, words in (
+            (
+                lambda j: False,
+                "the residual connection around layers 2 … L is missing: add each such layer's input to its output",
+            ),
+            (lambda j: True, "the first layer has a residual connection too; only layers 2 … L add their input"),
+        ):
+            if close(got, variant(ids, residual)):
+                return words
+        if close(got, expected.exp()):
+            return "these are probabilities: the model returns log-probabilities (AdaptiveLogSoftmax's log_prob)"
+        return None
+
+    check_function(
+        filled_module(
+            cls, (c.vocab_size, c.d_model, c.hidden, c.n_layers, c.cutoffs), state, "MyLSTMLM", lambda out: out[0]
+        ),
+        reference,
+        make,
+        name="lstm_lm",
+        trials=4,
+        diagnose=diagnose,
+        concept="the language model reads a window one token at a time: embedding, then the projection P up to the "
+        "LSTM's width; each LSTM layer runs your cell over the positions in order, carrying (h, c) from one step to "
+        "the next, and from the second layer on adds its input to its output; then Q and the adaptive softmax give "
+        "log-probabilities of the next token at every position",
+        hint="which tensor does layer j read: the output of layer j − 1 (after its residual); what is (h, c) before "
+        "the first token when no state is given?",
     )

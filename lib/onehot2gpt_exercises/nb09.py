@@ -16,6 +16,7 @@ from .checking import (
     check_function,
     close,
     describe,
+    filled_module,
     rand_int,
     require_callable,
     same_shape,
@@ -47,33 +48,6 @@ def course_gpt():
     from onehot2gpt.checkpoints import load
 
     return load("gpt-char-shakespeare").model.eval()
-
-
-def _filled(cls, arguments: tuple, state: dict, name: str) -> Callable:
-    """A function of the inputs that builds ``cls(*arguments)`` once, fills it with `state` (the
-    names and shapes of the checkpoint, which the given ``__init__`` defines) and returns what it
-    computes, without gradients."""
-    made: list = []
-
-    def run(*inputs):
-        if not made:
-            module = cls(*arguments)
-            mine = {k: tuple(v.shape) for k, v in module.state_dict().items()}
-            theirs = {k: tuple(v.shape) for k, v in state.items()}
-            if mine != theirs:
-                missing, extra = sorted(set(theirs) - set(mine)), sorted(set(mine) - set(theirs))
-                shapes = sorted(k for k in set(mine) & set(theirs) if mine[k] != theirs[k])
-                raise ValueError(
-                    f"{name}'s weights are not the checkpoint's: missing {missing[:3]}, unexpected {extra[:3]}, "
-                    f"other shape {shapes[:3]}; keep __init__ as the notebook gives it"
-                )
-            module.load_state_dict(state)
-            made.append(module.eval())
-        with torch.no_grad():
-            return made[0](*inputs)
-
-    run.__name__ = name
-    return run
 
 
 def _state(module) -> dict:
@@ -145,7 +119,7 @@ def check_causal_self_attention(cls) -> None:
 
     state = _state(gpt.blocks[0].attn)
     check_function(
-        _filled(cls, (c.d_model, c.n_heads), state, "MyCausalSelfAttention"),
+        filled_module(cls, (c.d_model, c.n_heads), state, "MyCausalSelfAttention"),
         reference,
         lambda gen: _hidden_states(gen, c.d_model, c.max_len),
         name="causal_self_attention",
@@ -181,7 +155,7 @@ def check_gpt_mlp(cls) -> None:
         return None
 
     check_function(
-        _filled(cls, (c.d_model, c.d_ff), state, "MyMLP"),
+        filled_module(cls, (c.d_model, c.d_ff), state, "MyMLP"),
         torch.no_grad()(ff.forward),
         lambda gen: _hidden_states(gen, c.d_model, 8),
         name="gpt_mlp",
@@ -249,7 +223,7 @@ def check_gpt_block(cls) -> None:
         return None
 
     check_function(
-        _filled(cls, (c.d_model, c.n_heads, c.d_ff), state, "MyBlock"),
+        filled_module(cls, (c.d_model, c.n_heads, c.d_ff), state, "MyBlock"),
         reference,
         lambda gen: _hidden_states(gen, c.d_model, c.max_len),
         name="gpt_block",
@@ -295,7 +269,7 @@ def check_gpt_model(cls) -> None:
         return None
 
     check_function(
-        _filled(cls, (c,), _state(gpt), "MyGPT"),
+        filled_module(cls, (c,), _state(gpt), "MyGPT"),
         torch.no_grad()(lambda ids: gpt(ids).logits),
         make,
         name="gpt_model",
