@@ -91,3 +91,50 @@ def test_greedy_decode_check_names_a_leading_bos():
         return torch.cat([torch.tensor([bos]), model.greedy_decode(src, bos, eos, max_new)[0]])
 
     assert_rejects(ex.check_greedy_decode, with_bos, match="<bos>")
+
+
+# ------------------------------------------------------------------ the decoder block
+
+
+def _decoder_by_hand(y, memory, p, n_heads, self_mask=None, memory_mask=None, slip=""):
+    """A decoder block with a loop over heads and einsum, independent of the library."""
+    D = y.shape[-1]
+    hs = D // n_heads
+
+    def norm(h, i):
+        mean, var = h.mean(-1, keepdim=True), h.var(-1, unbiased=False, keepdim=True)
+        return (h - mean) / torch.sqrt(var + 1e-5) * p[f"norm{i}.weight"] + p[f"norm{i}.bias"]
+
+    def attend(queries, source, name, mask):
+        w, b = p[f"{name}.in_proj.weight"], p[f"{name}.in_proj.bias"]
+        q, k, v = queries @ w[:D].T + b[:D], source @ w[D : 2 * D].T + b[D : 2 * D], source @ w[2 * D :].T + b[2 * D :]
+        heads = []
+        for i in range(n_heads):
+            cols = slice(i * hs, (i + 1) * hs)
+            scores = torch.einsum("btd,bsd->bts", q[..., cols], k[..., cols]) / math.sqrt(hs)
+            if mask is not None:  # (T, T) causal, or (B, 1, 1, S) padding
+                scores = scores.masked_fill(~(mask[:, 0] if mask.dim() == 4 else mask), float("-inf"))
+            heads.append(torch.softmax(scores, -1) @ v[..., cols])
+        return torch.cat(heads, -1) @ p[f"{name}.out_proj.weight"].T + p[f"{name}.out_proj.bias"]
+
+    h = norm(y + attend(y, y, "self_attn", None if slip == "no causal mask" else self_mask), 1)
+    source, mask = (h, self_mask) if slip == "cross reads itself" else (memory, memory_mask)
+    h = norm(h + attend(h, source, "cross_attn", mask), 2)
+    f = (
+        torch.relu(h @ p["ff.linear1.weight"].T + p["ff.linear1.bias"]) @ p["ff.linear2.weight"].T
+        + p["ff.linear2.bias"]
+    )
+    return norm(h + f, 3)
+
+
+def test_check_decoder_block_passes_an_independent_solution(capsys):
+    ex.check_decoder_block(_decoder_by_hand)
+    assert "✓ decoder_block" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "slip, reason",
+    [("no causal mask", "self-attention is not masked"), ("cross reads itself", "reads the decoder's own states")],
+)
+def test_check_decoder_block_names_each_planted_mistake(slip, reason):
+    assert_rejects(ex.check_decoder_block, lambda *args: _decoder_by_hand(*args, slip=slip), reason)

@@ -44,7 +44,13 @@ from .nb04 import (
     check_slanted_triangular_lr,
 )
 from .nb05 import check_attention_with_loops, check_causal_mask, check_multi_head_attention, check_split_heads
-from .nb06 import check_encoder_block, check_greedy_decode, check_layer_norm, check_positional_encoding
+from .nb06 import (
+    check_decoder_block,
+    check_encoder_block,
+    check_greedy_decode,
+    check_layer_norm,
+    check_positional_encoding,
+)
 from .nb07 import check_apply_masking, check_mlm_loss, check_segment_ids, check_wordpiece
 from .nb08 import check_best_span, check_first_piece_labels, check_qa_loss, check_token_f1
 from .nb09 import (

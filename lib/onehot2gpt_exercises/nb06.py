@@ -188,7 +188,149 @@ def check_encoder_block(fn: Callable) -> None:
     )
 
 
-# Exercise 4: greedy decoding
+# Exercise 4: a decoder block's forward (masked self-attention, cross-attention, feed-forward)
+
+
+def library_decoder_block(y, memory, params: dict, n_heads: int, self_mask=None, memory_mask=None):
+    """The library's post-norm `DecoderBlock` with the weights `params` (its state_dict):
+    y (B, T, D), memory (B, S, D) → (B, T, D)."""
+    from onehot2gpt.transformer import DecoderBlock
+
+    D, d_ff = y.size(-1), params["ff.linear1.weight"].size(0)
+    with torch.random.fork_rng():  # its random initialisation is overwritten: leave the seed alone
+        block = DecoderBlock(D, n_heads, d_ff).eval()
+    block.load_state_dict(params)
+    with torch.no_grad():
+        return block(y, memory, self_mask, memory_mask)[0]
+
+
+def _attend(queries, keys_values, p: dict, name: str, n_heads: int, mask):
+    """Multi-head attention of `queries` over `keys_values` with the weights ``{name}.in_proj`` and
+    ``{name}.out_proj`` of `p`."""
+    from onehot2gpt.attention import merge_heads, scaled_dot_product_attention, split_heads
+
+    D = queries.size(-1)
+    w, b = p[f"{name}.in_proj.weight"].split(D), p[f"{name}.in_proj.bias"].split(D)
+    q = split_heads(F.linear(queries, w[0], b[0]), n_heads)
+    k, v = (split_heads(F.linear(keys_values, w[i], b[i]), n_heads) for i in (1, 2))
+    out, _ = scaled_dot_product_attention(q, k, v, mask)
+    return F.linear(merge_heads(out), p[f"{name}.out_proj.weight"], p[f"{name}.out_proj.bias"])
+
+
+def _decoder_variant(
+    y,
+    memory,
+    p,
+    n_heads,
+    self_mask=None,
+    memory_mask=None,
+    *,
+    cross="memory",
+    causal=True,
+    pre_norm=False,
+    residual=True,
+):
+    """A decoder block from its weights with one step switchable to a typical mistake."""
+    D, keep = y.size(-1), 1.0 if residual else 0.0
+
+    def norm(h, i):
+        return F.layer_norm(h, (D,), p[f"norm{i}.weight"], p[f"norm{i}.bias"], 1e-5)
+
+    def ff(h):
+        hidden = torch.relu(F.linear(h, p["ff.linear1.weight"], p["ff.linear1.bias"]))
+        return F.linear(hidden, p["ff.linear2.weight"], p["ff.linear2.bias"])
+
+    def self_attention(h):
+        return _attend(h, h, p, "self_attn", n_heads, self_mask if causal else None)
+
+    def cross_attention(h):
+        source, mask = (memory, memory_mask) if cross == "memory" else (h, self_mask)
+        return _attend(h, source, p, "cross_attn", n_heads, mask)
+
+    if pre_norm:
+        y = keep * y + self_attention(norm(y, 1))
+        y = keep * y + cross_attention(norm(y, 2))
+        return keep * y + ff(norm(y, 3))
+    y = norm(keep * y + self_attention(y), 1)
+    y = norm(keep * y + cross_attention(y), 2)
+    return norm(keep * y + ff(y), 3)
+
+
+_DECODER_SLIPS = [
+    (
+        dict(cross="self"),
+        "the second attention reads the decoder's own states: in cross-attention the queries come from the decoder, "
+        "the keys and values from the encoder's output (memory), masked by the memory's padding",
+    ),
+    (
+        dict(causal=False),
+        "the self-attention is not masked: target position t may read only positions ≤ t (self_mask), or training "
+        "would let it copy the token it has to predict",
+    ),
+    (
+        dict(pre_norm=True),
+        "this is the pre-norm order; this block is post-norm as in the paper: add each sub-layer's output to its "
+        "input, then normalise the sum",
+    ),
+    (dict(residual=False), "the residual connections are missing: each sub-layer's output is added to its input"),
+]
+
+
+def _decoder_block_diagnose(got, expected, y, memory, params, n_heads, self_mask=None, memory_mask=None):
+    if not same_shape(got, expected):
+        return None
+    for change, words in _DECODER_SLIPS:
+        if change.get("causal") is False and y.size(1) == 1:
+            continue
+        variant = _decoder_variant(y, memory, params, n_heads, self_mask, memory_mask, **change)
+        if torch.allclose(got, variant, atol=1e-4) and not torch.allclose(variant, expected, atol=1e-4):
+            return words
+    return None
+
+
+def check_decoder_block(fn: Callable) -> None:
+    """Exercise: y (B, T, D), memory (B, S, D), params (a DecoderBlock's state_dict), n_heads,
+    self_mask (T, T) causal, memory_mask (B, 1, 1, S) padding or None → (B, T, D), equal to the
+    library's post-norm DecoderBlock with the same weights."""
+    from onehot2gpt.transformer import DecoderBlock
+
+    def make(gen):
+        b, t, s = rand_int(gen, 1, 4), rand_int(gen, 1, 7), rand_int(gen, 1, 8)
+        h, hs, d_ff = rand_int(gen, 1, 4), rand_int(gen, 1, 5), rand_int(gen, 2, 17)
+        d = h * hs
+        with torch.random.fork_rng():
+            torch.manual_seed(rand_int(gen, 0, 10_000))
+            block = DecoderBlock(d, h, d_ff)
+            with torch.no_grad():  # LayerNorms away from (1, 0), so gain and bias matter
+                for norm in (block.norm1, block.norm2, block.norm3):
+                    norm.weight.normal_(1.0, 0.3)
+                    norm.bias.normal_(0.0, 0.3)
+        params = {k: v.detach().clone() for k, v in block.state_dict().items()}
+        y, memory = torch.randn(b, t, d, generator=gen), torch.randn(b, s, d, generator=gen)
+        self_mask = torch.ones(t, t, dtype=torch.bool).tril()
+        memory_mask = None
+        if rand_int(gen, 0, 3):  # two trials in three have padding in the source
+            lengths = torch.randint(1, s + 1, (b,), generator=gen)
+            lengths[0] = max(1, s - 1)
+            memory_mask = (torch.arange(s)[None, :] < lengths[:, None])[:, None, None, :]
+        return y, memory, params, h, self_mask, memory_mask
+
+    check_function(
+        fn,
+        library_decoder_block,
+        make,
+        name="decoder_block",
+        atol=1e-4,
+        concept="a post-norm decoder block has three sub-layers, each wrapped as y ← LayerNorm(y + Sublayer(y)): masked "
+        "self-attention over the target so far, cross-attention (the decoder asks, the encoder's output answers), "
+        "and the feed-forward network",
+        diagnose=_decoder_block_diagnose,
+        hint="which tensor gives the cross-attention its queries, and which its keys and values; which mask goes "
+        "with each attention (self_mask for the target, memory_mask for the source)?",
+    )
+
+
+# Exercise 5: greedy decoding
 
 
 def _greedy_decode_diagnose(got, expected, model, src, bos_id, eos_id, max_new):
