@@ -64,3 +64,18 @@ def test_stand_in_equals_the_library_bilm():
 )
 def test_wrong_solutions_are_rejected(wrong, match):
     assert_rejects(check_bilm_layers, wrong, match)
+
+
+def test_check_bilm_layers_proves_the_answer_on_the_course_checkpoints_stacks(capsys):
+    from onehot2gpt.checkpoints import load
+
+    trained = load("bilm-wikitext2").model
+    seen = []
+
+    def spy(x, fwd_lstms, bwd_lstms, lengths):
+        seen.append(all(torch.equal(a.weight_hh_l0, b.weight_hh_l0) for a, b in zip(fwd_lstms, trained.fwd_layers)))
+        return library_bilm_layers(x, fwd_lstms, bwd_lstms, lengths)
+
+    check_bilm_layers(spy)
+    assert "✓ bilm_layers" in capsys.readouterr().out
+    assert any(seen) and not all(seen)  # the trained stacks, and random ones

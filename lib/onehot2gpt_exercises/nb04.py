@@ -156,7 +156,8 @@ def check_bilm_layers(fn: Callable) -> None:
     """Exercise: token layer x (B, T, H), the forward and backward stacks (lists of L one-layer
     ``nn.LSTM(H, H, batch_first=True)``) and lengths (B,) → the biLM's layers (B, T, L+1, 2H), the
     token layer [x; x] first, then [forward_j; backward_j], padded positions 0; compared with the
-    library's :class:`~onehot2gpt.elmo.BiLM` holding the same LSTMs."""
+    library's :class:`~onehot2gpt.elmo.BiLM` holding the same LSTMs: random ones, and (every other
+    test) the trained stacks of the course checkpoint ``bilm-wikitext2``."""
 
     def lstms(gen, H, L):
         stack = []
@@ -168,11 +169,27 @@ def check_bilm_layers(fn: Callable) -> None:
             stack.append(lstm)
         return stack
 
+    trained: list = []
+
+    def course_stacks():
+        """The trained forward and backward stacks of the course checkpoint ``bilm-wikitext2``."""
+        if not trained:
+            from onehot2gpt.checkpoints import load
+
+            bilm = load("bilm-wikitext2").model.eval()
+            trained.append((list(bilm.fwd_layers), list(bilm.bwd_layers), bilm.config.hidden))
+        return trained[0]
+
+    trial = iter(range(10**6))
+
     def make(gen):
         B, T, H, L = rand_int(gen, 2, 5), rand_int(gen, 2, 8), rand_int(gen, 1, 5), rand_int(gen, 2, 4)
         lengths = torch.randint(1, T + 1, (B,), generator=gen)
         lengths[0] = T  # one full row,
         lengths[1] = rand_int(gen, 1, T)  # one padded row
+        if next(trial) % 2:  # every other test: the course checkpoint's trained stacks
+            fwd, bwd, H = course_stacks()
+            return torch.randn(B, T, H, generator=gen) * 0.5, fwd, bwd, lengths
         return torch.randn(B, T, H, generator=gen), lstms(gen, H, L), lstms(gen, H, L), lengths
 
     check_function(
