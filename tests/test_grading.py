@@ -641,3 +641,31 @@ def test_the_grading_commands_start_without_the_iri_grammar(command):
     assert run.stdout.split()[-2:] == ["True", "True"], (
         f"after the command's imports: jsonschema loaded, rfc3987_syntax not loaded? {run.stdout[-300:]}"
     )
+
+
+def test_an_assignment_is_graded_on_its_exercises_alone(tmp_path):
+    """A handout of one exercise of three (onehot2gpt-student --assignment): the grader with the same
+    assignment grades that exercise only, and a journal of it is not resumed as a full grading."""
+    reference = tiny_course_notebook()
+    reference.metadata["onehot2gpt"] = {"assignments": {"mask-only": ["causal_mask"]}}
+    (tmp_path / "reference").mkdir()
+    nbformat.write(reference, tmp_path / "reference" / "01_tiny.ipynb")
+    handout = nbformat.from_dict(
+        make_student_notebook(json.loads(nbformat.writes(reference)), "01_tiny.ipynb", "mask-only")
+    )
+    solved = copy.deepcopy(handout)
+    cell(solved, "ex-causal").source = cell(reference, "ex-causal").source
+    for student, nb in (("alice", solved), ("bob", handout)):
+        (tmp_path / "subs" / student).mkdir(parents=True)
+        nbformat.write(nb, tmp_path / "subs" / student / "01_tiny.ipynb")
+    journal = tmp_path / "out" / grading.JOURNAL
+    options = dict(cell_timeout=60, timeout=300, journal=journal, sandbox=sandbox.available()[0])
+    rows = grading.grade(tmp_path / "subs", tmp_path / "reference", assignment="mask-only", **options)
+    assert [(r.student, r.exercise, r.result) for r in rows] == [
+        ("alice", "causal_mask", "pass"),
+        ("bob", "causal_mask", "fail"),
+    ]
+    with pytest.raises(ValueError, match="holds grades of assignment 'mask-only'"):
+        grading.grade(tmp_path / "subs", tmp_path / "reference", **options)
+    with pytest.raises(ValueError, match="assignment 'other' is not defined in 01_tiny.ipynb"):
+        grading.grade(tmp_path / "subs", tmp_path / "reference", assignment="other", **{**options, "journal": None})

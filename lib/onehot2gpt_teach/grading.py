@@ -204,6 +204,12 @@ def main(argv: list[str] | None = None) -> int:
         "(by default the grader refuses where no sandbox can be built); grades.md says so",
     )
     parser.add_argument(
+        "--assignment",
+        metavar="NAME",
+        help="grade only this assignment's exercises (named in the course notebooks' metadata "
+        "onehot2gpt.assignments; the handout from onehot2gpt-student --assignment NAME)",
+    )
+    parser.add_argument(
         "--fresh",
         action="store_true",
         help=f"grade everything again, ignoring the journal ({JOURNAL}) of an earlier run",
@@ -230,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     # the hidden seeds, kept out of the feedback: the given ones, else the one the journal recorded
     seeds = lambda: args.hidden_seed or (read_journal(journal)[0] if journal.exists() else None) or ()  # noqa: E731
     settings = (
-        f"Graded against `{args.reference}`; limits: {args.cell_timeout:g} s a cell, "
+        f"Graded against `{args.reference}`{f' (assignment `{args.assignment}`)' if args.assignment else ''}; limits: {args.cell_timeout:g} s a cell, "
         f"{args.timeout:g} s a notebook, {args.memory_gb:g} GB a submission "
         f"({'no limit' if not args.memory_gb else 'its processes together' if not args.no_sandbox else 'address space'}); "
         f"{args.jobs} at a time; network: "
@@ -250,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             memory_gb=args.memory_gb or None,
             network=args.network,
             sandbox=not args.no_sandbox,
+            assignment=args.assignment,
             on_result=lambda so_far: write_reports(so_far, out, settings + " (in progress)", seeds()),
         )
     except (FileNotFoundError, ValueError, SandboxUnavailable) as exc:

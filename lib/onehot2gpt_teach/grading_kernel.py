@@ -465,11 +465,23 @@ def read_notebook(path: Path):
     return notebook
 
 
-def course_checks(reference: Path) -> tuple[list[ReferenceCheck], str]:
+def course_checks(reference: Path, assignment: str | None = None) -> tuple[list[ReferenceCheck], str]:
     """The check cells of a course notebook → (checks, "") or ([], why no submission can be graded
-    against it: unreadable, or no check cell)."""
+    against it: unreadable, no check cell, or no such `assignment`). With `assignment` (a name in
+    the notebook's metadata ``onehot2gpt.assignments``), only that assignment's exercises."""
+    from .student import assignments
+
     try:
-        checks = reference_checks(read_notebook(reference))
+        notebook = read_notebook(reference)
+        checks = reference_checks(notebook)
+        if assignment is not None:
+            defined = assignments(notebook)
+            if assignment not in defined:
+                return [], (
+                    f"reference {reference.name} has no assignment {assignment!r} (its metadata "
+                    f"onehot2gpt.assignments names {sorted(defined) or 'none'})"
+                )
+            checks = [c for c in checks if c.name in set(defined[assignment])]
     except ValueError as exc:
         return [], f"reference {reference.name}: {exc}"
     if not checks:

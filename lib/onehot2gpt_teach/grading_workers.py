@@ -367,6 +367,15 @@ def read_journal(path: str | Path) -> tuple[tuple[int, ...] | None, dict[tuple[s
     return seeds, done
 
 
+def _journal_assignment(path: Path) -> str | None:
+    """The assignment a journal's grades are for (its first line; None: whole notebooks)."""
+    for entry in _journal_lines(path):
+        if "hidden_seeds" in entry and "file" not in entry:
+            value = entry.get("assignment")
+            return value if isinstance(value, str) else None
+    return None
+
+
 def unfinished_starts(path: str | Path) -> dict[tuple[str, str], int]:
     """{(file, sha256): n} for the submissions of a journal that were started n times since they
     last finished, the grader dying each time before it could finish or stop them (a ``stopped``
@@ -416,6 +425,7 @@ def grade(
     network: bool = False,
     on_result=None,
     sandbox: bool = True,
+    assignment: str | None = None,
 ) -> list[ExerciseResult]:
     """Grade every notebook under `submissions_dir` against the course notebooks in
     `reference_dir` → all ExerciseResults, in submission order.
@@ -440,7 +450,10 @@ def grade(
     (:mod:`onehot2gpt_teach.sandbox`: read-only library and Python, no network unless `network`,
     no view of the class, limits on processes, memory and CPU); where none can be built here
     this raises :class:`~onehot2gpt_teach.sandbox.SandboxUnavailable` before grading anything.
-    ``sandbox=False`` runs the kernels with your permissions."""
+    ``sandbox=False`` runs the kernels with your permissions. With `assignment` (a name in the
+    course notebooks' metadata ``onehot2gpt.assignments``, see :mod:`onehot2gpt_teach.student`)
+    only that assignment's exercises are graded; a course notebook with submissions that does not
+    define it raises ValueError before anything runs."""
     import concurrent.futures
     import os
 
@@ -455,13 +468,26 @@ def grade(
             )
     submissions = find_submissions(submissions_dir, reference_dir)
     # the course notebooks' checks, read once, before any student code runs: rows are built from these
-    course = {s.reference: course_checks(s.reference) for s in submissions if s.reference is not None}
+    course = {s.reference: course_checks(s.reference, assignment) for s in submissions if s.reference is not None}
+    if assignment is not None:
+        lacking = sorted(ref.name for ref, (checks, _) in course.items() if not checks)
+        if lacking:
+            raise ValueError(
+                f"assignment {assignment!r} is not defined in {', '.join(lacking)}: add it to the metadata "
+                "onehot2gpt.assignments of those course notebooks, or grade their submissions without --assignment"
+            )
     done: dict = {}
     starts: dict = {}
     if journal is not None:
         journal = Path(journal)
         recorded, done = read_journal(journal)
         starts = unfinished_starts(journal)
+        graded_for = _journal_assignment(journal)
+        if done and graded_for != assignment:
+            raise ValueError(
+                f"{journal} holds grades of {f'assignment {graded_for!r}' if graded_for else 'the whole notebooks'}: "
+                f"grade with {f'--assignment {graded_for}' if graded_for else 'no --assignment'}, or with --fresh to start afresh"
+            )
         if hidden_seeds is None:
             hidden_seeds = recorded
         elif recorded is not None and done and tuple(hidden_seeds) != recorded:
@@ -474,7 +500,7 @@ def grade(
     hidden_seeds = tuple(int(x) for x in hidden_seeds)
     if journal is not None and not journal.exists():
         journal.parent.mkdir(parents=True, exist_ok=True)
-        _append(journal, {"hidden_seeds": list(hidden_seeds)})
+        _append(journal, {"hidden_seeds": list(hidden_seeds), "assignment": assignment})
     threads = max(1, (os.cpu_count() or 1) // jobs)
     results: dict[int, list[ExerciseResult]] = {}
     todo = []
