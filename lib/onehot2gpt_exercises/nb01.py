@@ -21,8 +21,9 @@ def check_one_hot(fn: Callable) -> None:
         concept="a one-hot matrix has one row per token and one column per vocabulary entry; each row is all zeros "
         "except a single 1 in the column of that token's id, and it holds real numbers (floats), because these "
         "vectors are multiplied with weight matrices later",
-        hint="start from torch.zeros(len(ids), vocab_size) and put a 1.0 in row t, column ids[t]; the result should "
-        "be float",
+        hint="the answer is a float matrix of shape (number of tokens, vocab_size) whose entry (t, id_t) is 1 and "
+        "every other entry 0: which tensor do you start from, and can you set every row's 1 at once by indexing with "
+        "the row numbers and the ids together?",
     )
 
 
@@ -65,8 +66,8 @@ def check_encode(fn: Callable) -> None:
         name="encode",
         concept="encoding maps each token to its id in the vocabulary, one id per token in the same order; a token "
         "the vocabulary does not know must still get an id: the one reserved for unknown tokens, never the padding id",
-        hint="look each token up in the dict; a token that is not there gets unk_id (dict.get(token, default) does "
-        "exactly this)",
+        hint="look each token up in the dict; a token that is not there gets unk_id instead: which method of a Python "
+        "dict returns a default for a missing key?",
     )
 
 
@@ -85,5 +86,6 @@ def check_cosine_similarity(fn: Callable) -> None:
         name="cosine_similarity",
         concept="cosine similarity compares directions, not lengths: the dot product of the two vectors divided by "
         "the product of their lengths, so it lies between -1 and 1 and scaling a vector does not change it",
-        hint="cos(a, b) = a·b / (|a| |b|); torch.dot and torch.linalg.norm help",
+        hint="cos(a, b) = a·b / (‖a‖ ‖b‖): the dot product of the two vectors over the product of their Euclidean "
+        "lengths, one number",
     )

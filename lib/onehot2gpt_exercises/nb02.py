@@ -53,8 +53,9 @@ def check_skipgram_pairs(fn: Callable) -> None:
         concept="a pair joins a centre word with each word 1 to `window` positions to its left and right (never with "
         "itself, never past either end of the list); the pairs come centre by centre, and each centre's contexts from "
         "left to right",
-        hint="for each position i, for each j from i - window to i + window, skip j == i and j outside 0..len(ids)-1, "
-        "and append (ids[i], ids[j]); return tuples of ints",
+        hint="which positions j pair with the centre at position i: those with 1 ≤ |i − j| ≤ window that lie inside "
+        "the list? Each pair is a tuple (centre id, context id) of ints, centre by centre, its contexts from left to "
+        "right",
         diagnose=_skipgram_pairs_diagnose,
     )
 
@@ -95,8 +96,10 @@ def check_negative_sampling_loss(fn: Callable) -> None:
         concept="the real context word should score high, so its term is −log σ of its score; each noise word should "
         "score low, so its term is −log σ of minus its score, summed over the K noise words; the loss is the mean of "
         "that over the batch, kept as a tensor (a single number autograd can differentiate)",
-        hint="per example: -log σ(u_o·v_c) - Σ_k log σ(-u_k·v_c); F.logsigmoid is the stable log σ; torch.bmm(noise, "
-        "centre.unsqueeze(2)) gives the K scores; then .mean() over the batch, without .item()",
+        hint="per example the loss is −log σ(u_o·v_c) − Σ_k log σ(−u_k·v_c), where the K noise scores come from one "
+        "batched product of (B, K, D) with (B, D, 1), one score per noise word; log σ computed in one step stays "
+        "finite where the log of σ underflows, and the answer is the mean over the batch, a tensor of shape () (not a "
+        "Python number)",
         diagnose=_loss_diagnose,
     )
 
@@ -169,8 +172,8 @@ def check_analogy(fn: Callable) -> None:
         concept="3CosAdd: the answer is the word whose vector points most nearly the way of b − a + c (for unit "
         "vectors, the highest dot product), and a, b and c themselves are never answers; the answer is one word id, a "
         "Python int",
-        hint="score every word by its dot product with b - a + c (the vectors are unit length, so that is cosine up "
-        "to a constant), rule out a, b and c themselves, and return int(...) of the id with the highest score",
+        hint="score every word by its dot product with b − a + c (the vectors are unit length, so that is cosine up "
+        "to a constant), rule out a, b and c themselves, and return the id with the highest score as a Python int",
         diagnose=_analogy_diagnose,
     )
 
@@ -259,11 +262,11 @@ def check_sgns_step(fn: Callable) -> None:
         "vector's gradient of the loss summed over all predictions; both tables step by −lr × gradient, computed from "
         "the vectors before the step; pads (-1) are not words, and a word that appears several times gets the sum of "
         "its updates",
-        hint="found = contexts >= 0; b, m = found.nonzero().T; v = in_w[contexts[b, m]] (P, D); u = out_w[targets[b]] "
-        "with targets = cat(centres[:, None], negatives) (P, 1+K, D); scores = bmm(u, v[..., None]); g = "
-        "sigmoid(scores) − label; the loss is softplus(−s) for the true word plus softplus(s) for the noise; then "
-        "in_w.index_add_(0, words, −lr · Σ_j g_j u_j) and out_w.index_add_(0, targets, −lr · g v) so repeated rows "
-        "add up",
+        hint="each real (context, centre) pair (pads −1 left out, P of them) scores its context's input vector v (D) "
+        "against 1 + K output vectors u, the centre's then the noise words': scores (P, 1+K), error g = σ(s) − label; "
+        "the loss is softplus(−s) of the centre's score plus softplus(s) of each noise score, summed. The input row "
+        "then moves by −lr · Σ_j g_j u_j and each output row by −lr · g_j v, both computed from the vectors before "
+        "the step and added up where a word repeats (an in-place index add, not an assignment)",
         diagnose=_step_diagnose,
     )
 
@@ -303,6 +306,7 @@ def check_char_ngrams(fn: Callable) -> None:
         concept="fastText writes the word between boundary marks, <word>, and takes every substring of each length "
         "from min_n to max_n, shortest first and left to right within a length; the marks make prefixes and suffixes "
         "their own n-grams ('<wh' is not 'wh' in the middle of a word)",
-        hint="s = '<' + word + '>'; return [s[i:i + n] for n in range(min_n, max_n + 1) for i in range(len(s) - n + "
-        "1)]",
+        hint="mark the word as <word> first; then for each length n from min_n to max_n, shortest first, which start "
+        "positions give a whole n-character piece of the marked word (the last one starts n characters before its "
+        "end)?",
     )

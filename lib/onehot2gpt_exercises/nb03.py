@@ -42,8 +42,9 @@ def check_next_token_pairs(fn: Callable) -> None:
         concept="every position of the sentence, and its end, is one prediction: the context is everything before it, "
         "starting at the sentence-start marker, and the last thing to predict is the end marker (an empty sentence "
         "still has one pair: start → end)",
-        hint="put '<bos>' in front and '<eos>' at the end; for t = 1 .. len(padded) - 1 the context is "
-        "tuple(padded[:t]) and the target is padded[t]",
+        hint="with <bos> in front and <eos> at the end, a sentence of n tokens becomes n + 2 items and gives n + 1 "
+        "pairs: for the item at place t (t = 1 … n + 1), the context is the tuple of every item before it and the "
+        "target is that item",
     )
 
 
@@ -61,7 +62,8 @@ def check_perplexity(fn: Callable) -> None:
         name="perplexity",
         concept="perplexity is an average per token turned back into a number of choices: average the negative "
         "log-probabilities over the tokens (not their total), then undo the logarithm",
-        hint="perplexity = exp(-mean(log_probs)): the exponential of the average negative log-probability per token",
+        hint="perplexity = exp(−(1/N) Σ_t log p_t): the exponential of the average negative log-probability per "
+        "token, returned as a Python float",
     )
 
 
@@ -197,9 +199,9 @@ def check_lstm_cell(fn: Callable) -> None:
         "equal blocks in the order input, forget, candidate, output. Three are squashed to (0, 1) as gates, the "
         "candidate to (-1, 1). The new cell keeps the gated old cell and adds the gated candidate; the new hidden "
         "state is the output gate times the squashed new cell",
-        hint="gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh, shape (B, 4H); split it into four (B, H) "
-        "blocks i, f, g, o (gates[:, :H], gates[:, H:2*H], …); i, f, o = sigmoid, g = tanh; c_new = f * c + i * g; "
-        "h_new = o * tanh(c_new); return h_new, c_new",
+        hint="the gates are x W_ihᵀ + b_ih + h W_hhᵀ + b_hh, shape (B, 4H), read as four (B, H) blocks i, f, g, o in "
+        "that order; i, f, o = σ(·), g = tanh(·), then c_t = f ⊙ c_{t−1} + i ⊙ g and h_t = o ⊙ tanh(c_t), and the "
+        "answer is the pair (h_t, c_t)",
     )
 
 

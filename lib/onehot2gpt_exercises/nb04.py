@@ -29,8 +29,8 @@ def check_reverse_padded(fn: Callable) -> None:
         name="reverse_padded",
         concept="a backward LM must start at a row's last real token, so only the real tokens of each row are put in "
         "reverse order; the padding after them stays where it is (reversing the whole row would put the padding first)",
-        hint="for row b, positions 0..lengths[b]-1 take the tokens in reverse order, e.g. ids[b, :n].flip(0); "
-        "positions from lengths[b] on keep their <pad>",
+        hint="in row b only the first n = lengths[b] positions hold real tokens: where does the token at position k "
+        "(k < n) go when they are reversed, and what happens to the <pad> after them?",
     )
 
 
@@ -55,8 +55,8 @@ def check_scalar_mix(fn: Callable) -> None:
         name="scalar_mix",
         concept="the raw weights become positive weights that sum to 1 (a softmax over the layers); each layer's "
         "vector is scaled by its weight, the layers are added up, and the sum is scaled by γ",
-        hint="w = torch.softmax(s, dim=0) has one weight per layer; multiply layer j by w[j], sum over the layer "
-        "dimension (dim -2), then scale by gamma",
+        hint="the raw weights s become w = softmax(s), one per layer, summing to 1; the answer is γ Σ_j w_j · "
+        "layer_j, the weighted sum over the layer axis, so (B, T, L, D) becomes (B, T, D)",
     )
 
 
@@ -204,9 +204,9 @@ def check_bilm_layers(fn: Callable) -> None:
         "of both halves describes token k. Every layer after the first adds its input (a residual). Token k's layers "
         "are the token layer twice, then forward and backward side by side, one per LSTM layer; padding positions "
         "hold zeros",
-        hint="fwd = lstm_stack(fwd_lstms, x); bwd = [reverse_padded(h, lengths) for h in lstm_stack(bwd_lstms, "
-        "reverse_padded(x, lengths))]; layers = [cat([x, x], -1)] + [cat([f, b], -1) for f, b in zip(fwd, bwd)]; "
-        "stack them on dim 2 and multiply by the mask arange(T) < lengths[:, None], broadcast to (B, T, 1, 1)",
+        hint="the backward stack must read each row's real tokens reversed (the previous exercise), and its states "
+        "must be reversed back before they sit beside the forward ones; layer 0 is [x; x], layer j is [forward_j; "
+        "backward_j], all stacked into (B, T, L+1, 2H) with zeros at the padding positions",
     )
 
 
@@ -258,6 +258,6 @@ def check_slanted_triangular_lr(fn: Callable) -> None:
         concept="STLR rises linearly from lr_max / ratio to lr_max over the first cut = ⌊total_steps · cut_frac⌋ "
         "steps (at least 1), then falls linearly for the remaining steps, back towards lr_max / ratio; p goes 0 → 1 → "
         "0 and the rate is lr_max · (1 + p · (ratio − 1)) / ratio",
-        hint="cut = max(1, math.floor(total_steps * cut_frac)); p = step / cut if step < cut else 1 - (step - cut) / "
-        "(total_steps - cut); return lr_max * (1 + p * (ratio - 1)) / ratio",
+        hint="at which step does the rise end (cut, at least 1), and what fraction p of the rise, or of the fall "
+        "after it, has been covered at `step`: 0 at step 0, 1 at cut, back towards 0 at total_steps?",
     )

@@ -46,8 +46,8 @@ def check_attention_with_loops(fn: Callable) -> None:
         concept="each query scores every key by a dot product scaled by 1/√d; the softmax turns one query's scores "
         "into weights that sum to 1 over the keys; the output for that query is the weighted average of the values",
         diagnose=_attention_with_loops_diagnose,
-        hint="for each query i: scores[j] = q[i]·K[j] / sqrt(d) for every key j; weights = softmax over j; output[i] "
-        "= sum_j weights[j] * V[j]. Return (output, weights)",
+        hint="for query i: s_ij = q_i·k_j / √d for every key j, a_i = softmax over j of s_i, out_i = Σ_j a_ij v_j; "
+        "the answer is the pair of the outputs (T_q, d_v) and the weights (T_q, T_k)",
     )
 
 
@@ -84,8 +84,8 @@ def check_causal_mask(fn: Callable) -> None:
         "later one. The mask is a yes/no answer per pair, so it is boolean: True = may attend. A float mask means "
         "something else to PyTorch (a number added to the scores), so 0/1 floats would not hide anything",
         diagnose=_causal_mask_diagnose,
-        hint="True on and below the diagonal, False above it, with dtype=torch.bool: start from a (T, T) tensor of "
-        "True and keep its lower triangle (.tril())",
+        hint="a (T, T) boolean matrix, True where key j ≤ query i: which triangle of it, the diagonal included, is "
+        "True, and which dtype makes PyTorch read it as yes/no?",
     )
 
 
@@ -127,8 +127,8 @@ def check_split_heads(fn: Callable) -> None:
         "h·D/H … (h+1)·D/H − 1); then the head axis moves in front of the positions, so each head holds a (T, D/H) "
         "matrix of its own",
         diagnose=_split_heads_diagnose,
-        hint="view the last dimension as (n_heads, D // n_heads): x.view(B, T, H, hs), then swap the T and H axes "
-        "with .transpose(1, 2)",
+        hint="cut the last axis into H groups of hs = D / H features, which gives (B, T, H, hs); which two axes must "
+        "then swap to reach (B, H, T, hs)?",
     )
 
 
@@ -238,8 +238,7 @@ def check_multi_head_attention(fn: Callable) -> None:
         "and with masked keys removed before the softmax; the heads' outputs are concatenated back to D features and "
         "mixed by W^O",
         diagnose=_mha_diagnose,
-        hint="q, k, v = (x @ W_qkv.T + b_qkv).split(D, dim=-1); split each with your my_split_heads; scores = q @ "
-        "k.transpose(-2, -1) / sqrt(D // H); scores.masked_fill(~mask, float('-inf')) when a mask is given; weights = "
-        "softmax over the last axis; merge (weights @ v) with .transpose(1, 2).reshape(B, T, D); output = merged @ "
-        "W_o.T + b_o",
+        hint="the shapes along the way: x (B, T, D) → q, k, v each (B, T, D) → each (B, H, T, hs) → scores (B, H, T, "
+        "T), divided by √hs, masked keys at −∞ before the softmax over the keys → weighted values (B, H, T, hs) → "
+        "heads side by side again (B, T, D) → W^O and its bias; the answer is the pair (output, weights)",
     )

@@ -47,8 +47,8 @@ def check_positional_encoding(fn: Callable) -> None:
         concept="the columns come in pairs (2i, 2i+1) that share one frequency, 1 / 10000^(2i / d_model), from fast "
         "(i = 0) to slow; the even column of a pair is the sine of position × frequency, the odd one its cosine",
         diagnose=_positional_encoding_diagnose,
-        hint="PE[pos, 2i] = sin(pos / 10000**(2i / d_model)) and PE[pos, 2i+1] = cos(pos / 10000**(2i / d_model)); i "
-        "runs over 0 … d_model/2 - 1",
+        hint="PE(pos, 2i) = sin(pos / 10000^(2i/d_model)) and PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)), for i = "
+        "0 … d_model/2 − 1: one table of max_len rows and d_model columns",
     )
 
 
@@ -95,8 +95,8 @@ def check_layer_norm(fn: Callable) -> None:
         "their standard deviation (the average squared deviation, eps added before the square root), then scale by "
         "the gain and shift by the bias, feature by feature",
         diagnose=_layer_norm_diagnose,
-        hint="mean and variance over the last dimension only (keepdim=True); use the biased variance (unbiased=False, "
-        "divide by D) and put eps inside the square root: gain * (x - mean) / sqrt(var + eps) + bias",
+        hint="over the last axis only: μ = the mean of the D features, σ² = the mean of (x − μ)² (divide by D, not D "
+        "− 1), y = gain ⊙ (x − μ) / √(σ² + ε) + bias; keep that axis (size 1) in μ and σ² so they broadcast",
     )
 
 
@@ -181,10 +181,9 @@ def check_encoder_block(fn: Callable) -> None:
         "first sub-layer is multi-head self-attention (queries, keys and values all from x, masked keys removed); the "
         "second is the position-wise feed-forward network (linear, ReLU, linear), applied to the first one's result",
         diagnose=_encoder_block_diagnose,
-        hint="a = attention: F.linear(x, W_qkv, b_qkv).split(D, -1), split_heads, scaled_dot_product_attention(q, k, "
-        "v, mask), merge_heads, F.linear with the out_proj weights; h = my_layer_norm(x + a, norm1 gain, norm1 bias); "
-        "f = linear2(relu(linear1(h))); return my_layer_norm(h + f, norm2 gain, norm2 bias). The keys of params are "
-        "the block's parameter names, e.g. params['self_attn.in_proj.weight']",
+        hint="x ← LayerNorm₁(x + SelfAttention(x)), then x ← LayerNorm₂(x + FFN(x)) with FFN = linear₂ ∘ ReLU ∘ "
+        "linear₁; attention goes (B, T, D) → 3 × (B, H, T, hs) → attend → (B, T, D) → output projection, and params "
+        "holds every weight under the block's parameter names (print its keys)",
     )
 
 
@@ -375,7 +374,7 @@ def check_greedy_decode(fn: Callable) -> None:
         "written so far (starting from <bos>) and the most probable next token is appended, until the model writes "
         "<eos> or the length limit is reached. The answer is the new tokens only",
         diagnose=_greedy_decode_diagnose,
-        hint="encode once (memory, memory_mask, _ = model.encode(src)); start from [[bos_id]]; repeat: logits, _, _ = "
-        "model.decode(out, memory, memory_mask), append logits[0, -1].argmax(), stop after eos_id or max_new tokens; "
-        "return the new ids without <bos> as a 1-D tensor",
+        hint="encode the source once (the model's encode gives the memory and its mask); the target starts as <bos>, "
+        "and each step decodes it against the memory, appends the most likely token at the last position and stops "
+        "after <eos> or max_new steps; the answer is the new ids only, a 1-D tensor",
     )

@@ -36,9 +36,9 @@ def check_wordpiece(fn: Callable) -> None:
         concept="WordPiece is greedy longest-match-first: at each position it takes the longest piece the vocabulary "
         "holds (a piece inside a word carries the '##' mark), moves past it and repeats; a word that cannot be "
         "covered completely becomes the single unknown token, not a partial split",
-        hint="start at position 0; take the LONGEST piece word[start:end] that is in the vocabulary (prefix '##' "
-        "unless start == 0), then continue from `end`; if no piece fits at some position the whole word becomes "
-        "['[UNK]']",
+        hint="from the current position, try the longest remaining piece first and shorten it until the vocabulary "
+        "holds it (with the ## mark unless it starts the word), then continue right after it; if no piece fits at "
+        "some position, the whole word becomes the single token [UNK]",
     )
 
 
@@ -107,9 +107,9 @@ def check_apply_masking(fn: Callable) -> None:
         concept="only the chosen positions change, and each chosen position does exactly one of three things (80% "
         "[MASK], 10% a random token, 10% left as it was); the labels keep the ORIGINAL token where the model must "
         "predict and the ignore value -100 everywhere else; the input ids stay untouched",
-        hint="at chosen positions: action < 0.8 → mask_id; 0.8 ≤ action < 0.9 → the id from random_ids; otherwise "
-        "keep the token. labels = the ORIGINAL id at chosen positions and -100 everywhere else. Don't modify ids in "
-        "place (clone it)",
+        hint="at chosen positions: an action below 0.8 puts mask_id, from 0.8 up to (not including) 0.9 the id from "
+        "random_ids, otherwise the token stays. The labels hold the ORIGINAL id at chosen positions and -100 "
+        "everywhere else; work on a copy, so that ids itself is not changed",
     )
 
 
@@ -195,6 +195,7 @@ def check_mlm_loss(fn: Callable) -> None:
         "them; at each, the hidden vector goes through the head's transform (dense, then GELU, then LayerNorm) and is "
         "scored against EVERY token's input embedding (the output layer is the embedding matrix, tied) plus one bias "
         "per token",
-        hint="chosen = labels != -100; h = hidden[chosen] is (N, D); h = norm(F.gelu(dense(h))); logits = h @ "
-        "embedding.T + bias is (N, V); return F.cross_entropy(logits, labels[chosen])",
+        hint="keep only the N positions whose label is not −100: their vectors (N, D) go through dense, GELU and "
+        "LayerNorm, are scored against every row of the embedding (V, D) plus the bias, giving logits (N, V), and the "
+        "loss is the mean cross-entropy against their labels",
     )

@@ -38,9 +38,9 @@ def check_first_piece_labels(fn: Callable) -> None:
         concept="a tag belongs to a word, and a word may be split into several pieces: only the piece that STARTS a "
         "word carries its tag; its later pieces, [CLS], [SEP] and padding get the ignore value -100 so that the loss "
         "skips them",
-        hint="walk over word_index; a token starts word w when word_index[t] is w (not None) and the token before it "
-        "belongs to another word; put tags[w] there and -100 on every other token ([CLS], [SEP], padding, '##' "
-        "continuation pieces). Return a list",
+        hint="token t starts word w when its word index is w (not None) and token t − 1 belongs to another word (or t "
+        "is 0): that token gets word w's tag, and every other token ([CLS], [SEP], padding, ## continuation pieces) "
+        "gets −100. Return a list",
     )
 
 
@@ -72,8 +72,8 @@ def check_best_span(fn: Callable) -> None:
         concept="an answer span is a start and an end scored together (start score + end score): the end may not come "
         "before the start (a one-token span is fine) and the span may be at most max_len tokens long; the best pair "
         "is not simply the best start with the best end",
-        hint="score every pair s ≤ e < s + max_len by start_logits[s] + end_logits[e] and return the best (s, e) as a "
-        "pair of ints; a one-token span (s == e) is allowed",
+        hint="score every pair s ≤ e < s + max_len by the start logit at s plus the end logit at e, and return the "
+        "best (s, e) as two ints; a one-token span (s = e) is allowed",
     )
 
 
@@ -102,9 +102,9 @@ def check_token_f1(fn: Callable) -> None:
         concept="SQuAD's F1 compares bags of words after normalising both answers (case, punctuation and the articles "
         "a/an/the do not count): precision is the share of predicted words that are shared, recall the share of gold "
         "words, a repeated word counts as often as it occurs in both, and no overlap (or an empty answer) scores 0",
-        hint="normalise both strings with squad_normalize (lower case, no punctuation, no a/an/the), split on spaces, "
-        "count the shared tokens with collections.Counter (min of the two counts per token); F1 = 2PR/(P+R) with P = "
-        "shared/len(pred), R = shared/len(gold); 0.0 when nothing is shared",
+        hint="normalise both answers with the given normaliser (lower case, no punctuation, no a/an/the) and split "
+        "them into words; shared = Σ_w min(count of w in the prediction, count of w in the gold), P = shared / "
+        "predicted words, R = shared / gold words, F1 = 2PR / (P + R), and 0.0 when nothing is shared",
     )
 
 
@@ -200,7 +200,7 @@ def check_qa_loss(fn: Callable) -> None:
         concept="the start and the end are two separate choices among the tokens that may hold an answer: the "
         "document's tokens and [CLS] (which stands for 'not in this window'). Each is a softmax over those tokens "
         "only and a cross-entropy against the gold position; the loss is the mean of the two, averaged over the batch",
-        hint="span = batch['context_mask'].clone(); span[:, 0] = True; start, end = model(input_ids, token_type_ids, "
-        "attention_mask, span_mask=span) (each (B, T), -inf where not allowed); log_softmax each over dim -1, pick "
-        "the gold positions with gather or indexing, and return -(mean start + mean end) / 2",
+        hint="the allowed positions are the document's tokens (the batch's context mask) plus position 0, [CLS]; "
+        "given them as its span mask the model returns start and end logits (B, T), −∞ where not allowed. Each loss "
+        "is the batch mean of −log softmax at the gold position, and the answer is the average of the two",
     )

@@ -395,9 +395,9 @@ def check_top_k_filter(fn: Callable) -> None:
         "gives every other token the logit -inf, so the softmax afterwards gives it probability 0; the kept logits "
         "stay as they were, in the input's dtype. When several logits tie at the k-th place the lower token ids are "
         "kept first, so exactly k stay; when k ≥ V every token stays",
-        hint="a stable sort, torch.sort(logits, dim=-1, descending=True, stable=True), lists equal logits in id "
-        "order; its first min(k, V) indices are the tokens to keep: scatter True into a bool mask at those indices "
-        "and logits.masked_fill(~keep, float('-inf'))",
+        hint="which k tokens of each row stay: those with the k largest logits, a tie going to the lower id (a stable "
+        "sort from largest to smallest keeps equal logits in id order); every other entry becomes −∞ in its own "
+        "place, and when k ≥ V all stay",
     )
 
 
@@ -434,8 +434,8 @@ def check_top_p_filter(fn: Callable) -> None:
         "logit becomes -inf, in its original place, and the kept logits stay as they were",
         hint="turn the logits into probabilities (softmax over the last dimension), sort them from most to least "
         "likely and take the running sum; keep a token while the tokens MORE likely than it add up to less than p. "
-        "Set the others to float('-inf') in the original order (scatter back through the sort indices), leaving the "
-        "kept logits unchanged",
+        "Set the others to −∞ in the original order (scatter back through the sort indices), leaving the kept logits "
+        "unchanged",
     )
 
 
@@ -475,9 +475,9 @@ def check_kv_cache_step(fn: Callable) -> None:
         concept="the cache holds the keys and values of every earlier position in time order; the new token's key and "
         "value go after them (the cache may start empty), and the new query attends to all of them, itself included, "
         "with the usual scaled dot-product softmax; no mask is needed, since nothing in the cache lies in the future",
-        hint="k_all = torch.cat([k_cache, k_new], dim=2), the same for v (this works for an empty cache, T = 0, too); "
-        "then scores = q_new @ k_all.transpose(-2, -1) / sqrt(hs), shape (B, H, 1, T + 1); out = softmax(scores, "
-        "dim=-1) @ v_all. Return (out, k_all, v_all)",
+        hint="the keys and values grow along the time axis: the cache (B, H, T, hs) and the new (B, H, 1, hs) become "
+        "(B, H, T + 1, hs), also when T = 0; the new query's scores are (B, H, 1, T + 1), scaled by 1/√hs and "
+        "softmaxed over the keys to average the values. The answer is (output, all keys, all values)",
     )
 
 
@@ -526,6 +526,7 @@ def check_lens_readout(fn: Callable) -> None:
         concept="the logit lens reads any residual vector the way the model reads its last one: the final LayerNorm, "
         "then scores against every row of the (tied) token embedding, then a softmax over the vocabulary, so every "
         "layer's guess is a distribution over next tokens",
-        hint="F.layer_norm(x, (x.size(-1),), gain, bias, 1e-5) normalises the last dimension; h @ embedding.T gives "
-        "one score per vocabulary entry; torch.softmax(…, dim=-1)",
+        hint="first the final LayerNorm over the last axis (with gain, bias and ε = 1e-5), then one score per "
+        "vocabulary entry against the rows of the embedding (V, D), then a softmax over the vocabulary: (…, D) "
+        "becomes (…, V)",
     )

@@ -41,10 +41,10 @@ def check_qa_prompt(fn: Callable) -> None:
         concept="a zero-shot prompt works only if it looks exactly like the documents the model read in pre-training: "
         "the solved examples first, each in the corpus's Q/A layout, then the new passage and question, ending where "
         "the answer should begin",
-        hint="each solved example is its passage, a line break, 'q : ' + question, a line break, 'a : ' + answer + ' "
-        ".' and a line break; after all examples comes the new passage, '\\nq : ' + question and '\\na :' (no space "
-        "after the colon: the model writes the answer's first word, space included, itself). Print the corpus's Q/A "
-        "document above and copy its shape exactly",
+        hint="each solved example is its passage, a line break, 'q : ' and the question, a line break, 'a : ', the "
+        "answer and ' .', and a line break; after all of them come the new passage, a line break, 'q : ' and the "
+        "question, a line break and 'a :' (no space after the colon: the model writes the answer's first word, space "
+        "included, itself). Print the corpus's Q/A document above and copy its shape exactly",
     )
 
 
@@ -94,7 +94,7 @@ def check_greedy_until_newline(fn: Callable) -> None:
         "produced (and never goes beyond max_new tokens)",
         hint="loop at most max_new times: run the model on all ids so far (a (1, T) tensor), take the arg-max of the "
         "last position's logits, append it to both the ids and the list you return, and stop right after appending "
-        "newline_id. Return a list of ints (.item() or int(...)), not tensors",
+        "newline_id. Return a list of Python ints, not tensors",
     )
 
 
@@ -127,7 +127,7 @@ def check_answer_matches(fn: Callable) -> None:
         concept="one teacher-forced pass gives, at every position, the model's guess for the NEXT token; greedy "
         "decoding would write the answer exactly when the guess at each position just before an answer token is that "
         "answer token",
-        hint="the logits at position t predict token t + 1, so the answer's first token is predicted at position "
-        "start − 1 and its last at start − 1 + len(answer_ids) − 1. Take logits[start - 1 : start - 1 + "
-        "len(answer_ids)].argmax(-1) and compare it with the answer ids; return one Python bool (all of them equal)",
+        hint="the logits at position t predict token t + 1, so answer token k (counting from 0) is predicted at "
+        "position start − 1 + k: do the arg-max predictions at those positions all equal the answer's ids? Return one "
+        "Python bool",
     )

@@ -26,9 +26,9 @@ def check_permutation_mask(fn: Callable) -> None:
         concept="in permutation language modelling a token may see exactly the tokens predicted before it in the "
         "chosen order, whatever their positions in the sentence; rows and columns are positions, and a token never "
         "sees itself",
-        hint="first find each position's rank, when it is predicted: rank[order[k]] = k. Then mask[i, j] = rank[j] < "
-        "rank[i] (strictly: a token does not see itself in the query stream). Index by position, not by rank: row i "
-        "is the token at position i",
+        hint="first find each position's rank, the step at which it is predicted (order lists the positions in "
+        "prediction order); position i may see position j exactly when j's rank is smaller than i's (strictly: a "
+        "token does not see itself in the query stream). Rows and columns are positions, not ranks",
     )
 
 
@@ -52,9 +52,9 @@ def check_chain_rule_log_prob(fn: Callable) -> None:
         trials=8,
         concept="the chain rule scores a sentence as the sum, over positions, of the log-probability the model gave "
         "to the token that actually came next; one number for the whole sentence",
-        hint="turn the scores into log-probabilities with torch.log_softmax(logits, dim=-1) (not log of softmax: it "
-        "underflows), pick at row t the entry of the token that came next, ids[t + 1], and add them up: one number, a "
-        "tensor of shape ()",
+        hint="take the log-probabilities with a log-softmax over the vocabulary (the log of a softmax underflows); "
+        "row t scores the token that came next, the one at position t + 1, and the answer is the sum of those T − 1 "
+        "entries, a tensor of shape ()",
     )
 
 
@@ -112,6 +112,7 @@ def check_induction_score(fn: Callable) -> None:
         concept="in the second copy, the token at position t appeared first at t − length; the token that followed it "
         "then sits at t − length + 1, and that is where an induction head looks. Average that weight over the queries "
         "of the second copy (positions prefix + length … T − 1), one number per head",
-        hint="t = torch.arange(prefix + length, T) are the queries; weights[:, t, t - length + 1] picks, for every "
-        "head, the weight each query gives its key; .mean(-1) → (H,)",
+        hint="the queries of the second copy are the positions t = prefix + length … T − 1, and each one's key of "
+        "interest is t − length + 1: average the weights at those (query, key) pairs, per head, which gives shape "
+        "(H,)",
     )
