@@ -166,3 +166,97 @@ def test_each_planted_attention_mistake_is_diagnosed(change, words):
 
     message = str(_failure("check_multi_head_attention", planted))
     assert "Looks like: " in message and words in message.split("Looks like: ", 1)[1], message
+
+
+# --------------------------------------------------------------------------------------------
+# Hints that teach (issue 47, item 2): what a check shows never contains its solution's code
+# --------------------------------------------------------------------------------------------
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+FRAGMENT = 14  # characters of code (whitespace removed) that count as a piece of the solution
+SOLUTION_LINE = 12  # a solution line shorter than this (whitespace and comments removed) is not compared
+
+
+def _code(text: str) -> str:
+    """`text` without whitespace: code and prose compare alike however they are spaced."""
+    return re.sub(r"\s+", "", text)
+
+
+def _solution_lines(solution: str) -> list[str]:
+    """The lines of a solution as compared: comments and whitespace removed, the short ones left out."""
+    lines = (_code(re.sub(r"#.*", "", line)) for line in solution.splitlines())
+    return [line for line in lines if len(line) >= SOLUTION_LINE]
+
+
+def _shared_code(shown: str, solution: str) -> list[str]:
+    """The solution lines that share a FRAGMENT-character piece (the whole line when it is shorter)
+    with the text `shown`, whitespace ignored."""
+    text = _code(shown)
+    return [
+        line
+        for line in _solution_lines(solution)
+        if any(line[k : k + FRAGMENT] in text for k in range(max(1, len(line) - FRAGMENT + 1)))
+    ]
+
+
+def _exercises() -> list:
+    """(notebook, exercise name, its solution) for every exercise of every course notebook."""
+    import json
+
+    from onehot2gpt_teach.student import BEGIN, END, exercise_names
+
+    found = []
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        for index, name in exercise_names(notebook).items():
+            source = "".join(notebook["cells"][index]["source"])
+            solution = source.split(BEGIN, 1)[1].split(END, 1)[0] if BEGIN in source else ""
+            found.append(pytest.param(path.stem, name, solution, id=f"{path.stem[:2]}-{name}"))
+    return found
+
+
+EXERCISES = _exercises()
+
+
+def _guidance(check: str) -> str:
+    """What a check shows a student besides the failure itself, at its most: the "Think about:"
+    line and the hint of a second wrong answer (a function that returns None)."""
+    checking.reset_attempts()
+    for _ in range(checking.HINT_AFTER):
+        with pytest.raises(AssertionError) as info:
+            getattr(ex, check)(_none)
+    checking.reset_attempts()
+    text = str(info.value)
+    assert "\nHint: " in text, f"{check}'s second wrong answer shows no hint"
+    concept = [line for line in text.split("\n") if line.startswith("Think about: ")]
+    return "\n".join([*concept, text.split("\nHint: ", 1)[1]])
+
+
+def test_every_course_exercise_is_compared_with_its_check():
+    assert len(EXERCISES) > 40
+    for param in EXERCISES:
+        notebook, name, solution = param.values
+        assert f"check_{name}" in CHECKS, f"{notebook}: no check for the exercise {name}"
+        assert _solution_lines(solution), f"{notebook}: the exercise {name} has no solution to compare"
+
+
+def test_shared_code_finds_a_solution_written_into_a_hint():
+    solution = (
+        "    B, T, D = x.shape\n    return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)  # (B, H, T, hs)\n"
+    )
+    assert _shared_code("view it: x.view(B, T, n_heads, D // n_heads), then swap", solution)
+    assert _shared_code("then swap the axes with .transpose( 1, 2 ) and return", solution)
+    assert not _shared_code(
+        "cut the last axis into H groups of hs features: (B, T, H, hs), then (B, H, T, hs)", solution
+    )
+
+
+@pytest.mark.parametrize("notebook, name, solution", EXERCISES)
+def test_the_hint_and_the_concept_hold_no_code_of_the_solution(notebook, name, solution):
+    """The concept and the hint teach (a question, the equation, the shapes to reach) and never
+    give the solution away: neither shares a piece of FRAGMENT characters of code (whitespace and
+    comments removed) with the solution of the notebook's exercise. What is compared is what the
+    check shows a student on a second wrong answer, wherever the check takes its texts from."""
+    shown = _guidance(f"check_{name}")
+    leaked = _shared_code(shown, solution)
+    assert leaked == [], f"{notebook}: check_{name} shows code of its solution: {leaked}\n{shown}"
