@@ -258,7 +258,7 @@ def test_yours_if_solved_falls_back_when_unwritten_or_wrong(capsys):
     assert ex.yours_if_solved(todo, ex.check_top_k_filter, filter_top_k) is filter_top_k
     assert "filter_top_k instead" in capsys.readouterr().out
     # A wrong function falls back too, and the quiet run is not counted as a wrong attempt:
-    # the student's next real try still gets the concept only, without the code-level hint.
+    # the student's next real try still gets the concept only, without the hint.
     assert ex.yours_if_solved(_top_k_keep_ties, ex.check_top_k_filter, filter_top_k) is filter_top_k
     assert not checking._WRONG_ATTEMPTS
     with pytest.raises(AssertionError) as first:

@@ -244,7 +244,7 @@ def test_student_version_fails_with_the_check_message(graded):
         assert row["student"] == "bob"
         assert row["result"] == "fail"
         assert row["message"].startswith(f"{exercise}: not written yet")
-        # nothing is given away before a first attempt: no code-level hint for an empty answer
+        # nothing is given away before a first attempt: no hint for an empty answer
         assert "Hint: " not in row["message"] and "\n" not in row["message"]
 
 

@@ -4,7 +4,8 @@ Every notebook ends its sections with exercises. An exercise cell (tagged ``exer
 function whose body sits between ``### BEGIN SOLUTION`` and ``### END SOLUTION``; the next cell
 (tagged ``check``) calls one of the ``check_*`` functions. A check runs the student's function and
 the reference on fresh random inputs; until they agree it raises an ``AssertionError`` that names
-the concept to revisit, and from the second wrong attempt on also a code-level hint.
+the concept to revisit, and from the second wrong attempt on also a hint (a pointed question, the
+equation or the shapes to reach; never the code).
 
 - ``checking``: ``assert_same`` and ``check_function``, the machinery.
 - ``nb01`` … ``nb11``: one module of checks per notebook.

@@ -1,6 +1,6 @@
 """The checking machinery behind every exercise: compare a student's function with the library's
 reference on seeded random inputs (shape, dtype and values), and word the failure so that it names
-the concept first and gives a code-level hint only after a second wrong attempt.
+the concept first and gives a hint (a question, an equation or shapes, never code) only after a second wrong attempt.
 
 When :mod:`onehot2gpt_teach.grading` grades a submission, the verdict is not reached in the student's
 kernel, where the student's code could change any function (the reference, :func:`assert_same`,
@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 # How many wrong answers each exercise has had in this kernel: the first failure names the
-# concept; the code-level hint is added from the second wrong attempt on (never before a try).
+# concept; the hint is added from the second wrong attempt on (never before a try).
 _WRONG_ATTEMPTS: dict[str, int] = {}
 HINT_AFTER = 2
 
@@ -188,7 +188,7 @@ def assert_same(
 
 def _wrong_answer(name: str, message: str, concept: str, hint: str) -> AssertionError:
     """Count a wrong attempt at `name` and word the failure (`message` is its whole first line):
-    the concept first, the code-level hint only from the second wrong attempt on (always, in a
+    the concept first, the hint only from the second wrong attempt on (always, in a
     grader's replay: that message is the student's feedback)."""
     attempts = _WRONG_ATTEMPTS[name] = _WRONG_ATTEMPTS.get(name, 0) + 1
     if _GRADING["mode"] == "replay":
@@ -403,7 +403,7 @@ def check_function(
 
     Prints one line on success. On a wrong answer it raises an AssertionError that names the
     `concept` to revisit, plus what `diagnose(got, expected, *args)` recognises (a common
-    mistake, in words); the code-level `hint` is added only from the second wrong attempt on.
+    mistake, in words); the `hint` is added only from the second wrong attempt on.
     An unwritten exercise (NotImplementedError) gets neither: nothing is given away.
 
     While grading (see the module's docstring) the trials of the grader's hidden seeds follow
