@@ -299,11 +299,12 @@ class LabPage:
             self.load()
 
 
+STDERR = "application/vnd.jupyter.stderr"  # how JupyterLab renders an error output (and stderr)
 _ERROR_LINE = re.compile(r"^\s*(Traceback.*\(most recent call last\)|[A-Za-z_][\w.]*(Error|Exception): )")
 
 
-def _shows_an_error(text: str) -> bool:
-    return "Traceback (most recent call last)" in text or bool(_ERROR_LINE.match(text))
+def _shows_an_error(text: str, mime: str = STDERR) -> bool:
+    return "Traceback (most recent call last)" in text or (mime == STDERR and bool(_ERROR_LINE.match(text)))
 
 
 class Notebook:
@@ -410,7 +411,8 @@ class Notebook:
         return [cells.map(c => (c.querySelector('.jp-InputPrompt') || {}).textContent || ''),
                 cells.map(c => Array.from(c.querySelectorAll('.jp-OutputArea-output'))
                      .some(o => o.textContent.includes('Traceback (most recent call last)')
-                                || /^\s*[A-Za-z_][\w.]*(Error|Exception): /.test(o.textContent)))];
+                                || (o.dataset.mimeType === 'application/vnd.jupyter.stderr'
+                                    && /^\s*[A-Za-z_][\w.]*(Error|Exception): /.test(o.textContent))))];
     }"""
 
     def run_all(self, n_code_cells: int, timeout: float, may_fail: list[bool]):
@@ -484,9 +486,14 @@ class Notebook:
 
     def tracebacks(self, where=None) -> list[str]:
         """The outputs inside `where` (default: the notebook) that show a Python error: a traceback,
-        or the short form a failing check renders (its exception's line, then its message)."""
+        or, in an error output (JupyterLab renders those as stderr), the short form a failing check
+        renders (its exception's line, then its message). Printed text that merely names an error
+        is not one."""
         where = where or self.page.locator(".jp-Notebook")
-        return [t for t in where.locator(".jp-OutputArea-output").all_inner_texts() if _shows_an_error(t)]
+        outputs = where.locator(".jp-OutputArea-output").evaluate_all(
+            "nodes => nodes.map(n => [n.innerText, n.dataset.mimeType || ''])"
+        )
+        return [text for text, mime in outputs if _shows_an_error(text, mime)]
 
     def assert_no_traceback(self, where=None, log_console: bool = False, besides: list[str] = ()):
         """No Python traceback in the outputs inside `where` (default: the notebook) other than
