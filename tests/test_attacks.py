@@ -26,6 +26,7 @@ import nbformat
 import pytest
 from onehot2gpt_teach import grading, sandbox
 from test_grading import cell, code, student_version, tiny_course_notebook
+from test_sandbox import host_pids_with
 
 OK, WHY = sandbox.available()
 if not OK:
@@ -213,18 +214,6 @@ def _tree_hash(folders) -> dict[str, str]:
     return out
 
 
-def _pids_with(token: str) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if token in (entry / "cmdline").read_bytes().decode(errors="replace"):
-                    pids.append(int(entry.name))
-            except OSError:
-                pass
-    return [p for p in pids if p != os.getpid()]
-
-
 def _class(root: Path) -> dict[str, object]:
     solved = tiny_course_notebook()
     unsolved = student_version(solved)
@@ -316,7 +305,7 @@ def attacked(tmp_path_factory):
         log, _ = proc.communicate(timeout=1200)
     finally:
         proc.kill()
-    left = _pids_with(TOKEN)  # at once: nothing may outlive the run
+    left = [pid for pid in host_pids_with(TOKEN) if pid != os.getpid()]  # at once: nothing may outlive the run
     out = root / "out"
     reports = _tree_hash([out])
     time.sleep(3)  # an escaped writer would have struck by now

@@ -65,13 +65,9 @@ _UNSHARE_AS_ROOT = ["unshare", "--net"]  # root needs no user namespace (and kee
 # kernel when its grading process dies (PR_SET_PDEATHSIG, which a change of user clears, so it
 # comes last) and become the kernel. (No curly brackets: jupyter_client fills such templates into
 # a kernel's command line.)
-_LAUNCH = """
-import ctypes, json, os, resource, sys
-spec = json.loads(sys.argv[1])
-libc = ctypes.CDLL(None, use_errno=True)
-def ok(ret, what):
-    if ret != 0:
-        sys.exit("onehot2gpt grader: %s: %s" % (what, os.strerror(ctypes.get_errno())))
+_LAUNCH = (
+    sandboxing.LAUNCHER_PRELUDE
+    + """
 def closed(path):
     parts = path.split("/")
     for i in range(2, len(parts) + 1):
@@ -82,29 +78,21 @@ def closed(path):
 tops = sorted(set(t for t in map(closed, spec["paths"]) if t)) if spec["uid"] is not None else []
 tops = [t for t in tops if not any(t.startswith(u + "/") for u in tops)]
 if tops:
-    ok(libc.unshare(0x00020000), "unshare(CLONE_NEWNS)")
-    ok(libc.mount(b"none", b"/", None, 0x4000 | 0x40000, None), "making / private")
+    private_mounts()
     inside = [p for p in spec["paths"] if any(p == t or p.startswith(t + "/") for t in tops)]
     fds = [(p, os.open(p, os.O_PATH)) for p in inside]
     for top in tops:
         ok(libc.mount(b"tmpfs", top.encode(), b"tmpfs", 0x2 | 0x4, b"mode=0755,size=1m"), "a tmpfs on " + top)
     for path, fd in fds:
-        if os.path.isdir("/proc/self/fd/%d" % fd):
-            os.makedirs(path, mode=0o755, exist_ok=True)
-        else:
-            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-            open(path, "a").close()
-        ok(libc.mount(("/proc/self/fd/%d" % fd).encode(), path.encode(), None, 0x1000 | 0x4000, None), "binding " + path)
-        os.close(fd)
+        bind(fd, path)
 if spec["uid"] is not None:
     for name, value in spec["rlimits"].items():
         resource.setrlimit(getattr(resource, name), (value, value))
-    os.setgroups([])
-    os.setresgid(spec["uid"], spec["uid"], spec["uid"])
-    os.setresuid(spec["uid"], spec["uid"], spec["uid"])
+    become(spec["uid"])
 libc.prctl(1, 9, 0, 0, 0)
 os.execvp(sys.argv[2], sys.argv[2:])
 """
+)
 
 
 def isolate_kernels() -> None:

@@ -56,6 +56,7 @@ from pathlib import Path
 
 __all__ = [
     "ALLOWED_ENV",
+    "LAUNCHER_PRELUDE",
     "SANDBOX_UID",
     "Limits",
     "SandboxUnavailable",
@@ -155,35 +156,50 @@ for name, value in __import__("json").loads(sys.argv[1]).items():
 os.execvp(sys.argv[2], sys.argv[2:])
 """
 
-# Runs as root before bwrap (see the module's docstring): bind each host path into a private
-# tmpfs that the unprivileged user can traverse, then drop to that user and exec bwrap. (No
-# "{name}" in this code: jupyter_client fills such templates into a kernel's command line.)
-_ROOT_LAUNCHER = """
-import ctypes, json, os, sys
+# What both root launchers share (this module's, before bwrap; the grader's, before a kernel
+# started without bwrap, onehot2gpt_teach.grading_kernel): the spec from argv[1], libc, a private
+# mount namespace, binding an open path somewhere, becoming another user. (No curly brackets in
+# this code: jupyter_client fills such templates into a kernel's command line.)
+LAUNCHER_PRELUDE = """
+import ctypes, json, os, resource, sys
 spec = json.loads(sys.argv[1])
 libc = ctypes.CDLL(None, use_errno=True)
 def ok(ret, what):
     if ret != 0:
-        sys.exit("onehot2gpt sandbox: %s: %s" % (what, os.strerror(ctypes.get_errno())))
-ok(libc.unshare(0x00020000), "unshare(CLONE_NEWNS)")
-ok(libc.mount(b"none", b"/", None, 0x4000 | 0x40000, None), "making / private")
+        sys.exit("onehot2gpt launcher: %s: %s" % (what, os.strerror(ctypes.get_errno())))
+def private_mounts():
+    ok(libc.unshare(0x00020000), "unshare(CLONE_NEWNS)")
+    ok(libc.mount(b"none", b"/", None, 0x4000 | 0x40000, None), "making / private")
+def bind(fd, target):
+    source = "/proc/self/fd/%d" % fd
+    os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+    if os.path.isdir(source):
+        os.makedirs(target, mode=0o755, exist_ok=True)
+    else:
+        open(target, "a").close()
+    ok(libc.mount(source.encode(), target.encode(), None, 0x1000 | 0x4000, None), "binding " + target)
+    os.close(fd)
+def become(uid):
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+"""
+
+# Runs as root before bwrap (see the module's docstring): bind each host path into a private
+# tmpfs that the unprivileged user can traverse, then drop to that user and exec bwrap.
+_ROOT_LAUNCHER = (
+    LAUNCHER_PRELUDE
+    + """
+private_mounts()
 fds = [os.open(p, os.O_PATH) for p in spec["sources"]]  # in this namespace, before /tmp is covered
 ok(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0x2 | 0x4, b"mode=0755,size=1m"), "a tmpfs on /tmp")
 os.mkdir(spec["stage"], 0o755)
 for i, fd in enumerate(fds):
-    source, target = "/proc/self/fd/%d" % fd, os.path.join(spec["stage"], str(i))
-    if os.path.isdir(source):
-        os.mkdir(target)
-    else:
-        open(target, "w").close()
-    ok(libc.mount(source.encode(), target.encode(), None, 0x1000 | 0x4000, None), "binding " + target)
-    os.close(fd)
-uid = spec["uid"]
-os.setgroups([])
-os.setresgid(uid, uid, uid)
-os.setresuid(uid, uid, uid)
+    bind(fd, os.path.join(spec["stage"], str(i)))
+become(spec["uid"])
 os.execvp(spec["argv"][0], spec["argv"])
 """
+)
 
 
 def _bwrap() -> str | None:
