@@ -73,6 +73,19 @@ def tiny_course_notebook():
     return nb
 
 
+def write_class(root, submissions: dict, reference=None):
+    """Lay out a class under `root`: the course notebook `reference` (default: the tiny one) as
+    reference/01_tiny.ipynb, and each {student: notebook} as subs/<student>/01_tiny.ipynb → the
+    reference folder."""
+    folder = root / "reference"
+    folder.mkdir()
+    nbformat.write(reference if reference is not None else tiny_course_notebook(), folder / "01_tiny.ipynb")
+    for student, nb in submissions.items():
+        (root / "subs" / student).mkdir(parents=True)
+        nbformat.write(nb, root / "subs" / student / "01_tiny.ipynb")
+    return folder
+
+
 def cell(nb, cell_id):
     return next(c for c in nb.cells if c.get("id") == cell_id)
 
@@ -429,13 +442,8 @@ def test_real_student_notebook_fails_every_exercise(tmp_path):
 
 
 def test_an_interrupted_run_resumes_from_its_journal(tmp_path):
-    reference = tmp_path / "reference"
-    reference.mkdir()
     solved = tiny_course_notebook()
-    nbformat.write(solved, reference / "01_tiny.ipynb")
-    for student in ("erin", "frank"):
-        (tmp_path / "subs" / student).mkdir(parents=True)
-        nbformat.write(solved, tmp_path / "subs" / student / "01_tiny.ipynb")
+    reference = write_class(tmp_path, {"erin": solved, "frank": solved})
     journal = tmp_path / "out" / grading.JOURNAL
     first = grading.grade(tmp_path / "subs", reference, cell_timeout=30, timeout=120, journal=journal)
     assert {r.result for r in first} == {"pass"}
@@ -648,16 +656,12 @@ def test_an_assignment_is_graded_on_its_exercises_alone(tmp_path):
     assignment grades that exercise only, and a journal of it is not resumed as a full grading."""
     reference = tiny_course_notebook()
     reference.metadata["onehot2gpt"] = {"assignments": {"mask-only": ["causal_mask"]}}
-    (tmp_path / "reference").mkdir()
-    nbformat.write(reference, tmp_path / "reference" / "01_tiny.ipynb")
     handout = nbformat.from_dict(
         make_student_notebook(json.loads(nbformat.writes(reference)), "01_tiny.ipynb", "mask-only")
     )
     solved = copy.deepcopy(handout)
     cell(solved, "ex-causal").source = cell(reference, "ex-causal").source
-    for student, nb in (("alice", solved), ("bob", handout)):
-        (tmp_path / "subs" / student).mkdir(parents=True)
-        nbformat.write(nb, tmp_path / "subs" / student / "01_tiny.ipynb")
+    write_class(tmp_path, {"alice": solved, "bob": handout}, reference)
     journal = tmp_path / "out" / grading.JOURNAL
     options = dict(cell_timeout=60, timeout=300, journal=journal, sandbox=sandbox.available()[0])
     rows = grading.grade(tmp_path / "subs", tmp_path / "reference", assignment="mask-only", **options)

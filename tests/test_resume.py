@@ -9,27 +9,20 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
 from onehot2gpt_teach import grading
 from onehot2gpt_teach.grading_workers import _sha256, unfinished_starts
-from test_grading import code, tiny_course_notebook
+from test_grading import code, tiny_course_notebook, write_class
 
 SLOW_SECONDS = 15  # the slow student's extra cell: long enough to be caught in flight
 
 
 def _class(tmp_path):
     """A reference folder and a class of three solved submissions, the middle one slow."""
-    reference = tmp_path / "reference"
-    reference.mkdir()
     solved = tiny_course_notebook()
-    nbformat.write(solved, reference / "01_tiny.ipynb")
     slow = tiny_course_notebook()
     slow.cells.insert(1, code(f"import time\ntime.sleep({SLOW_SECONDS})", "slow"))
-    for student, nb in (("a_fast", solved), ("b_slow", slow), ("c_after", solved)):
-        (tmp_path / "subs" / student).mkdir(parents=True)
-        nbformat.write(nb, tmp_path / "subs" / student / "01_tiny.ipynb")
-    return reference
+    return write_class(tmp_path, {"a_fast": solved, "b_slow": slow, "c_after": solved})
 
 
 def _grader(tmp_path, reference, *extra):
@@ -167,13 +160,8 @@ def test_a_killed_grader_leaves_no_process_and_the_class_resumes(tmp_path, extra
 
 
 def test_a_submission_that_killed_the_grader_twice_is_quarantined_and_the_rest_graded(tmp_path):
-    reference = tmp_path / "reference"
-    reference.mkdir()
     solved = tiny_course_notebook()
-    nbformat.write(solved, reference / "01_tiny.ipynb")
-    for student in ("a_fast", "b_killer"):
-        (tmp_path / "subs" / student).mkdir(parents=True)
-        nbformat.write(solved, tmp_path / "subs" / student / "01_tiny.ipynb")
+    reference = write_class(tmp_path, {"a_fast": solved, "b_killer": solved})
     journal = tmp_path / "out" / grading.JOURNAL
     journal.parent.mkdir()
     started = {"started": "b_killer/01_tiny.ipynb", "sha256": _sha256(tmp_path / "subs" / "b_killer" / "01_tiny.ipynb")}
