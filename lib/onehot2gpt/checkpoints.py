@@ -32,6 +32,7 @@ import hashlib
 import importlib
 import json
 import os
+import secrets
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -156,7 +157,13 @@ def save_checkpoint(
     """Write a checkpoint folder: ``weights.safetensors`` (`tensors` in `dtype`), the tokenizer's
     file, then ``config.json`` with both files' sha256 and the config's. The save_* functions
     of the model modules call it. ValueError for non-finite tensors or a tokenizer whose size is
-    not ``config["vocab_size"]``, before anything is written."""
+    not ``config["vocab_size"]``, before anything is written.
+
+    Each file is written beside its name and renamed onto it, with the mode a plain ``open`` gives
+    (0666 less the umask: 0644 usually), so other users can load it. A save stopped half-way over an
+    older folder can leave a new file beside the old config.json, which :func:`load` refuses (its
+    sha256 is not the one listed); a folder that appears whole or not at all is written as a new
+    folder and renamed into place, as the recipes do (``recipes/_recipe.py``, ``atomic_folder``)."""
     from safetensors.torch import save_file
 
     check_choice(kind, "kind", sorted(KINDS), fix="the kind of model (which module builds it)")
@@ -181,11 +188,11 @@ def save_checkpoint(
     config = json.loads(json.dumps(config))  # tuples → lists, as config.json will hold them
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    save_file(stored, str(directory / WEIGHTS), metadata={"format": "pt"})
+    _write_file(directory / WEIGHTS, lambda path: save_file(stored, str(path), metadata={"format": "pt"}))
     files = {WEIGHTS: sha256_file(directory / WEIGHTS)}
     if tokenizer is not None:
         name = TOKENIZERS[tok_type][1]
-        tokenizer.save(directory / name)
+        _write_file(directory / name, tokenizer.save)
         files[name] = sha256_file(directory / name)
     write_record(directory, kind, model, config, files, tok_type, str(dtype).removeprefix("torch."), extra, info)
     return directory
@@ -207,7 +214,23 @@ def write_record(directory: Path, kind: str, model, config: dict, files: dict, t
         "config_sha256": config_sha256(config),
         "info": info or {},
     }
-    (directory / CONFIG).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    text = json.dumps(record, indent=2) + "\n"
+    _write_file(Path(directory) / CONFIG, lambda path: path.write_text(text, encoding="utf-8"))
+
+
+def _write_file(path: Path, write) -> None:
+    """`write(temp)` writes a file beside `path`, which is then renamed onto `path` (a reader sees
+    the old file or the new one, whole) with mode 0666 less the umask, what ``open`` gives: the
+    safetensors writer leaves 0600, which would keep every other user from loading the weights."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        write(tmp)
+        mask = os.umask(0o022)  # reading the umask means setting it: put back at once
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------
