@@ -107,6 +107,6 @@ def save(args, model, info: dict, tokenizer) -> None:
     """Write the GPT and its tokenizer to ``args.out`` (atomically) and print the run's record."""
     from onehot2gpt.gpt import save_gpt
 
-    with _recipe.atomic_folder(args.out) as tmp:
+    with _recipe.atomic_folder(args.out, replace=args.force) as tmp:
         save_gpt(model.cpu(), tmp, info=info, tokenizer=tokenizer)
     _recipe.print_json({"out": str(args.out), **{k: v for k, v in info.items() if k not in ("evals", "arguments")}})

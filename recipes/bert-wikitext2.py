@@ -105,7 +105,7 @@ def main() -> None:
         "valid_nsp_every_pair": round(nsp["nsp_accuracy"], 4),
         "final_train_mlm_loss": round(sum(history["mlm_loss"][-100:]) / len(history["mlm_loss"][-100:]), 4),
     }
-    with _recipe.atomic_folder(args.out) as tmp:
+    with _recipe.atomic_folder(args.out, replace=args.force) as tmp:
         save_bert(model.cpu(), tmp, info=info, tokenizer=tokenizer)
     print(json.dumps(info))
 

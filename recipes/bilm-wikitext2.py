@@ -93,7 +93,7 @@ def main() -> None:
         "wall_time_s": round(time.perf_counter() - start, 1),
         "machine": f"{platform.machine()}, {threads} threads, torch {torch.__version__}",
     }
-    with _recipe.atomic_folder(args.out) as tmp:
+    with _recipe.atomic_folder(args.out, replace=args.force) as tmp:
         save_bilm(bilm, vocab, tmp, info=info)
     _recipe.print_json({"out": str(args.out), **{k: v for k, v in info.items() if "ppl" in k or k == "ngram"}})
 

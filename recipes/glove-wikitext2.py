@@ -42,7 +42,7 @@ def main() -> None:
     analogies = wv.evaluate_analogies(data.read_analogies())
     wordsim = wv.evaluate_wordsim(data.read_wordsim353())
     wv.config.update(analogy_accuracy=round(analogies["accuracy"], 4), wordsim_spearman=round(wordsim["spearman"], 4))
-    with _recipe.atomic_folder(args.out) as tmp:
+    with _recipe.atomic_folder(args.out, replace=args.force) as tmp:
         wv.save(tmp)
     _recipe.print_json(
         {"out": str(args.out), **{k: wv.config[k] for k in ("wall_seconds", "analogy_accuracy", "wordsim_spearman")}}

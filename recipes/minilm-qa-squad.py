@@ -30,7 +30,7 @@ def main() -> None:
     s = args.settings
     from _qa import minilm_qa_recipe
 
-    with _recipe.atomic_folder(args.out) as tmp:
+    with _recipe.atomic_folder(args.out, replace=args.force) as tmp:
         result = minilm_qa_recipe(tmp, command=_recipe.command_line(), **{k.lower(): v for k, v in s.items()})
     _recipe.print_json({**result, "checkpoint": str(args.out)})
 

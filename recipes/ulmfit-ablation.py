@@ -119,7 +119,7 @@ def main() -> dict:
             "arguments": s,
         }
     )
-    with _recipe.atomic_folder(args.out) as tmp:
+    with _recipe.atomic_folder(args.out, replace=args.force) as tmp:
         path = tmp / "ulmfit-ablation.json"
         path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         load_ablation(path)  # what the notebook will read must be readable

@@ -41,7 +41,7 @@ def main() -> None:
     wv.config["wall_seconds"] = round(time.perf_counter() - start, 1)  # training + reading the corpus
     wv.config["command"] = _recipe.command_line()
     wv.config["arguments"] = s
-    with _recipe.atomic_folder(args.out) as tmp:
+    with _recipe.atomic_folder(args.out, replace=args.force) as tmp:
         wv.save(tmp)
     analogies = wv.evaluate_analogies(data.read_analogies())
     wordsim = wv.evaluate_wordsim(data.read_wordsim353())

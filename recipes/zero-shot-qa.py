@@ -28,7 +28,7 @@ def main() -> None:
 
     set_threads(s["THREADS"])
     setup = zs.setup()
-    with _recipe.atomic_folder(args.out) as tmp:
+    with _recipe.atomic_folder(args.out, replace=args.force) as tmp:
         for share in s["SHARES"]:
             start = time.time()
             model, history = zs.train_variant(
