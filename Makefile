@@ -69,13 +69,15 @@ slides: $(STAMP)
 # date: tools/tables.py --stamp); `python tools/tables.py` then
 # rewrites the tables in README.md and docs/ from those files (docs/benchmarks.md). A script that
 # fails stops the run. The whole run is long (docs/benchmarks.md); `python bench/<script>.py` runs one.
+# Like `make test`, it lets Python keep the bytecode it compiles (see above): where the shell sets
+# PYTHONDONTWRITEBYTECODE, every kernel would otherwise compile torch and transformers again.
 BENCH_RESULTS ?= bench/results
 bench: SHELL := /bin/bash
 bench: .SHELLFLAGS := -o pipefail -c
 bench: $(STAMP)
 	mkdir -p $(BENCH_RESULTS)
 	for b in bench/*.py; do n=$$(basename $$b .py); log=$$(mktemp); echo "== $$b"; \
-		$(PY) $$b | tee $$log || exit 1; \
+		env -u PYTHONDONTWRITEBYTECODE $(PY) $$b | tee $$log || exit 1; \
 		tail -n 1 $$log | $(PY) tools/tables.py --stamp $$b > $$log.json || exit 1; \
 		mv $$log.json $(BENCH_RESULTS)/$$n.json; rm -f $$log; done
 

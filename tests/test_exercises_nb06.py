@@ -14,7 +14,7 @@ def _norm(x, g, b, eps=1e-5):
     return g * (x - mean) / torch.sqrt(((x - mean) ** 2).mean(-1, keepdim=True) + eps) + b
 
 
-def _block(x, p, n_heads, mask=None, *, pre_norm=False, residual=True, scale=None):
+def _block(x, p, n_heads, mask=None, activation=torch.relu, eps=1e-5, *, pre_norm=False, residual=True, scale=None):
     """A post-norm encoder block written from the paper with per-head loops, no library."""
     B, T, D = x.shape
     hs = D // n_heads
@@ -32,14 +32,14 @@ def _block(x, p, n_heads, mask=None, *, pre_norm=False, residual=True, scale=Non
         return torch.cat(heads, -1) @ p["self_attn.out_proj.weight"].T + p["self_attn.out_proj.bias"]
 
     def ff(h):
-        hidden = torch.relu(h @ p["ff.linear1.weight"].T + p["ff.linear1.bias"])
+        hidden = activation(h @ p["ff.linear1.weight"].T + p["ff.linear1.bias"])
         return hidden @ p["ff.linear2.weight"].T + p["ff.linear2.bias"]
 
     def n1(h):
-        return _norm(h, p["norm1.weight"], p["norm1.bias"])
+        return _norm(h, p["norm1.weight"], p["norm1.bias"], eps)
 
     def n2(h):
-        return _norm(h, p["norm2.weight"], p["norm2.bias"])
+        return _norm(h, p["norm2.weight"], p["norm2.bias"], eps)
 
     if pre_norm:
         x = x + attention(n1(x))
@@ -57,11 +57,12 @@ def test_encoder_block_check_passes_an_independent_solution(capsys):
 @pytest.mark.parametrize(
     "wrong, words",
     [
-        (lambda x, p, h, mask=None: _block(x, p, h, mask, pre_norm=True), "pre-norm"),
-        (lambda x, p, h, mask=None: _block(x, p, h, mask, residual=False), "residual"),
-        (lambda x, p, h, mask=None: _block(x, p, h, None), "mask is ignored"),
-        (lambda x, p, h, mask=None: _block(x, p, h, mask, scale=math.sqrt(x.size(-1))), "√D"),
-        (lambda x, p, h, mask=None: _block(x, p, h, mask)[:, :1], None),  # one position only
+        (lambda x, p, h, mask=None, *a: _block(x, p, h, mask, *a, pre_norm=True), "pre-norm"),
+        (lambda x, p, h, mask=None, *a: _block(x, p, h, mask, *a, residual=False), "residual"),
+        (lambda x, p, h, mask=None, *a: _block(x, p, h, None, *a), "mask is ignored"),
+        (lambda x, p, h, mask=None, *a: _block(x, p, h, mask, *a, scale=math.sqrt(x.size(-1))), "√D"),
+        (lambda x, p, h, mask=None, *a: _block(x, p, h, mask, *a)[:, :1], None),  # one position only
+        (lambda x, p, h, mask=None, *a: _block(x, p, h, mask), "activation"),  # ReLU whatever is passed
     ],
 )
 def test_encoder_block_check_rejects_typical_mistakes(wrong, words):

@@ -59,3 +59,77 @@ def test_check_qa_loss_says_when_it_is_not_written():
 
     with pytest.raises(AssertionError, match="not written yet"):
         ex.check_qa_loss(todo)
+
+
+# ------------------------------------------------------------------ exercises 1 and 3: the heads
+
+
+def _classifier(slip=""):
+    from onehot2gpt.bert import BertForSequenceClassification
+
+    class Classifier(BertForSequenceClassification):
+        def forward(self, input_ids, token_type_ids=None, attention_mask=None):
+            out = self.bert(input_ids, token_type_ids, attention_mask)
+            if self.pooling == "pooler":
+                vector = out.last_hidden_state[:, 0] if slip == "raw cls" else out.pooled
+            elif slip == "mean with padding":
+                vector = out.last_hidden_state.mean(1)
+            else:
+                real = attention_mask.unsqueeze(-1).float()
+                vector = torch.einsum("btd,bt->bd", out.last_hidden_state, real[..., 0]) / real.sum(1)
+            if slip == "dropout on":
+                self.dropout.train()
+            logits = self.classifier(self.dropout(vector))
+            return logits.softmax(-1) if slip == "softmax" else logits
+
+    return Classifier
+
+
+def test_check_sequence_classifier_passes_an_independent_solution(capsys):
+    ex.check_sequence_classifier(_classifier())
+    assert "✓ sequence_classifier" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "slip, words",
+    [
+        ("raw cls", r"reads h_\[CLS\] itself"),
+        ("mean with padding", "over the padding too"),
+        ("softmax", "probabilities"),
+        ("dropout on", "dropout that ignores .eval"),
+    ],
+)
+def test_check_sequence_classifier_names_each_planted_mistake(slip, words):
+    assert_rejects(ex.check_sequence_classifier, _classifier(slip), match=words)
+
+
+def _qa_head(slip=""):
+    from onehot2gpt.bert import BertForQuestionAnswering
+
+    class Head(BertForQuestionAnswering):
+        def forward(self, input_ids, token_type_ids=None, attention_mask=None, span_mask=None):
+            h = self.bert(input_ids, token_type_ids, attention_mask).last_hidden_state
+            S, E = self.qa.weight
+            start, end = h @ S + self.qa.bias[0], h @ E + self.qa.bias[1]
+            keep = attention_mask.bool()
+            if span_mask is not None and slip != "no span":
+                keep = keep & span_mask
+            fill = 0.0 if slip == "zero" else float("-inf")
+            if slip != "no mask":
+                start, end = torch.where(keep, start, fill), torch.where(keep, end, fill)
+            return (end, start) if slip == "swapped" else (start, end)
+
+    return Head
+
+
+def test_check_qa_head_passes_an_independent_solution(capsys):
+    ex.check_qa_head(_qa_head())
+    assert "✓ qa_head" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "slip, words",
+    [("swapped", "swapped"), ("no mask", "nothing is masked"), ("no span", "span mask is ignored"), ("zero", "−∞")],
+)
+def test_check_qa_head_names_each_planted_mistake(slip, words):
+    assert_rejects(ex.check_qa_head, _qa_head(slip), match=words)

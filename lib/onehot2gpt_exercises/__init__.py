@@ -19,7 +19,7 @@ never imports them (tests/test_habits.py). The grader, :mod:`onehot2gpt_teach.gr
 and reloads them in the student's kernel before each check.
 """
 
-from .checking import HINT_AFTER, assert_same, check_function, reset_attempts, yours_if_solved, yours_or
+from .checking import HINT_AFTER, assert_same, check_function, from_notebook, reset_attempts, yours_if_solved, yours_or
 from .nb01 import check_bag_of_words, check_cosine_similarity, check_encode, check_one_hot
 from .nb02 import (
     check_analogy,
@@ -52,8 +52,15 @@ from .nb06 import (
     check_layer_norm,
     check_positional_encoding,
 )
-from .nb07 import check_apply_masking, check_mlm_loss, check_segment_ids, check_wordpiece
-from .nb08 import check_best_span, check_first_piece_labels, check_qa_loss, check_token_f1
+from .nb07 import LibraryBert, check_apply_masking, check_bert_model, check_mlm_loss, check_segment_ids, check_wordpiece
+from .nb08 import (
+    check_best_span,
+    check_first_piece_labels,
+    check_qa_head,
+    check_qa_loss,
+    check_sequence_classifier,
+    check_token_f1,
+)
 from .nb09 import (
     LibraryGPT,
     check_causal_self_attention,

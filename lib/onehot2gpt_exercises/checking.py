@@ -575,10 +575,26 @@ def filled_module(cls, arguments: tuple, state: dict, name: str, pick: Callable 
             made.append(module.eval())
         with torch.no_grad():
             out = made[0](*inputs)
+            again = made[0](*inputs)
+        if not _identical(out, again):
+            raise ValueError(
+                f"{name} gave two different answers to the same input in eval mode: something random is still "
+                "switched on, most likely dropout that ignores .eval(). Use the dropout modules __init__ gives "
+                "(nn.Dropout is off after .eval()), or F.dropout(x, p, training=self.training)"
+            )
         return pick(out) if pick is not None else out
 
     run.__name__ = name
     return run
+
+
+def _identical(a, b) -> bool:
+    """Whether two answers (tensors, or tuples and lists of them) are equal element for element."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and bool(torch.equal(a, b) or (a.isnan() & b.isnan() | (a == b)).all())
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b))
+    return True
 
 
 def attention_variant(
@@ -622,7 +638,9 @@ def attention_variant(
     return (F.linear(out, w_o, b_o) if out_proj else out), w
 
 
-def block_variant(x, p, n_heads, mask=None, *, attn="attn", act=torch.relu, pre_norm=False, residual=True, **slip):
+def block_variant(
+    x, p, n_heads, mask=None, *, attn="attn", act=torch.relu, eps=1e-5, pre_norm=False, residual=True, **slip
+):
     """A Transformer block from its state_dict `p` (attention weights under `attn`, then ``ff.linear1``,
     ``ff.linear2``, ``norm1``, ``norm2``), post- or pre-norm, with one step switchable to a typical
     mistake (`residual`, and :func:`attention_variant`'s switches in `slip`)."""
@@ -638,7 +656,7 @@ def block_variant(x, p, n_heads, mask=None, *, attn="attn", act=torch.relu, pre_
         )
 
     def norm(h, i):
-        return F.layer_norm(h, (D,), p[f"norm{i}.weight"], p[f"norm{i}.bias"], 1e-5)
+        return F.layer_norm(h, (D,), p[f"norm{i}.weight"], p[f"norm{i}.bias"], eps)
 
     if pre_norm:
         x = keep * x + attention(norm(x, 1))
@@ -697,3 +715,74 @@ def yours_if_solved(fn: Callable, check: Callable, fallback: Callable, name: str
         return fallback
     print(f"the cells below use your {name}")
     return fn
+
+
+def _definitions(source: str, names: set) -> list:
+    """The top-level function and class definitions of `names` in a cell's `source` (nothing
+    else of the cell runs), or [] if it does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name in names]
+
+
+def from_notebook(notebook, name: str, check: Callable, fallback: Callable, needs=()) -> Callable:
+    """Your `name` as you wrote it in an earlier notebook, for a later notebook to build on.
+
+    `notebook` is that notebook's file (``"06_transformer.ipynb"``, relative to the folder this
+    notebook runs in). Its set-up cell (the first code cell that is not Colab's) runs in a fresh
+    namespace; then, from its exercise cells, only the definitions of `name` and of the functions
+    it calls that you also wrote (`needs`), nothing else of those cells. The result goes through
+    :func:`yours_if_solved`: yours if it passes `check`, else `fallback`, with one line saying which
+    and why (no such file, no such definition, or not passing yet)."""
+    import ast
+    import json
+
+    path = Path(notebook)
+    label = getattr(fallback, "__name__", "the reference")
+
+    def stand_in(why: str) -> Callable:
+        print(f"{name} from {path.name}: {why}; the cells below use {label} instead")
+        return fallback
+
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    except FileNotFoundError:
+        return stand_in(f"{path} is not in this folder (open the notebooks from one folder to carry your work over)")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return stand_in(f"{path} could not be read ({type(exc).__name__})")
+    code = [c for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"]
+
+    def text(cell) -> str:
+        source = cell.get("source", "")
+        return "".join(source) if isinstance(source, list) else str(source)
+
+    def tags(cell) -> list:
+        return (cell.get("metadata") or {}).get("tags") or []
+
+    setup = next((text(c) for c in code if "colab-setup" not in tags(c)), "")
+    wanted = {name, *needs}
+    found = [d for c in code if "exercise" in tags(c) for d in _definitions(text(c), wanted)]
+    if name not in {d.name for d in found}:
+        return stand_in(f"no exercise cell there defines {name}")
+    namespace: dict = {"__name__": f"from_{path.stem}"}
+    import random
+
+    import numpy as np
+
+    states = random.getstate(), np.random.get_state(), torch.get_num_threads()
+    try:  # the set-up seeds and sets threads: this notebook's randomness and threads are given back
+        with contextlib.redirect_stdout(io.StringIO()), torch.random.fork_rng():
+            exec(compile(setup, str(path), "exec"), namespace)  # noqa: S102 - the student's own notebook
+            exec(compile(ast.Module(body=found, type_ignores=[]), str(path), "exec"), namespace)  # noqa: S102
+    except Exception as exc:  # the set-up or a definition fails here: theirs cannot be used
+        return stand_in(f"its code did not run here ({type(exc).__name__}: {str(exc)[:120]})")
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_num_threads(states[2])
+    print(f"{name}: taken from your {path.name}")
+    return yours_if_solved(namespace[name], check, fallback, name)

@@ -103,22 +103,32 @@ def check_layer_norm(fn: Callable) -> None:
 # Exercise 3: an encoder block's forward
 
 
-def library_encoder_block(x, params: dict, n_heads: int, mask=None):
-    """The library's post-norm `EncoderBlock` with the weights `params` (its state_dict):
-    x (B, T, D) → (B, T, D)."""
-    from onehot2gpt.transformer import EncoderBlock
+ACTIVATIONS = {torch.relu: "relu", F.relu: "relu", F.gelu: "gelu"}  # the functions a block may be given
 
+
+def library_encoder_block(x, params: dict, n_heads: int, mask=None, activation=torch.relu, eps: float = 1e-5):
+    """The library's post-norm `EncoderBlock` with the weights `params` (its state_dict or its
+    named parameters), the feed-forward's `activation` (torch.relu or F.gelu) and the LayerNorms'
+    `eps`: x (B, T, D) → (B, T, D). Gradients flow to `params` (07's MyBert trains through it)."""
+    from onehot2gpt.transformer import EncoderBlock
+    from torch.func import functional_call
+
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"library_encoder_block: activation={activation!r}; pass torch.relu or F.gelu")
     D, d_ff = x.size(-1), params["ff.linear1.weight"].size(0)
     with torch.random.fork_rng():  # its random initialisation is overwritten: leave the seed alone
-        block = EncoderBlock(D, n_heads, d_ff).eval()
-    block.load_state_dict(params)
-    with torch.no_grad():
-        return block(x, mask)[0]
+        block = EncoderBlock(D, n_heads, d_ff, activation=ACTIVATIONS[activation], eps=eps).eval()
+    return functional_call(block, dict(params), (x, mask))[0]
 
 
-def _encoder_block_diagnose(got, expected, x, params, n_heads, mask=None):
+def _encoder_block_diagnose(got, expected, x, params, n_heads, mask=None, activation=torch.relu, eps=1e-5):
     if not same_shape(got, expected):
         return None
+    if activation is not torch.relu and torch.allclose(got, library_encoder_block(x, params, n_heads, mask), atol=1e-4):
+        return (
+            "the feed-forward used ReLU, but this call passed activation=F.gelu: apply the `activation` argument "
+            "between the two linear layers"
+        )
     variants = [
         (
             dict(pre_norm=True),
@@ -138,7 +148,7 @@ def _encoder_block_diagnose(got, expected, x, params, n_heads, mask=None):
     if mask is None:
         variants = [v for v in variants if "use_mask" not in v[0]]
     for change, words in variants:
-        variant = block_variant(x, params, n_heads, mask, attn="self_attn", **change)
+        variant = block_variant(x, params, n_heads, mask, attn="self_attn", act=activation, eps=eps, **change)
         if torch.allclose(got, variant, atol=1e-4) and not torch.allclose(variant, expected, atol=1e-4):
             return words
     return None
@@ -146,8 +156,9 @@ def _encoder_block_diagnose(got, expected, x, params, n_heads, mask=None):
 
 def check_encoder_block(fn: Callable) -> None:
     """Exercise: x (B, T, D), params (an EncoderBlock's state_dict), n_heads, mask=None (bool,
-    e.g. a (B, 1, 1, T) padding mask) → (B, T, D), equal to the library's post-norm EncoderBlock
-    with the same weights."""
+    e.g. a (B, 1, 1, T) padding mask), activation (torch.relu or F.gelu), eps (the LayerNorms') →
+    (B, T, D), equal to the library's post-norm EncoderBlock with the same weights. One trial in
+    three passes GELU (BERT's block in notebook 07)."""
     from onehot2gpt.transformer import EncoderBlock
 
     def make(gen):
@@ -169,7 +180,9 @@ def check_encoder_block(fn: Callable) -> None:
             mask = (torch.arange(t)[None, :] < lengths[:, None])[:, None, None, :]  # (B, 1, 1, T)
         else:
             mask = None
-        return x, params, h, mask
+        if rand_int(gen, 0, 3):
+            return x, params, h, mask
+        return x, params, h, mask, F.gelu, 1e-12  # BERT's block (notebook 07)
 
     check_function(
         fn,
@@ -179,10 +192,10 @@ def check_encoder_block(fn: Callable) -> None:
         atol=1e-4,
         concept="a post-norm block has two sub-layers, each wrapped the same way: x ← LayerNorm(x + Sublayer(x)). The "
         "first sub-layer is multi-head self-attention (queries, keys and values all from x, masked keys removed); the "
-        "second is the position-wise feed-forward network (linear, ReLU, linear), applied to the first one's result",
+        "second is the position-wise feed-forward network (linear, activation, linear), applied to the first one's result",
         diagnose=_encoder_block_diagnose,
-        hint="x ← LayerNorm₁(x + SelfAttention(x)), then x ← LayerNorm₂(x + FFN(x)) with FFN = linear₂ ∘ ReLU ∘ "
-        "linear₁; attention goes (B, T, D) → 3 × (B, H, T, hs) → attend → (B, T, D) → output projection, and params "
+        hint="x ← LayerNorm₁(x + SelfAttention(x)), then x ← LayerNorm₂(x + FFN(x)) with FFN = linear₂ ∘ activation "
+        "∘ linear₁ and eps inside both LayerNorms; attention goes (B, T, D) → 3 × (B, H, T, hs) → attend → (B, T, D) → output projection, and params "
         "holds every weight under the block's parameter names (print its keys)",
     )
 

@@ -199,3 +199,192 @@ def check_mlm_loss(fn: Callable) -> None:
         "LayerNorm, are scored against every row of the embedding (V, D) plus the bias, giving logits (N, V), and the "
         "loss is the mean cross-entropy against their labels",
     )
+
+
+# Exercise 5: the whole BERT (MyBert), built on the student's encoder block of notebook 06
+
+_LIBRARY_TO_MINE = {  # the notebook's key map: the library's parameter names → MyBert's
+    "bert.embeddings.tok_emb": "tok_emb",
+    "bert.embeddings.seg_emb": "seg_emb",
+    "bert.embeddings.pos_emb": "pos_emb",
+    "bert.embeddings.norm": "emb_norm",
+    "bert.encoder.layers": "blocks",
+    "bert.pooler": "pooler",
+    "nsp": "nsp",
+    "mlm.dense": "mlm_dense",
+    "mlm.norm": "mlm_norm",
+    "mlm.decoder.bias": "mlm_bias",
+}
+
+
+def course_bert():
+    """The course checkpoint ``bert-wikitext2``'s library BertForPreTraining, in eval mode."""
+    from onehot2gpt.checkpoints import load
+
+    return load("bert-wikitext2").model.eval()
+
+
+def mine_from_library(model) -> dict:
+    """A library BertForPreTraining's weights under MyBert's names (the tied decoder weight left out)."""
+    state = {}
+    for key, tensor in model.state_dict().items():
+        if key == "mlm.decoder.weight":
+            continue
+        prefix = next(p for p in _LIBRARY_TO_MINE if key == p or key.startswith(p + "."))
+        state[_LIBRARY_TO_MINE[prefix] + key[len(prefix) :]] = tensor.detach().clone()
+    return state
+
+
+@torch.no_grad()
+def _bert_variant(
+    model,
+    ids,
+    segments,
+    attention_mask,
+    *,
+    segment=True,
+    position=True,
+    emb_norm=True,
+    use_mask=True,
+    tanh=True,
+    pooler=True,
+    transform=True,
+    bias=True,
+):
+    """The course BERT's (MLM logits, NSP logits) with one step switchable to a typical mistake."""
+    import torch.nn.functional as F
+
+    e = model.bert.embeddings
+    x = e.tok_emb(ids)
+    if segment:
+        x = x + e.seg_emb(torch.zeros_like(segments) if segment == "A" else segments)
+    if position:
+        x = x + e.pos_emb(torch.arange(ids.size(1)))
+    if emb_norm:
+        x = e.norm(x)
+    keep = (attention_mask != 0)[:, None, None, :] if use_mask else None
+    for layer in model.bert.encoder.layers:
+        x = layer(x, keep)[0]
+    cls = x[:, 0]
+    pooled = (torch.tanh(model.bert.pooler(cls)) if tanh else model.bert.pooler(cls)) if pooler else cls
+    h = model.mlm.norm(F.gelu(model.mlm.dense(x))) if transform else x
+    mlm = h @ e.tok_emb.weight.T + (model.mlm.decoder.bias if bias else 0)
+    return mlm, model.nsp(pooled)
+
+
+def _pair_batch(gen: torch.Generator, config):
+    """A batch as the pre-training batches are: [CLS] A [SEP] B [SEP] then padding; segment 0 up to
+    the first [SEP], 1 after it; the attention mask 1 on real tokens. Random ordinary ids."""
+    B, T = rand_int(gen, 1, 4), rand_int(gen, 4, min(config.max_len, 40) + 1)
+    ids = torch.randint(5, config.vocab_size, (B, T), generator=gen)
+    segments = torch.zeros(B, T, dtype=torch.long)
+    mask = torch.zeros(B, T, dtype=torch.long)
+    for b in range(B):
+        n = T if b == 0 else rand_int(gen, 3, T + 1)  # the first row fills the window, the others may be padded
+        split = rand_int(gen, 1, n - 1)
+        mask[b, :n] = 1
+        segments[b, split + 1 : n] = 1
+        ids[b, n:] = config.pad_id
+    return ids, segments, mask
+
+
+def check_bert_model(cls) -> None:
+    """Exercise: ``MyBert(config)`` (``__init__`` given) whose ``encode`` builds the input sum and
+    runs the student's encoder block of notebook 06 over every layer, whose ``mlm_logits`` reads
+    the hidden states with the tied token embeddings, and whose forward gives (MLM logits (B, T, V),
+    NSP logits (B, 2)), proven equal to the library's BERT holding the course checkpoint
+    ``bert-wikitext2`` on sentence-pair batches with padding."""
+    from .checking import close, filled_module, require_callable, same_shape
+
+    require_callable(cls)
+    bert = course_bert()
+    c = bert.config
+
+    def reference(ids, segments, mask):
+        with torch.no_grad():
+            out = bert(ids, segments, mask)
+        return out.mlm_logits, out.nsp_logits
+
+    def diagnose(got, expected, ids, segments, mask):
+        if not (isinstance(got, (tuple, list)) and len(got) == 2):
+            return "forward returns two things: the MLM logits (B, T, V) and the NSP logits (B, 2)"
+        if not all(same_shape(g, e) for g, e in zip(got, expected)):
+            return None
+        padded = bool((mask == 0).any())
+        for change, words in (
+            (dict(segment=False), "the segment embedding is missing from the input sum (token + segment + position)"),
+            (dict(segment="A"), "every token got segment A's embedding: look the segment ids up in seg_emb"),
+            (dict(position=False), "the position embedding is missing from the input sum (token + segment + position)"),
+            (dict(emb_norm=False), "the input sum is not normalised: LayerNorm (emb_norm) comes right after the sum"),
+            (dict(use_mask=False), "padding is attended to: the attention mask must reach every block"),
+            (dict(tanh=False), "the pooler has no tanh: pooled = tanh(W_p h_[CLS] + b_p)"),
+            (dict(pooler=False), "NSP reads h_[CLS] directly; it reads the pooler's output, tanh(W_p h_[CLS] + b_p)"),
+            (dict(transform=False), "the MLM head skips its transform (dense, GELU, LayerNorm) before the tied output"),
+            (dict(bias=False), "the MLM logits have no bias: add mlm_bias, one number per token"),
+        ):
+            if change.get("use_mask") is False and not padded:
+                continue
+            wrong = _bert_variant(bert, ids, segments, mask, **change)
+            if all(close(g, w, 1e-3, 1e-3) for g, w in zip(got, wrong)):
+                return words
+        return None
+
+    check_function(
+        filled_module(cls, (c,), mine_from_library(bert), "MyBert"),
+        reference,
+        lambda gen: _pair_batch(gen, c),
+        name="bert_model",
+        trials=4,
+        rtol=1e-3,
+        atol=1e-4,
+        diagnose=diagnose,
+        concept="BERT in four parts: the input is LayerNorm(token + segment + position embeddings); the encoder is "
+        "your post-norm block of notebook 06 (GELU, BERT's epsilon) once per layer, every one masking the padding; "
+        "the pooler is tanh of a linear map of the [CLS] vector and NSP reads it; the MLM head transforms each "
+        "vector and scores it against every token's input embedding (tied), plus a bias per token",
+        hint="shapes to reach: ids, segments, mask (B, T) → x (B, T, D) → keep (B, 1, 1, T) → each block (B, T, D) "
+        "→ pooled (B, D) from position 0 → NSP (B, 2); MLM: (B, T, D) → transform (B, T, D) → times the (V, D) "
+        "token embedding matrix transposed → (B, T, V). Which of the given modules holds each step?",
+    )
+
+
+class LibraryBert(torch.nn.Module):
+    """The course BERT with MyBert's interface and parameter names, for the cells after an
+    unsolved check: ``encode`` (ids, segments, attention mask → hidden (B, T, D), pooled (B, D)),
+    ``mlm_logits`` (hidden → (B, T, V)) and forward (→ MLM logits, NSP logits), computed by the
+    library's modules."""
+
+    def __init__(self, config):
+        from onehot2gpt.transformer import EncoderBlock
+        from torch import nn
+
+        super().__init__()
+        c = self.config = config
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.seg_emb = nn.Embedding(c.type_vocab_size, c.d_model)
+        self.pos_emb = nn.Embedding(c.max_len, c.d_model)
+        self.emb_norm, self.emb_dropout = nn.LayerNorm(c.d_model, eps=c.eps), nn.Dropout(c.dropout)
+        self.blocks = nn.ModuleList(
+            EncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, activation="gelu", eps=c.eps)
+            for _ in range(c.n_layers)
+        )
+        self.pooler, self.nsp = nn.Linear(c.d_model, c.d_model), nn.Linear(c.d_model, 2)
+        self.mlm_dense, self.mlm_norm = nn.Linear(c.d_model, c.d_model), nn.LayerNorm(c.d_model, eps=c.eps)
+        self.mlm_bias = nn.Parameter(torch.zeros(c.vocab_size))
+
+    def encode(self, ids, segments, attention_mask):
+        x = self.tok_emb(ids) + self.seg_emb(segments) + self.pos_emb(torch.arange(ids.size(1)))
+        x = self.emb_dropout(self.emb_norm(x))
+        keep = (attention_mask != 0)[:, None, None, :]
+        for block in self.blocks:
+            x = block(x, keep)[0]
+        return x, torch.tanh(self.pooler(x[:, 0]))
+
+    def mlm_logits(self, hidden):
+        import torch.nn.functional as F
+
+        return self.mlm_norm(F.gelu(self.mlm_dense(hidden))) @ self.tok_emb.weight.T + self.mlm_bias
+
+    def forward(self, ids, segments, attention_mask):
+        hidden, pooled = self.encode(ids, segments, attention_mask)
+        return self.mlm_logits(hidden), self.nsp(pooled)

@@ -204,3 +204,192 @@ def check_qa_loss(fn: Callable) -> None:
         "given them as its span mask the model returns start and end logits (B, T), −∞ where not allowed. Each loss "
         "is the batch mean of −log softmax at the gold position, and the answer is the average of the two",
     )
+
+
+# Exercise 1: the classification head on [CLS] (and on the mean, for MiniLM)
+
+
+def _course_encoder():
+    from onehot2gpt.checkpoints import load
+
+    return load("bert-wikitext2").model.bert
+
+
+def _sentence_batch(gen: torch.Generator, vocab_size: int, pad_id: int, max_len: int = 24):
+    """ids, segments and attention mask (B, T) like encode_sentences/encode_pairs: [CLS] first, a
+    padded tail on every row but the first; one batch in two has a second segment."""
+    B, T = rand_int(gen, 1, 4), rand_int(gen, 3, max_len + 1)
+    ids = torch.randint(5, vocab_size, (B, T), generator=gen)
+    ids[:, 0] = 2
+    segments, mask = torch.zeros(B, T, dtype=torch.long), torch.zeros(B, T, dtype=torch.long)
+    pair = bool(rand_int(gen, 0, 2))
+    for b in range(B):
+        n = T if b == 0 else rand_int(gen, 2, T + 1)
+        mask[b, :n] = 1
+        ids[b, n:] = pad_id
+        if pair and n > 2:
+            segments[b, rand_int(gen, 1, n) : n] = 1
+    return ids, segments, mask
+
+
+def check_sequence_classifier(cls) -> None:
+    """Exercise: ``MyClassifier`` (a subclass of the library's BertForSequenceClassification, its
+    ``__init__`` inherited) whose forward maps (ids, segments, attention mask) → logits (B, n_labels):
+    the linear head on the pooled [CLS] (``pooling="pooler"``) or on the mean of the last layer over
+    the real tokens (``pooling="mean"``), after dropout. Proven on the course BERT's trained encoder
+    with a seeded head, in both poolings."""
+    from onehot2gpt.bert import BertForSequenceClassification
+
+    from .checking import close, filled_module, same_shape
+
+    require_callable(cls)
+    encoder = _course_encoder().eval()
+    c = encoder.config
+    models, references, students = {}, {}, {}
+    for pooling in ("pooler", "mean"):
+        with torch.random.fork_rng():
+            torch.manual_seed(len(pooling))
+            reference = BertForSequenceClassification(encoder, 3, None, False, pooling).eval()
+            with torch.no_grad():
+                reference.classifier.weight.normal_(0, 0.5)  # a head that tells the vectors apart
+        state = {k: v.detach().clone() for k, v in reference.state_dict().items()}
+        models[pooling], references[pooling] = reference, without_grad(reference)
+        students[pooling] = filled_module(cls, (_course_encoder(), 3, None, False, pooling), state, "MyClassifier")
+
+    def make(gen):
+        pooling = ("pooler", "mean")[rand_int(gen, 0, 2)]
+        return (*_sentence_batch(gen, c.vocab_size, c.pad_id), pooling)
+
+    def mine(ids, segments, mask, pooling):
+        return students[pooling](ids, segments, mask)
+
+    def theirs(ids, segments, mask, pooling):
+        return references[pooling](ids, segments, mask)
+
+    @torch.no_grad()
+    def diagnose(got, expected, ids, segments, mask, pooling):
+        if not same_shape(got, expected):
+            return None
+        model = models[pooling]
+        out = model.bert(ids, segments, mask)
+        real = (mask != 0).unsqueeze(-1).float()
+        variants = {
+            "the head reads h_[CLS] itself; with pooling='pooler' it reads the pooled vector, "
+            "tanh(W_p h_[CLS] + b_p) (the output's `pooled`)": model.classifier(out.last_hidden_state[:, 0]),
+            "the mean runs over the padding too: average only the real tokens (attention mask 1)": model.classifier(
+                out.last_hidden_state.mean(1)
+            ),
+            "these are probabilities: forward returns the logits, the softmax comes in the loss": expected.softmax(-1),
+        }
+        if pooling == "pooler":
+            variants["this is the mean of the tokens; with pooling='pooler' the head reads the pooled [CLS]"] = (
+                model.classifier((out.last_hidden_state * real).sum(1) / real.sum(1))
+            )
+        else:
+            variants["this reads the pooled [CLS]; with pooling='mean' the head reads the mean of the real tokens"] = (
+                model.classifier(out.pooled)
+            )
+        for words, wrong in variants.items():
+            if close(got, wrong):
+                return words
+        return None
+
+    mine.__name__ = "MyClassifier"
+    check_function(
+        mine,
+        theirs,
+        make,
+        name="sequence_classifier",
+        trials=6,
+        rtol=1e-4,
+        atol=1e-5,
+        diagnose=diagnose,
+        concept="a sentence classifier is one linear layer on one vector per sentence: BERT's recipe reads the pooled "
+        "[CLS] (the pooler's tanh(W_p h_[CLS] + b_p)); sentence-transformers' models read the mean of the last "
+        "layer over the real tokens. Dropout comes before the linear layer; the logits go out as they are",
+        hint="the encoder returns the last layer's vectors (B, T, D) and the pooled [CLS] vector (B, D): which one "
+        "does the pooling setting ask for? For the mean, weight each position by the attention mask as a (B, T, 1) "
+        "float, sum over T and divide by the number of real tokens; then dropout, then the linear layer → "
+        "(B, n_labels)",
+    )
+
+
+# Exercise 5: the start/end head of extractive question answering
+
+
+def check_qa_head(cls) -> None:
+    """Exercise: ``MyQuestionAnswering`` (a subclass of the library's BertForQuestionAnswering, its
+    ``__init__`` inherited: ``self.bert`` and ``self.qa``, Linear(D, 2)) whose forward gives
+    (start logits, end logits), each (B, T), −∞ at padding and wherever ``span_mask`` is False;
+    proven on the shipped, trained checkpoint ``minilm-qa-squad``."""
+    from onehot2gpt.checkpoints import load
+
+    from .checking import close, filled_module, same_shape
+
+    require_callable(cls)
+    reference = load("minilm-qa-squad").model.eval()
+    c = reference.bert.config
+    state = {k: v.detach().clone() for k, v in reference.state_dict().items()}
+    student = filled_module(cls, (load("minilm-qa-squad").model.bert,), state, "MyQuestionAnswering")
+
+    def make(gen):
+        ids, segments, mask = _sentence_batch(gen, c.vocab_size, c.pad_id, max_len=20)
+        span = None
+        if rand_int(gen, 0, 3):  # two trials in three give a span mask: the second segment, say
+            span = torch.rand(ids.shape, generator=gen) < 0.6
+            span[:, 0] = True
+        return ids, segments, mask, span
+
+    def mine(ids, segments, mask, span):
+        return student(ids, segments, mask, span)
+
+    def theirs(ids, segments, mask, span):
+        with torch.no_grad():
+            return reference(ids, segments, mask, span)
+
+    @torch.no_grad()
+    def diagnose(got, expected, ids, segments, mask, span):
+        if not (isinstance(got, (tuple, list)) and len(got) == 2):
+            return "forward returns two tensors: the start logits and the end logits, each (B, T)"
+        if not all(same_shape(g, e) for g, e in zip(got, expected)):
+            return None
+        start, end = reference.qa(reference.bert(ids, segments, mask).last_hidden_state).unbind(-1)
+        real = mask != 0
+        allowed = real & span if span is not None else real
+
+        def masked(s, e, keep, fill=float("-inf")):
+            return s.masked_fill(~keep, fill), e.masked_fill(~keep, fill)
+
+        def same(pair):
+            return all(
+                close(g, w) or bool((g.isinf() == w.isinf()).all() and close(g[w.isfinite()], w[w.isfinite()]))
+                for g, w in zip(got, pair)
+            )
+
+        if same(masked(end, start, allowed)):
+            return "start and end are swapped: the first column of self.qa's output scores starts, the second ends"
+        if same((start, end)):
+            return "nothing is masked: padding (and, with a span mask, the tokens outside it) must get −∞"
+        if span is not None and same(masked(start, end, real)):
+            return "the span mask is ignored: tokens where span_mask is False must get −∞ too"
+        if same(masked(start, end, allowed, 0.0)) or same(masked(start, end, allowed, -1e4)):
+            return "masked positions must get −∞ (float('-inf')), so that the softmax gives them probability 0"
+        return None
+
+    mine.__name__ = "MyQuestionAnswering"
+    check_function(
+        mine,
+        theirs,
+        make,
+        name="qa_head",
+        trials=5,
+        rtol=1e-4,
+        atol=1e-4,
+        diagnose=diagnose,
+        concept="extractive QA adds two vectors to BERT, S and E (the rows of self.qa): a token's start score is "
+        "S·h_t, its end score E·h_t, for every token of the last layer; positions that cannot hold the answer "
+        "(padding, and wherever the span mask is False) get −∞",
+        hint="the linear layer turns the last layer (B, T, D) into (B, T, 2): split its last dimension into start "
+        "and end, each (B, T). A position is allowed where the attention mask is not 0 and, when a span mask is "
+        "given, where that mask is True; every other position gets minus infinity",
+    )
