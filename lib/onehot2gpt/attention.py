@@ -14,6 +14,7 @@ Masks are boolean and mean what PyTorch's ``F.scaled_dot_product_attention`` mea
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 import torch.nn.functional as F
@@ -77,6 +78,31 @@ def causal_mask(t_q: int, t_k: int | None = None, device=None):
     return torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(diagonal=t_k - t_q)
 
 
+def _check_order(order) -> torch.Tensor:
+    """A factorization order as a 1-D long tensor, or an error naming what is wrong with it: whole
+    numbers only (1.9 is never truncated into 1), each position 0 … T−1 once."""
+    fix = "an order lists the positions 0 … T−1, each once, as whole numbers (e.g. [2, 0, 1])"
+    if isinstance(order, torch.Tensor):
+        if order.is_floating_point() or order.is_complex() or order.dtype == torch.bool:
+            raise TypeError(f"permutation_mask: order has dtype {order.dtype}; {fix}")
+    elif isinstance(order, (list, tuple, range)):
+        for i, v in enumerate(order):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                rounding = " (a float is never rounded)" if isinstance(v, float) else ""
+                raise TypeError(f"permutation_mask: order[{i}] is {type(v).__name__} {v!r}{rounding}; {fix}")
+        order = torch.tensor([int(v) for v in order], dtype=torch.long)
+    else:
+        raise TypeError(f"permutation_mask: order must be a list or a 1-D tensor, got {type(order).__name__}; {fix}")
+    order = order.long()
+    if order.dim() != 1 or not torch.equal(order.sort().values, torch.arange(order.numel())):
+        raise ValueError(
+            f"permutation_mask: order must be a permutation of 0 … T−1 (each position once), got {order.tolist()}; {fix}"
+        )
+    if order.numel() == 0:
+        raise ValueError(f"permutation_mask: order is empty; {fix}")
+    return order
+
+
 def permutation_mask(order, include_self: bool = False):
     """XLNet's attention mask for one factorization order → (T, T) bool, True where position i may
     read position j: j comes before i in `order` (a permutation of 0 … T−1, the order in which
@@ -93,9 +119,7 @@ def permutation_mask(order, include_self: bool = False):
                 [0, 0, 0, 0],
                 [0, 1, 1, 0]], dtype=torch.int32)
     """
-    order = torch.as_tensor(order, dtype=torch.long)
-    if order.dim() != 1 or order.numel() == 0 or not torch.equal(order.sort().values, torch.arange(order.numel())):
-        raise ValueError(f"order must be a permutation of 0 … T−1 (each position once), got {order.tolist()}")
+    order = _check_order(order)
     rank = torch.empty_like(order)
     rank[order] = torch.arange(order.numel())  # rank[i]: when position i is predicted
     before = rank[None, :] < rank[:, None]  # [i, j]: j is predicted before i

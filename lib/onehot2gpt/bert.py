@@ -422,6 +422,9 @@ def best_span(start_logits, end_logits, max_answer_len: int = 30, allowed=None):
         >>> best_span(torch.tensor([0., 5., 1.]), torch.tensor([0., 1., 4.]))
         (1, 2, 9.0)
     """
+    for name, logits in (("start_logits", start_logits), ("end_logits", end_logits)):
+        if not isinstance(logits, torch.Tensor):
+            raise TypeError(f"best_span: {name} must be a tensor of scores (T,), got {type(logits).__name__}")
     if start_logits.dim() != 1 or start_logits.shape != end_logits.shape:
         raise ValueError(
             f"best_span takes one example: start and end logits shaped (T,); got "
@@ -429,9 +432,13 @@ def best_span(start_logits, end_logits, max_answer_len: int = 30, allowed=None):
         )
     check_int(max_answer_len, "max_answer_len", 1)
     for name, logits in (("start_logits", start_logits), ("end_logits", end_logits)):
-        if torch.isnan(logits).any():
+        if not logits.is_floating_point():
+            raise TypeError(f"best_span: {name} must be float scores, got dtype {logits.dtype}")
+        broken = torch.isnan(logits) | torch.isposinf(logits)  # -inf is fine: a position ruled out
+        if broken.any():
+            kinds = " and ".join(k for k, m in (("NaN", logits.isnan()), ("+inf", logits.isposinf())) if m.any())
             raise ValueError(
-                f"{name} holds NaN at positions {torch.isnan(logits).nonzero().flatten()[:5].tolist()}: "
+                f"best_span: {name} holds {kinds} at positions {broken.nonzero().flatten()[:5].tolist()}: "
                 f"the model's output is broken (check its weights and inputs); no span can be chosen"
             )
     T = start_logits.size(0)
@@ -439,6 +446,14 @@ def best_span(start_logits, end_logits, max_answer_len: int = 30, allowed=None):
     ones = torch.ones(T, T, dtype=torch.bool, device=scores.device)
     valid = ones.triu() & ~ones.triu(max_answer_len)  # s ≤ e ≤ s + len − 1
     if allowed is not None:
+        if not isinstance(allowed, torch.Tensor) or allowed.shape != (T,):
+            got = tuple(allowed.shape) if isinstance(allowed, torch.Tensor) else type(allowed).__name__
+            raise ValueError(f"best_span: allowed must be a bool tensor shaped like the logits ({T},), got {got}")
+        if allowed.is_floating_point() or allowed.is_complex() or not bool(((allowed == 0) | (allowed == 1)).all()):
+            raise TypeError(
+                f"best_span: allowed must be a mask of True/False (or 0/1) per position, got dtype {allowed.dtype} "
+                f"with values {allowed.unique()[:5].tolist()}; pass e.g. context_mask.bool()"
+            )
         allowed = allowed.bool()
         valid &= allowed[:, None] & allowed[None, :]
     scores = scores.masked_fill(~valid, float("-inf"))

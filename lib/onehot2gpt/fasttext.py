@@ -17,6 +17,7 @@ computes it). An unseen or misspelled word shares most of its n-grams with seen 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 
@@ -130,6 +131,7 @@ class FastTextVectors:
 
     def most_similar(self, word: str, topn: int = 5) -> list[tuple[str, float]]:
         """The `topn` vocabulary words nearest to any `word` (cosine), the word itself left out."""
+        check_int(topn, "topn", 1, fix="how many neighbours to list")
         return self.word_vectors().most_similar(self[word], k=topn, exclude=[word])
 
 
@@ -252,7 +254,9 @@ def train_fasttext(
                 noise = draw_noise((len(words), negative), generator)
                 step_lr = lr - (lr - min_lr) * (epoch + i / len(batches)) / epochs
                 loss = train_step(inputs, outputs, sub_rows, sub_offsets, words, targets, noise, step_lr)
-                total += check_finite_loss(loss, i, lr=lr, what=f"fastText (epoch {epoch + 1})")
+                # the untrained model's loss (outputs 0: every sigmoid ½) is (1 + negative)·ln 2 a pair
+                start = (1 + negative) * math.log(2) * len(words)
+                total += check_finite_loss(loss, i, lr=lr, what=f"fastText (epoch {epoch + 1})", start=start)
                 n_total += len(words)
                 if i % 64 == 0:
                     bar.n = epoch + i / len(batches)

@@ -25,7 +25,14 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from onehot2gpt.utils import check_finite_loss, check_int, check_number, check_positive_int, check_positive_number
+from onehot2gpt.utils import (
+    check_finite_loss,
+    check_int,
+    check_number,
+    check_positive_int,
+    check_positive_number,
+    check_tensor,
+)
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word2vec import encode_corpus
 from onehot2gpt.word_vectors import WordVectors
@@ -85,6 +92,21 @@ def glove_loss(
     """The summed GloVe objective over a batch of pairs: f(X) (w · w̃ + b + b̃ − log X)².
 
     w, w_ctx (P, D): the two words' vectors; b, b_ctx (P,): their biases; counts (P,) > 0."""
+    check_tensor(counts, "counts", dims=1, floating=True, fix="the co-occurrence counts X of the pairs, (P,)")
+    for name, t, dims in (("w", w, 2), ("w_ctx", w_ctx, 2), ("b", b, 1), ("b_ctx", b_ctx, 1)):
+        check_tensor(t, name, dims=dims, floating=True)
+        if t.shape[0] != counts.shape[0]:
+            raise ValueError(
+                f"glove_loss: {name} has {t.shape[0]} rows but counts has {counts.shape[0]}: give one row per pair"
+            )
+    if w.shape != w_ctx.shape:
+        raise ValueError(f"glove_loss: w {tuple(w.shape)} and w_ctx {tuple(w_ctx.shape)} must have the same shape")
+    bad = ~torch.isfinite(counts)
+    if bad.any():
+        raise ValueError(
+            f"glove_loss: counts holds NaN or infinite values ({int(bad.sum())} of {counts.numel()}, first at "
+            f"pair {int(bad.nonzero()[0])}); every count must be a finite number > 0, as cooccurrence gives"
+        )
     if (counts <= 0).any():
         raise ValueError("GloVe fits only pairs that occur: every count must be > 0")
     error = (w * w_ctx).sum(-1) + b + b_ctx - counts.log()
@@ -163,13 +185,17 @@ def train_glove(
     bar = tqdm(total=steps, desc="GloVe", disable=not progress)
     # torch's sparse AdaGrad warns once that it skips its sparse-tensor checks; its inputs are ours
     warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
+    # The loss per pair of vectors that predict nothing (all zero): f(X) (log X)², at most. A run
+    # whose loss per pair climbs far above it is exploding (a too-high lr) and is stopped.
+    baseline = float((glove_weight(counts, x_max, alpha) * counts.log().pow(2)).max())
     step = 0
     for epoch in range(epochs):
         order = torch.randperm(len(counts), generator=generator)
         total = 0.0
         for batch in order.split(batch_size):
             loss = model(rows[batch], cols[batch], counts[batch], x_max, alpha)
-            total += check_finite_loss(loss, step, lr=lr, what=f"GloVe (epoch {epoch + 1})")
+            what = f"GloVe (epoch {epoch + 1})"
+            total += check_finite_loss(loss, step, lr=lr, what=what, start=baseline * len(batch))
             step += 1
             optimizer.zero_grad()
             (0.5 * loss).backward()  # the reference code's step: the gradient of ½ f·error² per pair

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from .utils import as_ids, check_int, check_number, evaluating
+from .utils import as_ids, check_finite_weights, check_int, check_number, evaluating
 
 
 @dataclass
@@ -136,6 +136,7 @@ def trace_gpt(model, ids, *, temperature: float = 1.0, heads_off=(), mlps_off=()
     Dropout is never applied (the model is read in eval mode, whatever its mode).
     """
     check_gpt(model)
+    check_finite_weights(model, "trace_gpt")  # NaN weights: blame them, not the stepper
     c = model.config
     ids = one_sequence(ids, c)
     T = ids.numel()
@@ -189,6 +190,7 @@ def check_trace(model, trace: Trace, atol: float = 1e-4) -> dict[str, float]:
     from .attention import causal_mask
     from .lookinside_bert import BertTrace, check_bert_trace
 
+    check_finite_weights(model, "check_trace")  # a NaN difference is the weights' fault, not the trace's
     if isinstance(trace, BertTrace):
         return _require_close(check_bert_trace(model, trace), atol)
     if any(trace.switched_off.values()):
@@ -315,6 +317,8 @@ def logit_lens(
     tokens (and the probability and rank of `target`, e.g. the token that really comes next). The
     last row is the model's own prediction."""
     check_int(k, "k", 1, fix="how many candidates per layer")
+    check_gpt(model)
+    check_finite_weights(model, "logit_lens")
     trace = trace_gpt(model, ids) if trace is None else trace
     position = _check_position(position, trace.ids.numel())
     V = model.config.vocab_size
@@ -364,7 +368,9 @@ def next_token_loss(trace: Trace) -> float:
 def intervene(model, ids, position: int = -1, k: int = 5, *, heads_off=(), mlps_off=(), tokens_off=()) -> Intervention:
     """Switch parts off (see :func:`trace_gpt`) and compare with the model as it is: mean
     next-token cross-entropy over the sequence (nats) and the top-k predictions at `position`."""
-    check_int(k, "k", 1)
+    check_int(k, "k", 1, fix="how many top predictions to compare")
+    check_gpt(model)
+    check_finite_weights(model, "intervene")
     before = trace_gpt(model, ids)
     after = trace_gpt(model, ids, heads_off=heads_off, mlps_off=mlps_off, tokens_off=tokens_off)
     position = _check_position(position, before.ids.numel())
@@ -501,6 +507,8 @@ def trace_model(model, ids, *, temperature: float = 1.0):
     BERT with its MLM head."""
     from .lookinside_bert import trace_bert
 
+    if isinstance(model, torch.nn.Module):
+        check_finite_weights(model, "trace_model")
     return (
         trace_bert(model, ids, temperature=temperature)
         if is_course_bert(model)

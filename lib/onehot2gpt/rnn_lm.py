@@ -189,6 +189,11 @@ class NGramLM:
         """Sample tokens one at a time after `context` until <eos> or `max_tokens`; <pad> and <bos>
         are never sampled. Returns the new tokens (without <eos>)."""
         check_int(max_tokens, "max_tokens", 0)
+        if isinstance(context, str):
+            raise TypeError(
+                f"context must be a list of tokens, e.g. {context.split()[:3]!r}, not the string {context[:30]!r}; "
+                f"tokenize it first"
+            )
         out: list[str] = []
         banned = [self.vocab[t] for t in (PAD, BOS) if t in self.vocab]
         for _ in range(max_tokens):
@@ -343,6 +348,8 @@ def train_lm(
     total = epochs * len(batches) if max_steps is None else min(max_steps, epochs * len(batches))
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     history: list[float] = []
+    V = getattr(model, "vocab_size", None)
+    uniform = math.log(V) if V else None  # a uniform guess's loss; far above it, the run is exploding
     start = time.perf_counter()
     model.train()
     with tqdm(total=total, desc="train", disable=not progress) as bar:
@@ -356,7 +363,7 @@ def train_lm(
                 loss.backward()
                 nn.utils.clip_grad_norm_(model.parameters(), clip)
                 opt.step()
-                history.append(check_finite_loss(loss, len(history), lr=lr, what="LSTM LM training"))
+                history.append(check_finite_loss(loss, len(history), lr=lr, what="LSTM LM training", start=uniform))
                 bar.update()
                 bar.set_postfix(loss=f"{history[-1]:.3f}")
                 if len(history) >= total or (minutes is not None and time.perf_counter() - start > 60 * minutes):

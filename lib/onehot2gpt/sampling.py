@@ -26,9 +26,23 @@ from .utils import as_ids, check_choice, check_finite_logits, check_int, check_n
 # -------------------------------------------------------------------------------- Filters on logits
 
 
-def _check_logits(logits):
+def _check_logits(logits, where: str = "logits"):
+    """A float tensor (…, V) without NaN or +inf (-inf is how a filter removes a token), else a
+    ValueError that `where` (the function's name) starts."""
     if not isinstance(logits, torch.Tensor) or logits.dim() == 0 or not logits.is_floating_point():
         raise ValueError("logits must be a float tensor with the vocabulary in the last dimension, (V,) or (B, V)")
+    broken = torch.isnan(logits) | torch.isposinf(logits)
+    if bool(broken.any()):
+        kinds = " and ".join(k for k, m in (("NaN", torch.isnan(logits)), ("+inf", torch.isposinf(logits))) if m.any())
+        raise ValueError(
+            f"{where}: logits hold {kinds} ({int(broken.sum())} of {logits.numel()} values); pass finite "
+            f"logits (-inf only for removed tokens). A model with NaN weights gives NaN logits: check the weights"
+        )
+    if logits.numel() and not bool((logits > float("-inf")).any(-1).all()):
+        raise ValueError(
+            f"{where}: a row of logits is -inf everywhere: every token is removed, so there is nothing "
+            f"to keep or sample; leave at least one token finite in each row"
+        )
 
 
 def _check_options(temperature=1.0, top_k=None, top_p=None, *, allow_zero: bool = True):
@@ -50,7 +64,7 @@ def apply_temperature(logits, temperature: float):
         >>> torch.softmax(apply_temperature(torch.tensor([0.0, 1.0]), 0.5), -1)
         tensor([0.1192, 0.8808])
     """
-    _check_logits(logits)
+    _check_logits(logits, "apply_temperature")
     _check_options(temperature, allow_zero=False)
     return logits / temperature
 
@@ -63,7 +77,7 @@ def filter_top_k(logits, k: int):
         >>> filter_top_k(torch.tensor([1.0, 3.0, 2.0, 3.0]), 2)
         tensor([-inf, 3., -inf, 3.])
     """
-    _check_logits(logits)
+    _check_logits(logits, "filter_top_k")
     _check_options(top_k=k)
     if k >= logits.size(-1):
         return logits.clone()
@@ -81,7 +95,7 @@ def filter_top_p(logits, p: float):
         >>> filter_top_p(torch.tensor([0.5, 0.3, 0.2]).log(), 0.75)   # 0.5 < 0.75 ≤ 0.5 + 0.3
         tensor([-0.6931, -1.2040,    -inf])
     """
-    _check_logits(logits)
+    _check_logits(logits, "filter_top_p")
     _check_options(top_p=p)
     if p == 1:
         return logits.clone()
@@ -152,6 +166,7 @@ def next_token_distribution(model, ids, temperature: float = 1.0, top_k: int | N
     max_len = model.config.max_len
     with evaluating(model):
         logits = model(batch[:, -max_len:]).logits[:, -1]  # (B, V)
+    check_finite_logits(logits)  # a diverged model: say so, rather than all the mass on token 0
     if temperature == 0:  # all the mass on the argmax
         probs = torch.zeros_like(logits).scatter(-1, logits.argmax(-1, keepdim=True), 1.0)
     else:

@@ -1,7 +1,7 @@
 """Small helpers every notebook uses: seeding, thread count, showing library source, running a
 model in eval mode (:func:`evaluating`), copying weights between models (:func:`copy_weights`);
-and the checks the whole library shares: token ids (:func:`as_ids`) and a finite training loss
-(:func:`check_finite_loss`)."""
+and the checks the whole library shares: token ids (:func:`as_ids`), a finite training loss
+(:func:`check_finite_loss`), and finite weights (:func:`check_finite_weights`)."""
 
 from __future__ import annotations
 
@@ -373,24 +373,61 @@ def check_tensor(
     return value
 
 
-def check_finite_loss(loss, step: int, *, lr: float | None = None, what: str = "training") -> float:
+def check_finite_loss(
+    loss,
+    step: int,
+    *,
+    lr: float | None = None,
+    what: str = "training",
+    start: float | None = None,
+    growth: float = 1000.0,
+) -> float:
     """The loss of update `step` (0, 1, …) as a float, or `TrainingDiverged` when it is NaN or ±inf:
     every library training loop calls it, so a diverging run stops at once with the step, the loss
-    and the fix.
+    and the fix. With `start` (the loss a run starts from, e.g. ln V for a next-token loss), a loss
+    above `growth` × start stops the run too: it is exploding, long before it reaches inf.
 
     Example:
         >>> check_finite_loss(torch.tensor(2.5), 0)
         2.5
     """
     value = float(loss.detach()) if isinstance(loss, torch.Tensor) else float(loss)
+    now = f" (now {lr:g})" if lr is not None else ""
     if not math.isfinite(value):
-        now = f" (now {lr:g})" if lr is not None else ""
         raise TrainingDiverged(
             f"{what} diverged at step {step}: the loss is {value}. Lower the "
             f"learning rate{now}, or check the data (a batch with nothing to "
             f"predict gives NaN) and that the starting weights are finite"
         )
+    if start is not None and start > 0 and value > growth * start:
+        raise TrainingDiverged(
+            f"{what} diverged at step {step}: the loss is {value:.3g}, more than {growth:g}× its "
+            f"starting level ({start:.3g}): the run is exploding. Lower the learning rate{now}; the "
+            f"weights of this run are no longer usable"
+        )
     return value
+
+
+def check_finite_weights(model: torch.nn.Module, what: str) -> None:
+    """A ValueError naming the first parameter (or buffer) of `model` that holds NaN or ±inf, so that a
+    tool reading the model (`what`) blames the weights, not itself.
+
+    Example:
+        >>> check_finite_weights(torch.nn.Linear(2, 2), "trace_gpt")
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"{what} takes a model (a torch.nn.Module), got {type(model).__name__}")
+    tensors = [*model.named_parameters(), *model.named_buffers()]
+    for name, tensor in tensors:
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            counts = [(int(tensor.isnan().sum()), "NaN"), (int(tensor.isinf().sum()), "infinite")]
+            held = " and ".join(f"{n} {kind}" for n, kind in counts if n)
+            raise ValueError(
+                f"{what}: the model's weights are broken, not the tool: {name} holds {held} value(s) of "
+                f"{tensor.numel()}, so its outputs would be NaN (its training diverged, or the tensor was "
+                f"overwritten). Load a checkpoint (onehot2gpt.checkpoints.load) or train it again with a lower "
+                f"learning rate"
+            )
 
 
 def check_finite_logits(logits) -> None:

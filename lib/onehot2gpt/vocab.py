@@ -40,29 +40,39 @@ _WORD_RE = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+(?:['’\-][^\W{_CJK}]+)*|[^\w\s]"
 _JOIN = "join a list of tokens with ' '.join(tokens) first"
 
 
+def _drop_invisible(text: str) -> str:
+    """`text` without control and format characters (Unicode Cc, Cf: NUL, ESC, zero-width space
+    and joiners, soft hyphen, byte-order mark…), which are never tokens; tab, newline and carriage
+    return stay (they are spaces). BERT's tokenizer drops the same (:mod:`onehot2gpt.subword`)."""
+    invisible = [c for c in set(text) if c not in "\t\n\r" and unicodedata.category(c) in ("Cc", "Cf")]
+    return text.translate(dict.fromkeys(map(ord, invisible))) if invisible else text
+
+
 def tokenize_words(text: str, lower: bool = True) -> list[str]:
     """Split text into words and punctuation marks; every Chinese character is its own token.
+    Control and zero-width characters are dropped (a word they split stays one word).
 
     Example:
         >>> tokenize_words("Don't panic, it's 42!")
         ["don't", 'panic', ',', "it's", '42', '!']
     """
     check_text(text, "text", empty_ok=True, fix=_JOIN)
-    text = unicodedata.normalize("NFC", text)
+    text = _drop_invisible(unicodedata.normalize("NFC", text))
     if lower:
         text = text.lower()
     return _WORD_RE.findall(text)
 
 
 def tokenize_chars(text: str, keep_spaces: bool = True) -> list[str]:
-    """Split text into characters (Unicode code points after NFC normalisation).
+    """Split text into characters (Unicode code points after NFC normalisation); control and
+    zero-width characters are dropped, tab and newline kept (as spaces).
 
     Example:
         >>> tokenize_chars("潮水 退了", keep_spaces=False)
         ['潮', '水', '退', '了']
     """
     check_text(text, "text", empty_ok=True, fix=_JOIN)
-    chars = list(unicodedata.normalize("NFC", text))
+    chars = list(_drop_invisible(unicodedata.normalize("NFC", text)))
     return chars if keep_spaces else [c for c in chars if not c.isspace()]
 
 
@@ -216,13 +226,17 @@ def one_hot(ids, vocab_size: int) -> torch.Tensor:
 
 
 def bag_of_words(ids, vocab_size: int) -> torch.Tensor:
-    """Ids of shape (T,) → counts of shape (vocab_size,): the sum of the one-hot vectors.
+    """Ids of shape (T,) → counts of shape (vocab_size,): the sum of the one-hot vectors; a batch
+    (B, T) → one bag per row, (B, vocab_size).
 
     Example:
         >>> bag_of_words([1, 1, 2], 4)
         tensor([0., 2., 1., 0.])
+        >>> bag_of_words([[1, 1], [2, 3]], 4)
+        tensor([[0., 2., 0., 0.],
+                [0., 0., 1., 1.]])
     """
-    return one_hot(ids, vocab_size).reshape(-1, vocab_size).sum(0)
+    return one_hot(ids, vocab_size).sum(-2)  # (…, T, V) → (…, V): sum over the tokens of each row
 
 
 def cosine_similarity(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from onehot2gpt.checkpoints import CheckpointError, save_checkpoint
+from onehot2gpt.utils import check_int
 from onehot2gpt.vocab import Vocab
 
 
@@ -75,19 +76,38 @@ class WordVectors:
         self, word_or_vector: str | Tensor, k: int = 10, exclude: Iterable[str] = ()
     ) -> list[tuple[str, float]]:
         """The k words with the highest cosine to a word (itself excluded) or to a vector (D,),
-        leaving out the words in `exclude` (a list of words, or one word as a string)."""
+        leaving out the words in `exclude` (a list of words, or one word as a string); fewer when
+        the vocabulary has fewer words left. A vector of zeros (no direction) or of NaN is refused."""
+        check_int(k, "k", 1, fix="how many neighbours to list")
         exclude = {exclude} if isinstance(exclude, str) else set(exclude)
         if isinstance(word_or_vector, str):
-            query = self[word_or_vector]
+            query, what = self[word_or_vector], f"the vector of {word_or_vector!r}"
             exclude.add(word_or_vector)
         else:
-            query = torch.as_tensor(word_or_vector, dtype=torch.float32)
+            query, what = torch.as_tensor(word_or_vector, dtype=torch.float32), "the query vector"
             if query.shape != (self.d_model,):
                 raise ValueError(f"query vector must have shape ({self.d_model},), got {tuple(query.shape)}")
+        if not bool(torch.isfinite(query).all()):
+            raise ValueError(
+                f"most_similar: {what} holds NaN or infinite values ({int((~torch.isfinite(query)).sum())} of "
+                f"{self.d_model}), so no cosine can be computed; pass a finite vector (vectors from a diverged "
+                f"training are NaN: train again with a lower learning rate)"
+            )
+        if not bool(query.any()):
+            raise ValueError(
+                f"most_similar: {what} is all zeros: it has no direction, so every word is equally near "
+                f"(cosine 0); pass a non-zero vector"
+            )
         sims = self.unit_vectors @ (query / query.norm().clamp_min(1e-12))  # (V,)
+        if bool(sims.isnan().any()):
+            bad = self.vocab.itos[int(sims.isnan().nonzero()[0])]
+            raise ValueError(
+                f"most_similar: the word vectors hold NaN (first at {bad!r}), so no cosine can be trusted; "
+                f"train the vectors again with a lower learning rate, or load a checkpoint"
+            )
         banned = sorted({self._id(w) for w in exclude if w in self})
         sims[banned] = -math.inf
-        top = sims.topk(max(0, min(k, len(self) - len(banned))))
+        top = sims.topk(min(k, len(self) - len(banned)))
         return [(self.vocab.itos[i], round(float(s), 4)) for s, i in zip(top.values, top.indices.tolist())]
 
     def analogy(self, a: str, b: str, c: str, k: int = 1) -> list[tuple[str, float]]:

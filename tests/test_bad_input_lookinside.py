@@ -1,0 +1,81 @@
+"""Bad input to the look-inside tools (issue 48): a model with NaN weights is refused by every
+tool with a message that names the broken parameter, so the step-by-step forward never blames
+itself ("the step-by-step forward differs") for what the weights did."""
+
+import math
+import re
+
+import pytest
+import torch
+from onehot2gpt.bert import BertConfig, BertForPreTraining
+from onehot2gpt.gpt import GPT, GPTConfig
+from onehot2gpt.lookinside import check_trace, intervene, logit_lens, trace_gpt, trace_model
+
+IDS = torch.tensor([3, 17, 5, 3, 17, 8])
+
+
+def _gpt():
+    torch.manual_seed(0)
+    return GPT(GPTConfig.tiny(vocab_size=40)).eval()
+
+
+@pytest.fixture(scope="module")
+def sound():
+    return _gpt()
+
+
+@pytest.fixture(scope="module")
+def broken():
+    model = _gpt()
+    with torch.no_grad():
+        model.blocks[1].ff.linear1.weight[2, 3] = math.nan
+    return model
+
+
+TOOLS = {
+    "trace_gpt": lambda m: trace_gpt(m, IDS),
+    "logit_lens": lambda m: logit_lens(m, IDS),
+    "intervene": lambda m: intervene(m, IDS, heads_off=[(0, 0)]),
+    "trace_model": lambda m: trace_model(m, IDS),
+}
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_every_tool_blames_the_first_non_finite_weight(broken, tool):
+    # each used to return NaN probabilities and losses without a word
+    message = (
+        rf"^{tool}: the model's weights are broken, not the tool: blocks\.1\.ff\.linear1\.weight holds 1 NaN value"
+    )
+    with pytest.raises(ValueError, match=message):
+        TOOLS[tool](broken)
+
+
+def test_check_trace_blames_weights_that_broke_after_the_trace(sound):
+    trace = trace_gpt(sound, IDS)
+    model = _gpt()
+    with torch.no_grad():
+        model.final_norm.weight[0] = math.inf
+    # the trace itself is fine; the model now gives inf/NaN, which used to read as "the
+    # step-by-step forward differs from the library's"
+    with pytest.raises(ValueError, match=r"^check_trace: .*final_norm\.weight holds 1 infinite value"):
+        check_trace(model, trace)
+    with pytest.raises(ValueError, match=r"^logit_lens: .*final_norm\.weight holds 1 infinite value"):
+        logit_lens(model, IDS, trace=trace)
+
+
+def test_a_course_bert_with_nan_weights_is_refused_before_its_trace():
+    torch.manual_seed(0)
+    bert = BertForPreTraining(BertConfig.tiny(vocab_size=30)).eval()
+    with torch.no_grad():
+        next(bert.parameters()).fill_(math.nan)
+    first = next(name for name, _ in bert.named_parameters())
+    with pytest.raises(ValueError, match=rf"^trace_model: .*{re.escape(first)} holds \d+ NaN value"):
+        trace_model(bert, [2, 5, 6, 3])
+
+
+def test_sound_weights_still_trace_and_agree_with_the_library(sound):
+    trace = trace_gpt(sound, IDS)
+    assert all(d <= 1e-4 for d in check_trace(sound, trace).values())
+    rows = logit_lens(sound, IDS, k=3)
+    assert len(rows) == sound.config.n_layers + 1 and all(math.isfinite(p) for r in rows for _, p in r.top)
+    assert math.isfinite(intervene(sound, IDS, mlps_off=[0]).loss_change)
