@@ -399,3 +399,46 @@ def test_a_zero_shot_checkpoint_with_a_mismatched_vocabulary_is_refused(tmp_path
     Vocab(["a", "b"], specials=zs.SPECIALS).save(folder / "vocab.json")
     with pytest.raises(ValueError, match=r"vocab\.json has sha256"):
         load(folder)
+
+
+def test_qa_prompt_lays_out_every_qa_item_as_stored(setup):
+    """The Q/A items keep their parts; the library's prompt writer gives back the stored text."""
+    items = setup.tests["qa_new"] + setup.tests["qa_changed"]
+    assert all(it.qa for it in items) and not any(it.qa for it in setup.tests["tldr_new"])
+    for it in items:
+        for few in (False, True):
+            assert it.text(few, zs.qa_prompt) == it.text(few)
+    passage, question, examples = items[0].qa
+    assert len(examples) == 1 and len(examples[0]) == 3 and question.endswith("?")
+
+
+def test_evaluate_runs_on_a_students_prompt_writer_and_matcher(setup):
+    """evaluate's `prompt` lays out the Q/A items and `matches` scores every candidate: the
+    library's own give the default table; a different layout or a matcher that accepts everything
+    changes it; what is not a function, or a matcher's non-bool answer, is refused by name."""
+    ((model, tok),) = zs.load_course_models([0.1]).values()
+    tests = {t: setup.tests[t][:12] for t in ("qa_new", "qa_changed", "tldr_changed")}
+    default = zs.evaluate(model, tok, tests)
+    calls = []
+
+    def counting(logits, start, answer_ids):
+        calls.append(len(answer_ids))
+        return zs.answer_matches(logits, start, answer_ids)
+
+    assert zs.evaluate(model, tok, tests, prompt=zs.qa_prompt, matches=counting) == default
+    assert calls, "the matcher decided the candidates"
+
+    def no_answer_line(passage, question, examples=()):  # not the corpus's layout: no "a :" to continue
+        return zs.qa_prompt(passage, question, examples)[: -len("\na :")]
+
+    changed = zs.evaluate(model, tok, tests, prompt=no_answer_line)
+    assert changed["qa_changed"]["zero"]["memorised"] < default["qa_changed"]["zero"]["memorised"]
+    assert changed["tldr_changed"] == default["tldr_changed"]  # not a Q/A item: laid out as stored
+    accepting = zs.evaluate(model, tok, tests, matches=lambda logits, start, ids: True)
+    assert accepting["qa_new"]["zero"]["read"] == 1.0 != default["qa_new"]["zero"]["read"]
+    with pytest.raises(TypeError, match="prompt=.* is not a function"):
+        zs.evaluate(model, tok, tests, prompt="q : a :")
+    with pytest.raises(TypeError, match="must return True or False"):
+        zs.evaluate(model, tok, tests, matches=lambda logits, start, ids: [1, 2])
+    with pytest.raises(TypeError, match="not the prompt as a str"):
+        zs.evaluate(model, tok, tests, prompt=lambda p, q, e=(): None)

@@ -66,9 +66,37 @@ class Item:
     shots: tuple[str, ...] = ()
     memorised: tuple[str, ...] = ()
     first_words: tuple[str, ...] = ()  # the words an answer of the right kind starts with
+    # A Q/A item's parts, for a prompt writer to lay out: (passage, question, its solved examples
+    # as (passage, question, answer) triples); () for the other tasks.
+    qa: tuple = ()
 
-    def text(self, few_shot: bool) -> str:
+    def text(self, few_shot: bool, render=None) -> str:
+        """The prompt, with the solved examples first when `few_shot`. With `render`, a Q/A item is
+        laid out by ``render(passage, question, examples)`` (:func:`qa_prompt`'s arguments) instead
+        of the stored text; other items are not Q/A and stay as they are."""
+        if render is not None and self.qa:
+            passage, question, examples = self.qa
+            text = render(passage, question, examples if few_shot else ())
+            if not isinstance(text, str):
+                raise TypeError(f"the prompt writer returned {type(text).__name__}, not the prompt as a str")
+            return text
         return ("".join(self.shots) if few_shot else "") + self.prompt
+
+
+def qa_prompt(passage: str, question: str, examples: Sequence[tuple[str, str, str]] = ()) -> str:
+    """A Q/A prompt in the pre-training corpus's layout: for each solved example (passage,
+    question, answer) its passage, ``q : <question>`` and ``a : <answer> .`` on lines of their
+    own; then the passage, ``q : <question>`` and ``a :``, where the model writes the answer."""
+    shots = "".join(f"{p}{NL}q : {q}{NL}a : {a} .{NL}" for p, q, a in examples)
+    return f"{shots}{passage}{NL}q : {question}{NL}a :"
+
+
+def answer_matches(logits, start: int, answer_ids: Sequence[int]) -> bool:
+    """Whether greedy decoding writes `answer_ids`: `logits` (T, V) are the model's over prompt +
+    answer, the answer starts at position `start`; True iff the arg-max at each position from
+    ``start - 1`` predicts the answer's next id (the one-pass test of :func:`greedy_matches`)."""
+    predicted = logits[start - 1 : start - 1 + len(answer_ids)].argmax(-1)
+    return bool((predicted == torch.as_tensor(list(answer_ids), device=predicted.device)).all())
 
 
 TESTS = ("qa_new", "qa_changed", "tldr_new", "tldr_changed", "translation")  # the keys of make_tests() and evaluate()
@@ -123,32 +151,41 @@ def make_tests(
     rng = random.Random(seed)
     tests: dict[str, list[Item]] = {t: [] for t in TESTS}
 
-    def qa_shot():
+    def qa_shot():  # → the solved example's text, and its (passage, question, answer)
         pair = [world.draw(m, rng) for m in rng.sample(world.strangers, 2)]
-        return world.prose(rng, pair) + world.qa_block(rng.choice(pair), rng.choice(RELATIONS))
+        passage = world.prose(rng, pair)
+        person, relation = rng.choice(pair), rng.choice(RELATIONS)
+        parts = passage[: -len(NL)], QUESTIONS[relation].format(n=person.name), person.fact(relation)
+        return passage + world.qa_block(person, relation), parts
 
     def tldr_shot():
         return world.tldr_document(world.draw(rng.choice(world.strangers), rng), rng)
 
-    def add(task: str, prompt: str, answer: str, memorised: str | None, first_words: tuple[str, ...]):
-        shot, k = (qa_shot, qa_shots) if task.startswith("qa") else (tldr_shot, tldr_shots)
-        shots = tuple(shot() for _ in range(k))
-        tests[task].append(Item(task, prompt, (answer,), shots, (memorised,) if memorised else (), first_words))
+    def add(task, prompt, answer, memorised, first_words, qa=()):
+        if task.startswith("qa"):
+            made = [qa_shot() for _ in range(qa_shots)]
+            shots, qa = tuple(text for text, _ in made), (*qa, tuple(parts for _, parts in made))
+        else:
+            shots = tuple(tldr_shot() for _ in range(tldr_shots))
+        item = Item(task, prompt, (answer,), shots, (memorised,) if memorised else (), first_words, qa)
+        tests[task].append(item)
 
-    def ask(name: str, relation: str) -> str:
-        return f"q : {QUESTIONS[relation].format(n=name)}{NL}a :"
+    def ask(passage: str, name: str, relation: str):  # → the prompt, and its (passage, question)
+        question = QUESTIONS[relation].format(n=name)
+        return qa_prompt(passage[: -len(NL)], question), (passage[: -len(NL)], question)
 
     for _ in range(n):
         stranger = world.draw(rng.choice(world.strangers), rng)
         relation = rng.choice(RELATIONS)
-        prompt = _passage(world, rng, stranger) + ask(stranger.name, relation)
-        add("qa_new", prompt, f"{stranger.fact(relation)} .", None, VALUES[relation])
+        prompt, parts = ask(_passage(world, rng, stranger), stranger.name, relation)
+        add("qa_new", prompt, f"{stranger.fact(relation)} .", None, VALUES[relation], parts)
 
         known = rng.choice(world.people)
         relation = rng.choice(RELATIONS)
         shown = _changed(known, relation, rng)
-        prompt = _without(known.fact(relation), lambda: _passage(world, rng, shown)) + ask(known.name, relation)
-        add("qa_changed", prompt, f"{shown.fact(relation)} .", f"{known.fact(relation)} .", VALUES[relation])
+        passage = _without(known.fact(relation), lambda: _passage(world, rng, shown))
+        prompt, parts = ask(passage, known.name, relation)
+        add("qa_changed", prompt, f"{shown.fact(relation)} .", f"{known.fact(relation)} .", VALUES[relation], parts)
 
         stranger = world.draw(rng.choice(world.strangers), rng)
         add("tldr_new", world.tldr_document(stranger, rng, summary=False), tldr(stranger), None, NAMES)
@@ -245,13 +282,14 @@ def classify(
     return _classify(model, tokenizer, items, few_shot, batch_size)[0]
 
 
-def _classify(model, tokenizer, items, few_shot, batch_size=32):
-    """→ (labels, the first token greedy decoding writes after each prompt, or None when generated)."""
+def _classify(model, tokenizer, items, few_shot, batch_size=32, prompt=None, matches=None):
+    """→ (labels, the first token greedy decoding writes after each prompt, or None when generated).
+    `prompt` lays out the Q/A items (:meth:`Item.text`); `matches` replaces :func:`answer_matches`."""
     if not items:
         raise ValueError("no items to classify")
     if max(len(it.answers) + len(it.memorised) for it in items) > MAX_CANDIDATES:
         written = greedy_lines(
-            model, tokenizer, [it.text(few_shot) for it in items], answer_length(tokenizer, items), batch_size
+            model, tokenizer, [it.text(few_shot, prompt) for it in items], answer_length(tokenizer, items), batch_size
         )
         return [classify_answer(w, it.answers, it.memorised) for w, it in zip(written, items)], None
     candidates = [
@@ -260,9 +298,9 @@ def _classify(model, tokenizer, items, few_shot, batch_size=32):
         for label, lines in (("read", it.answers), ("memorised", it.memorised))
         for line in lines
     ]
-    prompts = [items[k].text(few_shot) for k, _, _ in candidates]
+    prompts = [items[k].text(few_shot, prompt) for k, _, _ in candidates]
     rows, starts = _answer_rows(model, tokenizer, prompts, [line for _, _, line in candidates])
-    hits, firsts = _agree(model, rows, starts, batch_size)
+    hits, firsts = _agree(model, rows, starts, batch_size, matches)
     labels, first = ["other"] * len(items), [""] * len(items)
     for (k, label, _), hit, f in zip(candidates, hits, firsts):
         first[k] = tokenizer.vocab.itos[f]
@@ -285,22 +323,35 @@ def shares(labels: Sequence[str]) -> dict[str, float]:
 
 
 def evaluate(
-    model, tokenizer: WorldTokenizer, tests: dict[str, list[Item]], modes: Sequence[str] = ("zero", "few")
+    model,
+    tokenizer: WorldTokenizer,
+    tests: dict[str, list[Item]],
+    modes: Sequence[str] = ("zero", "few"),
+    *,
+    prompt=None,
+    matches=None,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Per test and mode, the shares of answers that read the passage, gave a memorised fact, or
     neither, and (for tests whose items name their `first_words`) the share whose first word is
     of the asked kind, right or wrong — the format:
     ``{"qa_changed": {"zero": {"read": 0.1, "memorised": 0.8, "other": 0.1, "format": 0.95}, …}, …}``.
-    "read" is greedy exact match with the passage's fact (a correct translation, for translation)."""
+    "read" is greedy exact match with the passage's fact (a correct translation, for translation).
+
+    The experiment's two parts can be yours: `prompt` (:func:`qa_prompt`'s signature) lays out
+    every Q/A item, and `matches` (:func:`answer_matches`'s) decides whether greedy decoding writes
+    a candidate line; by default the library's."""
     for m in modes:
         check_choice(m, "modes", ("zero", "few"))
+    for name, fn in (("prompt", prompt), ("matches", matches)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"evaluate: {name}={fn!r} is not a function; pass a function, or None for the library's")
     table: dict[str, dict[str, dict[str, float]]] = {}
     for test, items in tests.items():
         if not items:
             raise ValueError(f"no test items for {test!r}")
         table[test] = {}
         for mode in modes:
-            labels, words = _classify(model, tokenizer, items, mode == "few")
+            labels, words = _classify(model, tokenizer, items, mode == "few", prompt=prompt, matches=matches)
             row = shares(labels)
             if words is not None and all(it.first_words for it in items):
                 row["format"] = sum(w in it.first_words for w, it in zip(words, items)) / len(items)
@@ -363,9 +414,10 @@ def greedy_agrees(model, rows: Sequence[Sequence[int]], starts: Sequence[int], b
     return _agree(model, rows, starts, batch_size)[0]
 
 
-def _agree(model, rows, starts, batch_size):
+def _agree(model, rows, starts, batch_size, matches=None):
     """→ (greedy_agrees's answers, the arg-max token after each prompt). Rows are batched in
-    order of length, so that little padding is computed."""
+    order of length, so that little padding is computed. `matches` (:func:`answer_matches`'s
+    signature) decides each row from its logits instead of the batched comparison."""
     if len(rows) != len(starts):
         raise ValueError(f"{len(rows)} rows but {len(starts)} starts")
     for i, (r, s) in enumerate(zip(rows, starts)):
@@ -378,12 +430,25 @@ def _agree(model, rows, starts, batch_size):
         for b in range(0, len(order), batch_size):
             chunk = order[b : b + batch_size]
             ids = pad_sequence([torch.as_tensor(list(rows[i])) for i in chunk], batch_first=True)  # right-padded
-            pred = model(ids.to(device)).logits.argmax(-1).cpu()  # (B, T)
+            logits = model(ids.to(device)).logits.cpu()  # (B, T, V)
+            pred = logits.argmax(-1)  # (B, T)
             for j, i in enumerate(chunk):
                 r, s = rows[i], starts[i]
-                agrees[i] = bool((pred[j, s - 1 : len(r) - 1] == torch.as_tensor(list(r[s:]))).all())
+                if matches is None:
+                    agrees[i] = bool((pred[j, s - 1 : len(r) - 1] == torch.as_tensor(list(r[s:]))).all())
+                else:
+                    agrees[i] = _as_bool(matches(logits[j, : len(r)], s, list(r[s:])))
                 firsts[i] = int(pred[j, s - 1])
     return agrees, firsts
+
+
+def _as_bool(answer) -> bool:
+    """A matcher's answer as a bool: True/False, or a one-element tensor; TypeError otherwise."""
+    if isinstance(answer, torch.Tensor) and answer.numel() == 1:
+        return bool(answer)
+    if isinstance(answer, bool):
+        return answer
+    raise TypeError(f"the answer matcher returned {answer!r}; it must return True or False")
 
 
 # ----------------------------------------------------------------------------------- The experiment

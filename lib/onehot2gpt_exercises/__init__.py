@@ -73,4 +73,10 @@ from .nb09 import (
     check_top_p_filter,
 )
 from .nb10 import check_answer_matches, check_greedy_until_newline, check_qa_prompt
-from .nb11 import check_chain_rule_log_prob, check_independent_masks, check_induction_score, check_permutation_mask
+from .nb11 import (
+    check_chain_rule_log_prob,
+    check_independent_masks,
+    check_induction_score,
+    check_permutation_mask,
+    check_two_stream_layer,
+)

@@ -116,3 +116,94 @@ def check_induction_score(fn: Callable) -> None:
         "interest is t − length + 1: average the weights at those (query, key) pairs, per head, which gives shape "
         "(H,)",
     )
+
+
+# Exercise 4: one layer of XLNet's two-stream attention (the query stream)
+
+
+def _make_attend(gen: torch.Generator, D: int):
+    """One attention head with random weights, as the notebook's ``attend(queries, h, mask)``:
+    queries (N, D) read h (T, D) where mask (N, T) allows. Rebuilt with only the globals its code
+    names, so that a student's code holding it reaches none of this module's helpers."""
+    from .checking import _confined
+
+    W_q, W_k, W_v = (torch.randn(D, D, generator=gen) / D**0.5 for _ in range(3))
+
+    def attend(queries, h, mask):
+        scores = (queries @ W_q) @ (h @ W_k).T / D**0.5
+        return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1) @ (h @ W_v)
+
+    attend.__module__ = __name__
+    return _confined(attend)
+
+
+def _reference_two_stream(h, g, order, attend, *, query_self=False, content_self=True, query_kv="h", zero_first=True):
+    from onehot2gpt.attention import permutation_mask
+
+    content_mask = permutation_mask(order, include_self=content_self)
+    query_mask = permutation_mask(order, include_self=query_self)
+    reads = query_mask.any(-1) if zero_first else torch.ones(len(order), dtype=torch.bool)
+    g_new = torch.zeros_like(g)
+    g_new[reads] = attend(g[reads], h if query_kv == "h" else g, query_mask[reads])
+    return attend(h, h, content_mask), g_new
+
+
+def check_two_stream_layer(fn: Callable) -> None:
+    """Exercise: (h (T, D) content stream, g (T, D) query stream, order (a permutation of
+    0 … T−1), attend(queries, h, mask)) → the new (h, g) after one layer of two-stream attention:
+    the content stream reads the positions up to and including itself in the order, the query
+    stream those strictly before it, keys and values always from the content stream; the order's
+    first position has no query-stream output (its row stays 0)."""
+    from .checking import close, same_shape
+
+    def make(gen):
+        T, D = rand_int(gen, 2, 8), rand_int(gen, 2, 7)
+        order = torch.randperm(T, generator=gen).tolist()
+        h, g = torch.randn(T, D, generator=gen), torch.randn(T, D, generator=gen)
+        return h, g, order, _make_attend(gen, D)
+
+    def diagnose(got, expected, h, g, order, attend):
+        if not (isinstance(got, (tuple, list)) and len(got) == 2):
+            return "return two tensors: the new content stream h and the new query stream g"
+        if not all(same_shape(a, b) for a, b in zip(got, expected)):
+            return None
+        new_h, new_g = got
+        if close(new_h, expected[0]) and bool(new_g[order[0]].isnan().any()):
+            return (
+                "the order's first position reads nothing: a softmax over no keys is NaN; leave its query row 0 "
+                "and attend only for the positions that read something"
+            )
+        for change, words in (
+            (dict(query_self=True), "the query stream sees its own position: it must not see the token it predicts"),
+            (dict(content_self=False), "the content stream does not see its own position: it carries its token"),
+            (
+                dict(query_kv="g"),
+                "the query stream read keys and values from g; they always come from the content "
+                "stream h (g holds only positions)",
+            ),
+        ):
+            wrong = _reference_two_stream(h, g, order, attend, **change)
+            if all(torch.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True) for a, b in zip(got, wrong)):
+                return words
+        return None
+
+    check_function(
+        fn,
+        _reference_two_stream,
+        make,
+        name="two_stream_layer",
+        trials=8,
+        diagnose=diagnose,
+        concept="two-stream attention: both streams use the same attention; the content stream at z_t reads the "
+        "content of z_1 … z_t (itself included), the query stream at z_t reads the content of z_1 … z_(t−1) (never "
+        "itself, whose token it predicts); the query stream of the order's first position reads nothing",
+        hint="both masks come from the order's ranks (exercise 3): with the diagonal for the content stream, without "
+        "it for the query stream. The queries of the content stream are h, those of the query stream g; the keys "
+        "and values are h for both. Which query row has no True in its mask, and what should it hold?",
+    )
+
+
+def library_two_stream_layer(h, g, order, attend):
+    """The stand-in for an unsolved exercise 4: one layer of two-stream attention with the
+    library's permutation masks (the check's reference)."""
+    return _reference_two_stream(h, g, order, attend)
