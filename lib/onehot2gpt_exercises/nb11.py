@@ -207,3 +207,13 @@ def library_two_stream_layer(h, g, order, attend):
     """The stand-in for an unsolved exercise 4: one layer of two-stream attention with the
     library's permutation masks (the check's reference)."""
     return _reference_two_stream(h, g, order, attend)
+
+
+def library_chain_rule_log_prob(logits, ids):
+    """The stand-in for an unsolved exercise 1 (the check's reference)."""
+    return _reference_chain_rule(logits, ids)
+
+
+def library_independent_masks(joint, a, b):
+    """The stand-in for an unsolved exercise 2 (the check's reference)."""
+    return _reference_independent_masks(joint, a, b)
