@@ -9,7 +9,15 @@ import pytest
 import torch
 from onehot2gpt.bert import BertConfig, BertForPreTraining
 from onehot2gpt.gpt import GPT, GPTConfig
-from onehot2gpt.lookinside import check_trace, intervene, logit_lens, trace_gpt, trace_model
+from onehot2gpt.lookinside import (
+    check_trace,
+    induction_scores,
+    intervene,
+    logit_lens,
+    previous_token_scores,
+    trace_gpt,
+    trace_model,
+)
 
 IDS = torch.tensor([3, 17, 5, 3, 17, 8])
 
@@ -79,3 +87,14 @@ def test_sound_weights_still_trace_and_agree_with_the_library(sound):
     rows = logit_lens(sound, IDS, k=3)
     assert len(rows) == sound.config.n_layers + 1 and all(math.isfinite(p) for r in rows for _, p in r.top)
     assert math.isfinite(intervene(sound, IDS, mlps_off=[0]).loss_change)
+
+
+@pytest.mark.parametrize(
+    "call", [lambda w: induction_scores(w, 3), previous_token_scores], ids=["induction_scores", "previous_token_scores"]
+)
+def test_head_scores_refuse_nan_attention_maps(call):
+    maps = torch.softmax(torch.randn(2, 6, 6, generator=torch.Generator().manual_seed(0)), -1)
+    maps[1, 4, 2] = math.nan  # used to give a NaN score for that head, without a word
+    with pytest.raises(ValueError, match=r"^weights: the attention maps hold 1 NaN or infinite values"):
+        call(maps)
+    assert bool(torch.isfinite(call(maps.nan_to_num(0.0))).all())

@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from onehot2gpt.attention import causal_mask, permutation_mask
+from onehot2gpt.attention import causal_mask, permutation_mask, split_heads
 from onehot2gpt.bert import best_span
 from onehot2gpt.rnn_lm import LSTMLM, train_lm
 from onehot2gpt.utils import TrainingDiverged, check_finite_loss
@@ -97,3 +97,19 @@ def test_the_lstm_trainer_stops_when_its_loss_explodes():
         lm.lm_head.weight.mul_(1e5)  # finite, but the loss of its first batch is far above ln 10
     with pytest.raises(TrainingDiverged, match=r"^LSTM LM training diverged at step 0: .* the run is exploding"):
         train_lm(lm, torch.arange(200) % 10, batch_size=4, seq_len=8, progress=False)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: causal_mask(3.0), TypeError, r"^causal_mask: t_q must be an int .* got float 3\.0"),
+        (lambda: causal_mask(3, 4.5), TypeError, r"^causal_mask: t_k must be an int"),
+        (lambda: causal_mask(0), ValueError, r"^causal_mask needs 1 ≤ T_q ≤ T_k"),
+        (lambda: split_heads(torch.zeros(1, 2, 4), 0), ValueError, r"^n_heads=0 must be at least 1"),
+        (lambda: split_heads(torch.zeros(1, 2, 4), -2), ValueError, r"^n_heads=-2 must be at least 1"),
+    ],
+    ids=["float T_q", "float T_k", "zero T_q", "zero heads (ZeroDivisionError)", "negative heads"],
+)
+def test_attention_helpers_refuse_bad_sizes_naming_them(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

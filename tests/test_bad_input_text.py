@@ -2,12 +2,13 @@
 characters never come back as tokens, from any tokenizer; a bag of words of a batch is one bag
 per row."""
 
+import math
 import unicodedata
 
 import pytest
 import torch
 from onehot2gpt.subword import WordPieceTokenizer, pretokenize
-from onehot2gpt.vocab import Vocab, bag_of_words, one_hot, tokenize_chars, tokenize_words
+from onehot2gpt.vocab import Vocab, bag_of_words, cosine_similarity, one_hot, tokenize_chars, tokenize_words
 
 # NUL, bell, escape, DEL, a C1 control, soft hyphen, zero-width space / non-joiner / joiner,
 # word joiner, byte-order mark
@@ -87,3 +88,38 @@ def test_bag_of_words_of_a_batch_is_one_bag_per_row():
 def test_bag_of_words_refuses_bad_ids_naming_them(ids, message):
     with pytest.raises(ValueError, match=message):
         bag_of_words(ids, 4)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: Vocab.build([["a", "b", "c"]], max_size=-1), ValueError, r"^max_size=-1 must be at least 0"),
+        (lambda: Vocab.build([["a", "b", "c"]], max_size=1.5), TypeError, r"^max_size must be an int, got float 1\.5"),
+        (
+            lambda: cosine_similarity(torch.tensor([1.0, math.nan]), torch.tensor([1.0, 0.0])),
+            ValueError,
+            r"^cosine_similarity: a holds NaN or infinite values \(1 of 2\)",
+        ),
+        (
+            lambda: cosine_similarity(torch.ones(3), torch.tensor([0.0, math.inf, 1.0])),
+            ValueError,
+            r"^cosine_similarity: b holds NaN or infinite",
+        ),
+    ],
+    ids=["max_size=-1 dropped the last token", "max_size float", "NaN vector", "inf vector"],
+)
+def test_vocabulary_and_cosine_refuse_bad_counts_and_nan(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_wordpiece_refuses_bad_lengths_naming_them():
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "##b"]
+    tok = WordPieceTokenizer(vocab)
+    with pytest.raises(TypeError, match=r"^max_len must be an int, got float 2\.5"):
+        tok("ab", max_len=2.5, truncation=True)  # used to fail inside a list slice
+    with pytest.raises(ValueError, match=r"^max_len=-1 must be at least 1"):
+        tok.encode_batch(["ab"], max_len=-1, truncation=True)
+    with pytest.raises(ValueError, match=r"^max_chars_per_word=-1 must be at least 1"):
+        WordPieceTokenizer(vocab, max_chars_per_word=-1)  # used to make every word [UNK]
+    assert tok("ab", max_len=3, truncation=True)["input_ids"] == [2, 5, 3]

@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 from onehot2gpt.fasttext import train_fasttext
-from onehot2gpt.glove import glove_loss, train_glove
+from onehot2gpt.glove import glove_loss, glove_weight, train_glove
 from onehot2gpt.utils import TrainingDiverged
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
@@ -155,3 +155,16 @@ def test_train_fasttext_stops_when_the_loss_explodes():
         train_fasttext(
             sentences, d_model=8, window=2, min_count=1, epochs=3, buckets=50, batch_size=64, lr=1e6, progress=False
         )
+
+
+def test_evaluate_analogies_refuses_a_search_of_no_words(wv):
+    questions = [("s", "man", "king", "woman", "queen")]
+    # restrict_vocab=-1 used to search all words but the last one, silently
+    with pytest.raises(ValueError, match=r"^restrict_vocab=-1 must be at least 1"):
+        wv.evaluate_analogies(questions, restrict_vocab=-1)
+    assert wv.evaluate_analogies(questions, restrict_vocab=None)["n_used"] == 1
+
+
+def test_glove_weight_refuses_nan_counts():
+    with pytest.raises(ValueError, match=r"^glove_weight: x holds 1 NaN or infinite counts"):
+        glove_weight(torch.tensor([math.nan, 1.0, 200.0]))

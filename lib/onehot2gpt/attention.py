@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .utils import as_ids, copy_weights
+from .utils import as_ids, check_int, copy_weights
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, dropout: float = 0.0, training: bool = False):
@@ -73,6 +73,9 @@ def causal_mask(t_q: int, t_k: int | None = None, device=None):
                 [1, 1, 1]], dtype=torch.int32)
     """
     t_k = t_q if t_k is None else t_k
+    for name, t in (("t_q", t_q), ("t_k", t_k)):  # a SymInt is an int under torch.compile
+        if isinstance(t, bool) or not isinstance(t, (numbers.Integral, torch.SymInt)):
+            raise TypeError(f"causal_mask: {name} must be an int (a number of positions), got {type(t).__name__} {t!r}")
     if t_q < 1 or t_k < t_q:
         raise ValueError(f"causal_mask needs 1 ≤ T_q ≤ T_k; got T_q={t_q}, T_k={t_k}")
     return torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(diagonal=t_k - t_q)
@@ -136,6 +139,7 @@ def padding_mask(ids, pad_id: int = 0):
 def split_heads(x, n_heads: int):
     """(B, T, D) → (B, H, T, D/H): each head gets its own slice of the features."""
     B, T, D = x.shape
+    check_int(n_heads, "n_heads", 1, fix="the number of attention heads")
     if D % n_heads:
         raise ValueError(f"d_model={D} is not divisible by n_heads={n_heads}")
     return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)  # (B, H, T, hs)

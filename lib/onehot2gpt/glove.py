@@ -81,6 +81,11 @@ def glove_weight(x: Tensor, x_max: float = 100.0, alpha: float = 0.75) -> Tensor
     """GloVe's weighting f(x) = (x / x_max)^α for x < x_max, else 1."""
     if not isinstance(x, Tensor):
         raise TypeError("x must be a tensor of co-occurrence counts")
+    if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+        raise ValueError(
+            f"glove_weight: x holds {int((~torch.isfinite(x)).sum())} NaN or infinite counts; pass the finite "
+            f"co-occurrence counts that cooccurrence gives"
+        )
     check_number(x_max, "x_max", 0, low_open=True)
     check_number(alpha, "alpha", 0, low_open=True)
     return (x / x_max).pow(alpha).clamp(max=1.0)

@@ -408,6 +408,11 @@ def _check_weights(weights) -> torch.Tensor:
         w = w[None]
     if w.dim() != 4 or w.size(-1) != w.size(-2):
         raise ValueError(f"attention weights must be (B, H, T, T) or (H, T, T); got shape {tuple(w.shape)}")
+    if w.is_floating_point() and not bool(torch.isfinite(w).all()):
+        raise ValueError(
+            f"weights: the attention maps hold {int((~torch.isfinite(w)).sum())} NaN or infinite values; a model "
+            f"with NaN weights gives NaN maps: check the model (its parameters must be finite)"
+        )
     return w.float()
 
 

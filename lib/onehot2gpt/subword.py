@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from .training import pad_batch
-from .utils import as_ids, check_text
+from .utils import as_ids, check_int, check_text
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIALS = (PAD, UNK, CLS, SEP, MASK)
@@ -161,7 +161,9 @@ class WordPieceTokenizer:
             )
         self.lower = lower
         self.unk_token = unk_token
-        self.max_chars_per_word = max_chars_per_word
+        self.max_chars_per_word = check_int(
+            max_chars_per_word, "max_chars_per_word", 1, fix="a longer word becomes [UNK] (BERT: 100)"
+        )
         self.special_tokens = [t for t in SPECIALS if t in self.stoi]
         self._special_ids = {self.stoi[t] for t in self.special_tokens}
         # Longest first, so that a special token containing another one is matched whole.
@@ -354,6 +356,8 @@ class WordPieceTokenizer:
         self, ids_a: list[int], ids_b: list[int] | None, add_special_tokens: bool, max_len: int | None, truncation: bool
     ) -> tuple[list[int], list[int] | None]:
         """Check the length against `max_len`, truncating (Hugging Face's "longest_first")."""
+        if max_len is not None:
+            check_int(max_len, "max_len", 1, fix="the longest encoding allowed, in tokens (512 for BERT)")
         n_special = (2 if ids_b is None else 3) if add_special_tokens else 0
         total = len(ids_a) + (len(ids_b) if ids_b is not None else 0) + n_special
         if truncation and max_len is None:

@@ -115,6 +115,8 @@ class Vocab:
         """Count tokens in an iterable of token lists; keep those seen at least `min_freq` times,
         most frequent first (ties alphabetical), at most `max_size` of them (specials not counted)."""
         check_int(min_freq, "min_freq", 1)
+        if max_size is not None:
+            check_int(max_size, "max_size", 0, fix="the most tokens to keep besides the specials, or None for all")
         if isinstance(token_lists, str):
             raise TypeError(
                 "Vocab.build takes a list of token lists, e.g. [tokenize_words(line) for line in lines], not a string"
@@ -242,4 +244,10 @@ def bag_of_words(ids, vocab_size: int) -> torch.Tensor:
 def cosine_similarity(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     """Cosine similarity along the last dimension: (..., D), (..., D) → (...)."""
     a, b = torch.as_tensor(a, dtype=torch.float32), torch.as_tensor(b, dtype=torch.float32)
+    for name, v in (("a", a), ("b", b)):
+        if not bool(torch.isfinite(v).all()):
+            raise ValueError(
+                f"cosine_similarity: {name} holds NaN or infinite values ({int((~torch.isfinite(v)).sum())} of "
+                f"{v.numel()}); no angle can be measured: pass finite vectors"
+            )
     return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(eps)

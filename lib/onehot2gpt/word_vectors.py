@@ -128,6 +128,8 @@ class WordVectors:
     def _case_map(self, restrict_vocab: int | None, case_insensitive: bool) -> dict[str, int]:
         """Word → id over the first `restrict_vocab` words; lower-cased keys with the most frequent
         spelling winning if `case_insensitive`, like gensim's evaluate_* functions."""
+        if restrict_vocab is not None:
+            check_int(restrict_vocab, "restrict_vocab", 1, fix="how many of the most frequent words to search, or None")
         n = len(self) if restrict_vocab is None else min(restrict_vocab, len(self))
         words = self.vocab.itos[:n]
         if not case_insensitive:
