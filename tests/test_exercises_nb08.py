@@ -133,3 +133,23 @@ def test_check_qa_head_passes_an_independent_solution(capsys):
 )
 def test_check_qa_head_names_each_planted_mistake(slip, words):
     assert_rejects(ex.check_qa_head, _qa_head(slip), match=words)
+
+
+def test_check_best_span_refuses_float_positions():
+    """A float is not an index (issue 48): the check no longer truncates a float answer into a pass."""
+    from onehot2gpt.bert import best_span
+
+    def floats(s, e, m):
+        start, end, _ = best_span(s, e, m)
+        return float(start) + 0.4, float(end)
+
+    with pytest.raises(AssertionError, match="whole numbers"):
+        ex.check_best_span(floats)
+
+    def numpy_ints(s, e, m):
+        import numpy as np
+
+        start, end, _ = best_span(s, e, m)
+        return np.int64(start), torch.tensor(end)
+
+    ex.check_best_span(numpy_ints)  # whole numbers of any kind still pass

@@ -264,3 +264,15 @@ def test_yours_if_solved_falls_back_when_unwritten_or_wrong(capsys):
     with pytest.raises(AssertionError) as first:
         ex.check_top_k_filter(_top_k_keep_ties)
     assert "Think about:" in str(first.value) and "Hint:" not in str(first.value)
+
+
+def test_check_top_k_refuses_nan_in_place_of_minus_infinity():
+    """NaN is not −inf (issue 48: a filter writing NaN passed, and the notebook's sampler then crashed)."""
+    from onehot2gpt.sampling import filter_top_k
+
+    def nan_filter(logits, k):
+        out = filter_top_k(logits, k)
+        return out.masked_fill(out == float("-inf"), float("nan"))
+
+    with pytest.raises(AssertionError, match="wrote NaN"):
+        ex.check_top_k_filter(nan_filter)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import copy
+import functools
 import io
 import math
 import os
@@ -537,6 +538,19 @@ def close(got, expected, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
     return torch.allclose(got.double(), expected.double(), rtol=rtol, atol=atol)
 
 
+def keeps_rng(check: Callable) -> Callable:
+    """`check` run with torch's global random state given back afterwards: a check that builds
+    models (their random initialisation, overwritten by a checkpoint) leaves the notebook's
+    randomness as it found it, however often it runs, passed or failed."""
+
+    @functools.wraps(check)
+    def run(*args, **kwargs):
+        with torch.random.fork_rng():
+            return check(*args, **kwargs)
+
+    return run
+
+
 def same_shape(got, expected) -> bool:
     """Whether `got` is a tensor shaped like the tensor `expected` (a diagnosis compares only then)."""
     return isinstance(got, torch.Tensor) and got.shape == expected.shape
@@ -561,7 +575,8 @@ def filled_module(cls, arguments: tuple, state: dict, name: str, pick: Callable 
 
     def run(*inputs):
         if not made:
-            module = cls(*arguments)
+            with torch.random.fork_rng():  # its random initialisation is overwritten: the notebook's randomness stays
+                module = cls(*arguments)
             mine = {k: tuple(v.shape) for k, v in module.state_dict().items()}
             theirs = {k: tuple(v.shape) for k, v in state.items()}
             if mine != theirs:
@@ -703,7 +718,7 @@ def yours_if_solved(fn: Callable, check: Callable, fallback: Callable, name: str
     name = name or getattr(fn, "__name__", "your function")
     attempts = dict(_WRONG_ATTEMPTS)
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()), torch.random.fork_rng():
             check(fn)
     except Exception:  # not written yet, wrong, or not a function: the cells below use the fallback
         _WRONG_ATTEMPTS.clear()

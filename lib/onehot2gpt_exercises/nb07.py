@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from .checking import check_function, first_match, rand_int
+from .checking import check_function, first_match, keeps_rng, rand_int
 
 _LETTERS = "abcdefgh"
 
@@ -288,6 +288,7 @@ def _pair_batch(gen: torch.Generator, config):
     return ids, segments, mask
 
 
+@keeps_rng
 def check_bert_model(cls) -> None:
     """Exercise: ``MyBert(config)`` (``__init__`` given) whose ``encode`` builds the input sum and
     runs the student's encoder block of notebook 06 over every layer, whose ``mlm_logits`` reads

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from .checking import check_function, rand_int, require_callable, without_grad
+from .checking import check_function, keeps_rng, rand_int, require_callable, without_grad
 
 
 def check_first_piece_labels(fn: Callable) -> None:
@@ -55,12 +55,20 @@ def check_best_span(fn: Callable) -> None:
     def reference(start_logits, end_logits, max_len):
         return best_span(start_logits, end_logits, max_len)[:2]
 
-    def as_ints(*args):  # accept tensors or numpy ints inside the pair
+    def as_ints(*args):  # accept whole numbers of any kind inside the pair: Python, numpy or 0-d tensor ints
         got = fn(*args)
         try:
-            return tuple(int(x) for x in got)
-        except (TypeError, ValueError):
+            pair = list(got)
+        except TypeError:
             return got
+        for x in pair:
+            whole = isinstance(x, int) or (hasattr(x, "dtype") and "int" in str(x.dtype) and getattr(x, "ndim", 1) == 0)
+            if isinstance(x, bool) or not whole:
+                raise TypeError(
+                    f"returned {got!r}: the start and the end are positions, whole numbers (ints), not "
+                    f"{type(x).__name__} {x!r}"
+                )
+        return tuple(int(x) for x in pair)
 
     require_callable(fn)
     check_function(
@@ -232,6 +240,7 @@ def _sentence_batch(gen: torch.Generator, vocab_size: int, pad_id: int, max_len:
     return ids, segments, mask
 
 
+@keeps_rng
 def check_sequence_classifier(cls) -> None:
     """Exercise: ``MyClassifier`` (a subclass of the library's BertForSequenceClassification, its
     ``__init__`` inherited) whose forward maps (ids, segments, attention mask) → logits (B, n_labels):
@@ -317,6 +326,7 @@ def check_sequence_classifier(cls) -> None:
 # Exercise 5: the start/end head of extractive question answering
 
 
+@keeps_rng
 def check_qa_head(cls) -> None:
     """Exercise: ``MyQuestionAnswering`` (a subclass of the library's BertForQuestionAnswering, its
     ``__init__`` inherited: ``self.bert`` and ``self.qa``, Linear(D, 2)) whose forward gives

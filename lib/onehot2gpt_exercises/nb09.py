@@ -329,7 +329,12 @@ def _filter_outcome(fn: Callable, name: str) -> Callable:
                 f"{name} returned {got}; return the filtered logits: a tensor shaped like "
                 f"`logits` {tuple(logits.shape)}"
             )
-        kept = out > float("-inf")  # NaN counts as removed
+        if out.is_floating_point() and bool(out.isnan().any()):
+            raise ValueError(
+                f"{name} wrote NaN at {int(out.isnan().sum())} place(s); a removed token gets the logit -inf "
+                "(float('-inf')), which the softmax turns into probability 0; NaN makes every probability NaN"
+            )
+        kept = out > float("-inf")
         rows = kept.reshape(-1, kept.shape[-1]).tolist()
         ids = [[i for i, k in enumerate(row) if k] for row in rows]
         listed = (
