@@ -129,3 +129,26 @@ def test_check_lstm_lm_catches_a_wrong_cell_inside_the_model():
         return torch.sigmoid(o) * torch.tanh(c), c
 
     assert_rejects(ex.check_lstm_lm, _lm_class(cell=forgets_nothing))
+
+
+@pytest.mark.parametrize(
+    "wrong, words",
+    [
+        (
+            lambda s: [
+                (tuple(["<bos>", *s, "<eos>"][: t + 1]), ["<bos>", *s, "<eos>"][t]) for t in range(1, len(s) + 2)
+            ],
+            "shifted by one",
+        ),
+        (
+            lambda s: [
+                (tuple(["<bos>", *s, "<eos>"][:t]), ["<bos>", *s, "<eos>"][t - 1]) for t in range(1, len(s) + 2)
+            ],
+            "shift the targets by one",
+        ),
+        (lambda s: [(tuple(["<bos>", *s][:t]), ["<bos>", *s][t]) for t in range(1, len(s) + 1)], "predict <eos>"),
+    ],
+)
+def test_check_next_token_pairs_names_targets_that_are_not_shifted(wrong, words):
+    """Issue 47: an LM's targets are its inputs shifted by one; the usual slips are named."""
+    assert_rejects(ex.check_next_token_pairs, wrong, match=words)

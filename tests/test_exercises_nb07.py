@@ -214,3 +214,14 @@ def test_from_notebook_falls_back_and_says_why(tmp_path, monkeypatch, capsys, ce
     got = ex.from_notebook(name, "my_encoder_block", ex.check_encoder_block, library_encoder_block)
     assert got is library_encoder_block
     assert words in capsys.readouterr().out
+
+
+def test_check_bert_model_names_an_output_layer_that_is_not_tied():
+    """Issue 47: the MLM output layer is tied to the token embeddings; a head that stops at the
+    transform (D columns, no V × D product) is named for it."""
+
+    class Untied(_bert_class()):
+        def mlm_logits(self, hidden):
+            return self.mlm_norm(_gelu(self.mlm_dense(hidden)))
+
+    assert_rejects(ex.check_bert_model, Untied, match="output layer is tied")

@@ -34,11 +34,39 @@ def check_next_token_pairs(fn: Callable) -> None:
         n = rand_int(gen, 0, 7)  # 0: the empty sentence
         return ([_WORDS[i] for i in torch.randint(0, len(_WORDS), (n,), generator=gen).tolist()],)
 
+    def diagnose(got, expected, tokens):
+        padded = ["<bos>", *tokens, "<eos>"]
+        for wrong, words in (
+            (
+                [(tuple(padded[: t + 1]), padded[t]) for t in range(1, len(padded))],
+                "each context already holds its target: the target is the item right after the context, so the "
+                "targets are the items shifted by one",
+            ),
+            (
+                [(tuple(padded[:t]), padded[t - 1]) for t in range(1, len(padded))],
+                "each target is the last item of its own context, not the next one: shift the targets by one",
+            ),
+            (
+                [(tuple(padded[:t]), padded[t]) for t in range(1, len(padded) - 1)],
+                "the last prediction is missing: after the last token the model must predict <eos>",
+            ),
+            (
+                [(tuple(padded[1:t]), padded[t]) for t in range(2, len(padded))],
+                "the contexts do not start at <bos>: the first token is predicted from <bos> alone",
+            ),
+        ):
+            if got == wrong or (
+                isinstance(got, list) and [tuple(p) for p in got if isinstance(p, (list, tuple))] == wrong
+            ):
+                return words
+        return None
+
     check_function(
         fn,
         _reference_next_token_pairs,
         make,
         name="next_token_pairs",
+        diagnose=diagnose,
         concept="every position of the sentence, and its end, is one prediction: the context is everything before it, "
         "starting at the sentence-start marker, and the last thing to predict is the end marker (an empty sentence "
         "still has one pair: start → end)",

@@ -309,6 +309,11 @@ def check_bert_model(cls) -> None:
     def diagnose(got, expected, ids, segments, mask):
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
             return "forward returns two things: the MLM logits (B, T, V) and the NSP logits (B, 2)"
+        if isinstance(got[0], torch.Tensor) and got[0].dim() == 3 and got[0].shape[-1] == c.d_model != c.vocab_size:
+            return (
+                f"the MLM output has d_model = {c.d_model} columns, not one per token ({c.vocab_size}): the output "
+                "layer is tied, so score each vector against every token's input embedding (the V × D matrix)"
+            )
         if not all(same_shape(g, e) for g, e in zip(got, expected)):
             return None
         padded = bool((mask == 0).any())
@@ -389,3 +394,17 @@ class LibraryBert(torch.nn.Module):
     def forward(self, ids, segments, attention_mask):
         hidden, pooled = self.encode(ids, segments, attention_mask)
         return self.mlm_logits(hidden), self.nsp(pooled)
+
+
+def library_wordpiece(word, vocab):
+    """The stand-in for an unsolved exercise 1: the library's WordPiece split of `word` with the
+    pieces `vocab` (a set), as the check's reference."""
+    from onehot2gpt.subword import WordPieceTokenizer
+
+    return WordPieceTokenizer(sorted(vocab)).wordpiece(word)
+
+
+def library_segment_ids(tokens):
+    """The stand-in for an unsolved exercise 2: segment 0 up to and including the first [SEP], 1 after."""
+    first = tokens.index("[SEP]")
+    return [0] * (first + 1) + [1] * (len(tokens) - first - 1)
