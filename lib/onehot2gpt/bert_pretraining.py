@@ -7,6 +7,7 @@ loop ``recipes/bert-wikitext2.py`` trains the course checkpoint with), :func:`ev
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -242,15 +243,29 @@ def pretrain_bert(
         batch = pretraining_batch(articles, batch_size, max_len, tokenizer, g)
         return pretraining_loss(model, batch, count_correct=False)[:3]
 
-    return pretraining_steps(model, losses, steps=steps, lr=lr, warmup=warmup, progress=progress, desc=desc)
+    # an untrained model starts near ln V (which of V tokens) + ln 2 (next sentence or not)
+    start = math.log(len(tokenizer)) + math.log(2)
+    return pretraining_steps(
+        model, losses, steps=steps, lr=lr, warmup=warmup, progress=progress, desc=desc, start=start
+    )
 
 
-def pretraining_steps(model, losses, *, steps: int, lr: float, warmup: int, progress: bool = True, desc: str = "BERT"):
+def pretraining_steps(
+    model,
+    losses,
+    *,
+    steps: int,
+    lr: float,
+    warmup: int,
+    progress: bool = True,
+    desc: str = "BERT",
+    start: float | None = None,
+):
     """The update loop of :func:`pretrain_bert`. BERT's optimiser: AdamW with weight decay 0.01 on
     the matrices only and β = (0.9, 0.98), the rate warmed up linearly over `warmup` steps to `lr`,
     then decayed linearly to 0 at `steps`. Each step: ``losses(step, optimizer)`` → (loss, mlm_loss,
-    nsp_loss), backward, the gradient norm clipped to 1, an update; a loss that is not finite stops
-    it. Returns the per-step "loss", "mlm_loss", "nsp_loss" (the bar shows the last two)."""
+    nsp_loss), backward, the gradient norm clipped to 1, an update; a loss that is not finite, or more
+    than 1000× `start` (the loss an untrained model starts from), stops it. Returns the per-step "loss", "mlm_loss", "nsp_loss" (the bar shows the last two)."""
     steps, warmup = check_int(steps, "steps", 1), check_int(warmup, "warmup", 1)
     opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -262,7 +277,7 @@ def pretraining_steps(model, losses, *, steps: int, lr: float, warmup: int, prog
         for step in range(steps):
             loss, mlm_loss, nsp_loss = losses(step, opt)
             optimizer_step(loss, opt, sched, model.parameters(), 1.0)
-            check_finite_loss(loss, step, lr=lr, what=desc)
+            check_finite_loss(loss, step, lr=lr, what=desc, start=start)
             for key, value in zip(history, (loss, mlm_loss, nsp_loss)):
                 history[key].append(value.item())
             bar.update()

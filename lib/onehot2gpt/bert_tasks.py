@@ -16,6 +16,7 @@ LongTensors (B, T), right-padded, which :func:`finetune` trains on and :func:`ev
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -282,9 +283,11 @@ def finetune(
     with tqdm(total=steps, desc=desc or task, disable=not progress, mininterval=1.0) as bar:
         while len(losses) < steps:
             for index in epoch_batches(lengths, batch_size, g, group_by_length):
-                loss, _ = _forward(model, _batch(data, index, device), task)
+                loss, outputs = _forward(model, _batch(data, index, device), task)
                 optimizer_step(loss, opt, sched, params, clip)
-                losses.append(check_finite_loss(loss, len(losses), lr=lr, what=desc or task))
+                # an untrained head starts near ln(its choices): classes, or positions for qa
+                choices = (outputs[0] if task == "qa" else outputs).size(-1)
+                losses.append(check_finite_loss(loss, len(losses), lr=lr, what=desc or task, start=math.log(choices)))
                 bar.update()
                 if bar.n % 20 == 0:
                     bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)

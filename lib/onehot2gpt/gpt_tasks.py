@@ -15,6 +15,7 @@ it, so no attention mask is needed: the head reads position ``length − 1`` and
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -305,13 +306,18 @@ def finetune_gpt(
     g = torch.Generator().manual_seed(seed)
     lengths = _longest(data["lengths"])
     history: dict[str, list[float]] = {"total": [], "clf": [], "lm": []}
+    # at worst (an untrained model) the loss starts near ln(choices) + λ·ln V: 1000× that is a run exploding
+    lm_level = lm_weight * math.log(model.gpt.config.vocab_size)
     model.train()
     with tqdm(total=steps, desc=desc, disable=not progress, mininterval=1.0) as bar:
         while len(history["total"]) < steps:
             for index in epoch_batches(lengths, batch_size, g, group_by_length):
-                loss = gpt1_loss(model, _batch(data, index, device), lm_weight)
+                batch = _batch(data, index, device)
+                loss = gpt1_loss(model, batch, lm_weight)
                 optimizer_step(loss.total, opt, sched, params, clip)
-                check_finite_loss(loss.total, len(history["total"]), lr=lr, what=desc)
+                ids = batch["input_ids"]
+                level = math.log(ids.size(1) if ids.dim() == 3 else model.n_labels) + lm_level  # K answers or classes
+                check_finite_loss(loss.total, len(history["total"]), lr=lr, what=desc, start=level)
                 for k, v in zip(history, loss):
                     history[k].append(v.item())
                 bar.update()

@@ -10,6 +10,7 @@ on a labelled task is :mod:`onehot2gpt.gpt_tasks`.
 
 from __future__ import annotations
 
+import math
 import time
 
 import torch
@@ -156,6 +157,9 @@ def train_gpt(
     )
     history = {"loss": [], "lr": [], "evals": []}
     train_seconds = eval_seconds = 0.0
+    vocab_size = getattr(model.config, "vocab_size", None)
+    # an untrained model starts near ln V; a loss 1000× above it is a run exploding, not a spike
+    uniform = math.log(vocab_size) if vocab_size else None
 
     def evaluate(done: int) -> bool:
         """Score val_data; True when training should stop."""
@@ -181,7 +185,7 @@ def train_gpt(
                 loss = _next_token_loss(model, x.to(device), y.to(device))
             optimizer_step(loss, opt, sched, model.parameters(), clip)
             # .item() (in the check) waits for the device: honest timing
-            history["loss"].append(check_finite_loss(loss, step, lr=lr, what=desc))
+            history["loss"].append(check_finite_loss(loss, step, lr=lr, what=desc, start=uniform))
             train_seconds += time.perf_counter() - start
             bar.update()
             done = step + 1

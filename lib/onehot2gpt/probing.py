@@ -271,6 +271,9 @@ def train_probe(
         generator = torch.Generator().manual_seed(seed)
         losses = []
         step = 0
+        # a new probe starts near ln(n_classes) (higher on large unnormalised features: then its first
+        # loss); 1000× that is a run exploding
+        level = math.log(n_classes)
         for _ in tqdm(range(epochs), desc=task or "probe", disable=not progress):
             model.train()
             order = torch.randperm(len(train_x), generator=generator)
@@ -283,7 +286,10 @@ def train_probe(
                 optimiser.zero_grad()
                 loss.backward()
                 optimiser.step()
-                total += check_finite_loss(loss, step, lr=lr, what=f"{task or 'probe'} training") * len(idx)
+                if step == 0 and math.isfinite(value := float(loss.detach())):
+                    level = max(level, value)
+                what = f"{task or 'probe'} training"
+                total += check_finite_loss(loss, step, lr=lr, what=what, start=level) * len(idx)
                 step += 1
             losses.append(total / len(train_x))
         if mix is None:

@@ -10,6 +10,7 @@ scores whole outputs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -72,7 +73,8 @@ def train_seq2seq(
                 logits.flatten(0, 1), t[:, 1:].flatten(), ignore_index=pad, label_smoothing=label_smoothing
             )
             optimizer_step(loss, opt, sched, model.parameters(), clip)
-            losses.append(check_finite_loss(loss, step, lr=lr, what=desc))
+            # an untrained model starts near ln V (V target tokens): 1000× that is a run exploding
+            losses.append(check_finite_loss(loss, step, lr=lr, what=desc, start=math.log(logits.size(-1))))
             bar.update()
             if bar.n % 50 == 0:
                 bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)

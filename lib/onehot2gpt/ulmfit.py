@@ -233,7 +233,10 @@ def finetune_classifier(
                 param_group["lr"] = rate * scale
             width = int(mask[batch].sum(1).max())
             loss = F.cross_entropy(model(ids[batch, :width], mask[batch, :width]), labels[batch])
-            check_finite_loss(loss, step, lr=lr_top, what=f"fine-tuning with lr_top={lr_top:g}")
+            # a new head (batch-normed) starts near ln(n_classes): 1000× that is a run exploding
+            check_finite_loss(
+                loss, step, lr=lr_top, what=f"fine-tuning with lr_top={lr_top:g}", start=math.log(n_classes)
+            )
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from onehot2gpt.utils import as_ids, check_choice, check_finite_loss, check_int, check_number
+from onehot2gpt.utils import TrainingDiverged, as_ids, check_choice, check_finite_loss, check_int, check_number
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
 
@@ -546,6 +546,9 @@ def train_word2vec(
     in_w, out_w = net.in_embed.weight.data, net.out_embed.weight.data
     history = []
     steps = [0]  # updates done, over all workers
+    # out starts at zeros: every prediction's loss starts at (1 + negative)·ln 2; 1000× that is a run exploding
+    uniform = (1 + negative) * math.log(2)
+    diverged: list[BaseException] = []  # set by the worker that stops: the others stop too
     workers = threads or 1
     old_threads = torch.get_num_threads()
     if threads is not None:
@@ -571,7 +574,7 @@ def train_word2vec(
                 def work(worker: int) -> None:
                     noise_generator = torch.Generator().manual_seed(seeds[worker])
                     for i in range(worker, len(batches), workers):
-                        if max_steps is not None and steps[0] >= max_steps:
+                        if (max_steps is not None and steps[0] >= max_steps) or diverged:
                             break
                         contexts, centres = batches[i]
                         negatives = draw_noise((len(centres), negative), noise_generator)
@@ -580,6 +583,17 @@ def train_word2vec(
                         totals[worker][0] += loss
                         totals[worker][1] += n
                         steps[0] += 1
+                        try:
+                            check_finite_loss(
+                                loss / max(n, 1),
+                                steps[0] - 1,
+                                lr=lr,
+                                what=f"word2vec (epoch {epoch + 1})",
+                                start=uniform,
+                            )
+                        except TrainingDiverged as error:
+                            diverged.append(error)
+                            raise
                         if on_step is not None:
                             on_step(steps[0] - 1, loss / max(n, 1))
                         if worker == 0 and i % 64 == 0:
@@ -592,7 +606,9 @@ def train_word2vec(
                     with ThreadPoolExecutor(workers) as pool:
                         list(pool.map(work, range(workers)))  # list() re-raises worker errors
                 history.append(sum(t[0] for t in totals) / max(sum(t[1] for t in totals), 1))
-                check_finite_loss(history[-1], steps[0] - 1, lr=lr, what=f"word2vec (epoch {epoch + 1}, mean loss)")
+                check_finite_loss(
+                    history[-1], steps[0] - 1, lr=lr, what=f"word2vec (epoch {epoch + 1}, mean loss)", start=uniform
+                )
                 bar.n = epoch + 1
                 bar.set_postfix(loss=f"{history[-1]:.3f}")
     finally:
