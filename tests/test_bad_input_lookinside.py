@@ -98,3 +98,48 @@ def test_head_scores_refuse_nan_attention_maps(call):
     with pytest.raises(ValueError, match=r"^weights: the attention maps hold 1 NaN or infinite values"):
         call(maps)
     assert bool(torch.isfinite(call(maps.nan_to_num(0.0))).all())
+
+
+def _bert(broken: bool):
+    torch.manual_seed(0)
+    bert = BertForPreTraining(BertConfig.tiny(vocab_size=30)).eval()
+    if broken:
+        with torch.no_grad():
+            bert.bert.encoder.layers[0].ff.linear1.weight[1, 2] = math.nan
+    return bert
+
+
+BERT_WEIGHT = re.escape("bert.encoder.layers.0.ff.linear1.weight")
+BERT_IDS = [2, 5, 6, 3]
+
+
+def test_bert_tools_called_directly_blame_the_first_non_finite_weight():
+    from onehot2gpt.lookinside_bert import bert_stages, check_bert_trace, trace_bert
+
+    sound, broken = _bert(False), _bert(True)
+    trace = trace_bert(sound, BERT_IDS)  # made before the weights broke
+    # each used to run on and give NaN stages, or "the step-by-step forward differs"
+    for tool, call in [
+        ("trace_bert", lambda: trace_bert(broken, BERT_IDS)),
+        ("check_bert_trace", lambda: check_bert_trace(broken, trace)),
+        ("bert_stages", lambda: bert_stages(broken, 0)),
+    ]:
+        with pytest.raises(ValueError, match=rf"^{tool}: the model's weights are broken, not the tool: {BERT_WEIGHT} "):
+            call()
+    assert all(d <= 1e-4 for d in check_bert_trace(sound, trace).values())
+    assert len(bert_stages(trace, -1)) > 10
+
+
+def test_bert_stages_refuses_a_model_a_nan_trace_and_a_position_outside_it():
+    from onehot2gpt.lookinside_bert import bert_stages, trace_bert
+
+    with pytest.raises(
+        TypeError, match=r"^bert_stages: trace must be a BertTrace, got BertForPreTraining: pass trace_bert"
+    ):
+        bert_stages(_bert(False), 0)
+    trace = trace_bert(_bert(False), BERT_IDS)
+    with pytest.raises(ValueError, match=r"^position=4 must be "):
+        bert_stages(trace, 4)
+    trace.layers[0]["mlp_out"][1, 0] = math.nan  # a trace kept from a model that broke
+    with pytest.raises(ValueError, match=r"^bert_stages: the trace holds NaN values \(first in layers\)"):
+        bert_stages(trace, 0)

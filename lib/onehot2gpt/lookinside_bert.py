@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from .lookinside import Stage, attend, attention_rows, check_temperature, is_course_bert, one_sequence
-from .utils import as_ids, evaluating
+from .lookinside import Stage, _check_position, attend, attention_rows, check_temperature, is_course_bert, one_sequence
+from .utils import as_ids, check_finite_weights, evaluating
 
 
 @dataclass
@@ -41,6 +41,26 @@ class BertTrace:
         return [layer["weights"] for layer in self.layers]
 
 
+def _holds_nan(value) -> bool:
+    """Whether a trace field (a tensor, or a layer's dict of them) holds NaN (−inf is fine: masked scores)."""
+    if isinstance(value, dict):
+        return any(_holds_nan(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_nan(v) for v in value)
+    return isinstance(value, torch.Tensor) and value.is_floating_point() and bool(value.isnan().any())
+
+
+def _check_bert(model, what: str) -> None:
+    """TypeError unless `model` is a course BERT with its MLM head; ValueError naming its first
+    non-finite weight (so that the tool `what` never blames itself for NaN weights)."""
+    if not is_course_bert(model):
+        raise TypeError(
+            f"{what}: expected a course BERT with its MLM head (onehot2gpt.bert.BertForPreTraining); got "
+            f"{type(model).__name__}. Load one with onehot2gpt.checkpoints.load('bert-wikitext2')"
+        )
+    check_finite_weights(model, what)
+
+
 @torch.no_grad()
 def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> BertTrace:
     """Run a course BERT with its MLM head (:class:`~onehot2gpt.bert.BertForPreTraining`) on one
@@ -49,11 +69,7 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
     sum → output projection → residual → LayerNorm → MLP (exact GELU) → residual → LayerNorm (post-norm,
     as in the paper) → MLM head: dense → GELU → LayerNorm → logits (tied embedding + bias) →
     temperature → probabilities."""
-    if not is_course_bert(model):
-        raise TypeError(
-            f"expected a course BERT with its MLM head (onehot2gpt.bert.BertForPreTraining); got "
-            f"{type(model).__name__}. Load one with onehot2gpt.checkpoints.load('bert-wikitext2')"
-        )
+    _check_bert(model, "trace_bert")
     c = model.config
     ids = one_sequence(ids, c, "this BERT")
     T = ids.numel()
@@ -102,6 +118,11 @@ def trace_bert(model, ids, token_type_ids=None, *, temperature: float = 1.0) -> 
 def check_bert_trace(model, trace: BertTrace) -> dict[str, float]:
     from .attention import padding_mask
 
+    _check_bert(model, "check_bert_trace")  # a NaN difference is the weights' fault, not the trace's
+    if not isinstance(trace, BertTrace):
+        raise TypeError(
+            f"check_bert_trace: trace must be a BertTrace (trace_bert gives one), got {type(trace).__name__}"
+        )
     with evaluating(model):
         device = model.bert.embeddings.tok_emb.weight.device
         ids, types = trace.ids.to(device)[None], trace.token_type_ids.to(device)[None]
@@ -116,7 +137,22 @@ def check_bert_trace(model, trace: BertTrace) -> dict[str, float]:
 
 
 def bert_stages(trace: BertTrace, p: int) -> list[Stage]:
+    """The stages of :func:`trace_bert`'s forward pass cut to position `p` (−1 = the last token)."""
+    if isinstance(trace, torch.nn.Module):
+        check_finite_weights(trace, "bert_stages")  # NaN weights: say so first
+    if not isinstance(trace, BertTrace):
+        raise TypeError(
+            f"bert_stages: trace must be a BertTrace, got {type(trace).__name__}: pass "
+            f"trace_bert(model, ids), not the model"
+        )
+    broken = [name for name, value in vars(trace).items() if _holds_nan(value)]
+    if broken:
+        raise ValueError(
+            f"bert_stages: the trace holds NaN values (first in {broken[0]}): it was made from a "
+            f"model whose weights are broken. Load a checkpoint (onehot2gpt.checkpoints.load) and trace it again"
+        )
     T, D = trace.ids.numel(), trace.x0.size(-1)
+    p = _check_position(p, T)
     td, tv = f"(T={T}, D={D})", f"(T={T}, V={trace.logits.size(-1)})"
     out = [
         Stage("token embedding", "E[id]: the token's row", trace.tok_emb[p], td, None),
