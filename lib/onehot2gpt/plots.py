@@ -7,10 +7,12 @@ combine panels and widgets can redraw them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.text import Text
 
 from .utils import check_int
 
@@ -95,12 +97,76 @@ def plot_projection(
     ax = _axes(ax, (6, 5))
     colors = None if groups is None else [plt.cm.tab10(int(g) % 10) for g in groups]
     ax.scatter(xy[:, 0], xy[:, 1], c=colors, s=18)
-    for (x, y), label in zip(xy.tolist(), labels):
-        ax.annotate(label, (x, y), fontsize=9, xytext=(3, 3), textcoords="offset points")
     ax.set_xticks([])
     ax.set_yticks([])
     ax.set_title(title)
+    _place_labels(ax, xy.tolist(), labels)
     return ax
+
+
+# Where a label may go around its point: 16 directions at growing distances (points).
+_DIRECTIONS = [
+    (math.cos(a * math.pi / 8), math.sin(a * math.pi / 8))
+    for a in (1, 15, 7, 9, 0, 8, 4, 12, 3, 13, 5, 11, 2, 14, 6, 10)
+]
+_DISTANCES = [3, 7, 12, 18, 26, 36, 48, 62, 80]
+
+
+def _place_labels(ax, xy: list[list[float]], labels: Sequence[str], fontsize: int = 9) -> None:
+    """Annotate each point with its label where it overlaps no label placed before it (nor, if it
+    can, another point): the first free spot of 16 directions × growing distances, with a thin line
+    back to the point when it had to move away; the spot with the least overlap when none is free."""
+    texts = [
+        ax.annotate(
+            label,
+            (x, y),
+            fontsize=fontsize,
+            xytext=(3, 3),
+            textcoords="offset points",
+            arrowprops=dict(arrowstyle="-", color="0.6", linewidth=0.5, shrinkA=0, shrinkB=2),
+        )
+        for (x, y), label in zip(xy, labels)
+    ]
+    try:
+        renderer = ax.figure.canvas.get_renderer()
+    except AttributeError:  # a backend that cannot measure text: the labels stay beside their points
+        for text in texts:
+            text.arrow_patch.set_visible(False)
+        return
+    ax.get_xlim(), ax.get_ylim()  # the autoscaled limits, so that positions on screen are final
+    r = 2.5 * ax.figure.dpi / 72  # a marker's half width (s=18)
+    markers = [(px - r, py - r, px + r, py + r) for px, py in ax.transData.transform(xy)]
+    placed: list[tuple] = []
+
+    def overlap(a, b) -> float:
+        w, h = min(a[2], b[2]) - max(a[0], b[0]), min(a[3], b[3]) - max(a[1], b[1])
+        return w * h if w > 0 and h > 0 else 0.0
+
+    def put(text, dx: float, dy: float, distance: float) -> tuple:
+        text.xyann = (dx * distance, dy * distance)
+        text.set_horizontalalignment("left" if dx > 0.3 else "right" if dx < -0.3 else "center")
+        text.set_verticalalignment("bottom" if dy > 0.3 else "top" if dy < -0.3 else "center")
+        text.update_positions(renderer)
+        return tuple(Text.get_window_extent(text, renderer).extents)  # the words alone, not the line
+
+    for i, text in enumerate(texts):
+        others = markers[:i] + markers[i + 1 :]
+        best = None
+        for distance in _DISTANCES:
+            for dx, dy in _DIRECTIONS:
+                box = put(text, dx, dy, distance)
+                # covering another label is what makes a plot unreadable; covering a point, less so
+                cost = sum(overlap(box, o) for o in placed) + 0.05 * sum(overlap(box, o) for o in others)
+                if best is None or cost < best[0]:
+                    best = (cost, (dx, dy, distance), box)
+                if cost == 0:
+                    break
+            if best[0] == 0:
+                break
+        _, (dx, dy, distance), box = best
+        put(text, dx, dy, distance)
+        text.arrow_patch.set_visible(distance > _DISTANCES[1])  # right beside its point: no line needed
+        placed.append(box)
 
 
 def plot_layer_weights(
@@ -129,7 +195,8 @@ def plot_layer_weights(
     ax.set_xticks(range(n), labels=layer_names)
     ax.set_ylabel("weight")
     ax.set_ylim(0, max(1 / n, max(float(w.max()) for w in rows.values())) * 1.15)
-    ax.legend(fontsize=8)
+    # beside the axes, not over them: inside, "best" still covers bars when every layer has tall ones
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
     ax.set_title(title)
     return ax
 

@@ -11,6 +11,9 @@ import io
 import ipywidgets as W
 
 ERROR_STYLE = "color:#b00020"
+# ipywidgets gives a control's description a fixed width that cuts anything longer than about 8
+# characters ("Temperat…"); controls with a longer description take this style: their own width.
+WIDE_LABEL = {"description_width": "initial"}
 NOTICE_STYLE = "color:#8a5a00"
 
 
@@ -172,8 +175,10 @@ def figure_to_png(fig) -> bytes:
 
 
 def visible_token(token: str) -> str:
-    """A token's text for a table cell: spaces, newlines and tabs made visible, HTML escaped."""
-    return html.escape(token.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")) or "∅"
+    """A token's text for a table cell: spaces, newlines and tabs made visible, HTML escaped once
+    for a text node (&, <, >; a quote stays a quote: an entity such as &quot; showed as such
+    wherever the text was escaped again or read as text)."""
+    return html.escape(token.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥"), quote=False) or "∅"
 
 
 def format_number(x: float) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import ipywidgets as W
 
 from ..utils import check_choice, check_int
-from ._base import SavedView, error_html, figure_to_png, html_table, text_box
+from ._base import WIDE_LABEL, SavedView, error_html, figure_to_png, html_table, text_box
 
 if TYPE_CHECKING:
     import torch
@@ -150,7 +150,7 @@ class AttentionExplorer(SavedView, W.VBox):
 
         self.text = text_box(text, "Sentence")
         self.model = W.Dropdown(options=list(self.sources), description="Model")
-        self.token = W.Dropdown(options=[], description="Query token")
+        self.token = W.Dropdown(options=[], description="Query token", style=WIDE_LABEL)
         self.layer = W.IntSlider(value=0, min=0, max=0, description="Layer", continuous_update=False)
         self.head = W.IntSlider(value=0, min=0, max=0, description="Head", continuous_update=False)
         self.average = W.Checkbox(value=False, description="mean of heads", indent=False)
@@ -173,6 +173,7 @@ class AttentionExplorer(SavedView, W.VBox):
 
     def result(self, model: str, text: str) -> tuple[list[str], list[torch.Tensor]]:
         """(tokens, validated attentions) for `text` under `model`, computed once, then cached."""
+        check_choice(model, "model", list(self.sources), fix="a name of the sources given to AttentionExplorer")
         key = (model, text)
         if key in self.cache:
             self.cache[key] = self.cache.pop(key)  # most recently used last: evicted last

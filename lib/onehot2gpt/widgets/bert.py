@@ -6,7 +6,8 @@ import html
 
 import ipywidgets as W
 
-from ._base import SavedView, error_html, html_table, safe_update, text_box
+from ..utils import check_int, check_number
+from ._base import WIDE_LABEL, SavedView, error_html, html_table, safe_update, text_box
 
 _KIND_STYLE = {"mask": "background:#ffd54f", "random": "background:#ef9a9a", "same": "background:#a5d6a7", "": ""}
 _KIND_TEXT = {"mask": "→ [MASK]", "random": "→ random", "same": "kept", "": ""}
@@ -30,6 +31,9 @@ class MaskingExplorer(SavedView, W.VBox):
         seed: int = 0,
         whole_word: bool = False,
     ):
+        # the sliders' ranges: a value outside them would be clamped without a word
+        check_number(prob, "prob", 0.05, 0.5, fix="the share of tokens masking chooses; BERT's is 0.15")
+        check_int(seed, "seed", 0, 99, fix="the Draw slider's seeds")
         self.tokenizer = tokenizer
         self.tokens: list[str] = []
         self.inputs: list[str] = []
@@ -37,7 +41,9 @@ class MaskingExplorer(SavedView, W.VBox):
         self.labels: list[int] = []
         self.text = text_box(text, "Sentence")
         self.prob = W.FloatSlider(value=prob, min=0.05, max=0.5, step=0.05, description="Rate", continuous_update=False)
-        self.seed = W.IntSlider(value=seed, min=0, max=99, description="Draw (seed)", continuous_update=False)
+        self.seed = W.IntSlider(
+            value=seed, min=0, max=99, description="Draw (seed)", style=WIDE_LABEL, continuous_update=False
+        )
         self.whole_word = W.Checkbox(value=whole_word, description="whole words")
         self.status, self.summary, self.table = W.HTML(), W.HTML(), W.HTML()
         super().__init__(

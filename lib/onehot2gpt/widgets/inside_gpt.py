@@ -7,7 +7,17 @@ import html
 import ipywidgets as W
 
 from ..utils import check_int, check_number
-from ._base import SavedView, TokenTexts, error_html, format_number, heat_style, html_table, safe_update, visible_token
+from ._base import (
+    WIDE_LABEL,
+    SavedView,
+    TokenTexts,
+    error_html,
+    format_number,
+    heat_style,
+    html_table,
+    safe_update,
+    visible_token,
+)
 from .sampling import encode_prompt
 
 
@@ -25,6 +35,7 @@ class _InsideGPT(TokenTexts, SavedView, W.VBox):
         if not (callable(encode) and callable(decode)):
             raise TypeError("encode(text) -> list[int] and decode(ids) -> str must be functions")
         self.model, self.encode, self.decode = model, encode, decode
+        self.is_bert = bert_too and is_course_bert(model)
         self.vocab_size, self.max_len = model.config.vocab_size, model.config.max_len
         self.ids: list[int] = []  # the tokens the views were computed from
         self.tokens: list[str] = []
@@ -48,15 +59,25 @@ class _InsideGPT(TokenTexts, SavedView, W.VBox):
             return
         ids = ids[-self.max_len :]
         self._busy = True
-        try:  # the new prompt's positions; the last one (the next-token prediction) to start with
+        try:  # the new prompt's positions, starting at the one that predicts (_start)
             self.position.max = max(len(ids) - 1, 1)
-            self.position.value = len(ids) - 1
+            self.position.value = self._start(ids)
             self.position.disabled = len(ids) == 1
             self._new_tokens(ids)
         finally:
             self._busy = False
         self._new_ids, self._notice = ids, notice
         self._refresh()
+
+    def _start(self, ids: list[int]) -> int:
+        """The position a new prompt opens at: for a GPT the last one (the next-token prediction);
+        for a BERT its first [MASK] (the blank it fills in), else its last token before [SEP]."""
+        if not self.is_bert:
+            return len(ids) - 1
+        texts = [self.token_text(i).strip() for i in ids]
+        if "[MASK]" in texts:
+            return texts.index("[MASK]")
+        return len(ids) - 2 if len(ids) > 1 and texts[-1] == "[SEP]" else len(ids) - 1
 
     def _new_tokens(self, ids: list[int]) -> None:
         """Called with a new prompt's ids before anything is computed (controls that list tokens)."""
@@ -116,6 +137,7 @@ class ForwardStepper(_InsideGPT):
             max=max(2.0, temperature),
             step=0.1,
             description="Temperature",
+            style=WIDE_LABEL,
             continuous_update=False,
         )
         self.header, self.view, self.checked = W.HTML(), W.HTML(), W.HTML()
@@ -268,10 +290,10 @@ class InterventionExplorer(_InsideGPT):
         self.result = None
         self.k = check_int(k, "k", 1, fix="how many top predictions to compare")
         heads = [(f"layer {l} · head {h}", (l, h)) for l in range(c.n_layers) for h in range(c.n_heads)]
-        self.heads = W.SelectMultiple(options=heads, description="Heads off", rows=min(8, len(heads)))
+        self.heads = W.SelectMultiple(options=heads, description="Heads off", rows=min(8, len(heads)), style=WIDE_LABEL)
         mlps = [(f"layer {l} MLP", l) for l in range(c.n_layers)]
         self.mlps = W.SelectMultiple(options=mlps, description="MLPs off", rows=min(8, len(mlps)))
-        self.tokens_off = W.SelectMultiple(options=[], description="Tokens off", rows=8)
+        self.tokens_off = W.SelectMultiple(options=[], description="Tokens off", rows=8, style=WIDE_LABEL)
         self.table = W.HTML()
         super().__init__(
             model, encode, decode, prompt, [], [W.HBox([self.heads, self.mlps, self.tokens_off]), self.table]

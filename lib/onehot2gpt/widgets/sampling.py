@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import ipywidgets as W
 
 from ..utils import check_finite_logits, check_int, check_number
-from ._base import ERROR_STYLE, SavedView, TokenTexts, safe_update, text_box, visible_token
+from ._base import ERROR_STYLE, WIDE_LABEL, SavedView, TokenTexts, safe_update, text_box, visible_token
 
 if TYPE_CHECKING:
     import torch
@@ -108,6 +108,7 @@ class SamplingExplorer(TokenTexts, SavedView, W.VBox):
             max=max(2.0, temperature),
             step=0.05,
             description="Temperature",
+            style=WIDE_LABEL,
             continuous_update=False,
             readout_format=".2f",
         )

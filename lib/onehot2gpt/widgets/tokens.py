@@ -6,9 +6,9 @@ import html
 
 import ipywidgets as W
 
-from ..utils import check_int
+from ..utils import check_choice, check_int
 from ..vocab import Vocab, one_hot, tokenize_chars, tokenize_words
-from ._base import ERROR_STYLE, SavedView, figure_to_png, html_table, safe_update, text_box
+from ._base import ERROR_STYLE, WIDE_LABEL, SavedView, figure_to_png, html_table, safe_update, text_box
 
 
 class TokenExplorer(SavedView, W.VBox):
@@ -78,7 +78,7 @@ class EmbeddingExplorer(SavedView, W.VBox):
         self.wv = word_vectors
         self.words = text_box(words, "Words", placeholder="comma-separated words, e.g. paris, france, london")
         self.neighbours = W.IntSlider(
-            value=neighbours, min=0, max=10, description="Neighbours", continuous_update=False
+            value=neighbours, min=0, max=10, description="Neighbours", style=WIDE_LABEL, continuous_update=False
         )
         self.status, self.table = W.HTML(), W.HTML()
         self.image = W.Image(format="png", layout=W.Layout(max_width="560px"))
@@ -144,6 +144,10 @@ class LayerWeightExplorer(SavedView, W.VBox):
     ):
         if not tasks or not lambdas:
             raise ValueError("give at least one task and one λ value")
+        if task is not None:
+            check_choice(task, "task", tasks, fix="the task shown first: one of tasks")
+        if l2_lambda is not None:
+            check_choice(l2_lambda, "l2_lambda", lambdas, fix="the λ shown first: one of lambdas")
         self.train, self.layer_names = train, layer_names
         self.cache: dict[tuple[str, float], object] = {}
         self.task = W.SelectMultiple(

@@ -7,7 +7,7 @@ import html
 import ipywidgets as W
 
 from ..utils import check_choice, check_int, evaluating
-from ._base import SavedView, error_html, safe_update, text_box, visible_token
+from ._base import WIDE_LABEL, SavedView, error_html, safe_update, text_box, visible_token
 from .sampling import encode_prompt
 
 # The prompt shapes GPT-2's paper tried zero-shot; the course's world models read them the same way
@@ -95,7 +95,13 @@ class ZeroShotPrompter(SavedView, W.VBox):
         self.prompt = text_box("", "Prompt", area=True, rows=6)
         self.greedy = W.Checkbox(value=True, description="Greedy (else sample)")
         self.temperature = W.FloatSlider(
-            value=1.0, min=0.05, max=2.0, step=0.05, description="Temperature", continuous_update=False
+            value=1.0,
+            min=0.05,
+            max=2.0,
+            step=0.05,
+            description="Temperature",
+            style=WIDE_LABEL,
+            continuous_update=False,
         )
         self.top_k = W.IntSlider(
             value=0,
