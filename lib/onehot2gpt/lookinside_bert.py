@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from .lookinside import Stage, _check_position, attend, attention_rows, check_temperature, is_course_bert, one_sequence
-from .utils import as_ids, check_finite_weights, evaluating
+from .lookinside import Stage, attend, attention_rows, check_temperature, is_course_bert, one_sequence
+from .utils import as_ids, check_finite_weights, check_int, evaluating
 
 
 @dataclass
@@ -152,7 +152,7 @@ def bert_stages(trace: BertTrace, p: int) -> list[Stage]:
             f"model whose weights are broken. Load a checkpoint (onehot2gpt.checkpoints.load) and trace it again"
         )
     T, D = trace.ids.numel(), trace.x0.size(-1)
-    p = _check_position(p, T)
+    p = check_int(p, "position", -T, T - 1, fix="−1 is the last token") % T
     td, tv = f"(T={T}, D={D})", f"(T={T}, V={trace.logits.size(-1)})"
     out = [
         Stage("token embedding", "E[id]: the token's row", trace.tok_emb[p], td, None),
