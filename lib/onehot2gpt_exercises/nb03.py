@@ -27,6 +27,12 @@ def _reference_next_token_pairs(tokens):
     return [(tuple(padded[:t]), padded[t]) for t in range(1, len(padded))]
 
 
+def library_next_token_pairs(tokens):
+    """What notebook 03's cells after exercise 1 use while `my_next_token_pairs` does not pass its
+    check yet: every (context, next token) of a sentence, from <bos> to <eos>."""
+    return _reference_next_token_pairs(tokens)
+
+
 def check_next_token_pairs(fn: Callable) -> None:
     """Exercise: a sentence (list of tokens) → [(context tuple, next token)], from <bos> to <eos>."""
 
@@ -76,6 +82,12 @@ def check_next_token_pairs(fn: Callable) -> None:
     )
 
 
+def library_perplexity(log_probs) -> float:
+    """What notebook 03's cells after exercise 3 use while `my_perplexity` does not pass its check
+    yet: exp of the mean negative log-probability per token (``NGramLM.perplexity``'s formula)."""
+    return float(torch.exp(-torch.as_tensor(log_probs).double().mean()))
+
+
 def check_perplexity(fn: Callable) -> None:
     """Exercise: natural-log probabilities of the predicted tokens (N,) → perplexity (a float)."""
 
@@ -98,6 +110,12 @@ def check_perplexity(fn: Callable) -> None:
 def _reference_bigram_prob(pair_counts, prev, word):
     total = sum(c for (p, _), c in pair_counts.items() if p == prev)
     return pair_counts.get((prev, word), 0) / total if total else 0.0
+
+
+def library_bigram_prob(pair_counts, prev, word):
+    """What notebook 03's cells after exercise 2 use while `my_bigram_prob` does not pass its check
+    yet: P(word | prev) by counting, 0.0 for a `prev` never seen."""
+    return _reference_bigram_prob(pair_counts, prev, word)
 
 
 def check_bigram_prob(fn: Callable) -> None:
