@@ -276,3 +276,40 @@ def test_check_top_k_refuses_nan_in_place_of_minus_infinity():
 
     with pytest.raises(AssertionError, match="wrote NaN"):
         ex.check_top_k_filter(nan_filter)
+
+
+def test_a_build_check_names_dropout_left_on_in_eval():
+    """Issue 47: a block or model that still drops units after .eval() answers the same input twice
+    differently; the check says so in words."""
+    import torch.nn.functional as F
+
+    class DropsInEval(ex.LibraryGPT):
+        def forward(self, ids):
+            return F.dropout(super().forward(ids), 0.1, training=True)
+
+    assert_rejects(ex.check_gpt_model, DropsInEval, match="dropout that ignores .eval")
+
+
+def test_yours_if_solved_does_not_run_a_slow_check_again_on_the_answer_that_just_passed(capsys):
+    """The check cell passes; yours_if_solved right after takes the same, unchanged class without
+    building the model again. A changed answer is checked again."""
+    calls = []
+
+    class Counted(ex.LibraryGPT):
+        def forward(self, ids):
+            calls.append(1)
+            return super().forward(ids)
+
+    checking.reset_attempts()
+    ex.check_gpt_model(Counted)
+    n = len(calls)
+    assert checking.yours_if_solved(Counted, ex.check_gpt_model, ex.LibraryGPT) is Counted
+    assert len(calls) == n, "the check ran again"
+
+    def forward(self, ids):  # the student edits the method after passing
+        calls.append(1)
+        return ex.LibraryGPT.forward(self, ids) * 2
+
+    Counted.forward = forward
+    assert checking.yours_if_solved(Counted, ex.check_gpt_model, ex.LibraryGPT) is ex.LibraryGPT
+    assert len(calls) > n

@@ -42,8 +42,10 @@ HINT_AFTER = 2
 
 
 def reset_attempts() -> None:
-    """Forget every exercise's wrong attempts (the next failure shows the concept only)."""
+    """Forget every exercise's wrong attempts (the next failure shows the concept only) and the
+    answers that passed."""
     _WRONG_ATTEMPTS.clear()
+    _PASSED.clear()
 
 
 _PACKAGE = str(Path(__file__).resolve().parent)
@@ -538,15 +540,40 @@ def close(got, expected, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
     return torch.allclose(got.double(), expected.double(), rtol=rtol, atol=atol)
 
 
+# The answers that passed a check in this kernel: check name → the answer's fingerprint. A
+# check that builds a trained model is slow, and yours_if_solved would run it again right after
+# the check cell; an answer unchanged since it passed is taken as passing. Never read when grading.
+_PASSED: dict[str, tuple] = {}
+
+
+def _fingerprint(answer) -> tuple:
+    """What identifies an answer as unchanged: the object, and the code of it (a function) or of
+    every function in its class and its bases (a class)."""
+    if isinstance(answer, type):
+        codes = tuple(
+            (klass.__qualname__, name, getattr(value, "__code__", None))
+            for klass in answer.__mro__
+            if klass.__module__ != "builtins"
+            for name, value in sorted(vars(klass).items())
+            if callable(value)
+        )
+        return (id(answer), codes)
+    return (id(answer), getattr(answer, "__code__", None), getattr(answer, "__defaults__", None))
+
+
 def keeps_rng(check: Callable) -> Callable:
     """`check` run with torch's global random state given back afterwards: a check that builds
     models (their random initialisation, overwritten by a checkpoint) leaves the notebook's
-    randomness as it found it, however often it runs, passed or failed."""
+    randomness as it found it, however often it runs, passed or failed. A pass is remembered
+    (:func:`yours_if_solved` does not run the check again on the same, unchanged answer)."""
 
     @functools.wraps(check)
-    def run(*args, **kwargs):
+    def run(answer, *args, **kwargs):
         with torch.random.fork_rng():
-            return check(*args, **kwargs)
+            result = check(answer, *args, **kwargs)
+        if _GRADING["mode"] is None:
+            _PASSED[check.__name__] = _fingerprint(answer)
+        return result
 
     return run
 
@@ -716,6 +743,9 @@ def yours_if_solved(fn: Callable, check: Callable, fallback: Callable, name: str
     quiet run does not count as a wrong attempt.
     """
     name = name or getattr(fn, "__name__", "your function")
+    if _PASSED.get(getattr(check, "__name__", "")) == _fingerprint(fn):  # it passed just now, unchanged
+        print(f"the cells below use your {name}")
+        return fn
     attempts = dict(_WRONG_ATTEMPTS)
     try:
         with contextlib.redirect_stdout(io.StringIO()), torch.random.fork_rng():

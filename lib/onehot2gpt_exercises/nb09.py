@@ -17,6 +17,7 @@ from .checking import (
     close,
     describe,
     filled_module,
+    keeps_rng,
     rand_int,
     require_callable,
     same_shape,
@@ -100,6 +101,7 @@ _ATTENTION_SLIPS = [
 ]
 
 
+@keeps_rng
 def check_causal_self_attention(cls) -> None:
     """Exercise: ``MyCausalSelfAttention(d_model, n_heads)`` (its ``__init__`` given) whose forward
     maps x (B, T, D) → (B, T, D), proven equal to the library's attention holding the weights of
@@ -133,6 +135,7 @@ def check_causal_self_attention(cls) -> None:
     )
 
 
+@keeps_rng
 def check_gpt_mlp(cls) -> None:
     """Exercise: ``MyMLP(d_model, d_ff)`` whose forward maps x (B, T, D) → (B, T, D), proven equal
     to the library's GPT-2 MLP holding the course checkpoint's first-block weights."""
@@ -197,6 +200,7 @@ _BLOCK_SLIPS = [
 ]
 
 
+@keeps_rng
 def check_gpt_block(cls) -> None:
     """Exercise: ``MyBlock(d_model, n_heads, d_ff)`` (its ``__init__`` given, built on the
     student's attention and MLP) whose forward maps x (B, T, D) → (B, T, D), proven equal to the
@@ -235,6 +239,7 @@ def check_gpt_block(cls) -> None:
     )
 
 
+@keeps_rng
 def check_gpt_model(cls) -> None:
     """Exercise: ``MyGPT(config)`` (its ``__init__`` given: embeddings, blocks, final LayerNorm and
     the output layer tied to the token embedding) whose forward maps ids (B, T) → logits (B, T, V),
@@ -535,3 +540,11 @@ def check_lens_readout(fn: Callable) -> None:
         "vocabulary entry against the rows of the embedding (V, D), then a softmax over the vocabulary: (…, D) "
         "becomes (…, V)",
     )
+
+
+def library_kv_step(q_new, k_new, v_new, k_cache, v_cache):
+    """The stand-in for an unsolved exercise 7: one cached attention step by the library's attention."""
+    from onehot2gpt.attention import scaled_dot_product_attention
+
+    k_all, v_all = torch.cat([k_cache, k_new], dim=2), torch.cat([v_cache, v_new], dim=2)
+    return scaled_dot_product_attention(q_new, k_all, v_all)[0], k_all, v_all
