@@ -60,6 +60,19 @@ def check_scalar_mix(fn: Callable) -> None:
     )
 
 
+def library_scalar_mix(layers, s, gamma):
+    """What notebook 04's cells after exercise 3 use while `my_scalar_mix` does not pass its check
+    yet: the library's ``ScalarMix`` (no layer norm) with raw weights `s` and `gamma`, layers
+    (..., L+1, D) → (..., D)."""
+    from onehot2gpt.elmo import ScalarMix
+
+    mix = ScalarMix(len(s))
+    with torch.no_grad():
+        mix.s.copy_(torch.as_tensor(s))
+        mix.gamma.fill_(float(gamma))
+        return mix(layers)
+
+
 def check_sense_score(fn: Callable) -> None:
     """Exercise: vectors (N, D) and sense labels (N,) → mean cosine within senses − across senses."""
 
