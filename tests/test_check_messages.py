@@ -260,3 +260,36 @@ def test_the_hint_and_the_concept_hold_no_code_of_the_solution(notebook, name, s
     shown = _guidance(f"check_{name}")
     leaked = _shared_code(shown, solution)
     assert leaked == [], f"{notebook}: check_{name} shows code of its solution: {leaked}\n{shown}"
+
+
+def test_every_checks_first_failure_in_a_real_kernel_shows_the_input_and_no_solution(tmp_path):
+    """Issue 47, done-when: each exercise's check is run on a wrong answer in a real kernel. What
+    the kernel displays (the error's rendered traceback) shows the failing input, and holds no line
+    of the exercise's solution code and no hint (the first failure names the concept only)."""
+    params = [p.values for p in EXERCISES]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("def _wrong(*args, **kwargs):\n    return None")]
+    nb.cells += [
+        nbformat.v4.new_code_cell(f"from onehot2gpt_exercises import check_{name}\ncheck_{name}(_wrong)")
+        for _, name, _ in params
+    ]
+    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True).execute(cwd=str(tmp_path))
+    problems = []
+    for (notebook, name, solution), cell in zip(params, nb.cells[1:]):
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        if len(errors) != 1 or errors[0].ename != "AssertionError":
+            problems.append(f"{notebook} {name}: no AssertionError shown ({[o.output_type for o in cell.outputs]})")
+            continue
+        shown = "\n".join(ANSI.sub("", line) for line in errors[0].traceback)
+        if "on input" not in shown and "on a hidden input" not in shown:
+            problems.append(f"{notebook} {name}: the failing input is not shown:\n{shown}")
+        # The failing input, the expected and the given answer are data (a dict of weights shows its
+        # parameter names, as the solution indexes them): the words around them are compared.
+        words = re.sub(r"\n  on (a hidden )?input.*?(?=\n  Looks like|\nThink about|\n\(Fix|\Z)", "", shown, flags=re.S)
+        leaked = _shared_code(words, solution)
+        if leaked:
+            problems.append(f"{notebook} {name}: shows code of its solution {leaked}")
+        hints = [hint for hint in HINTS if hint in shown]
+        if hints or "\nHint: " in shown:
+            problems.append(f"{notebook} {name}: the first failure shows a hint")
+    assert not problems, "\n".join(problems)

@@ -469,6 +469,13 @@ def check_function(
     print(f"✓ {name}: matches the reference on {trials} random inputs{hidden}")
 
 
+def confine(fn: Callable) -> Callable:
+    """`fn` (a function of this package that a check hands to the student's code, such as an
+    attention head to call) rebuilt with only the globals its code names: the student's code
+    holding it reaches none of its module's reference helpers."""
+    return _confined(fn)
+
+
 # The functions on the stack while the student's function runs keep only the globals they name:
 # this module's other functions (attention_variant, which computes what an exercise asks for) are
 # not in their frames' globals.

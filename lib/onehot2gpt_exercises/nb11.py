@@ -125,7 +125,7 @@ def _make_attend(gen: torch.Generator, D: int):
     """One attention head with random weights, as the notebook's ``attend(queries, h, mask)``:
     queries (N, D) read h (T, D) where mask (N, T) allows. Rebuilt with only the globals its code
     names, so that a student's code holding it reaches none of this module's helpers."""
-    from .checking import _confined
+    from .checking import confine
 
     W_q, W_k, W_v = (torch.randn(D, D, generator=gen) / D**0.5 for _ in range(3))
 
@@ -134,7 +134,7 @@ def _make_attend(gen: torch.Generator, D: int):
         return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1) @ (h @ W_v)
 
     attend.__module__ = __name__
-    return _confined(attend)
+    return confine(attend)
 
 
 def _reference_two_stream(h, g, order, attend, *, query_self=False, content_self=True, query_kv="h", zero_first=True):
