@@ -247,3 +247,23 @@ def test_the_layer_weight_legend_covers_no_bar():
     bars = [patch.get_window_extent(renderer) for patch in ax.patches]
     plt.close(fig)
     assert len(bars) == 6 and not any(_overlaps(legend, bar) for bar in bars)
+
+
+def test_attention_explorer_refuses_a_query_token_that_is_not_in_the_sentence():
+    """Issue 48: token=99 or a word the sentence lacks used to start at token 0 without a word."""
+    import pytest
+    import torch
+    from onehot2gpt.widgets import AttentionExplorer
+
+    def source(text):
+        tokens = text.split()
+        T = len(tokens)
+        return tokens, [torch.full((1, 2, T, T), 1.0 / T)]
+
+    assert AttentionExplorer({"toy": source}, text="the cat sat", token="cat").token.value == 1
+    assert AttentionExplorer({"toy": source}, text="the cat sat", token=2).token.value == 2
+    for token, words in ((99, "an index 0 … 2"), ("dog", "one of its tokens"), (-1, "an index 0 … 2")):
+        with pytest.raises(ValueError, match=rf"token={token!r} is not in the sentence's 3 tokens.*{words}"):
+            AttentionExplorer({"toy": source}, text="the cat sat", token=token)
+    with pytest.raises(TypeError, match="token=True"):
+        AttentionExplorer({"toy": source}, text="the cat sat", token=True)

@@ -169,7 +169,18 @@ class AttentionExplorer(SavedView, W.VBox):
             control.observe(self._on_input, names="value")
         for control in (self.layer, self.head, self.average, self.token):
             control.observe(self._on_view, names="value")
+        if token is not None and (isinstance(token, bool) or not isinstance(token, (str, int))):
+            raise TypeError(
+                f"token={token!r}: pass a token of the sentence (a string such as 'it'), its index, or None"
+            )
         self._run(self._load, new_input=True, initial=(layer, head))
+        if token is not None and self.tokens and self._pick_token(self.tokens, default_only=True) is None:
+            shown = ", ".join(repr(t) for t in self.tokens[:12]) + (", …" if len(self.tokens) > 12 else "")
+            where = f"an index 0 … {len(self.tokens) - 1}" if isinstance(token, int) else "one of its tokens"
+            raise ValueError(
+                f"token={token!r} is not in the sentence's {len(self.tokens)} tokens ({shown}); pass {where}, "
+                "or leave token out to start at the first token"
+            )
 
     def result(self, model: str, text: str) -> tuple[list[str], list[torch.Tensor]]:
         """(tokens, validated attentions) for `text` under `model`, computed once, then cached."""
@@ -225,14 +236,17 @@ class AttentionExplorer(SavedView, W.VBox):
         self.tokens, self.attentions, self._shown = tokens, attentions, (model, text)
         self._draw()
 
-    def _pick_token(self, tokens: list[str]) -> int:
-        """The query index for new tokens: the token shown before if present, else the default."""
+    def _pick_token(self, tokens: list[str], default_only: bool = False) -> int | None:
+        """The query index for new tokens: the token shown before if present, else the default
+        (`token`), else 0. With `default_only`: the default's index, or None if it is not there."""
         default, lowered = self.default_token, [t.lower() for t in tokens]
-        wanted = [self.tokens[self.token.value]] if self.tokens else []
+        wanted = [self.tokens[self.token.value]] if self.tokens and not default_only else []
         for t in wanted + ([default] if isinstance(default, str) else []):
             if t in tokens or t.lower() in lowered:
                 return tokens.index(t) if t in tokens else lowered.index(t.lower())
-        return default if isinstance(default, int) and 0 <= default < len(tokens) else 0
+        if isinstance(default, int) and not isinstance(default, bool) and 0 <= default < len(tokens):
+            return default
+        return None if default_only else 0
 
     def _draw(self):
         if not self.attentions:  # nothing could be loaded yet; .status says why
