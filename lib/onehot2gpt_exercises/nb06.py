@@ -103,9 +103,6 @@ def check_layer_norm(fn: Callable) -> None:
 # Exercise 3: an encoder block's forward
 
 
-ACTIVATIONS = {torch.relu: "relu", F.relu: "relu", F.gelu: "gelu"}  # the functions a block may be given
-
-
 def library_encoder_block(x, params: dict, n_heads: int, mask=None, activation=torch.relu, eps: float = 1e-5):
     """The library's post-norm `EncoderBlock` with the weights `params` (its state_dict or its
     named parameters), the feed-forward's `activation` (torch.relu or F.gelu) and the LayerNorms'
@@ -113,11 +110,17 @@ def library_encoder_block(x, params: dict, n_heads: int, mask=None, activation=t
     from onehot2gpt.transformer import EncoderBlock
     from torch.func import functional_call
 
-    if activation not in ACTIVATIONS:
+    # (No module-level table of activation functions: a dict keyed by F.gelu would lead from the
+    # student's input, F.gelu, to this module's globals and so to this reference.)
+    if activation is F.gelu:
+        kind = "gelu"
+    elif activation is torch.relu or activation is F.relu:
+        kind = "relu"
+    else:
         raise ValueError(f"library_encoder_block: activation={activation!r}; pass torch.relu or F.gelu")
     D, d_ff = x.size(-1), params["ff.linear1.weight"].size(0)
     with torch.random.fork_rng():  # its random initialisation is overwritten: leave the seed alone
-        block = EncoderBlock(D, n_heads, d_ff, activation=ACTIVATIONS[activation], eps=eps).eval()
+        block = EncoderBlock(D, n_heads, d_ff, activation=kind, eps=eps).eval()
     return functional_call(block, dict(params), (x, mask))[0]
 
 

@@ -290,8 +290,9 @@ def _pair_batch(gen: torch.Generator, config):
 
 @keeps_rng
 def check_bert_model(cls) -> None:
-    """Exercise: ``MyBert(config)`` (``__init__`` given) whose ``encode`` builds the input sum and
-    runs the student's encoder block of notebook 06 over every layer, whose ``mlm_logits`` reads
+    """Exercise: ``MyBert(config, encoder_block)`` (``__init__`` given) whose ``encode`` builds the
+    input sum and runs the block function it is given (the library's here; in the notebook the
+    student's of 06) over every layer, whose ``mlm_logits`` reads
     the hidden states with the tied token embeddings, and whose forward gives (MLM logits (B, T, V),
     NSP logits (B, 2)), proven equal to the library's BERT holding the course checkpoint
     ``bert-wikitext2`` on sentence-pair batches with padding."""
@@ -335,8 +336,14 @@ def check_bert_model(cls) -> None:
                 return words
         return None
 
+    from .checking import confine
+    from .nb06 import library_encoder_block
+
+    # The block MyBert is given, confined: the module function's globals would lead the student's
+    # code to the checking helpers.
+    block = confine(library_encoder_block)
     check_function(
-        filled_module(cls, (c,), mine_from_library(bert), "MyBert"),
+        filled_module(cls, (c, block), mine_from_library(bert), "MyBert"),
         reference,
         lambda gen: _pair_batch(gen, c),
         name="bert_model",
@@ -360,7 +367,7 @@ class LibraryBert(torch.nn.Module):
     ``mlm_logits`` (hidden → (B, T, V)) and forward (→ MLM logits, NSP logits), computed by the
     library's modules."""
 
-    def __init__(self, config):
+    def __init__(self, config, encoder_block=None):  # MyBert's encoder_block: unused, the library's blocks run
         from onehot2gpt.transformer import EncoderBlock
         from torch import nn
 

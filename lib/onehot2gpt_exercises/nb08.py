@@ -250,7 +250,7 @@ def check_sequence_classifier(cls) -> None:
     with a seeded head, in both poolings."""
     from onehot2gpt.bert import BertForSequenceClassification
 
-    from .checking import close, filled_module, same_shape
+    from .checking import close, confine, filled_module, same_shape
 
     require_callable(cls)
     encoder = _course_encoder().eval()
@@ -264,7 +264,11 @@ def check_sequence_classifier(cls) -> None:
                 reference.classifier.weight.normal_(0, 0.5)  # a head that tells the vectors apart
         state = {k: v.detach().clone() for k, v in reference.state_dict().items()}
         models[pooling], references[pooling] = reference, without_grad(reference)
-        students[pooling] = filled_module(cls, (_course_encoder(), 3, None, False, pooling), state, "MyClassifier")
+        # confined: held in a dict, it is not rebuilt with the student's function, and its frame would
+        # hold this package's globals while the student's class runs
+        students[pooling] = confine(
+            filled_module(cls, (_course_encoder(), 3, None, False, pooling), state, "MyClassifier")
+        )
 
     def make(gen):
         pooling = ("pooler", "mean")[rand_int(gen, 0, 2)]
