@@ -40,15 +40,16 @@ SCRIPTS = sorted(set(BUILDS.values()))
 
 
 def run(script: str, *argv: str, monkeypatch=None):
-    """Run recipes/`script` in this process with `argv` → its SystemExit code (0 if it returned)."""
-    saved = sys.argv
+    """Run recipes/`script` in this process with `argv` → its SystemExit code (0 if it returned).
+    sys.argv and sys.excepthook (a recipe sets its Ctrl-C handler there) are given back."""
+    saved, hook = sys.argv, sys.excepthook
     sys.argv = [str(RECIPES / script), *argv]
     try:
         runpy.run_path(str(RECIPES / script), run_name="__main__")
     except SystemExit as e:
         return e.code
     finally:
-        sys.argv = saved
+        sys.argv, sys.excepthook = saved, hook
     return 0
 
 

@@ -8,7 +8,6 @@ Each case asserts that the message names ``--out``, the folder and what to do.""
 
 import json
 import os
-import runpy
 import shutil
 import signal
 import stat
@@ -22,6 +21,7 @@ import torch
 from onehot2gpt.checkpoints import load
 from onehot2gpt.gpt import GPT, GPTConfig, save_gpt
 from onehot2gpt.vocab import Vocab
+from test_recipes import run
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = ROOT / "recipes"
@@ -39,17 +39,7 @@ TINY_ZERO_SHOT = ["--set", "ITERS=2", "--set", "DOCUMENTS=200", "--set", "SHARES
 AS_A_USER = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
 
 
-def run_here(script: str, *argv: str):
-    """Run recipes/`script` in this process → its SystemExit code (0 if it returned)."""
-    saved, hook = sys.argv, sys.excepthook
-    sys.argv = [str(RECIPES / script), *argv]
-    try:
-        runpy.run_path(str(RECIPES / script), run_name="__main__")
-    except SystemExit as e:
-        return e.code
-    finally:
-        sys.argv, sys.excepthook = saved, hook
-    return 0
+run_here = run  # recipes/`script` run in this process → its exit code (tests/test_recipes.py)
 
 
 def _child() -> None:
