@@ -293,3 +293,17 @@ def test_every_checks_first_failure_in_a_real_kernel_shows_the_input_and_no_solu
         if hints or "\nHint: " in shown:
             problems.append(f"{notebook} {name}: the first failure shows a hint")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [(lambda t: t.to_sparse(), "sparse_coo tensor"), (lambda t: torch.empty_like(t, device="meta"), "meta device")],
+)
+def test_a_sparse_or_meta_answer_gets_a_clear_message_not_a_torch_error(make, words):
+    """Issue 48: a sparse or meta tensor used to end in a raw torch error inside the comparison."""
+
+    def answer(ids, vocab_size):
+        return make(torch.nn.functional.one_hot(torch.as_tensor(ids), vocab_size).float())
+
+    message = str(_failure("check_one_hot", answer))
+    assert words in message and "one_hot" in message

@@ -133,6 +133,11 @@ def assert_same(
     if isinstance(expected, torch.Tensor):
         if not isinstance(got, torch.Tensor):
             raise fail(name, f"expected a tensor, got {describe(got)}", hint)
+        if got.layout != torch.strided:
+            raise fail(name, f"returned a {got.layout} tensor; return an ordinary (dense) tensor (.to_dense())", hint)
+        if got.device.type != expected.device.type:
+            why = "it holds no values" if got.device.type == "meta" else "the check compares on the CPU"
+            raise fail(name, f"returned a tensor on the {got.device.type} device ({why}); return it on the CPU", hint)
         if got.shape != expected.shape:
             raise fail(name, f"expected shape {tuple(expected.shape)}, got {tuple(got.shape)}", hint)
         if got.dtype != expected.dtype:
