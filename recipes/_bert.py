@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import inspect
 import itertools
+import math
 from collections.abc import Sequence
 from types import SimpleNamespace
 
@@ -416,7 +417,12 @@ def pretrain_bert_fast(
         return loss, mlm_loss, nsp_loss
 
     try:
-        return pretraining_steps(model, losses, steps=steps, lr=a.lr, warmup=a.warmup, progress=a.progress, desc=a.desc)
+        # the starting level of an untrained model's loss, as pretrain_bert: ln V (the masked token) + ln 2 (NSP);
+        # a loss 1000 times above it stops the run as exploding
+        start = math.log(len(tokenizer)) + nsp_weight * math.log(2)
+        return pretraining_steps(
+            model, losses, steps=steps, lr=a.lr, warmup=a.warmup, progress=a.progress, desc=a.desc, start=start
+        )
     finally:
         model.bert.encoder.layers = layers  # whole again, even if training stopped in the first phase
 

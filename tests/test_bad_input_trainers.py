@@ -7,6 +7,7 @@ One test per trainer family, each a tiny model and lr=1000 (a normal run uses 1e
 """
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -152,3 +153,23 @@ def test_finetune_gpt_stops_when_its_loss_explodes():
     start = math.log(2) + 0.5 * math.log(V)  # at worst: the classes, and λ = 0.5 times the next token
     with pytest.raises(TrainingDiverged, match=exploding("fine-tune", start)):
         finetune_gpt(model, toy_task(32, seed=1), lm_weight=0.5, epochs=2, batch_size=8, lr=LR, progress=False)
+
+
+def test_the_recipes_fast_bert_loop_stops_when_its_loss_explodes():
+    """recipes/_bert.py's pretrain_bert_fast (the course BERT's recipe) stops as pretrain_bert does."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
+    import _bert
+    from onehot2gpt.bert import BertConfig, BertForPreTraining
+    from test_bert_pretraining import VOCAB, _articles, _Tok
+
+    torch.manual_seed(0)
+    model = BertForPreTraining(
+        BertConfig(vocab_size=VOCAB, d_model=16, n_layers=1, n_heads=2, d_ff=32, max_len=32, dropout=0.0)
+    )
+    start = math.log(VOCAB) + math.log(2)
+    with pytest.raises(TrainingDiverged, match=exploding("BERT", start)):
+        _bert.pretrain_bert_fast(
+            model, _Tok(), _articles(), steps=10, warmup=1, batch_size=4, max_len=24, lr=LR, progress=False
+        )
