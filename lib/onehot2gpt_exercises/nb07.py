@@ -13,7 +13,6 @@ _LETTERS = "abcdefgh"
 
 def check_wordpiece(fn: Callable) -> None:
     """Exercise: (word, vocab: set of pieces) → greedy longest-match-first pieces, ["[UNK]"] if stuck."""
-    from onehot2gpt.subword import WordPieceTokenizer
 
     def make(gen):
         pieces = {"[UNK]"}
@@ -24,12 +23,9 @@ def check_wordpiece(fn: Callable) -> None:
         word = "".join(_LETTERS[rand_int(gen, 0, 4)] for _ in range(rand_int(gen, 1, 8)))
         return word, pieces
 
-    def reference(word, vocab):
-        return WordPieceTokenizer(sorted(vocab)).wordpiece(word)
-
     check_function(
         fn,
-        reference,
+        library_wordpiece,
         make,
         name="wordpiece",
         trials=30,
@@ -51,13 +47,9 @@ def check_segment_ids(fn: Callable) -> None:
             tokens += ["b"] * rand_int(gen, 0, 5) + ["[SEP]"]
         return (tokens,)
 
-    def reference(tokens):
-        first = tokens.index("[SEP]")
-        return [0] * (first + 1) + [1] * (len(tokens) - first - 1)
-
     check_function(
         fn,
-        reference,
+        library_segment_ids,
         make,
         name="segment_ids",
         trials=12,

@@ -23,16 +23,9 @@ def check_first_piece_labels(fn: Callable) -> None:
             index += [None] * rand_int(gen, 1, 3)
         return index, [rand_int(gen, 0, 17) for _ in range(n_words)]
 
-    def reference(word_index, tags):
-        labels = []
-        for t, w in enumerate(word_index):
-            first = w is not None and (t == 0 or word_index[t - 1] != w)
-            labels.append(tags[w] if first else -100)
-        return labels
-
     check_function(
         fn,
-        reference,
+        library_first_piece_labels,
         make,
         name="first_piece_labels",
         trials=30,
@@ -219,9 +212,9 @@ def check_qa_loss(fn: Callable) -> None:
 
 
 def _course_encoder():
-    from onehot2gpt.checkpoints import load
+    from .nb07 import course_bert
 
-    return load("bert-wikitext2").model.bert
+    return course_bert().bert
 
 
 def _sentence_batch(gen: torch.Generator, vocab_size: int, pad_id: int, max_len: int = 24):
