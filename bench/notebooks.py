@@ -3,7 +3,8 @@
 Each ``notebooks/NN_*.ipynb`` is executed in a fresh kernel (nbclient, the way nbval and the
 student tests run them), one after the other, with ``--threads`` torch threads (the course's
 default: 2). The time is wall-clock from kernel start to the last cell, kernel start included.
-Targets: each notebook ≤ 90 s and all of them ≤ 15 minutes on 2 cores.
+Targets: each notebook ≤ 90 s and all of them ≤ 15 minutes on 2 cores, and every cell that runs
+longer than 10 s shows a progress bar (``slow_cells_without_progress`` lists those that do not).
 
 Run from the repository root::
 
@@ -11,7 +12,7 @@ Run from the repository root::
 
 Prints one line per notebook and, as the last line, one JSON object:
 ``{"seconds": {"01_onehot.ipynb": 12.3, …}, "total_seconds": …, "slowest": …,
-"over_90_s": [...], "threads": 2}``. A notebook that fails is reported with its error and
+"over_90_s": [...], "slow_cells_without_progress": [...], "threads": 2}``. A notebook that fails is reported with its error and
 counted in ``failed``; the script exits non-zero then.
 """
 
@@ -20,8 +21,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
@@ -29,15 +32,50 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_EACH, TARGET_TOTAL = 90.0, 15 * 60.0
+SLOW_CELL_S = 10.0  # a cell that runs longer shows progress (issue 48)
 
 
-def run(path: Path, timeout: int) -> float:
+# The line a finished course progress bar leaves (onehot2gpt.progress), e.g. "SST-2: 50/50, 5.2 s".
+BAR_LINE = re.compile(r"(?m)^.*\d+(/\S+)?, \d+(\.\d)? s$")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def cell_seconds(cell) -> float:
+    """How long one executed cell ran, from nbclient's timing metadata."""
+    timing = cell.get("metadata", {}).get("execution", {})
+    if "iopub.execute_input" not in timing or "shell.execute_reply" not in timing:
+        return 0.0
+    start, end = (
+        datetime.fromisoformat(timing[k].replace("Z", "+00:00")) for k in ("iopub.execute_input", "shell.execute_reply")
+    )
+    return (end - start).total_seconds()
+
+
+def shows_progress(cell) -> bool:
+    """A progress bar's widget or the line it leaves, among the cell's outputs."""
+    return any(
+        WIDGET_VIEW in o.get("data", {})
+        and not "".join(o["data"].get("text/plain", "")).strip()
+        or o.get("output_type") == "stream"
+        and BAR_LINE.search("".join(o.get("text", "")))
+        for o in cell.get("outputs", [])
+    )
+
+
+def run(path: Path, timeout: int) -> tuple[float, list[str]]:
+    """Run one notebook → (its seconds, the cells over SLOW_CELL_S that show no progress)."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     NotebookClient(
         nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     ).execute()
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    silent = [
+        f"{path.name} cell {i}: {cell_seconds(c):.1f} s"
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and cell_seconds(c) > SLOW_CELL_S and not shows_progress(c)
+    ]
+    return seconds, silent
 
 
 def main(argv=None) -> int:
@@ -52,10 +90,12 @@ def main(argv=None) -> int:
         paths = [q for q in paths if q.name[:2] in args.only]
         if not paths:
             p.error(f"no notebook numbered {' '.join(args.only)} in notebooks/")
-    seconds, failed = {}, {}
+    seconds, failed, silent = {}, {}, []
     for path in paths:
         try:
-            seconds[path.name] = round(run(path, args.timeout), 1)
+            took, quiet = run(path, args.timeout)
+            seconds[path.name] = round(took, 1)
+            silent += quiet
             print(f"{path.name:32} {seconds[path.name]:7.1f} s", flush=True)
         except Exception as exc:  # report and go on: one broken notebook must not hide the others
             failed[path.name] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:200]}"
@@ -66,7 +106,8 @@ def main(argv=None) -> int:
         "total_seconds": total,
         "slowest": max(seconds, key=seconds.get) if seconds else None,
         "over_90_s": [n for n, s in seconds.items() if s > TARGET_EACH],
-        "targets": {"each_s": TARGET_EACH, "total_s": TARGET_TOTAL},
+        "slow_cells_without_progress": silent,
+        "targets": {"each_s": TARGET_EACH, "total_s": TARGET_TOTAL, "cell_without_progress_s": SLOW_CELL_S},
         "failed": failed,
         "threads": args.threads,
         "cpus": os.cpu_count(),

@@ -2,7 +2,7 @@
 
     python recipes/glove-wikitext2.py --out DIR
 
-Counts the co-occurrences and trains with :func:`onehot2gpt.glove.train_glove` (x_max 10 for this
+Counts the co-occurrences and trains with ``train_glove`` (``recipes/_glove.py``) (x_max 10 for this
 small corpus instead of the paper's 100), scores the vectors on the Google analogies and
 WordSim-353, and stores both scores in the checkpoint's ``info``.
 """
@@ -25,8 +25,8 @@ def main() -> None:
     s = args.settings
     import time
 
+    from _glove import train_glove
     from onehot2gpt import data
-    from onehot2gpt.glove import train_glove
     from onehot2gpt.utils import set_threads
 
     set_threads(s["THREADS"])

@@ -62,9 +62,10 @@ def main() -> dict:
     import time
 
     import torch
+    from _ulmfit import classifier_accuracy, finetune_classifier
     from onehot2gpt.checkpoints import load
     from onehot2gpt.elmo import ElmoFeatures
-    from onehot2gpt.ulmfit import ABLATION_SETTINGS, classifier_accuracy, finetune_classifier, load_ablation
+    from onehot2gpt.ulmfit import ABLATION_SETTINGS, load_ablation
     from onehot2gpt.utils import set_threads
 
     set_threads(s["THREADS"])

@@ -45,10 +45,11 @@ CLASSES = "() => Array.from(document.querySelectorAll('.output_subarea'), e => e
 
 
 def widget_cells(path: Path) -> int:
-    """How many code cells of the stored notebook display a widget."""
+    """How many code cells of the stored notebook display a widget that stays (a progress bar's widget,
+    saved with an empty text, closes when its loop ends: onehot2gpt.progress)."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     return sum(
-        any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))
+        any(WIDGET_MIME in o.get("data", {}) and "".join(o["data"].get("text/plain", "")) for o in c.get("outputs", []))
         for c in nb["cells"]
         if c["cell_type"] == "code"
     )

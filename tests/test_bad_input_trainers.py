@@ -7,6 +7,7 @@ One test per trainer family, each a tiny model and lr=1000 (a normal run uses 1e
 """
 
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -133,7 +134,9 @@ def test_train_seq2seq_stops_when_its_loss_explodes():
 
 def test_ulmfit_finetune_classifier_stops_when_its_loss_explodes():
     from onehot2gpt.elmo import BiLM, BiLMConfig
-    from onehot2gpt.ulmfit import finetune_classifier
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
+    from _ulmfit import finetune_classifier  # the recipe's loop
 
     g = torch.Generator().manual_seed(0)
     ids, labels = torch.randint(3, 30, (16, 6), generator=g), torch.randint(0, 3, (16,), generator=g)

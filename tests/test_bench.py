@@ -111,3 +111,20 @@ def test_every_script_imports():
         [sys.executable, "-c", code, *map(str, SCRIPTS)], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_the_notebook_benchmark_finds_a_slow_cell_that_shows_no_progress():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_notebooks", ROOT / "bench" / "notebooks.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    timing = {"iopub.execute_input": "2026-11-29T10:00:00.000Z", "shell.execute_reply": "2026-11-29T10:00:12.500Z"}
+    assert bench.cell_seconds({"metadata": {"execution": timing}}) == 12.5
+    assert bench.cell_seconds({"metadata": {}}) == 0.0
+    line = {"output_type": "stream", "name": "stdout", "text": "probes: 4/4, 12 s\n"}
+    bar = {"output_type": "display_data", "data": {bench.WIDGET_VIEW: {"model_id": "x"}, "text/plain": ""}}
+    widget = {"output_type": "display_data", "data": {bench.WIDGET_VIEW: {}, "text/plain": "TokenExplorer(…)"}}
+    printed = {"output_type": "stream", "name": "stdout", "text": "accuracy 0.91, 3 seeds\n"}
+    assert bench.shows_progress({"outputs": [printed, line]}) and bench.shows_progress({"outputs": [bar]})
+    assert not bench.shows_progress({"outputs": [printed, widget]}) and not bench.shows_progress({"outputs": []})

@@ -375,6 +375,9 @@ def look_inside(nb: Notebook):
     assert slider_value(stepper, "Position") == "5", "the position must move to the new prompt's last piece"
     settled(nb, stepper, "stepping and a new prompt")
     nb.screenshot(stepper, "stepper")
+    type_text(stepper, "Prompt", 'he said "')  # a quote token shows as a quote, not as &quot;
+    answer(header, re.compile(r'shown: position \d+: "'), "a prompt ending in a quote")
+    assert "&quot;" not in stepper.inner_text(), "the stepper shows a quote escaped twice"
     type_text(stepper, "Prompt", "")  # an empty prompt: a message, no crash
     answer(stepper, "the prompt is empty", "an empty prompt")
 
@@ -385,6 +388,10 @@ def look_inside(nb: Notebook):
     answer(table, "york", "a prompt ending in 'new'")
     press_slider(lens, "Position", "ArrowLeft")  # one piece back: the next piece is known
     answer(table, "next is “new”", "moving the position back one piece")
+    type_text(lens, "Prompt", 'he said "')
+    press_slider(lens, "Position", "ArrowLeft")  # the quote is now the next piece
+    answer(table, 'next is “"”', "a prompt with a quote")
+    assert "&quot;" not in lens.inner_text(), "the logit lens shows a quote escaped twice"
     settled(nb, lens, "the logit lens")
     nb.screenshot(lens, "logit-lens")
 

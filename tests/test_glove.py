@@ -1,10 +1,15 @@
 """GloVe: co-occurrence counts against a brute-force count, the weighting, the objective, training."""
 
 import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
-from onehot2gpt.glove import GloVe, cooccurrence, glove_loss, glove_weight, train_glove
+from onehot2gpt.glove import GloVe, cooccurrence, glove_loss, glove_weight
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
+from _glove import train_glove  # noqa: E402  (the recipe's loop)
 
 
 def brute_force(ids, sentence_ids, V, window):
@@ -84,7 +89,11 @@ def test_training_fits_the_counts_and_groups_words_that_share_contexts():
         ),
         (lambda: GloVe(0, 4), ValueError, "vocab_size must be a positive int"),
         (lambda: train_glove([["a", "b"]], min_count=1, epochs=0), ValueError, "epochs must be a positive int"),
-        (lambda: train_glove([["a", "b"]], min_count=1, lr=float("nan")), ValueError, "lr must be a positive"),
+        (
+            lambda: train_glove([["a", "b"]], min_count=1, lr=float("nan")),
+            ValueError,
+            "lr=nan must be a finite number above 0",
+        ),
         (lambda: train_glove("a b c"), TypeError, "list of token lists"),
     ],
 )

@@ -188,3 +188,18 @@ def test_the_notebooks_import_only_the_library():
             if names & (NOT_IN_TEACH | {"onehot2gpt_teach"}):
                 wrong.setdefault(path.name, set()).update(names & (NOT_IN_TEACH | {"onehot2gpt_teach"}))
     assert not wrong, f"notebooks import more than the library: {wrong}"
+
+
+LIBRARY = ROOT / "lib" / "onehot2gpt"
+
+
+def test_the_library_stays_small_enough_to_read():
+    """Issue 45's bounds on what a student reads: lib/onehot2gpt holds at most 14,000 lines of Python
+    (every line, as ``wc -l`` counts them), no file over 700 lines."""
+    lines = {p.relative_to(ROOT): len(p.read_text(encoding="utf-8").splitlines()) for p in LIBRARY.rglob("*.py")}
+    too_long = {str(p): n for p, n in lines.items() if n > 700}
+    assert not too_long, f"files over 700 lines (split them, or move what no notebook needs out): {too_long}"
+    assert sum(lines.values()) <= 14_000, (
+        f"lib/onehot2gpt holds {sum(lines.values()):,} lines of Python, over 14,000: move what no notebook or "
+        f"check imports to onehot2gpt_teach, recipes/ or bench/ (CONTRIBUTING.md, 'One audience per place')"
+    )

@@ -2,6 +2,7 @@
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,13 +11,14 @@ from onehot2gpt.elmo import BiLM, BiLMConfig
 from onehot2gpt.ulmfit import (
     ABLATION_SETTINGS,
     LMClassifier,
-    classifier_accuracy,
     discriminative_lrs,
-    finetune_classifier,
     load_ablation,
     slanted_triangular_lr,
     trainable_groups,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
+from _ulmfit import classifier_accuracy, finetune_classifier  # noqa: E402  (the recipe's loop)
 
 
 def test_slanted_triangular_lr_rises_then_falls_as_in_the_paper():

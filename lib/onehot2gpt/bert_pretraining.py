@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
+from .progress import progress_bar
 from .training import adamw, optimizer_step, pad_batch
 from .utils import IGNORE_INDEX, as_ids, check_finite_loss, check_int, evaluating
 
@@ -273,7 +273,7 @@ def pretraining_steps(
     )
     history = {"loss": [], "mlm_loss": [], "nsp_loss": []}
     model.train()
-    with tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0) as bar:
+    with progress_bar(total=steps, desc=desc, disable=not progress, mininterval=2.0) as bar:
         for step in range(steps):
             loss, mlm_loss, nsp_loss = losses(step, opt)
             optimizer_step(loss, opt, sched, model.parameters(), 1.0)

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
+from .progress import progress_bar
 from .qa import (  # noqa: F401 (notebook 08 reads the QA functions as bert_tasks.<name>)
     answer_question,
     decode_answer,
@@ -280,7 +280,7 @@ def finetune(
     lengths = data["attention_mask"].sum(1)
     losses: list[float] = []
     model.train()
-    with tqdm(total=steps, desc=desc or task, disable=not progress, mininterval=1.0) as bar:
+    with progress_bar(total=steps, desc=desc or task, disable=not progress, mininterval=1.0) as bar:
         while len(losses) < steps:
             for index in epoch_batches(lengths, batch_size, g, group_by_length):
                 loss, outputs = _forward(model, _batch(data, index, device), task)

@@ -32,7 +32,7 @@ from http.client import HTTPException
 from pathlib import Path
 from typing import IO, Any
 
-from tqdm.auto import tqdm
+from onehot2gpt.progress import progress_bar
 
 # What the package ships beside its code (package data, in the wheel too): the registry, the course
 # checkpoints and the recorded ULMFiT ablation. Found next to this file, installed or not.
@@ -188,7 +188,7 @@ def _atomic_writer(dest: Path) -> Iterator[tuple[IO[bytes], Callable[[], None]]]
         tmp.unlink(missing_ok=True)
 
 
-def _copy_hashing(src: IO[bytes], dest: Path, expected: str | None, bar: tqdm | None = None) -> str:
+def _copy_hashing(src: IO[bytes], dest: Path, expected: str | None, bar: progress_bar | None = None) -> str:
     """Stream ``src`` into ``dest`` atomically, kept only if its sha256 is ``expected`` → the
     sha256 of what was read."""
     digest = hashlib.sha256()
@@ -252,7 +252,9 @@ def _download(entry: dict[str, Any], dest: Path, progress: bool) -> None:
         try:
             with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as resp:
                 total = int(resp.headers.get("Content-Length") or entry.get("size") or 0) or None
-                with tqdm(total=total, unit="B", unit_scale=True, desc=entry["name"], disable=not progress) as bar:
+                with progress_bar(
+                    total=total, unit="B", unit_scale=True, desc=entry["name"], disable=not progress
+                ) as bar:
                     got = _copy_hashing(resp, dest, entry["sha256"], bar)
         except (OSError, HTTPException) as exc:  # URLError, HTTPError, timeouts, resets are OSErrors
             failures.append((url, f"{type(exc).__name__}: {exc}", False))

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 from torch.nn import functional as F
-from tqdm.auto import tqdm
 
 from onehot2gpt import word2vec
+from onehot2gpt.progress import progress_bar
 from onehot2gpt.utils import check_finite_loss, check_int, check_number, check_tensor, check_text
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
@@ -236,7 +236,7 @@ def train_fasttext(
     old_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(check_int(threads, "threads", 1))
-    bar = tqdm(
+    bar = progress_bar(
         total=epochs,
         disable=not progress,
         desc="fastText",

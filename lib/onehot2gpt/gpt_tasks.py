@@ -21,7 +21,6 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm.auto import tqdm
 
 from .attention import causal_mask
 from .gpt import GPT
@@ -36,6 +35,7 @@ from .gpt_inputs import (  # noqa: F401 (notebook 09 reads the input transformat
     shuffled_ending_choices,
     similarity_inputs,
 )
+from .progress import progress_bar
 from .training import epoch_batches, fine_tuning_optimizer, optimizer_step
 from .utils import as_ids, check_finite_loss, check_int, check_number, check_tensor, evaluating
 
@@ -309,7 +309,7 @@ def finetune_gpt(
     # at worst (an untrained model) the loss starts near ln(choices) + λ·ln V: 1000× that is a run exploding
     lm_level = lm_weight * math.log(model.gpt.config.vocab_size)
     model.train()
-    with tqdm(total=steps, desc=desc, disable=not progress, mininterval=1.0) as bar:
+    with progress_bar(total=steps, desc=desc, disable=not progress, mininterval=1.0) as bar:
         while len(history["total"]) < steps:
             for index in epoch_batches(lengths, batch_size, g, group_by_length):
                 batch = _batch(data, index, device)

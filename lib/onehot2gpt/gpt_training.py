@@ -15,8 +15,8 @@ import time
 
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
+from .progress import progress_bar
 from .training import adamw, cosine_lr, optimizer_step
 from .utils import check_finite_loss, check_int, check_number, check_tensor, evaluating
 from .vocab import Vocab, tokenize_chars
@@ -174,7 +174,7 @@ def train_gpt(
 
     stop = val_data is not None and evaluate(0)
     model.train()
-    with tqdm(total=iters, desc=desc, disable=not progress, mininterval=1.0) as bar:
+    with progress_bar(total=iters, desc=desc, disable=not progress, mininterval=1.0) as bar:
         for step in range(iters):
             if stop:
                 break

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from .elmo import ScalarMix
+from .progress import progress_bar
 from .subword import pretokenize
 from .utils import check_finite_loss, check_int, check_number, check_tensor, evaluating, seeded
 
@@ -274,7 +274,7 @@ def train_probe(
         # a new probe starts near ln(n_classes) (higher on large unnormalised features: then its first
         # loss); 1000× that is a run exploding
         level = math.log(n_classes)
-        for _ in tqdm(range(epochs), desc=task or "probe", disable=not progress):
+        for _ in progress_bar(range(epochs), desc=task or "probe", disable=not progress):
             model.train()
             order = torch.randperm(len(train_x), generator=generator)
             total = 0.0

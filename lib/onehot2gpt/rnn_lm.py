@@ -31,8 +31,8 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm.auto import tqdm
 
+from onehot2gpt.progress import progress_bar
 from onehot2gpt.utils import as_ids, check_finite_logits, check_finite_loss, check_int, check_number, evaluating
 from onehot2gpt.vocab import BOS, EOS, PAD, UNK, Vocab
 
@@ -352,7 +352,7 @@ def train_lm(
     uniform = math.log(V) if V else None  # a uniform guess's loss; far above it, the run is exploding
     start = time.perf_counter()
     model.train()
-    with tqdm(total=total, desc="train", disable=not progress) as bar:
+    with progress_bar(total=total, desc="train", disable=not progress) as bar:
         for _ in range(epochs):
             state = None
             for x, y in batches:

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
+from .progress import progress_bar
 from .training import inverse_sqrt_schedule, optimizer_step, pad_batch
 from .utils import check_finite_loss
 from .vocab import BOS, EOS, Vocab, tokenize_chars
@@ -64,7 +64,7 @@ def train_seq2seq(
     sched = torch.optim.lr_scheduler.LambdaLR(opt, inverse_sqrt_schedule(warmup))
     model.train()
     losses = []
-    with tqdm(total=steps, desc=desc, disable=not progress, mininterval=1.0) as bar:
+    with progress_bar(total=steps, desc=desc, disable=not progress, mininterval=1.0) as bar:
         for step in range(steps):
             idx = torch.randint(0, src.size(0), (batch_size,), generator=g)
             s, t = src[idx].to(device), tgt[idx].to(device)

@@ -253,15 +253,6 @@ def check_positive_int(value, name: str) -> int:
     return value
 
 
-def check_positive_number(value, name: str) -> float:
-    """`value` as a float if it is a finite number above 0, else an error that names `name`."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {value}")
-    return float(value)
-
-
 def _fix(fix: str) -> str:
     return f"; {fix}" if fix else ""
 

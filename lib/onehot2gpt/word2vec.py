@@ -34,8 +34,8 @@ from dataclasses import asdict, dataclass, fields
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
+from onehot2gpt.progress import progress_bar
 from onehot2gpt.utils import TrainingDiverged, as_ids, check_choice, check_finite_loss, check_int, check_number
 from onehot2gpt.vocab import Vocab
 from onehot2gpt.word_vectors import WordVectors
@@ -147,17 +147,6 @@ def keep_probabilities(counts: Tensor, sample: float = 1e-3) -> Tensor:
 def _keep_mask(ids: Tensor, keep_probs: Tensor, generator: torch.Generator | None) -> Tensor:
     """(N,) ids → (N,) bool: True for the occurrences that survive sub-sampling."""
     return torch.rand(ids.shape, generator=generator) < keep_probs[ids]
-
-
-def subsample(ids: Tensor, keep_probs: Tensor, generator: torch.Generator | None = None) -> Tensor:
-    """(N,) ids → (N',) ids: each occurrence kept with probability ``keep_probs[id]``, order kept.
-
-    Example:
-        >>> subsample(torch.tensor([0, 1, 0, 1]), torch.tensor([1.0, 0.0]))
-        tensor([0, 0])
-    """
-    ids = torch.as_tensor(ids, dtype=torch.long)
-    return ids[_keep_mask(ids, keep_probs, generator)]
 
 
 def noise_distribution(counts: Tensor, power: float = 0.75) -> Tensor:
@@ -554,7 +543,7 @@ def train_word2vec(
     if threads is not None:
         torch.set_num_threads(1 if workers > 1 else threads)  # workers > 1: no nested thread pools
     try:
-        with tqdm(
+        with progress_bar(
             total=epochs,
             disable=not progress,
             desc=f"word2vec {model}",

@@ -20,84 +20,13 @@ NL = "\n"  # a line break is a token: answers end at the end of their line
 EOD = "<eod>"  # between documents (GPT-2's <|endoftext|>)
 SPECIALS = ("<pad>", "<unk>", EOD, NL)
 
-NAMES = (
-    "mira",
-    "tolo",
-    "kesh",
-    "anu",
-    "bram",
-    "celi",
-    "doro",
-    "elin",
-    "fenn",
-    "gita",
-    "hale",
-    "ivo",
-    "jora",
-    "kai",
-    "lusa",
-    "moro",
-    "nell",
-    "odo",
-    "pim",
-    "quin",
-    "rina",
-    "sefa",
-    "taro",
-    "ula",
-    "vik",
-    "wen",
-    "yara",
-    "zeno",
-    "abel",
-    "bina",
-    "coro",
-    "dagny",
-    "edda",
-    "faro",
-    "gunn",
-    "hild",
-    "isa",
-    "jarl",
-    "kira",
-    "loke",
-    "maren",
-    "nils",
-    "orla",
-    "per",
-    "runa",
-    "sig",
-    "tove",
-    "ulf",
+NAMES = tuple(
+    "mira tolo kesh anu bram celi doro elin fenn gita hale ivo jora kai lusa moro nell odo pim quin rina "
+    "sefa taro ula vik wen yara zeno abel bina coro dagny edda faro gunn hild isa jarl kira loke maren "
+    "nils orla per runa sig tove ulf".split()
 )
-TOWNS = (
-    "tolvan",
-    "brisk",
-    "amberg",
-    "fjell",
-    "kestrel",
-    "lunde",
-    "marsh",
-    "norby",
-    "orrin",
-    "pellam",
-    "quarry",
-    "rosk",
-)
-TRADES = (
-    "baker",
-    "smith",
-    "sailor",
-    "farmer",
-    "weaver",
-    "potter",
-    "miller",
-    "hunter",
-    "tailor",
-    "fisher",
-    "healer",
-    "carpenter",
-)
+TOWNS = tuple("tolvan brisk amberg fjell kestrel lunde marsh norby orrin pellam quarry rosk".split())
+TRADES = tuple("baker smith sailor farmer weaver potter miller hunter tailor fisher healer carpenter".split())
 ANIMALS = ("cat", "dog", "goat", "hawk", "horse", "crow", "fox", "hen", "pig", "donkey")
 
 # Every wording of every fact; {n} name, {t} town, {j} trade, {a} animal.
