@@ -8,7 +8,10 @@ longer than 10 s shows a progress bar (``slow_cells_without_progress`` lists tho
 
 Run from the repository root::
 
-    python bench/notebooks.py [--threads 2] [--only 09 10] [--timeout 600]
+    python bench/notebooks.py [--threads 2] [--only 09 10] [--timeout 600] [--solved-student]
+
+``--solved-student`` times the student versions instead, each exercise filled with the course's
+answer (what a student who solved everything runs); the same targets apply.
 
 Prints one line per notebook and, as the last line, one JSON object:
 ``{"seconds": {"01_onehot.ipynb": 12.3, …}, "total_seconds": …, "slowest": …,
@@ -62,13 +65,24 @@ def shows_progress(cell) -> bool:
     )
 
 
-def run(path: Path, timeout: int) -> tuple[float, list[str]]:
-    """Run one notebook → (its seconds, the cells over SLOW_CELL_S that show no progress)."""
-    nb = nbformat.read(path, as_version=4)
+def solved_student(path: Path):
+    """The student version of course notebook `path` with every exercise cell holding the course's
+    answer (matched by cell id): what a student who solved everything runs."""
+    student = nbformat.read(ROOT / "notebooks" / "student" / path.name, as_version=4)
+    answers = {c.get("id"): c.source for c in nbformat.read(path, as_version=4).cells}
+    for cell in student.cells:
+        if "exercise" in cell.get("metadata", {}).get("tags", []):
+            cell.source = answers[cell.get("id")]
+    return student
+
+
+def run(path: Path, timeout: int, student: bool = False) -> tuple[float, list[str]]:
+    """Run one notebook (its solved student version if `student`) → (its seconds, the cells over
+    SLOW_CELL_S that show no progress)."""
+    nb = solved_student(path) if student else nbformat.read(path, as_version=4)
+    folder = path.parent / "student" if student else path.parent
     start = time.perf_counter()
-    NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-    ).execute()
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
     seconds = time.perf_counter() - start
     silent = [
         f"{path.name} cell {i}: {cell_seconds(c):.1f} s"
@@ -83,6 +97,11 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=2, help="ONEHOT2GPT_THREADS for the kernels")
     p.add_argument("--only", nargs="+", help="notebook numbers, e.g. 09 10")
     p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    p.add_argument(
+        "--solved-student",
+        action="store_true",
+        help="time the student versions with every exercise solved (the course's answers) instead",
+    )
     args = p.parse_args(argv)
     os.environ["ONEHOT2GPT_THREADS"] = str(args.threads)
     paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -93,7 +112,7 @@ def main(argv=None) -> int:
     seconds, failed, silent = {}, {}, []
     for path in paths:
         try:
-            took, quiet = run(path, args.timeout)
+            took, quiet = run(path, args.timeout, args.solved_student)
             seconds[path.name] = round(took, 1)
             silent += quiet
             print(f"{path.name:32} {seconds[path.name]:7.1f} s", flush=True)
@@ -111,6 +130,7 @@ def main(argv=None) -> int:
         "failed": failed,
         "threads": args.threads,
         "cpus": os.cpu_count(),
+        "solved_student_versions": args.solved_student,
     }
     print(json.dumps(result))
     return 1 if failed else 0

@@ -143,3 +143,12 @@ def test_bert_stages_refuses_a_model_a_nan_trace_and_a_position_outside_it():
     trace.layers[0]["mlp_out"][1, 0] = math.nan  # a trace kept from a model that broke
     with pytest.raises(ValueError, match=r"^bert_stages: the trace holds NaN values \(first in layers\)"):
         bert_stages(trace, 0)
+
+
+def test_stages_refuses_a_model_in_place_of_a_trace(sound):
+    from onehot2gpt.lookinside import stages
+
+    # used to fail with "'GPT' object has no attribute 'ids'"
+    with pytest.raises(TypeError, match=r"^stages: trace must be a Trace, got GPT: pass trace_gpt\(model, ids\)"):
+        stages(sound, -1)
+    assert len(stages(trace_gpt(sound, IDS), -1)) > 10

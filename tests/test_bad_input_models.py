@@ -6,9 +6,13 @@ import math
 
 import pytest
 import torch
-from onehot2gpt.attention import causal_mask, permutation_mask, split_heads
-from onehot2gpt.bert import best_span
+from onehot2gpt.attention import MultiHeadAttention, causal_mask, merge_heads, permutation_mask, split_heads
+from onehot2gpt.bert import BertConfig, BertModel, best_span
+from onehot2gpt.checkpoints import load
+from onehot2gpt.gpt_inputs import classification_input, entailment_input
+from onehot2gpt.qa import decode_answer, null_accuracy, null_margins, predict_spans
 from onehot2gpt.rnn_lm import LSTMLM, train_lm
+from onehot2gpt.transformer import Seq2SeqTransformer, TransformerConfig, sinusoidal_positions
 from onehot2gpt.utils import TrainingDiverged, check_finite_loss
 
 NAN, INF = math.nan, math.inf
@@ -113,3 +117,132 @@ def test_the_lstm_trainer_stops_when_its_loss_explodes():
 def test_attention_helpers_refuse_bad_sizes_naming_them(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: MultiHeadAttention(8, 0), ValueError, r"^n_heads=0 must be at least 1"),  # ZeroDivisionError
+        (lambda: merge_heads(torch.zeros(2, 3, 4)), ValueError, r"^x must have 4 dimensions, got shape \(2, 3, 4\)"),
+        (lambda: sinusoidal_positions(4.5, 4), TypeError, r"^max_len must be an int, got float 4\.5"),
+        (lambda: sinusoidal_positions(0, 4), ValueError, r"^max_len=0 must be at least 1"),  # an empty table
+    ],
+    ids=["zero heads", "3-D heads", "float max_len", "zero max_len"],
+)
+def test_attention_and_position_builders_name_the_bad_size(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+@pytest.fixture(scope="module")
+def seq2seq():
+    torch.manual_seed(0)
+    return Seq2SeqTransformer(TransformerConfig.tiny(vocab_size=12, tgt_vocab_size=6, dropout=0.0)).eval()
+
+
+def test_seq2seq_refuses_targets_for_another_number_of_sources(seq2seq):
+    src = torch.tensor([[4, 5, 6], [7, 8, 9]])
+    # one target row for two sources used to broadcast silently into a meaningless batch
+    with pytest.raises(ValueError, match=r"^tgt_in has 1 rows but src 2: one target per source"):
+        seq2seq(src, torch.tensor([[2, 4]]))
+    assert seq2seq(src, torch.tensor([[2, 4], [2, 5]]))[0].shape == (2, 2, 6)
+
+
+@pytest.mark.parametrize(
+    "max_new, error, message",
+    [
+        (0, ValueError, r"^max_new=0 must be at least 1"),
+        (-1, ValueError, r"^max_new=-1"),
+        (2.5, TypeError, r"^max_new"),
+    ],
+)
+def test_greedy_decode_refuses_a_count_below_one(seq2seq, max_new, error, message):
+    # 0 used to decode max_len - 1 tokens, -1 to return nothing
+    with pytest.raises(error, match=message):
+        seq2seq.greedy_decode(torch.tensor([[4, 5]]), 2, 3, max_new=max_new)
+
+
+def test_greedy_decode_takes_a_list_of_ids_like_forward(seq2seq):
+    as_list = seq2seq.greedy_decode([[4, 5, 6]], 2, 3, max_new=4)  # used to fail on list.size
+    assert torch.equal(as_list, seq2seq.greedy_decode(torch.tensor([[4, 5, 6]]), 2, 3, max_new=4))
+
+
+@pytest.fixture(scope="module")
+def bert():
+    torch.manual_seed(0)
+    return BertModel(BertConfig.tiny(vocab_size=30)).eval()
+
+
+@pytest.mark.parametrize(
+    "mask, error, message",
+    [
+        (
+            torch.tensor([[0.5, 1.0, 1.0]]),
+            ValueError,
+            r"^attention_mask holds values other than 0 and 1 \(\[0\.5, 1\.0\]\)",
+        ),
+        (torch.tensor([[5, 6, 7]]), ValueError, r"^attention_mask holds values other than 0 and 1"),  # ids passed
+        ([[1, 1, 1]], TypeError, r"^attention_mask must be a torch\.Tensor, got list"),
+    ],
+    ids=["fractions", "ids as the mask", "a list"],
+)
+def test_bert_refuses_an_attention_mask_that_is_not_0_1(bert, mask, error, message):
+    # the fractions and the ids used to count as "all real tokens", silently
+    with pytest.raises(error, match=message):
+        bert(torch.tensor([[2, 5, 3]]), attention_mask=mask)
+
+
+def test_bert_still_takes_long_float_and_bool_masks(bert):
+    ids = torch.tensor([[2, 5, 3, 0]])
+    outs = [bert(ids, attention_mask=m).last_hidden_state for m in (ids != 0, (ids != 0).long(), (ids != 0).float())]
+    assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
+
+
+@pytest.mark.parametrize(
+    "name, error, message",
+    [
+        (None, TypeError, r"^name_or_path must be a str, got NoneType None; a name from checkpoints\.names\(\)"),
+        (3, TypeError, r"^name_or_path must be a str, got int 3"),
+        ("", ValueError, r"^name_or_path is empty \(''\)"),  # used to look for ./config.json
+    ],
+    ids=["None", "an int", "empty"],
+)
+def test_checkpoint_load_refuses_what_is_not_a_name(name, error, message):
+    with pytest.raises(error, match=message):
+        load(name)
+
+
+def test_qa_span_tools_name_bad_arguments():
+    features = {"offsets": [[None, (0, 3), (4, 10)]], "context": ["the answer"]}
+    with pytest.raises(ValueError, match=r"^i=1 must be in \[0, 0\]; a row of the features"):  # IndexError
+        decode_answer(features, 1, 1, 2)
+    assert decode_answer(features, 0, 1, 2) == "the answer"
+    with pytest.raises(TypeError, match=r"^start_logits must be a torch\.Tensor, got list"):  # AttributeError
+        predict_spans([[0.0, 1.0]], torch.zeros(1, 2), torch.ones(1, 2, dtype=torch.bool))
+    with pytest.raises(TypeError, match=r"^context_mask must be a torch\.Tensor, got list"):
+        null_margins(torch.zeros(1, 2), torch.zeros(1, 2), [[False, True]])
+    # no margins of one kind used to give NaN shares
+    with pytest.raises(ValueError, match=r"^answerable has 0 margins, unanswerable 2: need 1\+ of each"):
+        null_accuracy(torch.tensor([]), torch.tensor([0.5, -1.0]), 0.0)
+    assert null_accuracy(torch.tensor([1.0]), torch.tensor([-1.0]), 0.0)["balanced"] == 1.0
+
+
+def test_greedy_decode_names_a_bos_id_outside_the_target_vocabulary(seq2seq):
+    # used to blame "tgt_in", an argument the caller never passed
+    with pytest.raises(ValueError, match=r"^bos_id=9 must be in \[0, 5\]; the id of <bos> in the target vocabulary"):
+        seq2seq.greedy_decode(torch.tensor([[4, 5]]), 9, 3, max_new=2)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: classification_input(None), r"^text must be a list of tokens or ids, got NoneType None"),
+        (lambda: entailment_input([1, 2], 7, start=0, delim=3, extract=4), r"^hypothesis must be a list .* got int 7"),
+    ],
+    ids=["None text", "an int hypothesis"],
+)
+def test_gpt_inputs_name_what_is_not_a_token_list(call, message):
+    # both used to fail with "'NoneType' / 'int' object is not iterable"
+    with pytest.raises(TypeError, match=message):
+        call()
+    assert entailment_input([1, 2], (5,), start=0, delim=3, extract=4) == [0, 1, 2, 3, 5, 4]

@@ -9,6 +9,7 @@ from onehot2gpt.gpt import GPT, GPTConfig
 from onehot2gpt.rnn_lm import NGramLM
 from onehot2gpt.sampling import apply_temperature, filter_top_k, filter_top_p, generate, next_token_distribution
 from onehot2gpt.vocab import Vocab
+from onehot2gpt.zero_shot import answer_matches, checkpoint_name, qa_prompt, share_label
 
 NAN, INF = math.nan, math.inf
 
@@ -91,3 +92,30 @@ def test_ngram_generate_with_a_token_list_still_samples(ngram):
     out = ngram.generate(["the"], max_tokens=5, generator=torch.Generator().manual_seed(0))
     assert 0 < len(out) <= 5 and all(t in ngram.vocab for t in out)
     assert ngram.generate(["the"], max_tokens=0) == []
+
+
+def test_answer_matches_refuses_an_answer_that_does_not_fit_the_logits():
+    logits = torch.zeros(5, 10)
+    logits[torch.arange(5), torch.tensor([4, 7, 1, 2, 0])] = 1.0
+    # start 8 used to fail in torch: "The size of tensor a (0) must match the size of tensor b (3)"
+    with pytest.raises(ValueError, match=r"^start=8 must be in \[1, 2\]; the answer must fit inside the logits"):
+        answer_matches(logits, 8, [1, 2, 3])
+    with pytest.raises(ValueError, match=r"^start=0 must be in \[1, 3\]"):  # position -1: the last prediction
+        answer_matches(logits, 0, [4, 7])
+    assert answer_matches(logits, 2, [7, 1]) and not answer_matches(logits, 2, [7, 2])
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: qa_prompt(None, "who ?"), TypeError, r"^passage must be a str, got NoneType None"),  # wrote 'None'
+        (lambda: qa_prompt("mira has a cat .", ""), ValueError, r"^question is empty \(''\)"),
+        (lambda: share_label(math.nan), ValueError, r"^share=nan must be a finite number in \[0, 1\]"),
+        (lambda: checkpoint_name(2.0), ValueError, r"^share=2 must be a finite number in \[0, 1\]; a Q/A share"),
+    ],
+    ids=["None passage", "empty question", "NaN share", "share above 1"],
+)
+def test_zero_shot_helpers_name_bad_text_and_shares(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+    assert checkpoint_name(0.02) == "zero-shot-qa020" and qa_prompt("p", "q").endswith("q : q\na :")

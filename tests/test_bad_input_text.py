@@ -7,7 +7,10 @@ import unicodedata
 
 import pytest
 import torch
-from onehot2gpt.subword import WordPieceTokenizer, pretokenize
+from onehot2gpt.data import make_date_pairs
+from onehot2gpt.qa import squad_exact_match, squad_f1, squad_normalize, word_spans
+from onehot2gpt.subword import WordPieceTokenizer, longest_first, pretokenize
+from onehot2gpt.utils import InvalidIds
 from onehot2gpt.vocab import Vocab, bag_of_words, cosine_similarity, one_hot, tokenize_chars, tokenize_words
 
 # NUL, bell, escape, DEL, a C1 control, soft hyphen, zero-width space / non-joiner / joiner,
@@ -123,3 +126,95 @@ def test_wordpiece_refuses_bad_lengths_naming_them():
     with pytest.raises(ValueError, match=r"^max_chars_per_word=-1 must be at least 1"):
         WordPieceTokenizer(vocab, max_chars_per_word=-1)  # used to make every word [UNK]
     assert tok("ab", max_len=3, truncation=True)["input_ids"] == [2, 5, 3]
+
+
+@pytest.fixture(scope="module")
+def wordpiece():
+    return WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "##b", "bank"])
+
+
+@pytest.mark.parametrize(
+    "ids, message",
+    [
+        (1.0, r"^ids holds float 1\.0: token ids are ints"),  # 'float' object is not iterable
+        ([5, 6.7], r"^ids holds float 6\.7: token ids are ints \(a float is never rounded\)"),  # read as id 6
+        ([True], r"^ids holds bool True"),
+        ("ab", r"^ids holds str 'a'"),
+    ],
+    ids=["a float", "a float in a list", "a bool", "a string"],
+)
+def test_convert_ids_to_tokens_refuses_what_is_not_an_id(wordpiece, ids, message):
+    with pytest.raises(InvalidIds, match=message):
+        wordpiece.convert_ids_to_tokens(ids)
+
+
+def test_convert_ids_to_tokens_still_takes_ints_lists_and_tensors(wordpiece):
+    assert wordpiece.convert_ids_to_tokens(7) == "bank"
+    assert wordpiece.convert_ids_to_tokens(torch.tensor(7)) == "bank"
+    assert wordpiece.convert_ids_to_tokens(list(torch.tensor([5, 6]))) == ["a", "##b"]
+    assert wordpiece.convert_ids_to_tokens(torch.tensor([5, 6])) == ["a", "##b"]
+
+
+@pytest.mark.parametrize(
+    "tokens, message",
+    [
+        (7, r"^tokens must be a str, got int 7; a token is a str, e\.g\. 'bank'; to turn ids into tokens use"),
+        (["bank", 7], r"^each token must be a str, got int 7"),  # used to give [UNK] for 7, silently
+    ],
+    ids=["an int", "an int in a list"],
+)
+def test_convert_tokens_to_ids_refuses_ids(wordpiece, tokens, message):
+    with pytest.raises(TypeError, match=message):
+        wordpiece.convert_tokens_to_ids(tokens)
+    assert wordpiece.convert_tokens_to_ids(["bank", "zzz"]) == [7, 1]
+
+
+def test_wordpiece_refuses_a_word_that_is_not_text(wordpiece):
+    with pytest.raises(TypeError, match=r"^word must be a str, got NoneType None; one word"):  # no len()
+        wordpiece.wordpiece(None)
+    assert wordpiece.wordpiece("ab") == ["a", "##b"]
+
+
+def test_longest_first_refuses_a_negative_budget():
+    # (3, 4, -1) used to keep -1 and 0 tokens
+    with pytest.raises(ValueError, match=r"^budget=-1 must be at least 0"):
+        longest_first(3, 4, -1)
+    assert longest_first(6, 4, 7) == (4, 3) and longest_first(3, 4, 0) == (0, 0)
+
+
+def test_vocab_lookup_refuses_an_id_for_a_token():
+    vocab = Vocab(["a", "b", "c"])
+    # lookup(3) used to give the <unk> id, silently
+    with pytest.raises(TypeError, match=r"^token must be a str, got int 3; to turn ids into tokens use"):
+        vocab.lookup(3)
+    with pytest.raises(TypeError, match=r"^token must be a str, got int 5"):
+        vocab.encode_tokens(["a", 5])
+    assert vocab.lookup("zzz") == vocab.unk_id and vocab.lookup("b") == vocab.encode_tokens(["b"])[0]
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: squad_f1(None, ["Denver"]), r"^prediction must be a str, got NoneType None"),  # AttributeError
+        (lambda: squad_exact_match(3, ["Denver"]), r"^prediction must be a str, got int 3"),
+        (lambda: squad_normalize(None), r"^text must be a str, got NoneType None; an answer is a str"),
+        (lambda: squad_f1("Denver", ["Denver", None]), r"^text must be a str, got NoneType None"),
+        (lambda: word_spans(None), r"^text must be a str, got NoneType None"),  # expected string or bytes-like
+    ],
+    ids=["None prediction", "int prediction", "None text", "None gold answer", "word_spans of None"],
+)
+def test_squad_metrics_refuse_answers_that_are_not_text(call, message):
+    with pytest.raises(TypeError, match=message):
+        call()
+    assert squad_f1("", ["Denver"]) == 0.0 and squad_exact_match("the Denver", ["Denver"]) == 1.0
+
+
+@pytest.mark.parametrize(
+    "n, error, message",
+    [(2.5, TypeError, r"^n must be an int, got float 2\.5"), (0, ValueError, r"^n=0 must be at least 1")],
+)
+def test_make_date_pairs_names_a_bad_count(n, error, message):
+    # 2.5 used to fail inside random: "'float' object cannot be interpreted as an integer"
+    with pytest.raises(error, match=message):
+        make_date_pairs(n)
+    assert len(make_date_pairs(3)) == 3

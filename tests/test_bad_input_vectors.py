@@ -173,3 +173,20 @@ def test_evaluate_analogies_refuses_a_search_of_no_words(wv):
 def test_glove_weight_refuses_nan_counts():
     with pytest.raises(ValueError, match=r"^glove_weight: x holds 1 NaN or infinite counts"):
         glove_weight(torch.tensor([math.nan, 1.0, 200.0]))
+
+
+@pytest.mark.parametrize(
+    "layers, mask, error, message",
+    [
+        ([[[[1.0]]]], torch.ones(1, 1), TypeError, r"^layers must be a torch\.Tensor, got list"),  # AttributeError
+        (torch.zeros(1, 2, 3, 4), [[1, 0]], TypeError, r"^mask must be a torch\.Tensor, got list; \(B, T\)"),
+        (torch.zeros(1, 2, 3, 4, dtype=torch.long), torch.ones(1, 2), TypeError, r"^layers must be a floating"),
+    ],
+    ids=["layers as a list", "mask as a list", "integer layers"],
+)
+def test_probing_features_refuse_what_is_not_a_tensor(layers, mask, error, message):
+    from onehot2gpt.probing import sentence_features, token_features
+
+    for features in (token_features, sentence_features):
+        with pytest.raises(error, match=message):
+            features(layers, mask)

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .utils import as_ids, check_int, copy_weights
+from .utils import as_ids, check_int, check_tensor, copy_weights
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, dropout: float = 0.0, training: bool = False):
@@ -147,6 +147,7 @@ def split_heads(x, n_heads: int):
 
 def merge_heads(x):
     """(B, H, T, hs) → (B, T, H·hs): the inverse of split_heads (concatenate the heads)."""
+    check_tensor(x, "x", dims=4, fix="merge_heads takes split_heads' output (B, H, T, hs)")
     B, H, T, hs = x.shape
     return x.transpose(1, 2).reshape(B, T, H * hs)
 
@@ -163,6 +164,7 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True):
         super().__init__()
+        check_int(n_heads, "n_heads", 1, fix="the number of attention heads")
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
         self.d_model, self.n_heads, self.dropout = d_model, n_heads, dropout

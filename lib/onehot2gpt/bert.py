@@ -24,7 +24,9 @@ from torch import nn
 from .attention import padding_mask
 from .checkpoints import CheckpointError, config_from_record, fill_module, save_checkpoint
 from .transformer import Encoder
-from .utils import IGNORE_INDEX, as_ids, check_choice, check_int, check_number, check_text, evaluating
+from .utils import IGNORE_INDEX, as_ids, check_choice, check_int, check_number, check_tensor, check_text, evaluating
+
+_MASK = "1 = real token, 0 = padding, e.g. (input_ids != tokenizer.pad_id).long()"
 
 
 @dataclass(frozen=True)
@@ -193,10 +195,14 @@ class BertModel(nn.Module):
         # 1. Which keys each query may see: the real tokens.
         if attention_mask is None:
             mask = padding_mask(input_ids, self.config.pad_id)  # (B, 1, 1, T)
-        elif attention_mask.shape != input_ids.shape:
+        elif check_tensor(attention_mask, "attention_mask", fix=_MASK).shape != input_ids.shape:
             raise ValueError(
                 f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)} "
                 f"(1 = real token, 0 = padding); got {tuple(attention_mask.shape)}"
+            )
+        elif not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
+            raise ValueError(
+                f"attention_mask holds values other than 0 and 1 ({attention_mask.unique()[:5].tolist()}); {_MASK}"
             )
         else:
             mask = (attention_mask != 0)[:, None, None, :]  # (B, 1, 1, T)

@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 import torch
 
 from .data import ASSETS, sha256_file
-from .utils import check_choice, copy_weights, resolve_device
+from .utils import check_choice, check_text, copy_weights, resolve_device
 
 FORMAT, VERSION = "onehot2gpt-checkpoint", 2
 CONFIG, WEIGHTS = "config.json", "weights.safetensors"
@@ -431,6 +431,8 @@ def load(name_or_path: str | Path, device: str | torch.device | None = "cpu", *,
         >>> type(gpt).__name__, config.n_layers, gpt.training
         ('GPT', 4, False)
     """
+    if not isinstance(name_or_path, os.PathLike):
+        check_text(name_or_path, "name_or_path", fix="a name from checkpoints.names() or a folder")
     if name_or_path == MINILM and kind is None:
         return _load_minilm(device)
     if isinstance(name_or_path, str) and name_or_path not in names() and not Path(name_or_path).is_dir():

@@ -524,8 +524,9 @@ def make_date_pairs(n: int, seed: int = 0, first_year: int = 1950, last_year: in
     import datetime
     import random
 
-    if n < 1:
-        raise ValueError(f"ask for at least one pair, got n={n}")
+    from .utils import check_int
+
+    check_int(n, "n", 1, fix="the number of date pairs to make")
     if first_year > last_year:
         raise ValueError(f"first_year={first_year} is after last_year={last_year}")
     rng = random.Random(seed)

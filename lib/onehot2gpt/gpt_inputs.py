@@ -26,6 +26,8 @@ def _tokens(seq, specials: Sequence, what: str) -> list:
     """A token list (strings) or id list as a list, of the same kind as `specials` and free of them."""
     if isinstance(seq, str):
         raise TypeError(f"{what} must be a list of tokens or ids, not a string: tokenize it first")
+    if not hasattr(seq, "__iter__"):
+        raise TypeError(f"{what} must be a list of tokens or ids, got {type(seq).__name__} {seq!r}")
     seq = seq.tolist() if isinstance(seq, torch.Tensor) else list(seq)
     kind, same = ("ids", _is_id) if _is_id(specials[0]) else ("strings", lambda t: isinstance(t, str))
     if not all(map(same, specials)):

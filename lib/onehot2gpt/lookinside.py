@@ -255,6 +255,8 @@ def stages(trace, position: int = -1) -> list[Stage]:
     """The forward pass as a list of stages, each cut to what `position` (a query / a prediction)
     computes: its row of every (T, ·) tensor, and for attention its row of every head's map.
     Takes a :class:`Trace` (GPT) or a :class:`~onehot2gpt.lookinside_bert.BertTrace`."""
+    if not hasattr(trace, "layers") or not hasattr(trace, "ids"):
+        raise TypeError(f"stages: trace must be a Trace, got {type(trace).__name__}: pass trace_gpt(model, ids)")
     T = trace.ids.numel()
     p = _check_position(position, T)
     from .lookinside_bert import BertTrace, bert_stages

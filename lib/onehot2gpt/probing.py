@@ -30,6 +30,7 @@ from .utils import check_finite_loss, check_int, check_number, check_tensor, eva
 
 
 def _check_layers(layers: Tensor, mask: Tensor) -> None:
+    check_tensor(layers, "layers", floating=True), check_tensor(mask, "mask", fix="(B, T), 1 = a real token")
     if layers.dim() != 4 or mask.shape != layers.shape[:2]:
         raise ValueError(
             f"expected layers (B, T, L, D) and mask (B, T); got {tuple(layers.shape)} and {tuple(mask.shape)}"

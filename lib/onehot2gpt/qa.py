@@ -26,7 +26,7 @@ import torch
 from .bert import best_span
 from .subword import is_punctuation
 from .training import pad_batch
-from .utils import check_number, check_text, evaluating
+from .utils import check_int, check_number, check_tensor, check_text, evaluating
 
 # -- encoding questions and passages, decoding spans ----------------------------------------------
 
@@ -41,7 +41,7 @@ def word_spans(text: str) -> list[tuple[int, int]]:
         [(0, 6), (6, 7), (7, 8), (9, 10), (10, 13), (13, 14)]
     """
     spans = []
-    for m in re.finditer(r"\S+", text):
+    for m in re.finditer(r"\S+", check_text(text, "text", empty_ok=True)):
         start = m.start()
         for k, ch in enumerate(m.group()):
             if is_punctuation(ch):
@@ -157,7 +157,7 @@ def decode_answer(features: dict, i: int, start: int, end: int) -> str:
         >>> decode_answer(features, 0, start, end), decode_answer(features, 0, 0, 0)
         ('Denver Broncos', '')
     """
-    offsets = features["offsets"][i]
+    offsets = features["offsets"][check_int(i, "i", 0, len(features["offsets"]) - 1, fix="a row of the features")]
     if not 0 <= start <= end < len(offsets) or offsets[start] is None or offsets[end] is None:
         return ""
     return features["context"][i][offsets[start][0] : offsets[end][1]]
@@ -178,6 +178,8 @@ def predict_spans(
 
 
 def _check_shapes(start_logits, end_logits, context_mask) -> None:
+    for value, name in zip((start_logits, end_logits, context_mask), ("start_logits", "end_logits", "context_mask")):
+        check_tensor(value, name, fix="pass the model's output tensors (B, T)")
     if not start_logits.shape == end_logits.shape == context_mask.shape or start_logits.dim() != 2:
         raise ValueError(
             f"start logits {tuple(start_logits.shape)}, end logits {tuple(end_logits.shape)} "
@@ -235,6 +237,8 @@ def null_accuracy(answerable: torch.Tensor, unanswerable: torch.Tensor, threshol
     """Margins of answerable and unanswerable questions and a threshold → {"answered": the share of
     answerable questions the model answers, "abstained": the share of unanswerable ones it declines,
     "balanced": their mean}."""
+    if not len(answerable) or not len(unanswerable):
+        raise ValueError(f"answerable has {len(answerable)} margins, unanswerable {len(unanswerable)}: need 1+ of each")
     answered = 1 - abstains(answerable, threshold).float().mean().item()
     abstained = abstains(unanswerable, threshold).float().mean().item()
     return {"answered": answered, "abstained": abstained, "balanced": (answered + abstained) / 2}
@@ -359,6 +363,7 @@ def squad_normalize(text: str) -> str:
         >>> squad_normalize("The  Denver Broncos!")
         'denver broncos'
     """
+    check_text(text, "text", empty_ok=True, fix="an answer is a str ('' for no answer)")
     text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
     return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
 
@@ -373,7 +378,7 @@ def squad_exact_match(prediction: str, gold_answers: Sequence[str]) -> float:
         >>> squad_exact_match("the Broncos", ["Denver Broncos", "Broncos"])
         1.0
     """
-    _check_gold(gold_answers)
+    _check_gold(gold_answers, prediction)
     return float(any(squad_normalize(prediction) == squad_normalize(g) for g in gold_answers))
 
 
@@ -385,7 +390,7 @@ def squad_f1(prediction: str, gold_answers: Sequence[str]) -> float:
         >>> squad_f1("Denver", ["Denver Broncos"])    # P = 1, R = 1/2
         0.6666666666666666
     """
-    _check_gold(gold_answers)
+    _check_gold(gold_answers, prediction)
     return max(token_f1(prediction, g) for g in gold_answers)
 
 
@@ -405,7 +410,8 @@ def token_f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def _check_gold(gold_answers) -> None:
+def _check_gold(gold_answers, prediction) -> None:
+    check_text(prediction, "prediction", empty_ok=True, fix="the predicted answer's text ('' for no answer)")
     if isinstance(gold_answers, str) or not gold_answers:
         raise TypeError(
             "gold_answers is a non-empty list of strings (SQuAD has up to 3+ per "

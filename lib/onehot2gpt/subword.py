@@ -31,11 +31,12 @@ from pathlib import Path
 import torch
 
 from .training import pad_batch
-from .utils import as_ids, check_int, check_text
+from .utils import InvalidIds, as_ids, check_int, check_text
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIALS = (PAD, UNK, CLS, SEP, MASK)
 PREFIX = "##"  # marks a piece that continues a word: "un", "##aff", "##able"
+_TOKENS = "a token is a str, e.g. 'bank'; to turn ids into tokens use convert_ids_to_tokens"
 
 # -------------------------------------------------------------------------- pre-tokenisation
 # BERT's character classes (Hugging Face tokenization_bert.py and tokenizers' bert normalizer).
@@ -246,7 +247,7 @@ class WordPieceTokenizer:
     def wordpiece(self, word: str) -> list[str]:
         """One pre-tokenised word → its pieces, longest match first ("unaffable" → ``un ##aff
         ##able`` in this module's example); ``[UNK]`` if impossible."""
-        return list(self._pieces(word))
+        return list(self._pieces(check_text(word, "word", empty_ok=True, fix="one word; for a text use tokenize")))
 
     def _pieces(self, word: str) -> tuple[str, ...]:
         """:meth:`wordpiece`, remembering the answer (a corpus repeats its words)."""
@@ -288,19 +289,24 @@ class WordPieceTokenizer:
 
     def convert_tokens_to_ids(self, tokens: str | Iterable[str]) -> int | list[int]:
         """Token (or list of tokens) → id(s); tokens not in the vocabulary get ``unk_id``."""
-        if isinstance(tokens, str):
-            return self.stoi.get(tokens, self.unk_id)
-        return [self.stoi.get(t, self.unk_id) for t in tokens]
+        if isinstance(tokens, str) or not hasattr(tokens, "__iter__"):
+            return self.stoi.get(check_text(tokens, "tokens", empty_ok=True, fix=_TOKENS), self.unk_id)
+        return [
+            self.stoi.get(t if isinstance(t, str) else check_text(t, "each token", fix=_TOKENS), self.unk_id)
+            for t in tokens
+        ]
 
     def convert_ids_to_tokens(self, ids) -> str | list[str]:
         """Id (or list / 1-D tensor of ids) → token(s)."""
         if hasattr(ids, "tolist"):
             ids = ids.tolist()
-        if isinstance(ids, int):
+        if not hasattr(ids, "__iter__"):
             return self._token(ids)
         return [self._token(i) for i in ids]
 
     def _token(self, i: int) -> str:
+        if isinstance(i, bool) or not hasattr(i, "__index__"):
+            raise InvalidIds(f"ids holds {type(i).__name__} {i!r}: token ids are ints (a float is never rounded)")
         if not 0 <= int(i) < len(self):
             raise IndexError(
                 f"id {int(i)} is outside the vocabulary (0..{len(self) - 1}); "
@@ -466,6 +472,7 @@ def longest_first(n_a: int, n_b: int, budget: int) -> tuple[int, int]:
         >>> longest_first(6, 4, 7)
         (4, 3)
     """
+    check_int(budget, "budget", 0, fix="the number of tokens both texts may keep together")
     if n_a + n_b <= budget:
         return n_a, n_b
     short = min(n_a, n_b, budget // 2)  # the shorter text keeps all it has, up to half the budget

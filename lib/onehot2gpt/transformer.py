@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from .attention import TORCH_MHA_KEYS, MultiHeadAttention, causal_mask, padding_mask
-from .utils import as_ids, check_choice, copy_weights, evaluating
+from .utils import as_ids, check_choice, check_int, copy_weights, evaluating
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ def sinusoidal_positions(max_len: int, d_model: int):
         >>> sinusoidal_positions(4, 6)[0]
         tensor([0., 1., 0., 1., 0., 1.])
     """
+    check_int(max_len, "max_len", 1, fix="the number of positions in the table")
     if d_model % 2:
         raise ValueError(f"sinusoidal positions pair sin and cos: d_model must be even, got {d_model}")
     pos = torch.arange(max_len, dtype=torch.float32)[:, None]  # (T, 1)
@@ -297,6 +298,8 @@ class Seq2SeqTransformer(nn.Module):
         """tgt_in (B, T) → logits (B, T, V_tgt), self-attention maps, cross-attention maps."""
         tgt_in = as_ids(tgt_in, self.tgt_vocab_size, dims=2, name="tgt_in")
         T = tgt_in.size(1)
+        if tgt_in.size(0) != memory.size(0):
+            raise ValueError(f"tgt_in has {tgt_in.size(0)} rows but src {memory.size(0)}: one target per source")
         self_mask = causal_mask(T, device=tgt_in.device) & padding_mask(tgt_in, self.config.pad_id)
         y = self.dropout(self.pos(self.tgt_emb(tgt_in) * math.sqrt(self.config.d_model)))
         y, self_maps, cross_maps = self.decoder(y, memory, self_mask, memory_mask, output_attentions)
@@ -311,11 +314,12 @@ class Seq2SeqTransformer(nn.Module):
     def greedy_decode(self, src, bos_id: int, eos_id: int, max_new: int | None = None):
         """src (B, S) → generated ids (B, ≤ max_new), without <bos>; stops when every row has
         produced <eos> (tokens after a row's <eos> are <pad>)."""
-        max_new = max_new or self.config.max_len - 1
+        max_new = self.config.max_len - 1 if max_new is None else check_int(max_new, "max_new", 1)
+        check_int(bos_id, "bos_id", 0, self.tgt_vocab_size - 1, fix="the id of <bos> in the target vocabulary")
         with evaluating(self):
             memory, memory_mask, _ = self.encode(src)
-            out = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
-            done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+            out = torch.full((memory.size(0), 1), bos_id, dtype=torch.long, device=memory.device)
+            done = torch.zeros(memory.size(0), dtype=torch.bool, device=memory.device)
             for _ in range(max_new):
                 logits, _, _ = self.decode(out, memory, memory_mask)
                 nxt = logits[:, -1].argmax(-1).masked_fill(done, self.config.pad_id)

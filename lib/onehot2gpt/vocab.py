@@ -162,6 +162,7 @@ class Vocab:
         """The id of `token`; unseen tokens get the <unk> id unless `strict` (then KeyError)."""
         if token in self.stoi:
             return self.stoi[token]
+        check_text(token, "token", empty_ok=True, fix="to turn ids into tokens use vocab.decode_tokens")
         if strict or self.unk_id is None:
             raise KeyError(
                 f"{token!r} is not in the vocabulary ({len(self)} tokens); "

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from .utils import check_choice, check_int, evaluating, seeded
+from .utils import check_choice, check_int, check_number, check_text, evaluating, seeded
 from .zero_shot_world import (  # noqa: F401 (the notebook reads the world's names from here: zs.World, …)
     ANIMALS,
     EOD,
@@ -87,6 +87,7 @@ def qa_prompt(passage: str, question: str, examples: Sequence[tuple[str, str, st
     """A Q/A prompt in the pre-training corpus's layout: for each solved example (passage,
     question, answer) its passage, ``q : <question>`` and ``a : <answer> .`` on lines of their
     own; then the passage, ``q : <question>`` and ``a :``, where the model writes the answer."""
+    check_text(passage, "passage", fix="the passage the question is about"), check_text(question, "question")
     shots = "".join(f"{p}{NL}q : {q}{NL}a : {a} .{NL}" for p, q, a in examples)
     return f"{shots}{passage}{NL}q : {question}{NL}a :"
 
@@ -95,6 +96,7 @@ def answer_matches(logits, start: int, answer_ids: Sequence[int]) -> bool:
     """Whether greedy decoding writes `answer_ids`: `logits` (T, V) are the model's over prompt +
     answer, the answer starts at position `start`; True iff the arg-max at each position from
     ``start - 1`` predicts the answer's next id (the one-pass test of :func:`greedy_matches`)."""
+    check_int(start, "start", 1, len(logits) - len(answer_ids), fix="the answer must fit inside the logits")
     predicted = logits[start - 1 : start - 1 + len(answer_ids)].argmax(-1)
     return bool((predicted == torch.as_tensor(list(answer_ids), device=predicted.device)).all())
 
@@ -540,7 +542,7 @@ def share_text(share: float) -> str:
 
 def share_label(share: float) -> str:
     """The folder name of a model: the Q/A share in tenths of a percent, "qa000", "qa020", "qa100"."""
-    return f"qa{round(share * 1000):03d}"
+    return f"qa{round(check_number(share, 'share', 0, 1, fix='a Q/A share, e.g. 0.02') * 1000):03d}"
 
 
 def checkpoint_name(share: float) -> str:
