@@ -40,7 +40,7 @@ def test_date_pairs_are_correct_and_deterministic():
         if first in WEEKDAYS or first in {w[:3] for w in WEEKDAYS}:
             assert day.strftime("%A").lower().startswith(first)  # weekdays are the real ones
     assert any(s == s.lower() and s.strip("0123456789./ ") for s, _ in pairs)  # lower-cased ones too
-    with pytest.raises(ValueError, match="at least one"):
+    with pytest.raises(ValueError, match="n=0 must be at least 1"):
         make_date_pairs(0)
 
 
