@@ -152,3 +152,12 @@ def test_stages_refuses_a_model_in_place_of_a_trace(sound):
     with pytest.raises(TypeError, match=r"^stages: trace must be a Trace, got GPT: pass trace_gpt\(model, ids\)"):
         stages(sound, -1)
     assert len(stages(trace_gpt(sound, IDS), -1)) > 10
+
+
+def test_head_scores_name_weights_that_are_not_attention_maps():
+    from onehot2gpt.lookinside import induction_scores, previous_token_scores
+
+    with pytest.raises(TypeError, match="weights must be a torch.Tensor"):
+        previous_token_scores("x")
+    with pytest.raises(TypeError, match="weights must be a floating"):
+        induction_scores(torch.ones(1, 2, 4, 4, dtype=torch.long), length=2)

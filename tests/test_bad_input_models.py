@@ -246,3 +246,19 @@ def test_gpt_inputs_name_what_is_not_a_token_list(call, message):
     with pytest.raises(TypeError, match=message):
         call()
     assert entailment_input([1, 2], (5,), start=0, delim=3, extract=4) == [0, 1, 2, 3, 5, 4]
+
+
+def test_attention_and_bert_name_what_is_not_a_tensor():
+    from onehot2gpt.attention import scaled_dot_product_attention
+    from onehot2gpt.bert import BertConfig, BertModel
+
+    with pytest.raises(TypeError, match="q must be a torch.Tensor"):
+        scaled_dot_product_attention([[1.0, 0.0]], torch.eye(2), torch.eye(2))
+    with pytest.raises(TypeError, match="k must be a floating"):
+        scaled_dot_product_attention(torch.eye(2), torch.ones(2, 2, dtype=torch.long), torch.eye(2))
+    torch.manual_seed(0)
+    bert = BertModel(BertConfig.tiny()).eval()
+    ids = [[5, 6, 7]]
+    assert torch.equal(
+        bert(ids, attention_mask=torch.ones(1, 3)).last_hidden_state, bert(torch.tensor(ids)).last_hidden_state
+    )

@@ -119,3 +119,11 @@ def test_zero_shot_helpers_name_bad_text_and_shares(call, error, message):
     with pytest.raises(error, match=message):
         call()
     assert checkpoint_name(0.02) == "zero-shot-qa020" and qa_prompt("p", "q").endswith("q : q\na :")
+
+
+def test_share_text_refuses_a_share_outside_0_1():
+    from onehot2gpt.zero_shot import share_text
+
+    assert share_text(0.005) == "0.5%"
+    with pytest.raises(ValueError, match="share=2 must be a finite number in"):
+        share_text(2.0)

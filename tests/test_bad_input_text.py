@@ -218,3 +218,10 @@ def test_make_date_pairs_names_a_bad_count(n, error, message):
     with pytest.raises(error, match=message):
         make_date_pairs(n)
     assert len(make_date_pairs(3)) == 3
+
+
+def test_unanswerable_pairs_names_an_example_without_its_article():
+    from onehot2gpt.qa import unanswerable_pairs
+
+    with pytest.raises(ValueError, match="needs a 'title' and a 'context'"):
+        unanswerable_pairs([{"context": "a b", "question": "q", "answers": []}])

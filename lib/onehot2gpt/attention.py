@@ -35,6 +35,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout: float = 0.0, train
         >>> w.sum(-1)
         tensor([1., 1.])
     """
+    q, k, v = (check_tensor(x, n, floating=True, fix="(…, T, d) tensors") for x, n in zip((q, k, v), "qkv"))
     if q.size(-1) != k.size(-1):
         raise ValueError(f"queries and keys need the same last dimension d_k; got {q.size(-1)} and {k.size(-1)}")
     if k.size(-2) != v.size(-2):

@@ -193,6 +193,7 @@ class BertModel(nn.Module):
         output_attentions: bool = False,
     ) -> BertOutput:
         # 1. Which keys each query may see: the real tokens.
+        input_ids = as_ids(input_ids, self.config.vocab_size, dims=2, name="input_ids")
         if attention_mask is None:
             mask = padding_mask(input_ids, self.config.pad_id)  # (B, 1, 1, T)
         elif check_tensor(attention_mask, "attention_mask", fix=_MASK).shape != input_ids.shape:

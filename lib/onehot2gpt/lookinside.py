@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from .utils import as_ids, check_finite_weights, check_int, check_number, evaluating
+from .utils import as_ids, check_finite_weights, check_int, check_number, check_tensor, evaluating
 
 
 @dataclass
@@ -405,7 +405,7 @@ def repeated_random_tokens(
 
 
 def _check_weights(weights) -> torch.Tensor:
-    w = torch.as_tensor(weights) if not isinstance(weights, torch.Tensor) else weights
+    w = check_tensor(weights, "weights", floating=True, fix="one layer's attention maps, (B, H, T, T) or (H, T, T)")
     if w.dim() == 3:
         w = w[None]
     if w.dim() != 4 or w.size(-1) != w.size(-2):

@@ -251,6 +251,10 @@ def unanswerable_pairs(examples: Sequence[dict], seed: int = 0) -> list[dict]:
     one side of :func:`split_by_article` among themselves, so both sides stay apart."""
     paragraphs: dict[str, dict[str, str]] = {}  # title → {paragraph: normalised}
     for ex in examples:
+        if not isinstance(ex, dict) or not {"title", "context"} <= ex.keys():
+            raise ValueError(
+                f"each example needs a 'title' and a 'context' (data.read_squad gives both); got {ex!r:.80}"
+            )
         paragraphs.setdefault(ex["title"], {})[ex["context"]] = f" {squad_normalize(ex['context'])} "
     if len(paragraphs) < 2:
         raise ValueError(

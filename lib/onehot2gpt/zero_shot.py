@@ -537,7 +537,7 @@ def train_variant(
 
 def share_text(share: float) -> str:
     """A share as people write it: "0%", "0.5%", "2%", "10%"."""
-    return f"{100 * share:g}%"
+    return f"{100 * check_number(share, 'share', 0, 1, fix='a Q/A share, e.g. 0.02'):g}%"
 
 
 def share_label(share: float) -> str:
