@@ -84,12 +84,12 @@ class NGramLM:
         """<bos>·(n−1) + ids + <eos>: every real token and <eos> gets a full-length context."""
         return [self.bos] * (self.n - 1) + self.vocab.encode_tokens(tokens) + [self.eos]
 
-    def fit(self, token_lists: Sequence[Sequence[str]]) -> NGramLM:
+    def fit(self, token_lists: Sequence[Sequence[str]], progress: bool = False) -> NGramLM:
         """Count the n-grams of sentences (token lists), each wrapped in <bos> … <eos>; refitting
-        replaces the counts. Returns self."""
+        replaces the counts. Returns self. `progress` shows a bar over the sentences."""
         _check_token_lists(token_lists)
         top: dict[tuple[int, ...], Counter] = defaultdict(Counter)
-        for tokens in token_lists:
+        for tokens in progress_bar(token_lists, desc=f"{self.n}-gram counts", disable=not progress):
             ids = self._padded_ids(tokens)
             for i in range(self.n - 1, len(ids)):
                 top[tuple(ids[i - self.n + 1 : i])][ids[i]] += 1
