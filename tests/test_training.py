@@ -18,6 +18,38 @@ def test_adamw_decays_matrices_and_embeddings_only():
     assert decayed["betas"] == (0.9, 0.98) and decayed["lr"] == 1e-3
 
 
+def test_adamw_runs_the_multi_tensor_update_and_gets_the_per_tensor_loops_numbers():
+    def train(make_optimizer):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Embedding(50, 16), nn.Linear(16, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 50))
+        opt = make_optimizer(model)
+        ids = torch.randint(0, 50, (20, 8), generator=torch.Generator().manual_seed(1))
+        for step in range(20):
+            for group in opt.param_groups:  # a schedule, as the trainers set it
+                group["lr"] = 1e-2 * (step + 1) / 20
+            loss = nn.functional.cross_entropy(model(ids[step]), ids[(step + 1) % 20])
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            opt.step()
+        return opt, [p.detach() for p in model.parameters()]
+
+    ours, trained = train(lambda m: adamw(m.parameters(), lr=1e-2, weight_decay=0.1))
+    assert all(group["foreach"] for group in ours.param_groups)
+
+    def per_tensor_loop(m):
+        params = list(m.parameters())
+        groups = [
+            {"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+        ]
+        return torch.optim.AdamW(groups, lr=1e-2, foreach=False)
+
+    _, expected = train(per_tensor_loop)
+    assert all(torch.equal(a, b) for a, b in zip(trained, expected))
+    assert not torch.equal(trained[1], train(lambda m: torch.optim.SGD(m.parameters(), lr=1e-2))[1][1])
+
+
 def test_fine_tuning_optimizer_trains_only_what_is_not_frozen_and_warms_up():
     model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
     model[0].requires_grad_(False)
