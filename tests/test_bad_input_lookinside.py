@@ -161,3 +161,14 @@ def test_head_scores_name_weights_that_are_not_attention_maps():
         previous_token_scores("x")
     with pytest.raises(TypeError, match="weights must be a floating"):
         induction_scores(torch.ones(1, 2, 4, 4, dtype=torch.long), length=2)
+
+
+@pytest.mark.parametrize("value", [0.5, 2.0, float("nan")])
+def test_probing_features_refuse_a_mask_that_is_not_zero_or_one(value):
+    from onehot2gpt.probing import sentence_features, token_features
+
+    layers, mask = torch.randn(2, 3, 4, 5), torch.tensor([[1.0, 1.0, 0.0], [1.0, value, 0.0]])
+    for features in (token_features, sentence_features):
+        with pytest.raises(ValueError, match=r"mask holds .*0 \(padding\) or 1"):
+            features(layers, mask)
+    assert token_features(layers, mask == 1).shape == (3, 4, 5)  # a bool mask of the real ones

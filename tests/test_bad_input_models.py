@@ -262,3 +262,13 @@ def test_attention_and_bert_name_what_is_not_a_tensor():
     assert torch.equal(
         bert(ids, attention_mask=torch.ones(1, 3)).last_hidden_state, bert(torch.tensor(ids)).last_hidden_state
     )
+
+
+@pytest.mark.parametrize("value, error", [(3, TypeError), (None, TypeError), ("", ValueError), ("  ", ValueError)])
+def test_checkpoint_path_and_folder_name_a_bad_name(value, error):
+    from onehot2gpt.checkpoints import checkpoint_folder, checkpoint_path
+
+    with pytest.raises(error, match=r"^name .*checkpoints\.names\(\)"):
+        checkpoint_path(value)
+    with pytest.raises(error, match=r"^name_or_path .*checkpoints\.names\(\) or a folder"):
+        checkpoint_folder(value)

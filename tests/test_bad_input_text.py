@@ -225,3 +225,15 @@ def test_unanswerable_pairs_names_an_example_without_its_article():
 
     with pytest.raises(ValueError, match="needs a 'title' and a 'context'"):
         unanswerable_pairs([{"context": "a b", "question": "q", "answers": []}])
+
+
+@pytest.mark.parametrize(
+    "tokens, specials", [("abc", ("<pad>",)), ([1, 2], ("<pad>",)), (["a", None], ("<pad>",)), (["a"], (0,))]
+)
+def test_vocab_refuses_a_string_or_tokens_that_are_not_strings(tokens, specials):
+    with pytest.raises(TypeError, match=r"tokens and specials must be lists of strings.*list\(text\)"):
+        Vocab(tokens, specials=specials)
+
+
+def test_vocab_reads_an_iterator_of_tokens_once_and_keeps_them():
+    assert Vocab(iter(["a", "b"]), specials=("<pad>",)).itos == ["<pad>", "a", "b"]

@@ -14,7 +14,7 @@ from onehot2gpt_teach import grading
 from onehot2gpt_teach.grading_workers import _sha256, unfinished_starts
 from test_grading import code, tiny_course_notebook, write_class
 
-SLOW_SECONDS = 15  # the slow student's extra cell: long enough to be caught in flight
+SLOW_SECONDS = 9  # the slow student's extra cell: long enough to be caught in flight (5 s after a_fast)
 
 
 def _class(tmp_path):

@@ -108,6 +108,7 @@ def list_checkpoints() -> list[str]:
 
 def checkpoint_path(name: str) -> Path:
     """Folder of the course checkpoint `name`, e.g. ``"word2vec-wikitext2"``."""
+    check_text(name, "name", fix="a name from checkpoints.names(), e.g. 'gpt-char-shakespeare'")
     path = checkpoints_dir() / name
     if not (path / CONFIG).exists():
         raise FileNotFoundError(
@@ -121,6 +122,8 @@ def checkpoint_path(name: str) -> Path:
 
 def checkpoint_folder(name_or_path: str | Path) -> Path:
     """A course checkpoint's name (a string of one path part that is not a folder) or a folder → the folder."""
+    if not isinstance(name_or_path, os.PathLike):
+        check_text(name_or_path, "name_or_path", fix="a name from checkpoints.names() or a folder")
     path = Path(name_or_path)
     if isinstance(name_or_path, str) and len(path.parts) == 1 and not path.is_dir():
         return checkpoint_path(name_or_path)

@@ -96,6 +96,12 @@ class Vocab:
         if split is not None:
             check_choice(split, "split", SPLITS, fix="or None to infer it from the tokens")
         self.specials = tuple(specials)
+        tokens = tokens if isinstance(tokens, str) else list(tokens)  # an iterator is read once
+        if isinstance(tokens, str) or not all(isinstance(t, str) for t in [*tokens, *self.specials]):
+            raise TypeError(
+                f"tokens and specials must be lists of strings, got tokens={tokens!r:.60}, "
+                f"specials={self.specials!r:.60}; for a text's characters pass list(text)"
+            )
         self.itos: list[str] = list(self.specials) + [t for t in tokens if t not in self.specials]
         if len(set(self.itos)) != len(self.itos):
             raise ValueError("tokens must be unique; pass each token once")
