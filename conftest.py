@@ -1,4 +1,4 @@
-"""How the suite runs on several workers (pytest-xdist, ``make test``: ``-n 2 --dist loadgroup``).
+"""How the suite runs on several workers (pytest-xdist, ``make test``: ``-n 3 --dist loadgroup``).
 
 Each worker is its own process, so tests that must share one process stay together in an
 ``xdist_group``:
@@ -21,9 +21,9 @@ import os
 
 import pytest
 
-# One torch thread per process. `make test` runs two workers on 2 cores, one of them mostly the
-# browser test's kernels, the other the notebooks under nbval: two torch thread pools of 2 threads
-# each would busy-wait against each other (2.5× slower, measured), one thread each does not. The
+# One torch thread per process. `make test` runs three workers on 2 cores, two of them mostly the
+# browser test's kernels: torch thread pools of 2 threads each would busy-wait against each other
+# (2.5× slower with two workers, measured), one thread each does not. The
 # kernels inherit this, and the notebooks' `set_threads()` reads ONEHOT2GPT_THREADS, so the stored
 # outputs that nbval compares were made with one thread too. Set before any test imports torch.
 os.environ.setdefault("ONEHOT2GPT_THREADS", "1")
@@ -49,7 +49,7 @@ BROWSER_HALF_B = {
 }
 
 DOCTESTS = "lib/ (doctests)"
-# Seconds each group took on one thread per process (2 workers on 2 cores; the heaviest; every other
+# Seconds each group took on one thread per process (measured with 2 workers on 2 cores; the heaviest; every other
 # group counts 1). The two browser halves start first, one on each worker.
 EXPECTED_SECONDS = {
     f"{BROWSER} (half A)": 330,
