@@ -35,9 +35,9 @@ def _check_layers(layers: Tensor, mask: Tensor) -> None:
         raise ValueError(
             f"expected layers (B, T, L, D) and mask (B, T); got {tuple(layers.shape)} and {tuple(mask.shape)}"
         )
-    if not ((mask == 0) | (mask == 1)).all():
-        bad = mask[(mask != 0) & (mask != 1)][0].item()
-        raise ValueError(f"mask holds {bad}: it must be 0 (padding) or 1 (a real token), or bool")
+    bad = mask[(mask != 0) & (mask != 1)]  # NaN too
+    if bad.numel():
+        raise ValueError(f"mask holds {bad[0].item()}: it must be 0 (padding) or 1 (a real token), or bool")
 
 
 def token_features(layers: Tensor, mask: Tensor) -> Tensor:
